@@ -1,0 +1,52 @@
+// errors.ts: the errors the public API throws.
+
+function describe(actual: unknown): string {
+  if (typeof actual === 'string') return `${JSON.stringify(actual)} (string)`;
+  if (typeof actual === 'number') return `${Object.is(actual, -0) ? '-0' : String(actual)} (number)`;
+  if (actual === null) return 'null';
+  if (Array.isArray(actual)) return `an array of length ${actual.length}`;
+  if (ArrayBuffer.isView(actual)) return `a ${actual.constructor.name}`;
+  if (typeof actual === 'object') return `an object (${(actual as object).constructor?.name ?? 'null prototype'})`;
+  return `${String(actual)} (${typeof actual})`;
+}
+
+/**
+ * The one shape of every option error: names the option, what was expected
+ * and what was received. A value of the wrong type is a TypeError; a value
+ * of the right type outside its range is a RangeError.
+ */
+export function invalidParameterError(name: string, expected: string, actual: unknown, kind: 'type' | 'range'): Error {
+  const message = `Expected ${expected} for ${name} but received ${describe(actual)}`;
+  return kind === 'type' ? new TypeError(message) : new RangeError(message);
+}
+
+/** Thrown when every logit is -Infinity (after tokenBias and penalties): no token can be sampled. */
+export class NoTokenError extends Error {
+  readonly code = 'ERR_MD_NO_TOKEN';
+  constructor() {
+    super('Every logit is -Infinity after tokenBias and penalties: no token can be sampled');
+    this.name = 'NoTokenError';
+  }
+}
+
+/** Thrown when a backend asked for by name cannot run here; `reason` says why. */
+export class BackendUnavailableError extends Error {
+  readonly code = 'ERR_MD_BACKEND_UNAVAILABLE';
+  constructor(readonly backend: string, readonly reason: string) {
+    super(`The ${backend} backend is not available: ${reason}`);
+    this.name = 'BackendUnavailableError';
+  }
+}
+
+/**
+ * Re-throws an error from the native addon as the same class with the
+ * caller's JS stack, so a stack trace points at the user's code, not at the
+ * binding (the native frames carry nothing useful).
+ */
+export function rethrowWithCallerStack(error: unknown, caller: Function): never {
+  if (!(error instanceof Error)) throw error;
+  const Ctor = error instanceof RangeError ? RangeError : error instanceof TypeError ? TypeError : Error;
+  const rethrown = new Ctor(error.message, { cause: error });
+  Error.captureStackTrace(rethrown, caller);
+  throw rethrown;
+}

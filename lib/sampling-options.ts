@@ -1,0 +1,200 @@
+// sampling-options.ts: the options of one sampling step, their defaults,
+// and their validation into the exact values every backend uses.
+import { invalidParameterError } from './errors.js';
+import { isFiniteFloat32, isNumber, isPlainObject, isUint32, UINT32_MAX } from './predicates.js';
+
+export type BackendChoice = 'auto' | 'native' | 'js';
+export type FilterTemperature = 'sampling' | 'unit';
+
+export interface RepeatPenaltyOptions {
+  /** Divides positive and multiplies negative logits of recent tokens; 1 is off. Default 1.1. */
+  penalty?: number;
+  /** How many of the most recent tokens of `history` are penalised. Default 64. */
+  lastTokens?: number;
+  /** Subtracted once per occurrence in the window. Default 0. */
+  frequencyPenalty?: number;
+  /** Subtracted once per distinct token in the window. Default 0. */
+  presencePenalty?: number;
+}
+
+export type TokenBias = ReadonlyMap<number, number> | Readonly<Record<number, number>>;
+
+export interface SampleOptions {
+  /** 0 is greedy (argmax). Default 0. */
+  temperature?: number;
+  /** Keep the k highest logits (ties included); 0 or >= vocabulary size is off. Default 40. */
+  topK?: number;
+  /** Keep the smallest set of values whose probability reaches p; 1 is off. Default 0.95. */
+  topP?: number;
+  /** Drop tokens below minP times the top probability; 0 is off. Default 0. */
+  minP?: number;
+  /** uint32 noise seed. Default: a fresh random seed on every call. */
+  seed?: number;
+  /** uint32 sequence position of the token being sampled; selects the noise. Default 0. */
+  position?: number;
+  /** The tokens so far (prompt and generated), oldest first; used by repeatPenalty. */
+  history?: ArrayLike<number>;
+  /** Penalties on recent tokens, or false (default) for none. */
+  repeatPenalty?: false | RepeatPenaltyOptions;
+  /** Added to logits before anything else: token id -> finite bias or -Infinity (a ban). */
+  tokenBias?: TokenBias;
+  /** Whether top-p and min-p see the tempered distribution ('sampling', default) or T = 1 ('unit'). */
+  filterTemperature?: FilterTemperature;
+  /** Which implementation runs the step. Default 'auto': native if it loaded, else js. */
+  backend?: BackendChoice;
+}
+
+/** The defaults, following node-llama-cpp where it has one. */
+export const SAMPLING_DEFAULTS = Object.freeze({
+  temperature: 0,
+  topK: 40,
+  topP: 0.95,
+  minP: 0,
+  position: 0,
+  filterTemperature: 'sampling' as FilterTemperature,
+  backend: 'auto' as BackendChoice,
+  repeatPenalty: Object.freeze({ penalty: 1.1, lastTokens: 64, frequencyPenalty: 0, presencePenalty: 0 }),
+});
+
+/** Options after validation: real values already rounded to float32, lists packed. */
+export interface ResolvedSampling {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number;
+  position: number;
+  unitFilterTemperature: boolean;
+  repeatPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  lastTokens: number;
+  /** The penalty window: the last `lastTokens` history tokens (empty when penalties are off). */
+  window: Uint32Array;
+  biasTokens: Uint32Array;
+  biasValues: Float32Array;
+  backend: BackendChoice;
+}
+
+const SAMPLE_OPTION_NAMES = new Set([
+  'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
+  'tokenBias', 'filterTemperature', 'backend',
+]);
+const REPEAT_PENALTY_NAMES = new Set(['penalty', 'lastTokens', 'frequencyPenalty', 'presencePenalty']);
+
+function checkKnownKeys(object: Record<string, unknown>, known: Set<string>, where: string): void {
+  for (const key of Object.keys(object)) {
+    if (!known.has(key)) {
+      throw new TypeError(`Unknown option ${where}${key}; the options are: ${[...known].join(', ')}`);
+    }
+  }
+}
+
+function float32Option(name: string, value: unknown, fallback: number, inRange: (x: number) => boolean, expected: string): number {
+  if (value === undefined) return Math.fround(fallback);
+  if (!isNumber(value)) throw invalidParameterError(name, expected, value, 'type');
+  if (!isFiniteFloat32(value) || !inRange(Math.fround(value))) throw invalidParameterError(name, expected, value, 'range');
+  return Math.fround(value);
+}
+
+function uint32Option(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  const expected = `an integer from 0 to ${UINT32_MAX}`;
+  if (!isNumber(value)) throw invalidParameterError(name, expected, value, 'type');
+  if (!isUint32(value)) throw invalidParameterError(name, expected, value, 'range');
+  return value;
+}
+
+function enumOption<T extends string>(name: string, value: unknown, fallback: T, allowed: readonly T[]): T {
+  if (value === undefined) return fallback;
+  const expected = `one of ${allowed.map((a) => `'${a}'`).join(', ')}`;
+  if (typeof value !== 'string') throw invalidParameterError(name, expected, value, 'type');
+  if (!allowed.includes(value as T)) throw invalidParameterError(name, expected, value, 'range');
+  return value as T;
+}
+
+function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array {
+  if (history === undefined) return new Uint32Array(0);
+  const isArrayLike = Array.isArray(history) || history instanceof Uint32Array ||
+    history instanceof Int32Array || history instanceof Uint16Array || history instanceof Uint8Array;
+  if (!isArrayLike) throw invalidParameterError('history', 'an array or integer typed array of token ids', history, 'type');
+  const all = history as ArrayLike<number>;
+  if (!(all instanceof Uint32Array)) {
+    for (let i = 0; i < all.length; i++) {
+      const token = all[i];
+      if (!isUint32(token)) {
+        throw invalidParameterError(`history[${i}]`, `a token id (an integer from 0 to ${UINT32_MAX})`, token, isNumber(token) ? 'range' : 'type');
+      }
+    }
+  }
+  return Uint32Array.from({ length: Math.min(all.length, lastTokens) }, (_, i) => all[all.length - Math.min(all.length, lastTokens) + i]);
+}
+
+function resolveTokenBias(tokenBias: unknown): { biasTokens: Uint32Array; biasValues: Float32Array } {
+  if (tokenBias === undefined) return { biasTokens: new Uint32Array(0), biasValues: new Float32Array(0) };
+  let entries: [unknown, unknown][];
+  if (tokenBias instanceof Map) entries = [...tokenBias.entries()];
+  else if (isPlainObject(tokenBias)) entries = Object.entries(tokenBias).map(([k, v]) => [Number(k), v]);
+  else throw invalidParameterError('tokenBias', 'a Map or a plain object of token id -> bias', tokenBias, 'type');
+
+  const biasTokens = new Uint32Array(entries.length);
+  const biasValues = new Float32Array(entries.length);
+  entries.forEach(([token, bias], i) => {
+    if (!isUint32(token)) {
+      throw invalidParameterError('tokenBias key', `a token id (an integer from 0 to ${UINT32_MAX})`, token, isNumber(token) ? 'range' : 'type');
+    }
+    const name = `tokenBias[${token}]`;
+    const expected = 'a finite number or -Infinity';
+    if (!isNumber(bias)) throw invalidParameterError(name, expected, bias, 'type');
+    if (!(isFiniteFloat32(bias) || bias === -Infinity)) throw invalidParameterError(name, expected, bias, 'range');
+    biasTokens[i] = token;
+    biasValues[i] = bias;
+  });
+  return { biasTokens, biasValues };
+}
+
+/** Validates `options` (throwing TypeError/RangeError naming the field) and fills defaults. */
+export function resolveSampling(options: SampleOptions | undefined): ResolvedSampling {
+  if (options === undefined) options = {};
+  if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
+  const o = options as Record<string, unknown>;
+  checkKnownKeys(o, SAMPLE_OPTION_NAMES, '');
+  const d = SAMPLING_DEFAULTS;
+
+  const temperature = float32Option('temperature', o.temperature, d.temperature, (x) => x >= 0, 'a finite number >= 0');
+  const topK = uint32Option('topK', o.topK, d.topK);
+  const topP = float32Option('topP', o.topP, d.topP, (x) => x > 0 && x <= 1, 'a number in (0, 1]');
+  const minP = float32Option('minP', o.minP, d.minP, (x) => x >= 0 && x < 1, 'a number in [0, 1)');
+  const seed = uint32Option('seed', o.seed, 0);
+  const position = uint32Option('position', o.position, d.position);
+  const filterTemperature = enumOption('filterTemperature', o.filterTemperature, d.filterTemperature, ['sampling', 'unit']);
+  const backend = enumOption('backend', o.backend, d.backend, ['auto', 'native', 'js']);
+
+  let penalty = 1, frequencyPenalty = 0, presencePenalty = 0, lastTokens = 0;
+  const rp = o.repeatPenalty;
+  if (rp !== undefined && rp !== false) {
+    if (!isPlainObject(rp)) throw invalidParameterError('repeatPenalty', 'false or an object', rp, 'type');
+    checkKnownKeys(rp, REPEAT_PENALTY_NAMES, 'repeatPenalty.');
+    const dp = d.repeatPenalty;
+    penalty = float32Option('repeatPenalty.penalty', rp.penalty, dp.penalty, (x) => x > 0, 'a finite number > 0');
+    lastTokens = uint32Option('repeatPenalty.lastTokens', rp.lastTokens, dp.lastTokens);
+    frequencyPenalty = float32Option('repeatPenalty.frequencyPenalty', rp.frequencyPenalty, dp.frequencyPenalty, () => true, 'a finite number');
+    presencePenalty = float32Option('repeatPenalty.presencePenalty', rp.presencePenalty, dp.presencePenalty, () => true, 'a finite number');
+  }
+  const window = resolveHistoryWindow(o.history, lastTokens);
+
+  return {
+    temperature, topK, topP, minP,
+    seed: o.seed === undefined ? randomSeed() : seed,
+    position,
+    unitFilterTemperature: filterTemperature === 'unit',
+    repeatPenalty: penalty, frequencyPenalty, presencePenalty, lastTokens,
+    window,
+    ...resolveTokenBias(o.tokenBias),
+    backend,
+  };
+}
+
+function randomSeed(): number {
+  return (Math.random() * 0x100000000) >>> 0;
+}

@@ -1,0 +1,168 @@
+// md_sampling.h: the one definition of sampling noise and parameters.
+//
+// Compiled by the Metal kernels (__METAL_VERSION__ defined) and by the C++
+// code (native/core). The TypeScript sampler mirrors it operation for
+// operation (lib/js/noise.ts) and is tested against it.
+//
+// Why our own log and exp: every backend must produce the same noise for the
+// same (seed, position, token). Library log/exp differ between libm, Metal
+// and V8 in the last bit; these polynomials (Cephes' logf/expf) are plain
+// float32 adds and multiplies, so any IEEE float32 machine that neither
+// reorders nor fuses them (build with -ffp-contract=off) gets the same bits.
+#ifndef MD_SAMPLING_H
+#define MD_SAMPLING_H
+
+#ifdef __METAL_VERSION__
+#include <metal_stdlib>
+typedef uint md_u32;
+typedef int md_i32;
+#define MD_FN static inline
+MD_FN float md_float_from_bits(md_u32 u) { return as_type<float>(u); }
+MD_FN md_u32 md_bits_from_float(float f) { return as_type<md_u32>(f); }
+MD_FN float md_floor(float x) { return metal::floor(x); }
+#else
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+typedef uint32_t md_u32;
+typedef int32_t md_i32;
+#define MD_FN static inline
+MD_FN float md_float_from_bits(md_u32 u) { float f; memcpy(&f, &u, 4); return f; }
+MD_FN md_u32 md_bits_from_float(float f) { md_u32 u; memcpy(&u, &f, 4); return u; }
+MD_FN float md_floor(float x) { return __builtin_floorf(x); }
+#endif
+
+// ---- noise hash (SAMPLING-SPEC "Noise") ----------------------------------
+
+// PCG-RXS-M-XS 32-bit output permutation, used as a hash.
+MD_FN md_u32 md_hash(md_u32 x) {
+  md_u32 s = x * 747796405u + 2891336453u;
+  md_u32 w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+
+// Seed and position are hashed separately so that (seed, position) pairs
+// never alias each other.
+MD_FN md_u32 md_noise_key(md_u32 seed, md_u32 position) {
+  return md_hash(seed ^ md_hash(position));
+}
+
+// 24 random bits mapped to the centre of one of 2^23 cells in (0, 1):
+// never 0 and never 1, so both logs below are finite.
+MD_FN float md_uniform(md_u32 bits) {
+  return (float)(2u * (bits >> 9) + 1u) * 5.9604644775390625e-8f;  // 2^-24
+}
+
+// Natural log of a positive finite float (Cephes logf, ~1 ulp).
+MD_FN float md_log(float x) {
+  // Subnormals are scaled up by 2^24 first (exactly), then corrected in the
+  // exponent; only min-p's ln(q) can be subnormal.
+  bool subnormal = x < 1.17549435e-38f;
+  x = subnormal ? x * 16777216.0f : x;
+  md_u32 ix = md_bits_from_float(x);
+  md_i32 e = (md_i32)(ix >> 23) - 126 - (subnormal ? 24 : 0);
+  float m = md_float_from_bits((ix & 0x007FFFFFu) | 0x3F000000u);  // [0.5, 1)
+  bool low = m < 0.707106781186547524f;
+  e = low ? e - 1 : e;
+  float f = low ? (m + m) - 1.0f : m - 1.0f;
+  float z = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f - 1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f - 1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f - 1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f - 2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = y * f * z;
+  float fe = (float)e;
+  y = y + fe * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  float r = f + y;
+  return r + fe * 0.693359375f;
+}
+
+// exp(x) for x <= 0 (Cephes expf, ~1 ulp). Results that would be subnormal
+// (x < -87) are exactly 0, as are -inf and NaN: a top-p weight that small
+// cannot matter, and every backend flushes the same way.
+MD_FN float md_exp(float x) {
+  bool under = !(x >= -87.0f);
+  x = under ? 0.0f : x;
+  float fx = md_floor(x * 1.44269504088896341f + 0.5f);
+  x = x - fx * 0.693359375f;
+  x = x + fx * 2.12194440e-4f;
+  float z = x * x;
+  float y = 1.9875691500e-4f;
+  y = y * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * z + x + 1.0f;
+  md_u32 scale_bits = (md_u32)((md_i32)fx + 127) << 23;
+  y = y * md_float_from_bits(scale_bits);
+  return under ? 0.0f : y;
+}
+
+// Gumbel(0, 1) noise: g = -ln(-ln(u)).
+MD_FN float md_gumbel(float u) { return -md_log(-md_log(u)); }
+
+// The noise of token `token` under a key from md_noise_key.
+MD_FN float md_token_noise(md_u32 key, md_u32 token) {
+  return md_gumbel(md_uniform(md_hash(key + token)));
+}
+
+// An upper bound on md_gumbel over every u md_uniform can return (the
+// largest u, 1 - 2^-24, gives 16.6355...). Samplers skip the noise of tokens
+// whose z + T * MD_GUMBEL_MAX cannot beat the best score so far; a test
+// checks the bound against the top 2^16 values of u.
+#define MD_GUMBEL_MAX 16.64f
+
+// ---- parameters ------------------------------------------------------------
+
+// flags
+#define MD_FLAG_UNIT_FILTER_TEMPERATURE 1u  // filters see T = 1 ("unit")
+
+// What a sampling step reads, as the GPU reads it: float32 and uint32 only,
+// no padding, the same layout in Metal and C++. The history window and the
+// token-bias list travel in their own buffers; their lengths are here.
+typedef struct md_sampling_params {
+  float temperature;        // T >= 0; 0 = greedy
+  float top_p;              // (0, 1]; 1 = off
+  float min_p;              // [0, 1); 0 = off
+  float repeat_penalty;     // > 0; 1 = off
+  float frequency_penalty;  // finite; 0 = off
+  float presence_penalty;   // finite; 0 = off
+  md_u32 top_k;             // 0 or >= vocab_size = off
+  md_u32 seed;
+  md_u32 position;          // sequence position of the token being sampled
+  md_u32 vocab_size;        // V >= 1
+  md_u32 history_count;     // tokens in the penalty window (<= lastTokens)
+  md_u32 bias_count;        // entries in the token-bias list
+  md_u32 flags;             // MD_FLAG_*
+} md_sampling_params;
+
+#define MD_SAMPLING_PARAMS_SIZE 52
+#define MD_NO_TOKEN 0xFFFFFFFFu  // written when every logit is -inf
+
+#ifndef __METAL_VERSION__
+#ifdef __cplusplus
+static_assert(sizeof(md_sampling_params) == MD_SAMPLING_PARAMS_SIZE, "md_sampling_params size");
+static_assert(offsetof(md_sampling_params, temperature) == 0, "temperature offset");
+static_assert(offsetof(md_sampling_params, top_p) == 4, "top_p offset");
+static_assert(offsetof(md_sampling_params, min_p) == 8, "min_p offset");
+static_assert(offsetof(md_sampling_params, repeat_penalty) == 12, "repeat_penalty offset");
+static_assert(offsetof(md_sampling_params, frequency_penalty) == 16, "frequency_penalty offset");
+static_assert(offsetof(md_sampling_params, presence_penalty) == 20, "presence_penalty offset");
+static_assert(offsetof(md_sampling_params, top_k) == 24, "top_k offset");
+static_assert(offsetof(md_sampling_params, seed) == 28, "seed offset");
+static_assert(offsetof(md_sampling_params, position) == 32, "position offset");
+static_assert(offsetof(md_sampling_params, vocab_size) == 36, "vocab_size offset");
+static_assert(offsetof(md_sampling_params, history_count) == 40, "history_count offset");
+static_assert(offsetof(md_sampling_params, bias_count) == 44, "bias_count offset");
+static_assert(offsetof(md_sampling_params, flags) == 48, "flags offset");
+#endif
+#endif
+
+#endif  // MD_SAMPLING_H

@@ -1,0 +1,119 @@
+// top_p.h: top-p's threshold tau_p (SAMPLING-SPEC step 5), exactly.
+//
+// Masses are summed level by level from the top (a level is one logit value
+// and all its ties) in double: float32 weights, double sums. The TypeScript
+// sampler sums in the same order, so the two agree on the boundary.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "cpu_sampler.h"
+#include "row_passes.h"
+
+namespace md {
+
+// Candidate lists up to this size are sorted; larger ones use a histogram.
+constexpr size_t kTopPSortLimit = 4096;
+
+template <class Logits>
+struct TopPContext {
+  float maxValue;
+  float filterTemperature;
+  double target = 0;  // p * W
+
+  float weight(int32_t key) const {
+    return md_exp((Logits::value(key) - maxValue) / filterTemperature);
+  }
+};
+
+// Walks `keys` sorted descending; returns the first level at which the
+// cumulative mass reaches ctx.target, starting from `cumulative`.
+template <class Logits>
+bool walkSortedLevels(const std::vector<int32_t>& keys, const TopPContext<Logits>& ctx,
+                      double& cumulative, int32_t& level) {
+  for (size_t i = 0; i < keys.size();) {
+    size_t end = i;
+    while (end < keys.size() && keys[end] == keys[i]) ++end;
+    level = keys[i];
+    cumulative += double(end - i) * double(ctx.weight(level));
+    if (cumulative >= ctx.target) return true;
+    i = end;
+  }
+  return false;
+}
+
+template <class Logits>
+double sortedMass(const std::vector<int32_t>& keys, const TopPContext<Logits>& ctx) {
+  double total = 0;
+  for (size_t i = 0; i < keys.size();) {
+    size_t end = i;
+    while (end < keys.size() && keys[end] == keys[i]) ++end;
+    total += double(end - i) * double(ctx.weight(keys[i]));
+    i = end;
+  }
+  return total;
+}
+
+// tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
+template <class Logits>
+int32_t topPThreshold(const typename Logits::Bits* row, uint32_t n, int32_t floorKey,
+                      int32_t maxKey, float filterTemperature, float p, SamplerScratch& s) {
+  TopPContext<Logits> ctx{Logits::value(maxKey), filterTemperature};
+  std::vector<int32_t>& keys = s.keys;
+
+  if (gatherKeysAtLeast<Logits>(row, n, floorKey, kTopPSortLimit, keys)) {
+    std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
+    ctx.target = double(p) * sortedMass(keys, ctx);
+    double cumulative = 0;
+    int32_t level = keys.back();
+    walkSortedLevels(keys, ctx, cumulative, level);
+    return level;
+  }
+
+  // Histogram over coarse keys (exact levels for float16; 2^16-value bins
+  // for float32, refined by sorting the one bin the boundary falls in).
+  constexpr int shift = Logits::kCoarseShift;
+  const int32_t low = floorKey >> shift, high = maxKey >> shift;
+  const size_t bins = size_t(high - low) + 1;
+  s.counts.assign(bins, 0);
+  s.mass.assign(bins, 0.0);
+  for (uint32_t i = 0; i < n; ++i) {
+    int32_t key = Logits::key(row[i]);
+    if (key < floorKey) continue;
+    if constexpr (shift == 0) s.counts[key - low]++;
+    else s.mass[(key >> shift) - low] += double(ctx.weight(key));
+  }
+  if constexpr (shift == 0) {
+    for (size_t b = 0; b < bins; ++b)
+      if (s.counts[b]) s.mass[b] = double(s.counts[b]) * double(ctx.weight(int32_t(b) + low));
+  }
+  double total = 0;
+  for (size_t b = bins; b-- > 0;) total += s.mass[b];
+  ctx.target = double(p) * total;
+
+  double cumulative = 0;
+  for (size_t b = bins; b-- > 0;) {
+    if (s.mass[b] == 0 && (shift != 0 || s.counts[b] == 0)) continue;
+    if (cumulative + s.mass[b] < ctx.target && b > 0) { cumulative += s.mass[b]; continue; }
+    const int32_t bin = int32_t(b) + low;
+    if constexpr (shift == 0) {
+      return bin;
+    } else {
+      // The boundary is inside this bin: its keys, sorted, finish the walk.
+      keys.clear();
+      for (uint32_t i = 0; i < n; ++i) {
+        int32_t key = Logits::key(row[i]);
+        if (key >= floorKey && (key >> shift) == bin) keys.push_back(key);
+      }
+      std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
+      int32_t level = keys.empty() ? floorKey : keys.back();
+      walkSortedLevels(keys, ctx, cumulative, level);
+      return level;
+    }
+  }
+  return floorKey;
+}
+
+}  // namespace md
