@@ -26,10 +26,15 @@ MD_FN float md_floor(float x) { return metal::floor(x); }
 #include <string.h>
 typedef uint32_t md_u32;
 typedef int32_t md_i32;
-#define MD_FN static inline
+#define MD_FN static inline __attribute__((always_inline))
 MD_FN float md_float_from_bits(md_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 MD_FN md_u32 md_bits_from_float(float f) { md_u32 u; memcpy(&u, &f, 4); return u; }
-MD_FN float md_floor(float x) { return __builtin_floorf(x); }
+// floor for |x| < 2^31 (md_exp's range) from a truncating convert, which
+// SSE2 has and floorf does not, so loops over md_exp vectorise.
+MD_FN float md_floor(float x) {
+  float t = (float)(md_i32)x;
+  return t > x ? t - 1.0f : t;
+}
 #endif
 
 // ---- noise hash (SAMPLING-SPEC "Noise") ----------------------------------
@@ -50,21 +55,19 @@ MD_FN md_u32 md_noise_key(md_u32 seed, md_u32 position) {
 // 24 random bits mapped to the centre of one of 2^23 cells in (0, 1):
 // never 0 and never 1, so both logs below are finite.
 MD_FN float md_uniform(md_u32 bits) {
-  return (float)(2u * (bits >> 9) + 1u) * 5.9604644775390625e-8f;  // 2^-24
+  // Converted as signed (the value is < 2^24): SSE2 has no unsigned convert.
+  return (float)(md_i32)(2u * (bits >> 9) + 1u) * 5.9604644775390625e-8f;  // 2^-24
 }
 
-// Natural log of a positive finite float (Cephes logf, ~1 ulp).
+// Natural log of a positive normal float (Cephes logf, ~1 ulp). Written
+// without branches so that CPU loops over many tokens vectorise.
 MD_FN float md_log(float x) {
-  // Subnormals are scaled up by 2^24 first (exactly), then corrected in the
-  // exponent; only min-p's ln(q) can be subnormal.
-  bool subnormal = x < 1.17549435e-38f;
-  x = subnormal ? x * 16777216.0f : x;
   md_u32 ix = md_bits_from_float(x);
-  md_i32 e = (md_i32)(ix >> 23) - 126 - (subnormal ? 24 : 0);
+  md_i32 e = (md_i32)(ix >> 23) - 126;
   float m = md_float_from_bits((ix & 0x007FFFFFu) | 0x3F000000u);  // [0.5, 1)
   bool low = m < 0.707106781186547524f;
-  e = low ? e - 1 : e;
-  float f = low ? (m + m) - 1.0f : m - 1.0f;
+  e = e - (low ? 1 : 0);
+  float f = (m + (low ? m : 0.0f)) - 1.0f;  // a select, not a branch
   float z = f * f;
   float y = 7.0376836292e-2f;
   y = y * f - 1.1514610310e-1f;
@@ -81,6 +84,14 @@ MD_FN float md_log(float x) {
   y = y - 0.5f * z;
   float r = f + y;
   return r + fe * 0.693359375f;
+}
+
+// Natural log of any positive finite float: subnormals (only min-p's ln(q)
+// can be one) are scaled by 2^24 exactly and corrected by ln(2^24) rounded
+// to float32.
+MD_FN float md_log_any(float x) {
+  if (x >= 1.17549435e-38f) return md_log(x);
+  return md_log(x * 16777216.0f) - 16.6355323334f;
 }
 
 // exp(x) for x <= 0 (Cephes expf, ~1 ulp). Results that would be subnormal

@@ -30,9 +30,9 @@ uint32_t sampleRow(const typename Logits::Bits* row, const SamplingInputs& in, S
   }
 
   // Step 3: nothing can be sampled.
-  const int32_t top = maxKey<Logits>(row, n);
-  if (top == Logits::kNegInf) return MD_NO_TOKEN;
-  const uint32_t argmax = firstIndexOfKey<Logits>(row, n, top);
+  const ScannedRow<Logits> scanned = scanRow<Logits>(row, n, scratch.blockMax);
+  if (scanned.top == Logits::kNegInf) return MD_NO_TOKEN;
+  const uint32_t argmax = firstIndexOfTop(scanned);
 
   // Step 4: greedy.
   if (p.temperature == 0.0f) return argmax;
@@ -42,18 +42,17 @@ uint32_t sampleRow(const typename Logits::Bits* row, const SamplingInputs& in, S
   int32_t tau = Logits::kNegInf;
   int32_t topKFloor = Logits::kNegInf;
   if (p.top_k > 0 && p.top_k < n) {
-    topKFloor = kthLargestKey<Logits>(row, n, p.top_k, scratch.keys);
+    topKFloor = kthLargestKey(scanned, p.top_k, scratch.keys);
     tau = topKFloor;
   }
-  if (p.top_p < 1.0f)
-    tau = std::max(tau, topPThreshold<Logits>(row, n, topKFloor, top, filterT, p.top_p, scratch));
+  if (p.top_p < 1.0f) tau = std::max(tau, topPThreshold(scanned, topKFloor, filterT, p.top_p, scratch));
   if (p.min_p > 0.0f) {
-    float shift = filterT * md_log(p.min_p);
-    tau = std::max(tau, keyAtLeast<Logits>(Logits::value(top) + shift));
+    float shift = filterT * md_log_any(p.min_p);
+    tau = std::max(tau, keyAtLeast<Logits>(Logits::value(scanned.top) + shift));
   }
 
   // Step 6: noise and argmax over the survivors.
-  NoiseArgmax<Logits> noise(row, n, tau, p.temperature, md_noise_key(p.seed, p.position));
+  NoiseArgmax<Logits> noise(scanned, tau, p.temperature, md_noise_key(p.seed, p.position));
   return noise.run(argmax);
 }
 

@@ -36,6 +36,7 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in);
 // Reusable scratch for the sampler: one per thread of use.
 struct SamplerScratch {
   std::vector<uint8_t> editedRow;  // the row with bias and penalties applied
+  std::vector<int32_t> blockMax;   // largest key of each block of the row
   std::vector<int32_t> keys;       // top-k buffer, top-p candidates
   std::vector<uint32_t> counts;    // top-p histogram
   std::vector<double> mass;        // top-p histogram

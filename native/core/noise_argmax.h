@@ -3,12 +3,13 @@
 //
 // g_i <= MD_GUMBEL_MAX, so a token whose z + T * MD_GUMBEL_MAX is below the
 // best score so far cannot win and needs no noise. Starting from the row's
-// argmax makes that window narrow at once; with peaked logits only a few
-// tokens get noise, with flat logits whole blocks do, computed in a
-// vectorisable loop.
+// argmax makes that window narrow at once: with peaked logits only a few
+// blocks are read at all; with flat logits whole blocks get their noise from
+// the vectorised tokenNoiseBlock.
 #pragma once
 #include <cmath>
 
+#include "noise_block.h"
 #include "row_passes.h"
 
 namespace md {
@@ -16,28 +17,20 @@ namespace md {
 template <class Logits>
 class NoiseArgmax {
  public:
-  NoiseArgmax(const typename Logits::Bits* row, uint32_t n, int32_t tau, float temperature,
-              md_u32 noiseKey)
-      : row_(row), n_(n), tau_(tau), t_(temperature), key_(noiseKey),
-        tMaxNoise_(temperature * MD_GUMBEL_MAX) {}
+  NoiseArgmax(const ScannedRow<Logits>& row, int32_t tau, float temperature, md_u32 noiseKey)
+      : row_(row), tau_(tau), t_(temperature), key_(noiseKey), tMaxNoise_(temperature * MD_GUMBEL_MAX) {}
 
   uint32_t run(uint32_t argmaxIndex) {
-    best_ = score(argmaxIndex, md_token_noise(key_, argmaxIndex));
     bestIndex_ = argmaxIndex;
+    best_ = score(argmaxIndex, md_token_noise(key_, argmaxIndex));
     updateWindow();
-    float noise[kBlock];
-    for (uint32_t b = 0; b < n_; b += kBlock) {
-      uint32_t len = std::min(kBlock, n_ - b);
-      if (!anyKeyAtLeast<Logits>(row_ + b, len, window_)) continue;
-      uint32_t live = 0;
-      for (uint32_t j = 0; j < len; ++j) live += Logits::key(row_[b + j]) >= window_;
-      if (live >= 8) {
-        for (uint32_t j = 0; j < len; ++j) noise[j] = md_token_noise(key_, b + j);
-        for (uint32_t j = 0; j < len; ++j) consider(b + j, noise[j]);
-      } else {
-        for (uint32_t j = 0; j < len; ++j)
-          if (Logits::key(row_[b + j]) >= window_) consider(b + j, md_token_noise(key_, b + j));
-      }
+    for (uint32_t b = 0; b < row_.blocks; ++b) {
+      if (row_.blockMax[b] < window_) continue;
+      const uint32_t first = b * kBlock, len = row_.blockLength(b);
+      const uint32_t minCell = minimumCell(row_.blockMax[b]);
+      if (minCell > 0) scoreUnlikelyBlock(first, len, minCell);
+      else if (liveTokens(first, len) > 1) scoreBlock(first, len);
+      else scoreEach(first, len, 0, nullptr);
     }
     return bestIndex_;
   }
@@ -45,12 +38,71 @@ class NoiseArgmax {
  private:
   float score(uint32_t i, float noise) const {
     float scaled = t_ * noise;
-    return Logits::value(Logits::key(row_[i])) + scaled;
+    return Logits::value(row_.key(i)) + scaled;
   }
 
-  void consider(uint32_t i, float noise) {
-    if (Logits::key(row_[i]) < window_ || i == bestIndex_) return;
-    float s = score(i, noise);
+  // A token of a block whose largest value is v can only win with
+  // g >= (best - v) / T, so its uniform must be >= exp(-exp(-g)): the lowest
+  // md_uniform cell that can do it, less a margin for rounding, or 0 when
+  // most cells can.
+  uint32_t minimumCell(int32_t blockMaxKey) const {
+    const float v = Logits::value(blockMaxKey);
+    const double slack = (std::fabs(double(best_)) + std::fabs(double(v))) * 0x1p-20 + 1e-6;
+    const double needed = (double(best_) - double(v) - slack) / double(t_) - 1e-3;
+    if (!(needed > 1.0)) return 0;  // g > 1 has probability 0.31: not worth it
+    const double u = std::exp(-std::exp(-needed));
+    const double cell = std::floor((u * 16777216.0 - 1.0) / 2.0) - 2.0;
+    return cell > 0 ? uint32_t(std::min(cell, 8388607.0)) : 0;
+  }
+
+  // Only tokens whose cell reaches minCell can win; usually none do.
+  void scoreUnlikelyBlock(uint32_t first, uint32_t len, uint32_t minCell) {
+    uint32_t cells[kBlock];
+    tokenCellBlock(key_, first, len, cells);
+    uint32_t any = 0;
+    for (uint32_t j = 0; j < len; ++j) any |= cells[j] >= minCell;
+    if (any) scoreEach(first, len, minCell, cells);
+  }
+
+  void scoreEach(uint32_t first, uint32_t len, uint32_t minCell, const uint32_t* cells) {
+    for (uint32_t j = 0; j < len; ++j) {
+      const uint32_t i = first + j;
+      if (row_.key(i) >= window_ && (!cells || cells[j] >= minCell)) consider(i, score(i, md_token_noise(key_, i)));
+    }
+  }
+
+  uint32_t liveTokens(uint32_t first, uint32_t len) const {
+    const typename Logits::Bits* bits = row_.bits + first;
+    const int32_t window = window_;
+    uint32_t live = 0;
+    for (uint32_t j = 0; j < len; ++j) live += Logits::key(bits[j]) >= window;
+    return live;
+  }
+
+  // Every token of a block at once: noise, scores (-inf outside the window)
+  // and the block's best, in loops without branches. Members are copied to
+  // locals so the compiler sees that the stores cannot alias them.
+  void scoreBlock(uint32_t first, uint32_t len) {
+    float scores[kBlock];
+    tokenNoiseBlock(key_, first, len, scores);
+    const typename Logits::Bits* bits = row_.bits + first;
+    const int32_t window = window_;
+    const float t = t_;
+    for (uint32_t j = 0; j < len; ++j) {
+      int32_t k = Logits::key(bits[j]);
+      float scaled = t * scores[j];
+      float s = Logits::value(k) + scaled;
+      scores[j] = k >= window ? s : -INFINITY;
+    }
+    float blockBest = -INFINITY;
+    for (uint32_t j = 0; j < len; ++j) blockBest = scores[j] > blockBest ? scores[j] : blockBest;
+    if (blockBest < best_) return;
+    for (uint32_t j = 0; j < len; ++j)
+      if (scores[j] == blockBest) return consider(first + j, blockBest);
+  }
+
+  void consider(uint32_t i, float s) {
+    if (i == bestIndex_) return;
     if (s > best_ || (s == best_ && i < bestIndex_)) {
       best_ = s;
       bestIndex_ = i;
@@ -64,11 +116,10 @@ class NoiseArgmax {
     float limit = best_ - tMaxNoise_;
     limit -= (std::fabs(best_) + tMaxNoise_) * 0x1p-20f;
     int32_t w = std::isfinite(limit) ? keyAtLeast<Logits>(limit) : Logits::kNegInf;
-    window_ = clampThreshold<Logits>(std::max(w, tau_));
+    window_ = std::max(w, tau_);
   }
 
-  const typename Logits::Bits* row_;
-  uint32_t n_;
+  const ScannedRow<Logits>& row_;
   int32_t tau_;
   float t_;
   md_u32 key_;

@@ -1,7 +1,9 @@
 // row_passes.h: streaming passes over a row of logit bits.
 //
-// Rows are scanned in blocks of kBlock: a branch-free "does anything in this
-// block pass?" test (which compilers vectorise) guards the rare scalar work.
+// One vectorised pass (scanRow) records the largest key of every block of
+// kBlock tokens. Every later pass consults those maxima first and reads only
+// the blocks that can hold a token it is looking for: with language-model
+// logits that is a handful of blocks out of thousands.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -15,47 +17,63 @@ namespace md {
 constexpr uint32_t kBlock = 64;
 
 template <class Logits>
-int32_t maxKey(const typename Logits::Bits* row, uint32_t n) {
-  typename Logits::Key m = typename Logits::Key(Logits::kNegInf);
-  for (uint32_t i = 0; i < n; ++i) {
-    typename Logits::Key k = Logits::key(row[i]);
-    m = k > m ? k : m;
+struct ScannedRow {
+  const typename Logits::Bits* bits;
+  uint32_t size;
+  const int32_t* blockMax;  // largest key of block b (tokens [b * kBlock, ...))
+  uint32_t blocks;
+  int32_t top;              // largest key of the row
+  int32_t bottom;           // smallest key of the row
+
+  uint32_t blockLength(uint32_t b) const { return std::min(kBlock, size - b * kBlock); }
+  int32_t key(uint32_t i) const { return Logits::key(bits[i]); }
+
+  // Calls visit(first, length) for every block holding a key >= threshold.
+  template <class Visit>
+  void forEachBlockAtLeast(int32_t threshold, Visit&& visit) const {
+    for (uint32_t b = 0; b < blocks; ++b)
+      if (blockMax[b] >= threshold) visit(b * kBlock, blockLength(b));
   }
-  return m;
-}
+};
 
 template <class Logits>
-bool anyKeyAtLeast(const typename Logits::Bits* block, uint32_t len, int32_t threshold) {
-  const typename Logits::Key t = typename Logits::Key(threshold);
-  int any = 0;
-  for (uint32_t j = 0; j < len; ++j) any |= Logits::key(block[j]) >= t;
-  return any != 0;
-}
-
-// Thresholds handed to anyKeyAtLeast must fit the key type.
-template <class Logits>
-int32_t clampThreshold(int32_t t) {
-  return std::min(std::max(t, Logits::kNegInf), Logits::kMaxFinite + 1);
-}
-
-// Lowest index whose key equals `key` (the row's max, so it exists).
-template <class Logits>
-uint32_t firstIndexOfKey(const typename Logits::Bits* row, uint32_t n, int32_t key) {
-  for (uint32_t b = 0; b < n; b += kBlock) {
-    uint32_t len = std::min(kBlock, n - b);
-    if (!anyKeyAtLeast<Logits>(row + b, len, key)) continue;
-    for (uint32_t j = 0; j < len; ++j)
-      if (Logits::key(row[b + j]) == key) return b + j;
+ScannedRow<Logits> scanRow(const typename Logits::Bits* bits, uint32_t n, std::vector<int32_t>& blockMax) {
+  using Key = typename Logits::Key;
+  const uint32_t blocks = (n + kBlock - 1) / kBlock;
+  blockMax.resize(blocks);
+  int32_t top = Logits::kNegInf, bottom = Logits::kMaxFinite;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    const typename Logits::Bits* p = bits + size_t(b) * kBlock;
+    const uint32_t len = std::min(kBlock, n - b * kBlock);
+    Key high = Key(Logits::kNegInf), low = Key(Logits::kMaxFinite);
+    for (uint32_t j = 0; j < len; ++j) {
+      Key k = Logits::key(p[j]);
+      high = k > high ? k : high;
+      low = k < low ? k : low;
+    }
+    blockMax[b] = high;
+    top = std::max<int32_t>(top, high);
+    bottom = std::min<int32_t>(bottom, low);
   }
-  return n;
+  return {bits, n, blockMax.data(), blocks, top, bottom};
+}
+
+// Lowest index whose key is the row's largest (SAMPLING-SPEC's tie rule).
+template <class Logits>
+uint32_t firstIndexOfTop(const ScannedRow<Logits>& row) {
+  for (uint32_t b = 0; b < row.blocks; ++b) {
+    if (row.blockMax[b] != row.top) continue;
+    for (uint32_t i = b * kBlock;; ++i)
+      if (row.key(i) == row.top) return i;
+  }
+  return row.size;
 }
 
 // The k-th largest key counted with multiplicity (top-k's tau_k), 0 < k < n.
-// Keeps a buffer of at most 2k + kBlock candidates above a rising threshold;
-// each compaction halves it, so the whole scan is O(n) even on sorted input.
+// Keeps at most 2k + kBlock candidates above a rising threshold; each
+// compaction halves the buffer, so the scan is O(n) even on sorted input.
 template <class Logits>
-int32_t kthLargestKey(const typename Logits::Bits* row, uint32_t n, uint32_t k,
-                      std::vector<int32_t>& buffer) {
+int32_t kthLargestKey(const ScannedRow<Logits>& row, uint32_t k, std::vector<int32_t>& buffer) {
   buffer.clear();
   const size_t capacity = 2 * size_t(k) + kBlock;
   int32_t threshold = Logits::kNegInf - 1;  // accept everything until the first compaction
@@ -64,11 +82,11 @@ int32_t kthLargestKey(const typename Logits::Bits* row, uint32_t n, uint32_t k,
     buffer.resize(k);
     threshold = buffer[k - 1];  // nth_element leaves every kept key >= this one
   };
-  for (uint32_t b = 0; b < n; b += kBlock) {
-    uint32_t len = std::min(kBlock, n - b);
-    if (!anyKeyAtLeast<Logits>(row + b, len, threshold + 1)) continue;
-    for (uint32_t j = 0; j < len; ++j) {
-      int32_t key = Logits::key(row[b + j]);
+  for (uint32_t b = 0; b < row.blocks; ++b) {
+    if (row.blockMax[b] <= threshold) continue;
+    const uint32_t first = b * kBlock, len = row.blockLength(b);
+    for (uint32_t i = first; i < first + len; ++i) {
+      int32_t key = row.key(i);
       if (key > threshold) buffer.push_back(key);
     }
     if (buffer.size() >= capacity) compact();
@@ -79,14 +97,13 @@ int32_t kthLargestKey(const typename Logits::Bits* row, uint32_t n, uint32_t k,
 
 // Keys >= threshold, in row order; false (and a partial list) past `limit`.
 template <class Logits>
-bool gatherKeysAtLeast(const typename Logits::Bits* row, uint32_t n, int32_t threshold,
-                       size_t limit, std::vector<int32_t>& out) {
+bool gatherKeysAtLeast(const ScannedRow<Logits>& row, int32_t threshold, size_t limit, std::vector<int32_t>& out) {
   out.clear();
-  for (uint32_t b = 0; b < n; b += kBlock) {
-    uint32_t len = std::min(kBlock, n - b);
-    if (!anyKeyAtLeast<Logits>(row + b, len, threshold)) continue;
-    for (uint32_t j = 0; j < len; ++j) {
-      int32_t key = Logits::key(row[b + j]);
+  for (uint32_t b = 0; b < row.blocks; ++b) {
+    if (row.blockMax[b] < threshold) continue;
+    const uint32_t first = b * kBlock, len = row.blockLength(b);
+    for (uint32_t i = first; i < first + len; ++i) {
+      int32_t key = row.key(i);
       if (key >= threshold) out.push_back(key);
     }
     if (out.size() > limit) return false;

@@ -58,12 +58,13 @@ double sortedMass(const std::vector<int32_t>& keys, const TopPContext<Logits>& c
 
 // tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
 template <class Logits>
-int32_t topPThreshold(const typename Logits::Bits* row, uint32_t n, int32_t floorKey,
-                      int32_t maxKey, float filterTemperature, float p, SamplerScratch& s) {
+int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
+                      float p, SamplerScratch& s) {
+  const int32_t maxKey = row.top;
   TopPContext<Logits> ctx{Logits::value(maxKey), filterTemperature};
   std::vector<int32_t>& keys = s.keys;
 
-  if (gatherKeysAtLeast<Logits>(row, n, floorKey, kTopPSortLimit, keys)) {
+  if (gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
     std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
     ctx.target = double(p) * sortedMass(keys, ctx);
     double cumulative = 0;
@@ -75,19 +76,26 @@ int32_t topPThreshold(const typename Logits::Bits* row, uint32_t n, int32_t floo
   // Histogram over coarse keys (exact levels for float16; 2^16-value bins
   // for float32, refined by sorting the one bin the boundary falls in).
   constexpr int shift = Logits::kCoarseShift;
-  const int32_t low = floorKey >> shift, high = maxKey >> shift;
+  const int32_t low = std::max(floorKey, row.bottom) >> shift, high = maxKey >> shift;
   const size_t bins = size_t(high - low) + 1;
   s.counts.assign(bins, 0);
   s.mass.assign(bins, 0.0);
-  for (uint32_t i = 0; i < n; ++i) {
-    int32_t key = Logits::key(row[i]);
-    if (key < floorKey) continue;
-    if constexpr (shift == 0) s.counts[key - low]++;
-    else s.mass[(key >> shift) - low] += double(ctx.weight(key));
-  }
+  // Local pointers: through the vectors the compiler must reload them
+  // after every store.
+  uint32_t* counts = s.counts.data();
+  double* mass = s.mass.data();
+  const typename Logits::Bits* bits = row.bits;
+  row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
+    for (uint32_t i = first; i < first + len; ++i) {
+      int32_t key = Logits::key(bits[i]);
+      if (key < floorKey) continue;
+      if constexpr (shift == 0) counts[key - low]++;
+      else mass[(key >> shift) - low] += double(ctx.weight(key));
+    }
+  });
   if constexpr (shift == 0) {
-    for (size_t b = 0; b < bins; ++b)
-      if (s.counts[b]) s.mass[b] = double(s.counts[b]) * double(ctx.weight(int32_t(b) + low));
+    // Every bin, empty or not: a branch-free loop the compiler vectorises.
+    for (size_t b = 0; b < bins; ++b) mass[b] = double(counts[b]) * double(ctx.weight(int32_t(b) + low));
   }
   double total = 0;
   for (size_t b = bins; b-- > 0;) total += s.mass[b];
@@ -103,10 +111,12 @@ int32_t topPThreshold(const typename Logits::Bits* row, uint32_t n, int32_t floo
     } else {
       // The boundary is inside this bin: its keys, sorted, finish the walk.
       keys.clear();
-      for (uint32_t i = 0; i < n; ++i) {
-        int32_t key = Logits::key(row[i]);
-        if (key >= floorKey && (key >> shift) == bin) keys.push_back(key);
-      }
+      row.forEachBlockAtLeast(std::max(floorKey, bin << shift), [&](uint32_t first, uint32_t len) {
+        for (uint32_t i = first; i < first + len; ++i) {
+          int32_t key = row.key(i);
+          if (key >= floorKey && (key >> shift) == bin) keys.push_back(key);
+        }
+      });
       std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
       int32_t level = keys.empty() ? floorKey : keys.back();
       walkSortedLevels(keys, ctx, cumulative, level);
