@@ -4,7 +4,7 @@
 // the same order and precision, which is what makes the tokens agree.
 import type { ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
-import { GUMBEL_MAX, mdExp, mdLog, noiseKey, tokenNoise } from './noise.js';
+import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
 
 const f = Math.fround;
 export const NO_TOKEN = 0xffffffff;
@@ -104,7 +104,7 @@ export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling
     tau = tauK;
     if (s.topP < 1) tau = Math.max(tau, topPThreshold(sortedDesc, end, max, tf, s.topP));
   }
-  if (s.minP > 0) tau = Math.max(tau, f(max + f(tf * mdLog(s.minP))));
+  if (s.minP > 0) tau = Math.max(tau, f(max + f(tf * mdLogAny(s.minP))));
 
   // Step 6, skipping tokens that cannot reach the best score (see noise_argmax.h).
   const key = noiseKey(s.seed, s.position);

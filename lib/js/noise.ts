@@ -32,15 +32,14 @@ const LN2_LOW = f(-2.12194440e-4);
 const LN2_HIGH = f(0.693359375);
 const FLT_MIN = f(1.17549435e-38);
 
+/** ln(x) for a positive normal float32, as md_log. */
 export function mdLog(x: number): number {
-  const subnormal = x < FLT_MIN;
-  if (subnormal) x = f(x * 16777216);
   const ix = float32Bits(x);
-  let e = (ix >>> 23) - 126 - (subnormal ? 24 : 0);
+  let e = (ix >>> 23) - 126;
   const m = float32FromBits((ix & 0x007fffff) | 0x3f000000);
   const low = m < LOG_SQRT_HALF;
   if (low) e -= 1;
-  const r0 = low ? f(f(m + m) - 1) : f(m - 1);
+  const r0 = f((low ? f(m + m) : m) - 1);
   const z = f(r0 * r0);
   let y = LOG_COEFFICIENTS[0];
   for (let i = 1; i < LOG_COEFFICIENTS.length; i++) y = f(f(y * r0) + LOG_COEFFICIENTS[i]);
@@ -49,6 +48,14 @@ export function mdLog(x: number): number {
   y = f(y - f(0.5 * z));
   const r = f(r0 + y);
   return f(r + f(e * LN2_HIGH));
+}
+
+const LN_2_POW_24 = f(16.6355323334);
+
+/** ln(x) for any positive finite float32, subnormals included, as md_log_any. */
+export function mdLogAny(x: number): number {
+  if (x >= FLT_MIN) return mdLog(x);
+  return f(mdLog(f(x * 16777216)) - LN_2_POW_24);
 }
 
 const EXP_COEFFICIENTS = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1].map(f);
