@@ -79,12 +79,17 @@ function topPThreshold(sortedDesc: Float32Array, end: number, max: number, tf: n
   return levels[levels.length - 1][0];
 }
 
+/** Steps 0-2: the row every later step sees, as float32 values. */
+export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float32Array {
+  const z = sanitisedRow(logits);
+  applyEdits(z, s, logits instanceof Uint16Array);
+  return z;
+}
+
 /** The sampled token, or NO_TOKEN when every logit is -Infinity. */
 export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling): number {
-  const isHalf = logits instanceof Uint16Array;
-  const z = sanitisedRow(logits);
+  const z = editedLogits(logits, s);
   const n = z.length;
-  applyEdits(z, s, isHalf);
 
   let argmax = 0;
   for (let i = 1; i < n; i++) if (z[i] > z[argmax]) argmax = i;
