@@ -36,7 +36,7 @@ export function packageRoot(): string {
 
 function candidatePaths(root: string): string[] {
   const fromEnv = process.env.METAL_DECODE_ADDON;
-  const built = ['build/Release', 'build/Debug', 'build-cmake/Release', 'build-cmake'].map((d) => join(root, d, 'metal_decode.node'));
+  const built = ['build/Release', 'build/Debug', 'build-cmakejs/Release'].map((d) => join(root, d, 'metal_decode.node'));
   return fromEnv ? [fromEnv, ...built] : built;
 }
 
@@ -62,13 +62,17 @@ export function loadAddon(): AddonLoadResult {
     cached = { ok: false, attempts: [], reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1' };
     return cached;
   }
+  return (cached = loadAddonFrom(candidatePaths(packageRoot())));
+}
+
+/** Loads the first of `paths` that works, or says what went wrong with each. */
+export function loadAddonFrom(paths: string[]): AddonLoadResult {
   const attempts: AddonAttempt[] = [];
-  for (const path of candidatePaths(packageRoot())) {
+  for (const path of paths) {
     const { addon, attempt } = tryLoad(path);
-    if (addon) return (cached = { ok: true, addon, path });
+    if (addon) return { ok: true, addon, path };
     attempts.push(attempt!);
   }
   const lines = attempts.map((a) => `  - ${a.path}: ${a.error}; ${a.fix}`);
-  cached = { ok: false, attempts, reason: `the native addon could not be loaded. Tried:\n${lines.join('\n')}` };
-  return cached;
+  return { ok: false, attempts, reason: `the native addon could not be loaded. Tried:\n${lines.join('\n')}` };
 }

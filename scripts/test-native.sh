@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The C++ tests (native/tests) through CMake and ctest.
+#   MD_SANITIZE=ON bash scripts/test-native.sh   # the same under ASan + UBSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize="${MD_SANITIZE:-OFF}"
+build_dir=build-cmake
+[ "$sanitize" = "ON" ] && build_dir=build-cmake-asan
+
+if ! command -v cmake >/dev/null; then
+  echo "test-native: cmake is missing. Debian/Ubuntu: apt-get install cmake libgtest-dev; macOS: brew install cmake googletest" >&2
+  exit 1
+fi
+if ! cmake -S . -B "$build_dir" -DMD_SANITIZE="$sanitize" >"$build_dir.configure.log" 2>&1; then
+  cat "$build_dir.configure.log" >&2
+  echo "test-native: configuring failed. GoogleTest missing? Debian/Ubuntu: apt-get install libgtest-dev; macOS: brew install googletest" >&2
+  exit 1
+fi
+cmake --build "$build_dir" -j"$(nproc 2>/dev/null || echo 2)"
+ctest --test-dir "$build_dir" --output-on-failure
