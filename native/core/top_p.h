@@ -111,7 +111,7 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
     } else {
       // The boundary is inside this bin: its keys, sorted, finish the walk.
       keys.clear();
-      row.forEachBlockAtLeast(std::max(floorKey, bin << shift), [&](uint32_t first, uint32_t len) {
+      row.forEachBlockAtLeast(std::max(floorKey, bin * (int32_t(1) << shift)), [&](uint32_t first, uint32_t len) {
         for (uint32_t i = first; i < first + len; ++i) {
           int32_t key = row.key(i);
           if (key >= floorKey && (key >> shift) == bin) keys.push_back(key);
