@@ -97,8 +97,11 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
     // Every bin, empty or not: a branch-free loop the compiler vectorises.
     for (size_t b = 0; b < bins; ++b) mass[b] = double(counts[b]) * double(ctx.weight(int32_t(b) + low));
   }
+  // Empty bins add exact zeros, so skipping them leaves the sum's bits as
+  // they are (and in the order the TypeScript sampler sums levels).
   double total = 0;
-  for (size_t b = bins; b-- > 0;) total += s.mass[b];
+  for (size_t b = bins; b-- > 0;)
+    if (mass[b] != 0) total += mass[b];
   ctx.target = double(p) * total;
 
   double cumulative = 0;
