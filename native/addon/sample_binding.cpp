@@ -23,7 +23,13 @@ Napi::TypedArrayOf<T> typedArrayArg(const Napi::CallbackInfo& info, size_t i, na
   return info[i].As<Napi::TypedArrayOf<T>>();
 }
 
-uint32_t toUint32(double x) { return x >= 0 && x <= 4294967295.0 ? uint32_t(x) : 0; }
+// An integer slot's value, or a RangeError naming the slot (never a clamp).
+uint32_t uint32Slot(Napi::Env env, const double* slots, unsigned slot, const char* name) {
+  double x = slots[slot];
+  if (!(x >= 0 && x <= 4294967295.0 && x == std::floor(x)))
+    throw Napi::RangeError::New(env, std::string("sampleRow: ") + name + " must be an integer from 0 to 4294967295");
+  return uint32_t(x);
+}
 
 }  // namespace
 
@@ -53,11 +59,11 @@ Napi::Value MetalDecodeAddon::SampleRow(const Napi::CallbackInfo& info) {
   SamplingInputs in{};
   md_sampling_params& p = in.params;
   p.temperature = float(s[kSlot_temperature]);
-  p.top_k = toUint32(s[kSlot_topK]);
+  p.top_k = uint32Slot(env, s, kSlot_topK, "topK");
   p.top_p = float(s[kSlot_topP]);
   p.min_p = float(s[kSlot_minP]);
-  p.seed = toUint32(s[kSlot_seed]);
-  p.position = toUint32(s[kSlot_position]);
+  p.seed = uint32Slot(env, s, kSlot_seed, "seed");
+  p.position = uint32Slot(env, s, kSlot_position, "position");
   p.flags = s[kSlot_unitFilterTemperature] != 0 ? MD_FLAG_UNIT_FILTER_TEMPERATURE : 0;
   p.repeat_penalty = float(s[kSlot_repeatPenalty]);
   p.frequency_penalty = float(s[kSlot_frequencyPenalty]);
@@ -65,7 +71,7 @@ Napi::Value MetalDecodeAddon::SampleRow(const Napi::CallbackInfo& info) {
   p.vocab_size = row.size;
 
   // The penalty window: the last `lastTokens` tokens of the history.
-  size_t window = std::min<size_t>(history.ElementLength(), toUint32(s[kSlot_lastTokens]));
+  size_t window = std::min<size_t>(history.ElementLength(), uint32Slot(env, s, kSlot_lastTokens, "lastTokens"));
   p.history_count = uint32_t(window);
   in.history = history.Data() + (history.ElementLength() - window);
   p.bias_count = uint32_t(biasTokens.ElementLength());
