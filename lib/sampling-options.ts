@@ -127,7 +127,8 @@ function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array
       }
     }
   }
-  return Uint32Array.from({ length: Math.min(all.length, lastTokens) }, (_, i) => all[all.length - Math.min(all.length, lastTokens) + i]);
+  const start = all.length - Math.min(all.length, lastTokens);
+  return Uint32Array.from({ length: all.length - start }, (_, i) => all[start + i]);
 }
 
 function resolveTokenBias(tokenBias: unknown): { biasTokens: Uint32Array; biasValues: Float32Array } {

@@ -6,6 +6,7 @@
 // only for tokens that could still win.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "../../metal/md_sampling.h"
@@ -40,6 +41,7 @@ struct SamplerScratch {
   std::vector<int32_t> keys;       // top-k buffer, top-p candidates
   std::vector<uint32_t> counts;    // top-p histogram
   std::vector<double> mass;        // top-p histogram
+  std::vector<std::pair<int32_t, double>> levels;  // top-p: (value, mass) from the top
   std::vector<uint32_t> window;    // penalty window, sorted
 };
 

@@ -21,39 +21,34 @@ template <class Logits>
 struct TopPContext {
   float maxValue;
   float filterTemperature;
-  double target = 0;  // p * W
 
   float weight(int32_t key) const {
     return md_exp((Logits::value(key) - maxValue) / filterTemperature);
   }
 };
 
-// Walks `keys` sorted descending; returns the first level at which the
-// cumulative mass reaches ctx.target, starting from `cumulative`.
+// The levels of `keys` (sorted descending) with their masses, appended to
+// `levels`: each weight is computed once, for the total and the walk alike.
 template <class Logits>
-bool walkSortedLevels(const std::vector<int32_t>& keys, const TopPContext<Logits>& ctx,
-                      double& cumulative, int32_t& level) {
+void appendLevels(const std::vector<int32_t>& keys, const TopPContext<Logits>& ctx,
+                  std::vector<std::pair<int32_t, double>>& levels) {
   for (size_t i = 0; i < keys.size();) {
     size_t end = i;
     while (end < keys.size() && keys[end] == keys[i]) ++end;
-    level = keys[i];
-    cumulative += double(end - i) * double(ctx.weight(level));
-    if (cumulative >= ctx.target) return true;
+    levels.push_back({keys[i], double(end - i) * double(ctx.weight(keys[i]))});
     i = end;
   }
-  return false;
 }
 
-template <class Logits>
-double sortedMass(const std::vector<int32_t>& keys, const TopPContext<Logits>& ctx) {
-  double total = 0;
-  for (size_t i = 0; i < keys.size();) {
-    size_t end = i;
-    while (end < keys.size() && keys[end] == keys[i]) ++end;
-    total += double(end - i) * double(ctx.weight(keys[i]));
-    i = end;
+// The first level at which the cumulative mass, starting from `cumulative`,
+// reaches target; the last level when rounding keeps it from getting there.
+inline int32_t walkLevels(const std::vector<std::pair<int32_t, double>>& levels, double target,
+                          double cumulative, int32_t fallback) {
+  for (const auto& [level, mass] : levels) {
+    cumulative += mass;
+    if (cumulative >= target) return level;
   }
-  return total;
+  return levels.empty() ? fallback : levels.back().first;
 }
 
 // tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
@@ -61,16 +56,16 @@ template <class Logits>
 int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
                       float p, SamplerScratch& s) {
   const int32_t maxKey = row.top;
-  TopPContext<Logits> ctx{Logits::value(maxKey), filterTemperature};
+  const TopPContext<Logits> ctx{Logits::value(maxKey), filterTemperature};
   std::vector<int32_t>& keys = s.keys;
 
   if (gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
     std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
-    ctx.target = double(p) * sortedMass(keys, ctx);
-    double cumulative = 0;
-    int32_t level = keys.back();
-    walkSortedLevels(keys, ctx, cumulative, level);
-    return level;
+    s.levels.clear();
+    appendLevels(keys, ctx, s.levels);
+    double total = 0;
+    for (const auto& level : s.levels) total += level.second;
+    return walkLevels(s.levels, double(p) * total, 0.0, floorKey);
   }
 
   // Histogram over coarse keys (exact levels for float16; 2^16-value bins
@@ -102,12 +97,12 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
   double total = 0;
   for (size_t b = bins; b-- > 0;)
     if (mass[b] != 0) total += mass[b];
-  ctx.target = double(p) * total;
+  const double target = double(p) * total;
 
   double cumulative = 0;
   for (size_t b = bins; b-- > 0;) {
     if (s.mass[b] == 0 && (shift != 0 || s.counts[b] == 0)) continue;
-    if (cumulative + s.mass[b] < ctx.target && b > 0) { cumulative += s.mass[b]; continue; }
+    if (cumulative + s.mass[b] < target && b > 0) { cumulative += s.mass[b]; continue; }
     const int32_t bin = int32_t(b) + low;
     if constexpr (shift == 0) {
       return bin;
@@ -121,9 +116,9 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
         }
       });
       std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
-      int32_t level = keys.empty() ? floorKey : keys.back();
-      walkSortedLevels(keys, ctx, cumulative, level);
-      return level;
+      s.levels.clear();
+      appendLevels(keys, ctx, s.levels);
+      return walkLevels(s.levels, target, cumulative, floorKey);
     }
   }
   return floorKey;
