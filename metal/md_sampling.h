@@ -149,13 +149,63 @@ typedef struct md_sampling_params {
   md_u32 seed;
   md_u32 position;          // sequence position of the token being sampled
   md_u32 vocab_size;        // V >= 1
-  md_u32 history_count;     // tokens in the penalty window (<= lastTokens)
+  md_u32 history_count;     // tokens in the history buffer (see below)
+  md_u32 history_window;    // N = lastTokens: penalties see the last N of them
   md_u32 bias_count;        // entries in the token-bias list
   md_u32 flags;             // MD_FLAG_*
 } md_sampling_params;
+// The penalty window is the last min(history_window, history_count) tokens
+// of the history buffer. The batched kernel samples row r at position
+// `position + r` with `history_count + r` tokens of history: speculative
+// verification appends the draft tokens to the history buffer.
 
-#define MD_SAMPLING_PARAMS_SIZE 52
+#define MD_SAMPLING_PARAMS_SIZE 56
 #define MD_NO_TOKEN 0xFFFFFFFFu  // written when every logit is -inf
+
+// One token-bias entry as the kernels read it (a token listed twice keeps
+// its first entry).
+typedef struct md_bias_entry {
+  md_u32 token;
+  float value;  // finite or -inf
+} md_bias_entry;
+
+// The argmax kernels' parameters: one row of vocab_size logits per
+// threadgroup; the token goes to tokens[threadgroup index].
+typedef struct md_argmax_params {
+  md_u32 vocab_size;
+} md_argmax_params;
+
+// ---- logits as ordered integer keys ----------------------------------------
+// A key is the sign-magnitude bit pattern as a two's complement integer, so
+// integer order is value order and -0 and +0 share key 0. Keys are
+// sanitised (SAMPLING-SPEC step 0): NaN gets the key of -inf, +inf the key
+// of the largest finite value. native/core/logit_keys.h has vectorised
+// forms of the same maps; a test checks them against these for every
+// float16 pattern.
+#define MD_HALF_KEY_NEG_INF (-0x7C00)
+#define MD_HALF_KEY_MAX_FINITE 0x7BFF
+#define MD_HALF_KEY_BINS 0xF800  // one per key from -inf to 65504
+#define MD_FLOAT_KEY_NEG_INF (-0x7F800000)
+#define MD_FLOAT_KEY_MAX_FINITE 0x7F7FFFFF
+#define MD_KEY_NONE (-0x7FFFFFFF - 1)  // below every key: "no token here"
+
+MD_FN md_i32 md_half_key(md_u32 bits) {
+  md_i32 magnitude = (md_i32)(bits & 0x7FFFu);
+  md_i32 k = (bits & 0x8000u) ? -magnitude : magnitude;
+  k = magnitude > 0x7C00 ? MD_HALF_KEY_NEG_INF : k;
+  return k == 0x7C00 ? MD_HALF_KEY_MAX_FINITE : k;
+}
+
+MD_FN md_i32 md_float_key(md_u32 bits) {
+  md_i32 magnitude = (md_i32)(bits & 0x7FFFFFFFu);
+  md_i32 k = (bits & 0x80000000u) ? -magnitude : magnitude;
+  k = magnitude > 0x7F800000 ? MD_FLOAT_KEY_NEG_INF : k;
+  return k == 0x7F800000 ? MD_FLOAT_KEY_MAX_FINITE : k;
+}
+
+MD_FN md_u32 md_half_bits_of_key(md_i32 key) {
+  return key < 0 ? (0x8000u | (md_u32)(-key)) : (md_u32)key;
+}
 
 #ifndef __METAL_VERSION__
 #ifdef __cplusplus
@@ -171,8 +221,11 @@ static_assert(offsetof(md_sampling_params, seed) == 28, "seed offset");
 static_assert(offsetof(md_sampling_params, position) == 32, "position offset");
 static_assert(offsetof(md_sampling_params, vocab_size) == 36, "vocab_size offset");
 static_assert(offsetof(md_sampling_params, history_count) == 40, "history_count offset");
-static_assert(offsetof(md_sampling_params, bias_count) == 44, "bias_count offset");
-static_assert(offsetof(md_sampling_params, flags) == 48, "flags offset");
+static_assert(offsetof(md_sampling_params, history_window) == 44, "history_window offset");
+static_assert(offsetof(md_sampling_params, bias_count) == 48, "bias_count offset");
+static_assert(offsetof(md_sampling_params, flags) == 52, "flags offset");
+static_assert(sizeof(md_bias_entry) == 8, "md_bias_entry size");
+static_assert(sizeof(md_argmax_params) == 4, "md_argmax_params size");
 #endif
 #endif
 

@@ -71,7 +71,8 @@ Napi::Value MetalDecodeAddon::SampleRow(const Napi::CallbackInfo& info) {
   p.vocab_size = row.size;
 
   // The penalty window: the last `lastTokens` tokens of the history.
-  size_t window = std::min<size_t>(history.ElementLength(), uint32Slot(env, s, kSlot_lastTokens, "lastTokens"));
+  p.history_window = uint32Slot(env, s, kSlot_lastTokens, "lastTokens");
+  size_t window = std::min<size_t>(history.ElementLength(), p.history_window);
   p.history_count = uint32_t(window);
   in.history = history.Data() + (history.ElementLength() - window);
   p.bias_count = uint32_t(biasTokens.ElementLength());

@@ -30,6 +30,15 @@ struct SamplingInputs {
   const float* biasValues;     // finite or -inf
 };
 
+// Parameters with every option off: greedy, no filters, no penalties.
+inline md_sampling_params greedySamplingParams(uint32_t vocab) {
+  md_sampling_params p{};
+  p.top_p = 1.0f;
+  p.repeat_penalty = 1.0f;
+  p.vocab_size = vocab;
+  return p;
+}
+
 // Why a SamplingInputs cannot be sampled, or nullptr when it can. Messages
 // name the field; callers surface them as RangeError.
 const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in);

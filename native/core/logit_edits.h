@@ -46,12 +46,14 @@ void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& i
 
   bool penaltiesOn = p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
                      p.presence_penalty != 0.0f;
-  if (!penaltiesOn || p.history_count == 0) return;
+  if (!penaltiesOn || p.history_count == 0 || p.history_window == 0) return;
 
   // Distinct in-vocabulary tokens of the window with their counts.
+  // The last min(history_window, history_count) tokens.
+  const uint32_t first = p.history_count > p.history_window ? p.history_count - p.history_window : 0;
   std::vector<uint32_t>& window = scratch.window;
   window.clear();
-  for (uint32_t i = 0; i < p.history_count; ++i)
+  for (uint32_t i = first; i < p.history_count; ++i)
     if (in.history[i] < vocab) window.push_back(in.history[i]);
   std::sort(window.begin(), window.end());
 

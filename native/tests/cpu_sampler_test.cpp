@@ -6,13 +6,14 @@
 #include <random>
 #include <set>
 
+#include "random_cases.h"
 #include "reference_sampler.h"
 
 namespace {
 
 using reference::Case;
 
-md_sampling_params greedy(uint32_t vocab) { return {0, 1, 0, 1, 0, 0, 0, 0, 0, vocab, 0, 0, 0}; }
+md_sampling_params greedy(uint32_t vocab) { return md::greedySamplingParams(vocab); }
 
 // Samples a case with the optimised sampler, as float16 or float32.
 uint32_t run(const Case& c) {
@@ -20,6 +21,7 @@ uint32_t run(const Case& c) {
   Case k = c;
   k.params.vocab_size = uint32_t(c.values.size());
   k.params.history_count = uint32_t(c.window.size());
+  k.params.history_window = uint32_t(c.window.size());
   k.params.bias_count = uint32_t(c.biasTokens.size());
   md::SamplingInputs in{k.params, k.window.data(), k.biasTokens.data(), k.biasValues.data()};
   std::vector<uint16_t> halves;
@@ -175,43 +177,10 @@ TEST_P(Steps, TemperatureZeroIgnoresFiltersAndNoise) {
 // reference, token for token.
 TEST(CpuSampler, MatchesTheReferenceOnRandomRows) {
   std::mt19937 rng(2024);
-  auto uniform = [&](float a, float b) { return std::uniform_real_distribution<float>(a, b)(rng); };
   int cases = 0;
   for (int c = 0; c < 1500; ++c) {
-    Case k;
-    k.isHalf = c % 2 == 0;
     uint32_t vocab = std::vector<uint32_t>{1, 2, 7, 64, 65, 1000, 5000, 20000, 70000}[rng() % 9];
-    std::normal_distribution<float> normal(0, uniform(0.01f, 4.0f));
-    int shape = c % 5;
-    for (uint32_t i = 0; i < vocab; ++i) {
-      float v = normal(rng);
-      if (shape == 1) v = std::round(v);                   // heavy ties
-      if (shape == 2 && rng() % 50 == 0) v = 12 + uniform(0, 6);  // peaks
-      if (shape == 3 && rng() % 20 == 0) v = -INFINITY;
-      if (shape == 4 && rng() % 1000 == 0) v = NAN;
-      k.values.push_back(k.isHalf ? md::halfToFloat(md::halfFromFloat(v)) : v);
-    }
-    md_sampling_params& p = k.params;
-    p = greedy(vocab);
-    p.temperature = rng() % 6 == 0 ? 0.0f : uniform(0.05f, 2.5f);
-    p.top_k = std::vector<uint32_t>{0, 1, 2, 40, 1000, vocab}[rng() % 6];
-    p.top_p = rng() % 3 == 0 ? 1.0f : uniform(0.05f, 0.999f);
-    p.min_p = rng() % 3 == 0 ? 0.0f : uniform(0.0f, 0.3f);
-    p.seed = rng();
-    p.position = rng();
-    p.flags = rng() % 2 ? MD_FLAG_UNIT_FILTER_TEMPERATURE : 0;
-    if (rng() % 3 == 0) {
-      p.repeat_penalty = uniform(0.8f, 1.5f);
-      p.frequency_penalty = uniform(-0.5f, 0.5f);
-      p.presence_penalty = uniform(-0.5f, 0.5f);
-      for (int i = 0; i < 64; ++i) k.window.push_back(rng() % (vocab + 3));
-    }
-    if (rng() % 3 == 0) {
-      for (int i = 0; i < 5; ++i) {
-        k.biasTokens.push_back(rng() % (vocab + 2));
-        k.biasValues.push_back(rng() % 4 == 0 ? -INFINITY : uniform(-3, 3));
-      }
-    }
+    Case k = testing_cases::randomCase(rng, vocab, c % 5, c % 2 == 0);
     ASSERT_EQ(run(k), reference::sample(k)) << "case " << c << " V=" << vocab << " half=" << k.isHalf;
     ++cases;
   }

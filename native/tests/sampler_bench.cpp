@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 64; ++i) history[i] = (i * 7919) % 1000;
   md::SamplingInputs in{};
   md_sampling_params& p = in.params;
-  p = {0, 1, 0, 1, 0, 0, 0, 7, 0, vocab, 0, 0, 0};
-  if (config == 1) { p.temperature = 0.8f; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f; p.repeat_penalty = 1.1f; p.history_count = 64; }
+  p = md::greedySamplingParams(vocab);
+  p.seed = 7;
+  if (config == 1) { p.temperature = 0.8f; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f; p.repeat_penalty = 1.1f; p.history_count = 64; p.history_window = 64; }
   if (config == 2) { p.temperature = 0.8f; p.top_p = 0.9f; }
   if (config == 3) { p.temperature = 0.8f; }
   in.history = history.data();

@@ -1,0 +1,152 @@
+// md_kernel.h: what every kernel file includes first. Portable between the
+// Metal compiler and the C++ emulator (native/emu/metal_compat.h), so it
+// uses only what both provide: scalar math, simd_* operations, relaxed
+// atomics, threadgroup_barrier. Kernels compute in float32; half is for
+// storage only.
+#ifndef MD_KERNEL_H
+#define MD_KERNEL_H
+
+#ifdef __METAL_VERSION__
+#include <metal_stdlib>
+using namespace metal;
+// Metal threadgroup memory: one array shared by the threadgroup.
+#define MD_THREADGROUP_ARRAY(type, name, count) threadgroup type name[count]
+#else
+#include "metal_compat.h"
+#endif
+
+#include "md_sampling.h"
+
+// The thread-position parameters every kernel ends with, in this order (the
+// emulator binds them by position: native/emu/kernel_binding.h).
+#define MD_THREAD_IDS                                    \
+  uint tid [[thread_position_in_threadgroup]],           \
+  uint group [[threadgroup_position_in_grid]],           \
+  uint threads [[threads_per_threadgroup]],              \
+  uint lane [[thread_index_in_simdgroup]],               \
+  uint simd_index [[simdgroup_index_in_threadgroup]]
+
+#define MD_SIMD_WIDTH 32u
+#define MD_MAX_SIMDGROUPS 32u                          // 1024 threads
+#define MD_REDUCE_SLOTS (MD_MAX_SIMDGROUPS + 1u)        // one per simdgroup, one result
+#define MD_SCAN_SLOTS (2u * MD_MAX_SIMDGROUPS + 1u)     // totals, their prefixes, the sum
+
+// ---- float16 keys -------------------------------------------------------------
+
+inline float md_half_key_value(int key) {
+  return float(as_type<half>(ushort(md_half_bits_of_key(key))));
+}
+
+inline int md_key_of(half h) { return md_half_key(as_type<ushort>(h)); }
+inline int md_key_of(float f) { return md_float_key(as_type<uint>(f)); }
+
+// A float32 result rounded to float16 (nearest even) and sanitised again:
+// a bias can overflow to +inf, and -inf - -inf is NaN.
+inline half md_round_half(float value) {
+  return as_type<half>(ushort(md_half_bits_of_key(md_half_key(as_type<ushort>(half(value))))));
+}
+
+// The smallest key whose value is >= limit (MD_HALF_KEY_MAX_FINITE + 1
+// when none is): exact, by bisection on the keys.
+inline int md_half_key_at_least(float limit) {
+  int lo = MD_HALF_KEY_NEG_INF, hi = MD_HALF_KEY_MAX_FINITE + 1;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (md_half_key_value(mid) >= limit) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+// ---- threadgroup reductions ----------------------------------------------------
+// Each must be reached by every thread of the threadgroup (they hold
+// barriers), with `threads` a multiple of 32.
+
+template <typename T>
+struct md_best {
+  T value;
+  uint index;
+};
+
+// The largest value and, among its ties, the lowest index. Threads with
+// nothing to offer pass the type's lowest value and MD_NO_TOKEN. Exact:
+// max and min do not round.
+template <typename T>
+inline md_best<T> md_threadgroup_best(T value, uint index, uint lane, uint simd_index, uint simdgroups,
+                                      T none, threadgroup T* values, threadgroup uint* indices) {
+  T best = simd_max(value);
+  uint at = simd_min(value == best ? index : MD_NO_TOKEN);
+  if (lane == 0) {
+    values[simd_index] = best;
+    indices[simd_index] = at;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (simd_index == 0) {
+    T v = lane < simdgroups ? values[lane] : none;
+    uint i = lane < simdgroups ? indices[lane] : MD_NO_TOKEN;
+    T group_best = simd_max(v);
+    uint group_at = simd_min(v == group_best ? i : MD_NO_TOKEN);
+    if (lane == 0) {
+      values[MD_MAX_SIMDGROUPS] = group_best;
+      indices[MD_MAX_SIMDGROUPS] = group_at;
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  md_best<T> result;
+  result.value = values[MD_MAX_SIMDGROUPS];
+  result.index = indices[MD_MAX_SIMDGROUPS];
+  return result;
+}
+
+// This thread's largest key over tokens tid, tid + threads, ... and the
+// first index holding it (MD_KEY_NONE and MD_NO_TOKEN when it has none).
+template <typename T>
+inline md_best<int> md_thread_top_key(device const T* row, uint vocab, uint tid, uint threads) {
+  md_best<int> top;
+  top.value = MD_KEY_NONE;
+  top.index = MD_NO_TOKEN;
+  for (uint i = tid; i < vocab; i += threads) {
+    int k = md_key_of(row[i]);
+    if (k > top.value) {  // strictly greater: the first of ties is kept
+      top.value = k;
+      top.index = i;
+    }
+  }
+  return top;
+}
+
+// Inclusive prefix sum over the 32 lanes by doubling shifts: a fixed order
+// of additions, so float sums are the same bits on every GPU and in the
+// emulator (simd_prefix_*_sum leaves the order to the hardware).
+template <typename T>
+inline T md_simd_inclusive_sum(T x, uint lane) {
+  for (ushort shift = 1; shift < MD_SIMD_WIDTH; shift <<= 1) {
+    T other = simd_shuffle_up(x, shift);
+    if (lane >= shift) x += other;
+  }
+  return x;
+}
+
+// The sum of x over threads with a lower tid (exclusive prefix), in a
+// fixed order; `total` gets the sum over all threads.
+template <typename T>
+inline T md_threadgroup_exclusive_sum(T x, uint lane, uint simd_index, uint simdgroups, thread T& total,
+                                      threadgroup T* scratch) {
+  T inclusive = md_simd_inclusive_sum(x, lane);
+  T before_lane = simd_shuffle_up(inclusive, 1);
+  if (lane == 0) before_lane = T(0);
+  if (lane == MD_SIMD_WIDTH - 1) scratch[simd_index] = inclusive;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (simd_index == 0) {
+    T group_total = lane < simdgroups ? scratch[lane] : T(0);
+    T group_inclusive = md_simd_inclusive_sum(group_total, lane);
+    T group_before = simd_shuffle_up(group_inclusive, 1);
+    if (lane == 0) group_before = T(0);
+    scratch[MD_MAX_SIMDGROUPS + lane] = group_before;
+    if (lane == MD_SIMD_WIDTH - 1) scratch[2 * MD_MAX_SIMDGROUPS] = group_inclusive;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  total = scratch[2 * MD_MAX_SIMDGROUPS];
+  return scratch[MD_MAX_SIMDGROUPS + simd_index] + before_lane;
+}
+
+#endif  // MD_KERNEL_H

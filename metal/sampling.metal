@@ -1,0 +1,274 @@
+// sampling.metal: one sampling step of SAMPLING-SPEC.md on float16 logits.
+// One threadgroup per row; a dispatch of R threadgroups is the batched form
+// (speculative verification): row r samples at position + r with
+// history_count + r tokens of history.
+//
+// Buffers, per row r:
+//   0 logits     R x V halves, read only
+//   1 params     md_sampling_params
+//   2 history    token ids, oldest first
+//   3 bias       md_bias_entry x bias_count
+//   4 edited     R x V halves of scratch: the row after bias and penalties
+//   5 histogram  R x MD_HALF_KEY_BINS uints of scratch
+//   6 tokens     R uints out: the token, or MD_NO_TOKEN if all is -inf
+//
+// The kernel writes the token itself rather than float32 scores for an
+// argmax kernel to pick from: the threadgroup already holds the row, so the
+// final argmax is one more reduction, where a scores buffer would cost 4V
+// bytes written and read again and one more dispatch per token.
+//
+// Exactness: top-k and top-p are found on a histogram with one bin per
+// float16 value (65536 patterns, 63488 sanitised keys), so thresholds are
+// exact values of the row with ties counted, never a bisection on floats or
+// a window below the max. Top-p's masses are count x weight per value,
+// summed in a fixed order (md_threadgroup_exclusive_sum), so every run and
+// every GPU gives the same bits. Scores stay float32.
+#include "md_kernel.h"
+
+// Step 0 for one stored value.
+inline half md_sanitised(half h) {
+  return as_type<half>(ushort(md_half_bits_of_key(md_key_of(h))));
+}
+
+// Whether token t appears in bias[0 .. j): a token listed twice keeps its
+// first bias, and only one thread writes each logit.
+inline bool md_biased_earlier(device const md_bias_entry* bias, uint j, uint t) {
+  for (uint i = 0; i < j; ++i)
+    if (bias[i].token == t) return true;
+  return false;
+}
+
+// Steps 1-2 into `edited`: a sanitised copy of the row, then the bias, then
+// the penalties, each by one thread per distinct token.
+inline void md_apply_edits(device const half* input, device half* edited, constant md_sampling_params& params,
+                           device const uint* history, uint history_start, uint history_end, bool penalties,
+                           device const md_bias_entry* bias, uint tid, uint threads) {
+  const uint vocab = params.vocab_size;
+  for (uint i = tid; i < vocab; i += threads) edited[i] = md_sanitised(input[i]);
+  threadgroup_barrier(mem_flags::mem_device);
+  for (uint j = tid; j < params.bias_count; j += threads) {
+    uint t = bias[j].token;
+    if (t < vocab && !md_biased_earlier(bias, j, t)) edited[t] = md_round_half(float(edited[t]) + bias[j].value);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+  if (!penalties) return;
+  const float r = params.repeat_penalty;
+  for (uint j = history_start + tid; j < history_end; j += threads) {
+    uint t = history[j];
+    if (t >= vocab) continue;
+    bool first = true;
+    uint count = 0;
+    for (uint i = history_start; i < history_end; ++i) {
+      if (history[i] != t) continue;
+      first = first && i >= j;
+      ++count;
+    }
+    if (!first) continue;  // the thread of t's first occurrence does the work
+    float z = float(edited[t]);
+    float y = r == 1.0f ? z : (z > 0.0f ? z / r : z * r);
+    float offset = float(count) * params.frequency_penalty + params.presence_penalty;
+    edited[t] = md_round_half(y - offset);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+}
+
+// Bins [low, high] of the row's key histogram, counted. Keys index the
+// bins from MD_HALF_KEY_NEG_INF.
+inline void md_count_keys(device const half* row, uint vocab, int low, int high, device atomic_uint* bins,
+                          uint tid, uint threads) {
+  for (int k = low + int(tid); k <= high; k += int(threads))
+    atomic_store_explicit(&bins[k - MD_HALF_KEY_NEG_INF], 0u, memory_order_relaxed);
+  threadgroup_barrier(mem_flags::mem_device);
+  for (uint i = tid; i < vocab; i += threads) {
+    int k = md_key_of(row[i]);
+    if (k >= low) atomic_fetch_add_explicit(&bins[k - MD_HALF_KEY_NEG_INF], 1u, memory_order_relaxed);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+}
+
+// The bins [low, high] are split into one run per thread, the highest run
+// to thread 0, so "from the top" is thread order.
+struct md_bin_run {
+  int top;   // first (highest) key of this thread's run
+  uint length;
+};
+
+inline md_bin_run md_bin_run_of(int low, int high, uint tid, uint threads) {
+  uint span = uint(high - low) + 1;
+  md_bin_run run;
+  run.length = (span + threads - 1) / threads;
+  run.top = high - int(tid * run.length);
+  return run;
+}
+
+inline uint md_bin_count(device atomic_uint* bins, int key) {
+  return atomic_load_explicit(&bins[key - MD_HALF_KEY_NEG_INF], memory_order_relaxed);
+}
+
+// top-k: the largest key such that at least k tokens have keys >= it, the
+// k-th largest value counted with ties. MD_HALF_KEY_NEG_INF when fewer than
+// k tokens have keys >= low.
+inline int md_top_k_key(device atomic_uint* bins, int low, int high, uint k, uint tid, uint threads, uint lane,
+                        uint simd_index, threadgroup uint* scan, threadgroup int* result) {
+  md_bin_run run = md_bin_run_of(low, high, tid, threads);
+  uint count = 0;
+  for (uint b = 0; b < run.length; ++b) {
+    int key = run.top - int(b);
+    if (key < low) break;
+    count += md_bin_count(bins, key);
+  }
+  if (tid == 0) result[0] = MD_HALF_KEY_NEG_INF;
+  uint total;
+  uint before = md_threadgroup_exclusive_sum(count, lane, simd_index, threads / MD_SIMD_WIDTH, total, scan);
+  if (before < k && before + count >= k) {  // integer sums: exactly one thread
+    uint seen = before;
+    for (uint b = 0; b < run.length; ++b) {
+      int key = run.top - int(b);
+      seen += md_bin_count(bins, key);
+      if (seen >= k) {
+        result[0] = key;
+        break;
+      }
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return result[0];
+}
+
+// top-p over S_k = keys >= floor_key: the largest key v such that the mass
+// of keys >= v reaches p times the mass of S_k. A value's mass is its count
+// times its weight exp((z - m) / Tf).
+inline int md_top_p_key(device atomic_uint* bins, int floor_key, int high, float max_value, float filter_t,
+                        float p, uint tid, uint threads, uint lane, uint simd_index, threadgroup float* scan,
+                        threadgroup int* best_keys, threadgroup uint* best_indices, threadgroup int* result) {
+  const uint simdgroups = threads / MD_SIMD_WIDTH;
+  md_bin_run run = md_bin_run_of(floor_key, high, tid, threads);
+  float mass = 0.0f;
+  for (uint b = 0; b < run.length; ++b) {
+    int key = run.top - int(b);
+    if (key < floor_key) break;
+    uint count = md_bin_count(bins, key);
+    if (count != 0) mass += float(count) * md_exp((md_half_key_value(key) - max_value) / filter_t);
+  }
+  if (tid == 0) result[1] = floor_key;  // rounding kept every run short of p * W: all of S_k survives
+  float total;
+  float before = md_threadgroup_exclusive_sum(mass, lane, simd_index, simdgroups, total, scan);
+  const float target = p * total;
+  // Float prefixes need not be monotone to the last bit: the first thread
+  // whose run reaches the target is chosen by a reduction.
+  int reaches = before + mass >= target ? 1 : 0;
+  md_best<int> first = md_threadgroup_best(reaches, tid, lane, simd_index, simdgroups, 0, best_keys, best_indices);
+  if (first.value == 1 && first.index == tid) {
+    float seen = before;
+    int lowest = run.top;
+    for (uint b = 0; b < run.length; ++b) {
+      int key = run.top - int(b);
+      if (key < floor_key) break;
+      uint count = md_bin_count(bins, key);
+      if (count == 0) continue;
+      lowest = key;
+      seen += float(count) * md_exp((md_half_key_value(key) - max_value) / filter_t);
+      if (seen >= target) break;
+    }
+    result[1] = lowest;  // where the walk stopped, or its last value
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return result[1];
+}
+
+kernel void md_sample_f16(device const half* logits [[buffer(0)]],
+                          constant md_sampling_params& params [[buffer(1)]],
+                          device const uint* history [[buffer(2)]],
+                          device const md_bias_entry* bias [[buffer(3)]],
+                          device half* edited [[buffer(4)]],
+                          device atomic_uint* histogram [[buffer(5)]],
+                          device uint* tokens [[buffer(6)]],
+                          MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);
+  MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);
+  MD_THREADGROUP_ARRAY(float, best_scores, MD_REDUCE_SLOTS);
+  MD_THREADGROUP_ARRAY(uint, count_scan, MD_SCAN_SLOTS);
+  MD_THREADGROUP_ARRAY(float, mass_scan, MD_SCAN_SLOTS);
+  MD_THREADGROUP_ARRAY(int, thresholds, 2);
+
+  const uint vocab = params.vocab_size;
+  const uint simdgroups = threads / MD_SIMD_WIDTH;
+  device const half* input = logits + ulong(group) * vocab;
+  device half* edited_row = edited + ulong(group) * vocab;
+  device atomic_uint* bins = histogram + ulong(group) * MD_HALF_KEY_BINS;
+
+  // Steps 1-2, on a copy only when there is something to edit.
+  const uint history_end = params.history_count + group;
+  const uint history_start = history_end > params.history_window ? history_end - params.history_window : 0;
+  const bool penalties = history_end > history_start &&
+                         (params.repeat_penalty != 1.0f || params.frequency_penalty != 0.0f ||
+                          params.presence_penalty != 0.0f);
+  device const half* row = input;
+  if (penalties || params.bias_count > 0) {
+    md_apply_edits(input, edited_row, params, history, history_start, history_end, penalties, bias, tid, threads);
+    row = edited_row;
+  }
+
+  // Step 3: all -inf. Step 4: greedy.
+  md_best<int> mine = md_thread_top_key(row, vocab, tid, threads);
+  md_best<int> top = md_threadgroup_best(mine.value, mine.index, lane, simd_index, simdgroups, MD_KEY_NONE,
+                                         best_keys, best_indices);
+  if (top.value == MD_HALF_KEY_NEG_INF || params.temperature == 0.0f) {
+    if (tid == 0) tokens[group] = top.value == MD_HALF_KEY_NEG_INF ? MD_NO_TOKEN : top.index;
+    return;  // uniform: every thread has the same `top`
+  }
+
+  // Step 5: the filters, as one threshold key tau.
+  const float temperature = params.temperature;
+  const float filter_t = (params.flags & MD_FLAG_UNIT_FILTER_TEMPERATURE) != 0u ? 1.0f : temperature;
+  const float max_value = md_half_key_value(top.value);
+  int min_p_key = MD_HALF_KEY_NEG_INF;
+  if (params.min_p > 0.0f) {
+    float shift = filter_t * md_log_any(params.min_p);
+    min_p_key = md_half_key_at_least(max_value + shift);
+  }
+  int tau = min_p_key;
+  const bool top_k = params.top_k > 0u && params.top_k < vocab;
+  const bool top_p = params.top_p < 1.0f;
+  if (top_k || top_p) {
+    // Top-k alone needs only the keys min-p keeps; top-p weighs all of S_k.
+    const int low = top_p ? MD_HALF_KEY_NEG_INF : min_p_key;
+    md_count_keys(row, vocab, low, top.value, bins, tid, threads);
+    int k_key = MD_HALF_KEY_NEG_INF;
+    if (top_k) k_key = md_top_k_key(bins, low, top.value, params.top_k, tid, threads, lane, simd_index, count_scan,
+                                    thresholds);
+    tau = max(tau, k_key);
+    if (top_p) {
+      int p_key = md_top_p_key(bins, k_key, top.value, max_value, filter_t, params.top_p, tid, threads, lane,
+                               simd_index, mass_scan, best_keys, best_indices, thresholds);
+      tau = max(tau, p_key);
+    }
+  }
+
+  // Step 6: argmax of z + T * g over keys >= tau. g <= MD_GUMBEL_MAX, so a
+  // token below (the argmax's score - T * MD_GUMBEL_MAX), less a few ulps
+  // for rounding, cannot win and needs no noise: an exact shortcut.
+  const uint noise_key = md_noise_key(params.seed, params.position + group);
+  const float max_noise = temperature * MD_GUMBEL_MAX;
+  const float argmax_scaled = temperature * md_token_noise(noise_key, top.index);
+  const float argmax_score = max_value + argmax_scaled;
+  float limit = argmax_score - max_noise;
+  limit -= (fabs(argmax_score) + max_noise) * 9.5367431640625e-7f;  // 2^-20
+  const int window = isinf(limit) || isnan(limit) ? MD_HALF_KEY_NEG_INF : md_half_key_at_least(limit);
+  const int floor_key = max(window, tau);
+  float score = -INFINITY;
+  uint index = MD_NO_TOKEN;
+  for (uint i = tid; i < vocab; i += threads) {
+    int k = md_key_of(row[i]);
+    if (k < floor_key) continue;
+    float scaled = temperature * md_token_noise(noise_key, i);
+    float s = md_half_key_value(k) + scaled;
+    if (s > score) {
+      score = s;
+      index = i;
+    }
+  }
+  md_best<float> best = md_threadgroup_best(score, index, lane, simd_index, simdgroups, -INFINITY, best_scores,
+                                            best_indices);
+  if (tid == 0) tokens[group] = best.index;
+}

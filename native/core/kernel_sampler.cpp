@@ -1,0 +1,78 @@
+// kernel_sampler.cpp: staging, encoding and reading back one sampling step.
+#include "kernel_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace md {
+
+const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
+  if (row.format == LogitsFormat::Float16) return nullptr;
+  const md_sampling_params& p = in.params;
+  const bool penalties = p.history_count > 0 && p.history_window > 0 &&
+                         (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
+  if (p.temperature != 0.0f || p.bias_count > 0 || penalties)
+    return "logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) "
+           "without token bias or penalties";
+  return nullptr;
+}
+
+KernelSampler::KernelSampler(Device& device, uint32_t threadsPerThreadgroup)
+    : device_(device), threads_(threadsPerThreadgroup) {}
+
+Buffer& KernelSampler::ensure(std::shared_ptr<Buffer>& buffer, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 4);
+  if (!buffer || buffer->length() < bytes) buffer = device_.newBuffer(bytes);
+  return *buffer;
+}
+
+uint32_t KernelSampler::threadsFor(const Pipeline& pipeline) const {
+  uint32_t limit = std::min<uint32_t>(1024, pipeline.maxThreadsPerThreadgroup()) / 32 * 32;
+  if (limit == 0) throw DeviceError(pipeline.name() + ": the pipeline allows fewer than 32 threads per threadgroup");
+  return threads_ ? std::min(threads_, limit) : limit;
+}
+
+std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const md_sampling_params& p = in.params;
+  const bool half = row.format == LogitsFormat::Float16;
+  const size_t rowBytes = size_t(row.size) * (half ? 2 : 4);
+
+  Buffer& logits = ensure(logits_, rowBytes * rows);
+  std::memcpy(logits.contents(), row.data, rowBytes * rows);
+  Buffer& tokens = ensure(tokens_, size_t(rows) * 4);
+
+  auto commands = device_.newCommandBuffer();
+  if (!half) {
+    const Pipeline& argmax = device_.pipeline("md_argmax_f32");
+    md_argmax_params args{row.size};
+    commands->setPipeline(argmax);
+    commands->setBuffer(0, logits, 0);
+    commands->setBytes(1, &args, sizeof args);
+    commands->setBuffer(2, tokens, 0);
+    commands->dispatch(rows, threadsFor(argmax));
+  } else {
+    const Pipeline& sampler = device_.pipeline("md_sample_f16");
+    const size_t historyTokens = p.history_count + (p.history_count > 0 ? rows - 1 : 0);
+    Buffer& history = ensure(history_, historyTokens * 4);
+    if (historyTokens) std::memcpy(history.contents(), in.history, historyTokens * 4);
+    Buffer& bias = ensure(bias_, size_t(p.bias_count) * sizeof(md_bias_entry));
+    auto* entries = static_cast<md_bias_entry*>(bias.contents());
+    for (uint32_t i = 0; i < p.bias_count; ++i) entries[i] = {in.biasTokens[i], in.biasValues[i]};
+    commands->setPipeline(sampler);
+    commands->setBuffer(0, logits, 0);
+    commands->setBytes(1, &p, sizeof p);
+    commands->setBuffer(2, history, 0);
+    commands->setBuffer(3, bias, 0);
+    commands->setBuffer(4, ensure(edited_, rowBytes * rows), 0);
+    commands->setBuffer(5, ensure(histogram_, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
+    commands->setBuffer(6, tokens, 0);
+    commands->dispatch(rows, threadsFor(sampler));
+  }
+  commands->commit();
+  commands->wait();
+  const auto* out = static_cast<const uint32_t*>(tokens.contents());
+  return std::vector<uint32_t>(out, out + rows);
+}
+
+}  // namespace md

@@ -1,0 +1,40 @@
+// kernels.cpp: the .metal kernels compiled as C++ for the emulator, and
+// their table. Only this file sees the compat header's macros (`device`,
+// `kernel`, ...), so it includes everything else first.
+#include <cstring>
+#include <tuple>
+
+#include "kernel_binding.h"
+
+#include "metal_compat.h"
+#include "argmax.metal"
+#include "sampling.metal"
+
+#define MD_EMULATED_KERNEL(name) \
+  { #name, &::md::emu::KernelBinding<&name>::invoke, ::md::emu::KernelBinding<&name>::kArguments }
+
+namespace md::emu {
+namespace {
+
+// Kernel names are the pipeline-cache keys on both devices; a test checks
+// this table against every `kernel void` in metal/.
+const EmulatedKernel kKernels[] = {
+    MD_EMULATED_KERNEL(md_argmax_f16),
+    MD_EMULATED_KERNEL(md_argmax_f32),
+    MD_EMULATED_KERNEL(md_sample_f16),
+};
+
+}  // namespace
+
+const EmulatedKernel* findEmulatedKernel(const char* name) {
+  for (const EmulatedKernel& k : kKernels)
+    if (std::strcmp(k.name, name) == 0) return &k;
+  return nullptr;
+}
+
+const EmulatedKernel* emulatedKernels(size_t* count) {
+  *count = sizeof(kKernels) / sizeof(kKernels[0]);
+  return kKernels;
+}
+
+}  // namespace md::emu

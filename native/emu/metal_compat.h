@@ -1,0 +1,210 @@
+// metal_compat.h: the part of the Metal Shading Language our kernels use,
+// in C++17, so the same .metal source runs in the emulator.
+//
+// Included by metal/md_kernel.h when __METAL_VERSION__ is not defined, and
+// only into translation units that hold kernels: it defines macros named
+// `device`, `constant`, `threadgroup`, `thread` and `kernel`.
+//
+// With MD_CHECK_ADDRESS_SPACES defined (clang only, -fsyntax-only) the
+// address-space keywords become clang's numbered address spaces, so passing
+// a device pointer where a thread pointer is expected fails to compile, as
+// it does in Metal. Nothing is run in that mode.
+#pragma once
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../core/float16.h"
+#include "threadgroup_runner.h"
+
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wunknown-attributes"
+#pragma clang diagnostic ignored "-Wunused-parameter"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wattributes"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+
+// ---- scalar types ----------------------------------------------------------
+typedef uint32_t uint;
+typedef uint16_t ushort;
+typedef uint8_t uchar;
+typedef unsigned long ulong;  // 64 bits on every LP64 host, as in Metal
+
+// IEEE binary16. Kernels convert to float to compute (Metal's half
+// arithmetic is not emulated); conversions round to nearest even.
+struct half {
+  uint16_t bits;
+  half() = default;
+  half(float f) : bits(md::halfFromFloat(f)) {}
+  operator float() const { return md::halfToFloat(bits); }
+};
+static_assert(sizeof(half) == 2 && std::is_trivially_copyable<half>::value, "half is 16 bits");
+
+template <class To, class From>
+inline To as_type(From from) {
+  static_assert(sizeof(To) == sizeof(From), "as_type: sizes differ");
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+using std::fabs;
+using std::isinf;
+using std::isnan;
+template <class T> inline T min(T a, T b) { return b < a ? b : a; }
+template <class T> inline T max(T a, T b) { return a < b ? b : a; }
+
+// ---- address spaces and function qualifiers -------------------------------
+#ifdef MD_CHECK_ADDRESS_SPACES
+#define device __attribute__((address_space(1)))
+#define constant __attribute__((address_space(2)))
+#define threadgroup __attribute__((address_space(3)))
+#define MD_THREADGROUP_ARRAY(type, name, count) static threadgroup type name[count]
+#else
+#define device
+#define constant const
+#define threadgroup
+// Storage shared by every fiber of the threadgroup, keyed by the
+// declaration (threadgroup variables live at kernel scope in Metal).
+#define MD_THREADGROUP_ARRAY(type, name, count)                                                        \
+  static const char md_threadgroup_tag_##name = 0;                                                   \
+  type* name = static_cast<type*>(::md::emu::ThreadgroupRunner::current().threadgroupArray(         \
+      &md_threadgroup_tag_##name, sizeof(type) * (count), __FILE__, __LINE__))
+#endif
+#define thread
+#define kernel
+
+// ---- synchronisation --------------------------------------------------------
+enum class mem_flags : uint32_t { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
+inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(uint32_t(a) | uint32_t(b)); }
+
+// Every fiber waits here until all live fibers of the threadgroup arrive at
+// this same line; anything else is reported as divergence or deadlock.
+#define threadgroup_barrier(flags) \
+  ((void)(flags), ::md::emu::ThreadgroupRunner::current().barrier(__FILE__, __LINE__))
+
+// ---- simdgroup operations (32 lanes) ---------------------------------------
+namespace md::emu::simd_ops {
+
+template <class T> inline uint64_t pack(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "simd operand too large");
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(T));
+  return u;
+}
+template <class T> inline T unpack(uint64_t u) {
+  T v;
+  std::memcpy(&v, &u, sizeof(T));
+  return v;
+}
+inline bool isActive(uint32_t active, uint32_t lane) { return lane < 32 && ((active >> lane) & 1u); }
+
+// Reductions run over the active lanes in lane order: the emulator is one
+// valid order of many; kernels that need bit-identical float sums on every
+// GPU build them from shuffles instead.
+template <class T, class F> inline void reduce(const uint64_t* in, uint32_t active, uint64_t* out, F f) {
+  bool first = true;
+  T acc{};
+  for (uint32_t l = 0; l < 32; ++l) {
+    if (!isActive(active, l)) continue;
+    acc = first ? unpack<T>(in[l]) : f(acc, unpack<T>(in[l]));
+    first = false;
+  }
+  for (uint32_t l = 0; l < 32; ++l) out[l] = pack(acc);
+}
+template <class T> void sum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  reduce<T>(in, active, out, [](T a, T b) { return T(a + b); });
+}
+template <class T> void maximum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  reduce<T>(in, active, out, [](T a, T b) { return a < b ? b : a; });
+}
+template <class T> void minimum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  reduce<T>(in, active, out, [](T a, T b) { return b < a ? b : a; });
+}
+// Reading an inactive or out-of-range lane yields the reader's own value
+// (undefined in Metal; kernels must not depend on it).
+inline void fetch(const uint64_t* in, uint32_t active, uint64_t* out, uint32_t lane, uint32_t source) {
+  out[lane] = isActive(active, source) ? in[source] : in[lane];
+}
+inline void shuffle(const uint64_t* in, const uint32_t* args, uint32_t active, uint64_t* out) {
+  for (uint32_t l = 0; l < 32; ++l) fetch(in, active, out, l, args[l]);
+}
+inline void shuffleDown(const uint64_t* in, const uint32_t* args, uint32_t active, uint64_t* out) {
+  for (uint32_t l = 0; l < 32; ++l) fetch(in, active, out, l, l + args[l]);
+}
+inline void shuffleUp(const uint64_t* in, const uint32_t* args, uint32_t active, uint64_t* out) {
+  for (uint32_t l = 0; l < 32; ++l) fetch(in, active, out, l, args[l] <= l ? l - args[l] : 32);
+}
+inline void shuffleXor(const uint64_t* in, const uint32_t* args, uint32_t active, uint64_t* out) {
+  for (uint32_t l = 0; l < 32; ++l) fetch(in, active, out, l, l ^ args[l]);
+}
+template <class T> void prefixExclusiveSum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  T acc{};
+  for (uint32_t l = 0; l < 32; ++l) {
+    out[l] = pack(acc);
+    if (isActive(active, l)) acc = T(acc + unpack<T>(in[l]));
+  }
+}
+
+template <class T>
+inline T collective(T value, uint32_t arg, SimdOp op, const char* what, const char* file, int line) {
+  return unpack<T>(ThreadgroupRunner::current().simd(pack(value), arg, op, what, file, line));
+}
+
+}  // namespace md::emu::simd_ops
+
+#define MD_EMU_SIMD(x, arg, op, what) \
+  ::md::emu::simd_ops::collective((x), uint32_t(arg), op, what, __FILE__, __LINE__)
+#define simd_sum(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::sum<std::decay_t<decltype(x)>>, "simd_sum")
+#define simd_max(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::maximum<std::decay_t<decltype(x)>>, "simd_max")
+#define simd_min(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::minimum<std::decay_t<decltype(x)>>, "simd_min")
+#define simd_prefix_exclusive_sum(x) \
+  MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::prefixExclusiveSum<std::decay_t<decltype(x)>>, "simd_prefix_exclusive_sum")
+#define simd_shuffle(x, lane) MD_EMU_SIMD(x, lane, &::md::emu::simd_ops::shuffle, "simd_shuffle")
+#define simd_broadcast(x, lane) MD_EMU_SIMD(x, lane, &::md::emu::simd_ops::shuffle, "simd_broadcast")
+#define simd_shuffle_down(x, delta) MD_EMU_SIMD(x, delta, &::md::emu::simd_ops::shuffleDown, "simd_shuffle_down")
+#define simd_shuffle_up(x, delta) MD_EMU_SIMD(x, delta, &::md::emu::simd_ops::shuffleUp, "simd_shuffle_up")
+#define simd_shuffle_xor(x, mask) MD_EMU_SIMD(x, mask, &::md::emu::simd_ops::shuffleXor, "simd_shuffle_xor")
+
+// ---- atomics (relaxed, as Metal offers) ------------------------------------
+struct atomic_uint { uint32_t value; };
+struct atomic_int { int32_t value; };
+enum memory_order { memory_order_relaxed };
+
+#ifdef MD_CHECK_ADDRESS_SPACES
+// Declarations only: the check compiles, it never runs. A template accepts
+// the atomic in any address space, as Metal's overloads do.
+template <class A> uint32_t atomic_fetch_add_explicit(A* object, uint32_t operand, memory_order order);
+template <class A> uint32_t atomic_fetch_max_explicit(A* object, uint32_t operand, memory_order order);
+template <class A> uint32_t atomic_fetch_min_explicit(A* object, uint32_t operand, memory_order order);
+template <class A> void atomic_store_explicit(A* object, uint32_t operand, memory_order order);
+template <class A> uint32_t atomic_load_explicit(A* object, memory_order order);
+#else
+template <class A> inline auto atomic_fetch_add_explicit(A* object, decltype(object->value) operand, memory_order) {
+  return __atomic_fetch_add(&object->value, operand, __ATOMIC_RELAXED);
+}
+template <class A> inline auto atomic_fetch_max_explicit(A* object, decltype(object->value) operand, memory_order) {
+  auto old = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
+  while (old < operand && !__atomic_compare_exchange_n(&object->value, &old, operand, true, __ATOMIC_RELAXED,
+                                                       __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+template <class A> inline auto atomic_fetch_min_explicit(A* object, decltype(object->value) operand, memory_order) {
+  auto old = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
+  while (operand < old && !__atomic_compare_exchange_n(&object->value, &old, operand, true, __ATOMIC_RELAXED,
+                                                       __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+template <class A> inline void atomic_store_explicit(A* object, decltype(object->value) operand, memory_order) {
+  __atomic_store_n(&object->value, operand, __ATOMIC_RELAXED);
+}
+template <class A> inline auto atomic_load_explicit(A* object, memory_order) {
+  return __atomic_load_n(&object->value, __ATOMIC_RELAXED);
+}
+#endif
