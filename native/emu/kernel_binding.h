@@ -64,6 +64,10 @@ struct EmulatedKernel {
   uint32_t arguments;  // buffers + threadgroup memory, before MD_THREAD_IDS
 };
 
+// The table entry of a kernel function compiled as C++.
+#define MD_EMULATED_KERNEL(name) \
+  ::md::emu::EmulatedKernel { #name, &::md::emu::KernelBinding<&name>::invoke, ::md::emu::KernelBinding<&name>::kArguments }
+
 // Every kernel of metal/*.metal (native/emu/kernels.cpp).
 const EmulatedKernel* findEmulatedKernel(const char* name);
 // All of them, for tests that check none is missing.

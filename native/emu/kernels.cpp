@@ -10,9 +10,6 @@
 #include "argmax.metal"
 #include "sampling.metal"
 
-#define MD_EMULATED_KERNEL(name) \
-  { #name, &::md::emu::KernelBinding<&name>::invoke, ::md::emu::KernelBinding<&name>::kArguments }
-
 namespace md::emu {
 namespace {
 

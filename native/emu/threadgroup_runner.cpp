@@ -127,7 +127,11 @@ void ThreadgroupRunner::runRound() {
     if (lane.state != State::Runnable) continue;
     running_ = i;
     lane.fiber->resume();
-    if (!pendingFault_.empty()) fault(std::move(pendingFault_));
+    if (!pendingFault_.empty()) {
+      std::string what;
+      what.swap(pendingFault_);
+      fault(what);
+    }
   }
 }
 

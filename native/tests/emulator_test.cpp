@@ -1,1 +1,202 @@
+// emulator_test.cpp: the emulated device catches the kernel bugs a GPU
+// would turn into hangs or wrong answers, names where they are, and keeps
+// the first asynchronous error for the next wait.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "emulated_device.h"
+
+namespace md::emu::testing {
+extern const EmulatedKernel kFaultKernels[];
+extern const size_t kFaultKernelCount;
+}  // namespace md::emu::testing
+
+namespace {
+
+using md::emu::EmulatedDevice;
+using md::emu::testing::kFaultKernelCount;
+using md::emu::testing::kFaultKernels;
+
+const char* const kOrders[] = {"forward", "reverse", "shuffled"};
+
+// A device with the fault kernels and a given fiber order.
+std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0) {
+  const char* before = std::getenv("MD_EMU_FIBER_ORDER");
+  std::string saved = before ? before : "";
+  setenv("MD_EMU_FIBER_ORDER", order, 1);
+  auto device = std::make_unique<EmulatedDevice>(kFaultKernels, kFaultKernelCount, workers);
+  if (before) setenv("MD_EMU_FIBER_ORDER", saved.c_str(), 1); else unsetenv("MD_EMU_FIBER_ORDER");
+  return device;
+}
+
+// Runs kernel `name` with one output buffer of `words` uints; returns the
+// output, or throws the device's error.
+std::vector<uint32_t> run(md::Device& device, const char* name, uint32_t groups, uint32_t threads, size_t words) {
+  auto out = device.newBuffer(words * 4);
+  std::fill_n(static_cast<uint32_t*>(out->contents()), words, 0u);
+  auto cb = device.newCommandBuffer();
+  cb->setPipeline(device.pipeline(name));
+  cb->setBuffer(0, *out, 0);
+  cb->dispatch(groups, threads);
+  cb->commit();
+  cb->wait();
+  const auto* p = static_cast<const uint32_t*>(out->contents());
+  return std::vector<uint32_t>(p, p + words);
+}
+
+std::string errorOf(md::Device& device, const char* name, uint32_t threads = 1024) {
+  try {
+    run(device, name, 1, threads, threads * 6);
+  } catch (const md::DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// "faults.metal:N" for the n-th line (0-based) containing `text` after the
+// line that declares `kernelName`.
+std::string siteOf(const char* kernelName, const char* text, int n = 0) {
+  std::ifstream file(MD_TEST_KERNELS_DIR "/faults.metal");
+  std::string line;
+  bool inKernel = false;
+  for (int number = 1; std::getline(file, line); ++number) {
+    if (line.find(std::string("kernel void ") + kernelName + "(") != std::string::npos) inKernel = true;
+    if (inKernel && line.find(text) != std::string::npos && n-- == 0) return "faults.metal:" + std::to_string(number);
+  }
+  ADD_FAILURE() << "no '" << text << "' in " << kernelName;
+  return "?";
+}
+
+TEST(Emulator, APublishedValueBehindABarrierIsSeenInEveryOrder) {
+  for (const char* order : kOrders) {
+    auto device = deviceWithOrder(order, 2);
+    auto out = run(*device, "md_test_published", 16, 1024, 16 * 1024);  // 16 threadgroups on 2 OS threads
+    EXPECT_EQ(std::count(out.begin(), out.end(), 42u), long(out.size())) << order;
+  }
+}
+
+TEST(Emulator, AMissingBarrierGivesAWrongResultInSomeFiberOrder) {
+  int wrongOrders = 0;
+  for (const char* order : kOrders) {
+    auto device = deviceWithOrder(order);
+    auto out = run(*device, "md_test_missing_barrier", 1, 1024, 1024);
+    wrongOrders += std::count(out.begin(), out.end(), 42u) != long(out.size());
+  }
+  EXPECT_GE(wrongOrders, 1);
+}
+
+TEST(Emulator, DivergentBarriersAreReportedWithTheirLines) {
+  auto device = deviceWithOrder("forward");
+  std::string error = errorOf(*device, "md_test_divergent_barrier");
+  EXPECT_NE(error.find("md_test_divergent_barrier: threadgroup 0: divergent synchronisation"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find(siteOf("md_test_divergent_barrier", "threadgroup_barrier", 0) + " (512 threads: 0-511)"),
+            std::string::npos) << error;
+  EXPECT_NE(error.find(siteOf("md_test_divergent_barrier", "threadgroup_barrier", 1) + " (512 threads: 512-1023)"),
+            std::string::npos) << error;
+}
+
+TEST(Emulator, AnEarlyReturnBeforeABarrierIsADeadlockNotAHang) {
+  for (const char* order : kOrders) {
+    auto device = deviceWithOrder(order);
+    std::string error = errorOf(*device, "md_test_early_return");
+    EXPECT_NE(error.find("deadlock (a GPU would hang): threadgroup_barrier at " +
+                         siteOf("md_test_early_return", "threadgroup_barrier") +
+                         " was reached by 1023 of 1024 threads; 1 had already returned"),
+              std::string::npos) << error;
+  }
+}
+
+TEST(Emulator, DivergentSimdgroupOperationsAreReported) {
+  auto device = deviceWithOrder("reverse");
+  std::string error = errorOf(*device, "md_test_divergent_simd");
+  EXPECT_NE(error.find("simdgroup 0 diverged"), std::string::npos) << error;
+  EXPECT_NE(error.find("simd_sum at " + siteOf("md_test_divergent_simd", "simd_sum") + " (16 threads: 0-15)"),
+            std::string::npos) << error;
+  EXPECT_NE(error.find("simd_max at"), std::string::npos) << error;
+}
+
+TEST(Emulator, ThreadgroupMemoryBeyondTheGpuLimitIsReported) {
+  auto device = deviceWithOrder("forward");
+  std::string error = errorOf(*device, "md_test_too_much_threadgroup_memory");
+  EXPECT_NE(error.find("threadgroup memory exceeds 32768 bytes at " +
+                       siteOf("md_test_too_much_threadgroup_memory", "MD_THREADGROUP_ARRAY") + " (36000 bytes"),
+            std::string::npos) << error;
+}
+
+TEST(Emulator, SimdgroupOperationsFollowTheirDefinitions) {
+  for (const char* order : kOrders) {
+    auto device = deviceWithOrder(order);
+    const uint32_t threads = 64;
+    auto out = run(*device, "md_test_simd_ops", 1, threads, threads * 6);
+    for (uint32_t tid = 0; tid < threads; ++tid) {
+      uint32_t lane = tid % 32, simd = tid / 32;
+      const uint32_t* o = &out[tid * 6];
+      EXPECT_EQ(o[0], 496u);                                   // 0 + 1 + ... + 31
+      EXPECT_EQ(o[1], 31u);                                    // max of lane * 7 % 32
+      EXPECT_EQ(o[2], lane + 3 < 32 ? (lane + 3) * 10 : lane * 10);  // out of range: own value
+      EXPECT_EQ(o[3], lane ^ 5u);
+      EXPECT_EQ(o[4], lane * (lane - 1) / 2);
+      EXPECT_EQ(o[5], 7 + simd * 100);
+    }
+  }
+}
+
+TEST(Emulator, TheFirstAsynchronousErrorIsRaisedAtTheNextWaitThenCleared) {
+  auto device = deviceWithOrder("forward");
+  auto out = device->newBuffer(1024 * 4);
+  auto failing = device->newCommandBuffer();
+  failing->setPipeline(device->pipeline("md_test_early_return"));
+  failing->setBuffer(0, *out, 0);
+  failing->dispatch(1, 1024);
+  failing->commit();  // not waited for
+  auto second = device->newCommandBuffer();
+  second->setPipeline(device->pipeline("md_test_published"));
+  second->setBuffer(0, *out, 0);
+  second->dispatch(1, 1024);
+  second->commit();
+  try {
+    second->wait();
+    ADD_FAILURE() << "the first command buffer's error was lost";
+  } catch (const md::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("md_test_early_return"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(run(*device, "md_test_published", 1, 1024, 1024));  // reported once
+}
+
+TEST(Emulator, EncodingMistakesAreErrorsAtOnce) {
+  auto device = deviceWithOrder("forward");
+  EXPECT_THROW(
+      {
+        try {
+          device->pipeline("md_no_such_kernel");
+        } catch (const md::DeviceError& e) {
+          EXPECT_STREQ(e.what(), "no kernel named 'md_no_such_kernel' (emulated device)");
+          throw;
+        }
+      },
+      md::DeviceError);
+  auto cb = device->newCommandBuffer();
+  cb->setPipeline(device->pipeline("md_test_out_of_bounds"));
+  try {
+    cb->dispatch(1, 64);
+    ADD_FAILURE() << "unbound buffers were accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_STREQ(e.what(), "md_test_out_of_bounds: takes 3 buffers and threadgroup allocations, but 0 were bound");
+  }
+  EXPECT_THROW(cb->dispatch(1, 100), md::DeviceError);  // not a multiple of 32
+}
+
+TEST(Emulator, AnInvalidFiberOrderIsAnErrorNamingTheVariable) {
+  try {
+    deviceWithOrder("sideways");
+    ADD_FAILURE() << "accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_STREQ(e.what(), "MD_EMU_FIBER_ORDER must be forward, reverse or shuffled, not 'sideways'");
+  }
+}
+
+}  // namespace

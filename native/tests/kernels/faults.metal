@@ -1,0 +1,67 @@
+// faults.metal: kernels with one deliberate bug each, and one without, for
+// emulator_test.cpp to prove the emulator reports every kind.
+#include "md_kernel.h"
+
+// Thread 0 publishes a value; the others read it after a barrier.
+kernel void md_test_published(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(uint, published, 1);
+  if (tid == 0) published[0] = 42u;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[group * threads + tid] = published[0];
+}
+
+// BUG: the same without the barrier.
+kernel void md_test_missing_barrier(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(uint, published, 1);
+  if (tid == 0) published[0] = 42u;
+  out[group * threads + tid] = published[0];
+}
+
+// BUG: the two halves of the threadgroup wait at different barriers.
+kernel void md_test_divergent_barrier(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  if (tid < threads / 2) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  } else {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  out[tid] = tid;
+}
+
+// BUG: one thread returns before a barrier the others wait at.
+kernel void md_test_early_return(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  if (tid == 5) return;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[tid] = tid;
+}
+
+// BUG: half a simdgroup sums while the other half takes a maximum.
+kernel void md_test_divergent_simd(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  uint x = lane < 16 ? simd_sum(1u) : simd_max(2u);
+  out[tid] = x;
+}
+
+// BUG: reads one element past the end of `in` (vocab_size elements).
+kernel void md_test_out_of_bounds(device const uint* in [[buffer(0)]],
+                                  constant md_argmax_params& params [[buffer(1)]],
+                                  device uint* out [[buffer(2)]], MD_THREAD_IDS) {
+  out[tid] = in[tid + params.vocab_size - threads + 1];
+}
+
+// simdgroup operations against their definitions, for every lane.
+kernel void md_test_simd_ops(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  uint base = tid * 6;
+  out[base + 0] = simd_sum(lane);
+  out[base + 1] = simd_max(lane * 7u % 32u);
+  out[base + 2] = simd_shuffle_down(lane * 10u, 3);
+  out[base + 3] = simd_shuffle_xor(lane, 5);
+  out[base + 4] = simd_prefix_exclusive_sum(lane);
+  out[base + 5] = simd_broadcast(lane + simd_index * 100u, 7);
+}
+
+// BUG: 36,000 bytes of threadgroup memory; Apple GPUs allow 32,768.
+kernel void md_test_too_much_threadgroup_memory(device float* out [[buffer(0)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, big, 9000);
+  big[tid] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[tid] = big[(tid + 1) % threads];
+}
