@@ -5,11 +5,20 @@
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",
+        "native/core/kernel_sampler.cpp",
+        "native/emu/fiber.cpp",
+        "native/emu/threadgroup_runner.cpp",
+        "native/emu/emulated_device.cpp",
+        "native/emu/kernels.cpp",
         "native/addon/addon.cpp",
-        "native/addon/sample_binding.cpp"
+        "native/addon/sampling_arguments.cpp",
+        "native/addon/sample_binding.cpp",
+        "native/addon/device_binding.cpp"
       ],
       "include_dirs": [
-        "<!(node -p \"require('node-addon-api').include_dir\")"
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native/emu",
+        "metal"
       ],
       "defines": [
         "NAPI_VERSION=8",
@@ -23,7 +32,29 @@
         "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
         "MACOSX_DEPLOYMENT_TARGET": "11.0",
         "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
-      }
+      },
+      "conditions": [
+        ["OS=='mac'", {
+          "sources": ["native/metal/metal_device.mm"],
+          "include_dirs": ["<(INTERMEDIATE_DIR)"],
+          "actions": [{
+            "action_name": "embed_kernels",
+            "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h",
+                       "metal/argmax.metal", "metal/sampling.metal"],
+            "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
+            "action": ["node", "scripts/embed-kernels.mjs", "<(INTERMEDIATE_DIR)/md_kernel_source.h"]
+          }],
+          "link_settings": {
+            "libraries": ["-framework Metal", "-framework Foundation"]
+          },
+          "xcode_settings": {
+            "CLANG_ENABLE_OBJC_ARC": "YES",
+            "OTHER_CFLAGS": ["-fobjc-arc"]
+          }
+        }, {
+          "sources": ["native/metal/metal_device_stub.cpp"]
+        }]
+      ]
     }
   ]
 }

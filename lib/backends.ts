@@ -1,10 +1,11 @@
 // backends.ts: which implementations can run here, and choosing one.
 import { BackendUnavailableError } from './errors.js';
+import { kernelInputProblem, openGpu, type GpuSampler } from './gpu/gpu-sampler.js';
 import { loadAddon } from './native/load-addon.js';
 import { NativeSampler } from './native/native-sampler.js';
-import type { BackendChoice } from './sampling-options.js';
+import type { BackendChoice, ResolvedSampling } from './sampling-options.js';
 
-export type BackendName = 'native' | 'js';
+export type BackendName = 'metal' | 'emulated' | 'native' | 'js';
 
 export interface BackendInfo {
   name: BackendName;
@@ -13,10 +14,24 @@ export interface BackendInfo {
   reason: string;
 }
 
-/** Every backend, whether it can run here and why. */
+/** Every backend, whether it can run here and why (opens the GPU devices to find out). */
 export function getBackends(): BackendInfo[] {
   const addon = loadAddon();
+  const metal = openGpu('metal');
+  const emulated = openGpu('emulated');
   return [
+    {
+      name: 'metal',
+      available: metal.ok,
+      reason: metal.ok ? `the .metal kernels on ${metal.sampler.deviceName}` : metal.reason,
+    },
+    {
+      name: 'emulated',
+      available: emulated.ok,
+      reason: emulated.ok
+        ? 'the same .metal kernels compiled as C++ and run on CPU fibers: slow and exact, for CI and kernel debugging'
+        : emulated.reason,
+    },
     {
       name: 'native',
       available: addon.ok,
@@ -36,16 +51,35 @@ export function requireNativeSampler(): NativeSampler {
   return (nativeSampler = new NativeSampler(addon.addon));
 }
 
+/** The kernels on `kind`, or a BackendUnavailableError saying why they cannot run. */
+export function requireGpuSampler(kind: 'metal' | 'emulated'): GpuSampler {
+  const device = openGpu(kind);
+  if (!device.ok) throw new BackendUnavailableError(kind, device.reason);
+  return device.sampler;
+}
+
 /**
- * The backend a choice resolves to here: 'auto' is native when the addon
- * loaded, else js. A backend named explicitly that cannot run is an error,
- * never a silent fallback.
+ * The backend a choice resolves to here. 'auto' is metal when it runs here
+ * and the kernels take these inputs (when given), else native when the
+ * addon loaded, else js. A backend named explicitly that cannot run is an
+ * error, never a silent fallback.
  */
-export function selectBackend(choice: BackendChoice): BackendName {
-  if (choice === 'js') return 'js';
-  if (choice === 'native') {
-    requireNativeSampler();
-    return 'native';
+export function selectBackend(
+  choice: BackendChoice,
+  input?: { logits: Float32Array | Uint16Array; sampling: ResolvedSampling },
+): BackendName {
+  switch (choice) {
+    case 'js':
+      return 'js';
+    case 'native':
+      requireNativeSampler();
+      return 'native';
+    case 'metal':
+    case 'emulated':
+      requireGpuSampler(choice);
+      return choice;
+    case 'auto':
+      if (openGpu('metal').ok && (!input || !kernelInputProblem(input.logits, input.sampling))) return 'metal';
+      return loadAddon().ok ? 'native' : 'js';
   }
-  return loadAddon().ok ? 'native' : 'js';
 }

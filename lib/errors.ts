@@ -45,8 +45,27 @@ export class BackendUnavailableError extends Error {
  */
 export function rethrowWithCallerStack(error: unknown, caller: Function): never {
   if (!(error instanceof Error)) throw error;
-  const Ctor = error instanceof RangeError ? RangeError : error instanceof TypeError ? TypeError : Error;
-  const rethrown = new Ctor(error.message, { cause: error });
+  const rethrown = sameClass(error);
   Error.captureStackTrace(rethrown, caller);
   throw rethrown;
+}
+
+/** The stack above `caller`, kept for an error that arrives after an await. */
+export function callerStack(caller: Function): string {
+  const holder: { stack?: string } = {};
+  Error.captureStackTrace(holder, caller);
+  return (holder.stack ?? '').split('\n').slice(1).join('\n');
+}
+
+/** rethrowWithCallerStack for asynchronous work: `stack` from callerStack(). */
+export function rethrowWithStack(error: unknown, stack: string): never {
+  if (!(error instanceof Error)) throw error;
+  const rethrown = sameClass(error);
+  rethrown.stack = `${rethrown.name}: ${rethrown.message}\n${stack}`;
+  throw rethrown;
+}
+
+function sameClass(error: Error): Error {
+  const Ctor = error instanceof RangeError ? RangeError : error instanceof TypeError ? TypeError : Error;
+  return new Ctor(error.message, { cause: error });
 }

@@ -1,5 +1,5 @@
 // metal-decode's public API.
-export { sample } from './sample.js';
+export { sample, sampleAsync } from './sample.js';
 export { getBackends, selectBackend, type BackendInfo, type BackendName } from './backends.js';
 export {
   SAMPLING_DEFAULTS,

@@ -1,10 +1,13 @@
-// sample.ts: the public one-step sampler.
-import { requireNativeSampler, selectBackend } from './backends.js';
-import { invalidParameterError, NoTokenError, rethrowWithCallerStack } from './errors.js';
+// sample.ts: the public one-step sampler, synchronous and asynchronous.
+import { requireGpuSampler, requireNativeSampler, selectBackend, type BackendName } from './backends.js';
+import { callerStack, invalidParameterError, NoTokenError, rethrowWithCallerStack, rethrowWithStack } from './errors.js';
+import { kernelInputProblem } from './gpu/gpu-sampler.js';
 import { NO_TOKEN, sampleJs } from './js/js-sampler.js';
-import { resolveSampling, type SampleOptions } from './sampling-options.js';
+import { resolveSampling, type ResolvedSampling, type SampleOptions } from './sampling-options.js';
 
-function checkLogits(logits: unknown): asserts logits is Float32Array | Uint16Array {
+type Logits = Float32Array | Uint16Array;
+
+function checkLogits(logits: unknown): asserts logits is Logits {
   const expected = 'a Float32Array, or a Uint16Array of float16 bits, with at least one element';
   if (!(logits instanceof Float32Array || logits instanceof Uint16Array)) {
     throw invalidParameterError('logits', expected, logits, 'type');
@@ -12,28 +15,65 @@ function checkLogits(logits: unknown): asserts logits is Float32Array | Uint16Ar
   if (logits.length === 0) throw invalidParameterError('logits', expected, logits, 'range');
 }
 
+/** Validates everything and picks the backend, before any work is done. */
+function prepare(logits: unknown, options: SampleOptions | undefined): { backend: BackendName; resolved: ResolvedSampling } {
+  checkLogits(logits);
+  const resolved = resolveSampling(options);
+  const backend = selectBackend(resolved.backend, { logits, sampling: resolved });
+  if (backend === 'metal' || backend === 'emulated') {
+    const problem = kernelInputProblem(logits, resolved);
+    if (problem) throw invalidParameterError('logits', problem, logits, 'type');
+  }
+  return { backend, resolved };
+}
+
+function checkedToken(token: number): number {
+  if (token === NO_TOKEN) throw new NoTokenError();
+  return token;
+}
+
 /**
  * Samples the next token from one row of logits, exactly as
  * SAMPLING-SPEC.md defines it (docs/sampling.md explains it). Every backend
- * returns the same token for the same inputs.
+ * returns the same token for the same inputs. On 'metal' and 'emulated'
+ * this waits for the kernels; sampleAsync() does not block the event loop.
  *
  * @throws TypeError or RangeError naming an invalid option;
  *         NoTokenError when every logit is -Infinity after bias and penalties;
  *         BackendUnavailableError when the backend asked for cannot run.
  */
-export function sample(logits: Float32Array | Uint16Array, options?: SampleOptions): number {
-  checkLogits(logits);
-  const resolved = resolveSampling(options);
+export function sample(logits: Logits, options?: SampleOptions): number {
+  const { backend, resolved } = prepare(logits, options);
+  return runBlocking(backend, logits, resolved, sample);
+}
+
+function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSampling, caller: Function): number {
+  if (backend === 'js') return checkedToken(sampleJs(logits, resolved));
   let token: number;
-  if (selectBackend(resolved.backend) === 'native') {
-    try {
-      token = requireNativeSampler().sample(logits, resolved);
-    } catch (error) {
-      rethrowWithCallerStack(error, sample);
-    }
-  } else {
-    token = sampleJs(logits, resolved);
+  try {
+    token = backend === 'native'
+      ? requireNativeSampler().sample(logits, resolved)
+      : requireGpuSampler(backend).sample(logits, resolved);
+  } catch (error) {
+    rethrowWithCallerStack(error, caller);
   }
-  if (token === NO_TOKEN) throw new NoTokenError();
-  return token;
+  return checkedToken(token);
+}
+
+/**
+ * sample(), resolved as a Promise. On 'metal' and 'emulated' the kernels
+ * run while the event loop goes on; the CPU backends compute at once.
+ * Rejects with the same errors sample() throws.
+ */
+export async function sampleAsync(logits: Logits, options?: SampleOptions): Promise<number> {
+  const stack = callerStack(sampleAsync);
+  const { backend, resolved } = prepare(logits, options);
+  if (backend === 'js' || backend === 'native') return runBlocking(backend, logits, resolved, sampleAsync);
+  let token: number;
+  try {
+    token = await requireGpuSampler(backend).sampleAsync(logits, resolved);
+  } catch (error) {
+    rethrowWithStack(error, stack);
+  }
+  return checkedToken(token);
 }

@@ -3,7 +3,7 @@
 import { invalidParameterError } from './errors.js';
 import { isFiniteFloat32, isNumber, isPlainObject, isUint32, UINT32_MAX } from './predicates.js';
 
-export type BackendChoice = 'auto' | 'native' | 'js';
+export type BackendChoice = 'auto' | 'metal' | 'emulated' | 'native' | 'js';
 export type FilterTemperature = 'sampling' | 'unit';
 
 export interface RepeatPenaltyOptions {
@@ -40,7 +40,10 @@ export interface SampleOptions {
   tokenBias?: TokenBias;
   /** Whether top-p and min-p see the tempered distribution ('sampling', default) or T = 1 ('unit'). */
   filterTemperature?: FilterTemperature;
-  /** Which implementation runs the step. Default 'auto': native if it loaded, else js. */
+  /**
+   * Which implementation runs the step. Default 'auto': metal when it runs here and the
+   * kernels take these inputs, else native if the addon loaded, else js.
+   */
   backend?: BackendChoice;
 }
 
@@ -169,7 +172,7 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
   const seed = uint32Option('seed', o.seed, 0);
   const position = uint32Option('position', o.position, d.position);
   const filterTemperature = enumOption('filterTemperature', o.filterTemperature, d.filterTemperature, ['sampling', 'unit']);
-  const backend = enumOption('backend', o.backend, d.backend, ['auto', 'native', 'js']);
+  const backend = enumOption('backend', o.backend, d.backend, ['auto', 'metal', 'emulated', 'native', 'js']);
 
   let penalty = 1, frequencyPenalty = 0, presencePenalty = 0, lastTokens = 0;
   const rp = o.repeatPenalty;

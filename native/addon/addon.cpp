@@ -1,6 +1,7 @@
 // addon.cpp: module registration and the exported constants.
 #include "addon.h"
 
+#include "device_binding.h"
 #include "sampling_slots.h"
 
 namespace md::addon {
@@ -16,7 +17,8 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
       InstanceValue("samplingSlots", slots, napi_enumerable),
       InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 1), napi_enumerable),
+      InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 2), napi_enumerable),
   });
 }
 

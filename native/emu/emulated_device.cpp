@@ -118,14 +118,18 @@ class EmulatedCommandBuffer : public CommandBuffer {
   void commit() override {
     requireRecording("commit");
     committed_ = true;
-    done_ = std::async(std::launch::async, [this] {
-      std::lock_guard<std::mutex> lock(device_.runMutex_);
+    // Command buffers run one at a time in commit order, as on a GPU queue.
+    std::lock_guard<std::mutex> lock(device_.queueMutex_);
+    std::shared_future<void> previous = device_.lastCommitted_;
+    done_ = std::async(std::launch::async, [this, previous] {
+      if (previous.valid()) previous.wait();
       try {
         for (const auto& d : dispatches_) device_.run(d);
       } catch (const std::exception& e) {
         device_.firstError_.record(e.what());
       }
-    });
+    }).share();
+    device_.lastCommitted_ = done_;
   }
 
   void wait() override {
@@ -152,7 +156,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
   std::vector<size_t> threadgroupMemory_;
   std::vector<EmulatedDevice::Dispatch> dispatches_;
   bool committed_ = false;
-  std::future<void> done_;
+  std::shared_future<void> done_;
 };
 
 EmulatedDevice::EmulatedDevice(const EmulatedKernel* kernels, size_t kernelCount, unsigned workers)
@@ -166,7 +170,15 @@ EmulatedDevice::EmulatedDevice(const EmulatedKernel* kernels, size_t kernelCount
   }
 }
 
-EmulatedDevice::~EmulatedDevice() = default;
+EmulatedDevice::~EmulatedDevice() {
+  // Queued work uses the runners and the error slot: let it finish first.
+  std::shared_future<void> last;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    last = lastCommitted_;
+  }
+  if (last.valid()) last.wait();
+}
 
 std::string EmulatedDevice::name() const {
   return std::string("emulated (CPU fibers, ") + fiberOrderName(order_) + " order)";

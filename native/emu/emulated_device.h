@@ -3,6 +3,7 @@
 // (ThreadgroupRunner), threadgroups in parallel on OS threads. Slow and
 // exact: for CI, and for debugging kernels where a GPU would only hang.
 #pragma once
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,7 +45,8 @@ class EmulatedDevice : public Device {
   FiberOrder order_;
   std::mutex pipelinesMutex_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
-  std::mutex runMutex_;  // one command buffer runs at a time, as on a GPU queue
+  std::mutex queueMutex_;
+  std::shared_future<void> lastCommitted_;  // each command buffer waits for the one before
   std::vector<std::unique_ptr<ThreadgroupRunner>> runners_;
   FirstError firstError_;
 };

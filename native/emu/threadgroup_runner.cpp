@@ -219,10 +219,11 @@ void ThreadgroupRunner::fault(const std::string& what) {
   throw KernelFault("threadgroup " + std::to_string(group_) + ": " + what);
 }
 
-// Inside a fiber an exception cannot unwind to the scheduler: the fault is
-// parked, and the scheduler throws it as soon as this fiber yields.
-void ThreadgroupRunner::faultFromKernel(const std::string& what) {
-  pendingFault_ = what;
+// Inside a fiber an exception cannot unwind to the scheduler: the fault
+// waits in pendingFault_ and the scheduler throws it as soon as this fiber
+// yields. The fiber is never resumed, so nothing that needs destroying may
+// be alive on its stack here.
+void ThreadgroupRunner::parkFaultedFiber() {
   Lane& lane = lanes_[running_];
   lane.state = State::Faulted;
   lane.fiber->yield();
@@ -261,9 +262,10 @@ void* ThreadgroupRunner::threadgroupArray(const void* tag, size_t bytes, const c
   if (running_ == 0) {
     tgBytesThisRun_ += bytes;
     if (tgBytesThisRun_ > kThreadgroupMemoryLimit) {
-      std::string where = std::string(baseName(file)) + ":" + std::to_string(line);
-      faultFromKernel("threadgroup memory exceeds " + std::to_string(kThreadgroupMemoryLimit) + " bytes at " + where + " (" +
-            std::to_string(tgBytesThisRun_) + " bytes declared)");
+      pendingFault_ = "threadgroup memory exceeds " + std::to_string(kThreadgroupMemoryLimit) + " bytes at " +
+                      baseName(file) + ":" + std::to_string(line) + " (" + std::to_string(tgBytesThisRun_) +
+                      " bytes declared)";
+      parkFaultedFiber();
     }
   }
   return it->bytes.get();

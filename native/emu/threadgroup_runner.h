@@ -107,7 +107,7 @@ class ThreadgroupRunner {
   void releaseBarrierOrFault();
   std::string describe(const std::vector<uint32_t>& lanes) const;
   [[noreturn]] void fault(const std::string& what);
-  [[noreturn]] void faultFromKernel(const std::string& what);
+  [[noreturn]] void parkFaultedFiber();
 
   FiberOrder order_;
   uint64_t rng_;

@@ -1,0 +1,107 @@
+// device_binding.cpp: the Device class of the addon.
+#include "device_binding.h"
+
+#include "../emu/emulated_device.h"
+#include "../metal/metal_device.h"
+#include "sampling_arguments.h"
+
+namespace md::addon {
+namespace {
+
+// The arguments of a sampling call, checked for the kernels too.
+OwnedSampling kernelArguments(const Napi::CallbackInfo& info, const char* method) {
+  SamplingArguments a = parseSamplingArguments(info, method);
+  if (const char* problem = checkKernelInputs(a.row, a.inputs))
+    throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + problem);
+  return OwnedSampling(a);
+}
+
+class SampleWorker : public Napi::AsyncWorker {
+ public:
+  SampleWorker(Napi::Env env, std::shared_ptr<DeviceSession> session, OwnedSampling input)
+      : Napi::AsyncWorker(env, "metal-decode:sample"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        session_(std::move(session)),
+        input_(std::move(input)) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+ protected:
+  // On a libuv worker thread: the event loop goes on while the GPU works.
+  void Execute() override {
+    try {
+      token_ = session_->sampler.sample(input_.row(), 1, input_.inputs()).at(0);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override { deferred_.Resolve(Napi::Number::New(Env(), token_)); }
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<DeviceSession> session_;
+  OwnedSampling input_;
+  uint32_t token_ = 0;
+};
+
+}  // namespace
+
+Napi::Function DeviceHandle::define(Napi::Env env) {
+  return DefineClass(env, "Device",
+                     {
+                         InstanceAccessor("name", &DeviceHandle::Name, nullptr),
+                         InstanceMethod("sample", &DeviceHandle::Sample),
+                         InstanceMethod("sampleAsync", &DeviceHandle::SampleAsync),
+                         InstanceMethod("dispose", &DeviceHandle::Dispose),
+                     });
+}
+
+DeviceHandle::DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 1 || !info[0].IsString())
+    throw Napi::TypeError::New(env, "Device: expected the device kind, 'metal' or 'emulated'");
+  std::string kind = info[0].As<Napi::String>();
+  try {
+    std::unique_ptr<Device> device;
+    if (kind == "emulated") device = std::make_unique<emu::EmulatedDevice>();
+    else if (kind == "metal") device = metal::createMetalDevice();
+    else throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
+    name_ = device->name();
+    session_ = std::make_shared<DeviceSession>(std::move(device));
+  } catch (const DeviceError& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+}
+
+std::shared_ptr<DeviceSession> DeviceHandle::session(Napi::Env env, const char* method) const {
+  if (!session_) throw Napi::Error::New(env, std::string(method) + ": the device was disposed");
+  return session_;
+}
+
+Napi::Value DeviceHandle::Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), name_); }
+
+Napi::Value DeviceHandle::Sample(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "sample");
+  OwnedSampling input = kernelArguments(info, "sample");
+  try {
+    return Napi::Number::New(info.Env(), s->sampler.sample(input.row(), 1, input.inputs()).at(0));
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+}
+
+Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "sampleAsync");
+  auto* worker = new SampleWorker(info.Env(), s, kernelArguments(info, "sampleAsync"));
+  Napi::Promise promise = worker->promise();
+  worker->Queue();  // the worker deletes itself when done
+  return promise;
+}
+
+Napi::Value DeviceHandle::Dispose(const Napi::CallbackInfo& info) {
+  session_.reset();  // queued work holds its own reference
+  return info.Env().Undefined();
+}
+
+}  // namespace md::addon

@@ -1,0 +1,40 @@
+// device_binding.h: `new addon.Device(kind)`, a GPU device ('metal', or
+// 'emulated': the same kernels on CPU fibers) with the sampling kernels.
+// A thin handle: the device and its KernelSampler live in a shared session
+// that asynchronous work keeps alive after dispose().
+#pragma once
+#include <napi.h>
+
+#include <memory>
+
+#include "../core/device.h"
+#include "../core/kernel_sampler.h"
+
+namespace md::addon {
+
+struct DeviceSession {
+  explicit DeviceSession(std::unique_ptr<Device> d) : device(std::move(d)), sampler(*device) {}
+  std::unique_ptr<Device> device;
+  KernelSampler sampler;
+};
+
+class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
+ public:
+  static Napi::Function define(Napi::Env env);
+  explicit DeviceHandle(const Napi::CallbackInfo& info);
+
+ private:
+  Napi::Value Name(const Napi::CallbackInfo& info);
+  // sample(logits, slots, history, biasTokens, biasValues) -> token
+  Napi::Value Sample(const Napi::CallbackInfo& info);
+  // The same, resolved off the event loop: Promise<token>.
+  Napi::Value SampleAsync(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<DeviceSession> session(Napi::Env env, const char* method) const;
+
+  std::shared_ptr<DeviceSession> session_;
+  std::string name_;
+};
+
+}  // namespace md::addon

@@ -1,0 +1,99 @@
+// sampling_arguments.cpp: unpacking and checking one sampling step's
+// arguments. lib/ validates every option before calling; these checks keep
+// the process alive when something else calls the addon directly.
+#include "sampling_arguments.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sampling_slots.h"
+
+namespace md::addon {
+namespace {
+
+[[noreturn]] void throwType(Napi::Env env, const char* method, const char* message) {
+  throw Napi::TypeError::New(env, std::string(method) + ": " + message);
+}
+
+template <class T>
+Napi::TypedArrayOf<T> typedArrayArg(const Napi::CallbackInfo& info, size_t i, napi_typedarray_type type,
+                                    const char* method, const char* message) {
+  if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != type)
+    throwType(info.Env(), method, message);
+  return info[i].As<Napi::TypedArrayOf<T>>();
+}
+
+// An integer slot's value, or a RangeError naming the slot (never a clamp).
+uint32_t uint32Slot(Napi::Env env, const char* method, const double* slots, unsigned slot, const char* name) {
+  double x = slots[slot];
+  if (!(x >= 0 && x <= 4294967295.0 && x == std::floor(x)))
+    throw Napi::RangeError::New(env, std::string(method) + ": " + name + " must be an integer from 0 to 4294967295");
+  return uint32_t(x);
+}
+
+}  // namespace
+
+SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const char* method) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 5) throwType(env, method, "expected 5 arguments");
+
+  SamplingArguments a;
+  LogitsRow& row = a.row;
+  if (info[0].IsTypedArray() && info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+    auto v = info[0].As<Napi::Float32Array>();
+    row = {v.Data(), LogitsFormat::Float32, uint32_t(v.ElementLength())};
+  } else if (info[0].IsTypedArray() && info[0].As<Napi::TypedArray>().TypedArrayType() == napi_uint16_array) {
+    auto v = info[0].As<Napi::Uint16Array>();
+    row = {v.Data(), LogitsFormat::Float16, uint32_t(v.ElementLength())};
+  } else {
+    throwType(env, method, "logits must be a Float32Array or a Uint16Array of float16 bits");
+  }
+  auto slots = typedArrayArg<double>(info, 1, napi_float64_array, method, "slots must be a Float64Array");
+  auto history = typedArrayArg<uint32_t>(info, 2, napi_uint32_array, method, "history must be a Uint32Array");
+  auto biasTokens = typedArrayArg<uint32_t>(info, 3, napi_uint32_array, method, "biasTokens must be a Uint32Array");
+  auto biasValues = typedArrayArg<float>(info, 4, napi_float32_array, method, "biasValues must be a Float32Array");
+  if (slots.ElementLength() != kSamplingSlotCount) throwType(env, method, "slots has the wrong length");
+  if (biasTokens.ElementLength() != biasValues.ElementLength())
+    throwType(env, method, "biasTokens and biasValues differ in length");
+
+  const double* s = slots.Data();
+  SamplingInputs& in = a.inputs;
+  md_sampling_params& p = in.params;
+  p.temperature = float(s[kSlot_temperature]);
+  p.top_k = uint32Slot(env, method, s, kSlot_topK, "topK");
+  p.top_p = float(s[kSlot_topP]);
+  p.min_p = float(s[kSlot_minP]);
+  p.seed = uint32Slot(env, method, s, kSlot_seed, "seed");
+  p.position = uint32Slot(env, method, s, kSlot_position, "position");
+  p.flags = s[kSlot_unitFilterTemperature] != 0 ? MD_FLAG_UNIT_FILTER_TEMPERATURE : 0;
+  p.repeat_penalty = float(s[kSlot_repeatPenalty]);
+  p.frequency_penalty = float(s[kSlot_frequencyPenalty]);
+  p.presence_penalty = float(s[kSlot_presencePenalty]);
+  p.vocab_size = row.size;
+
+  // The penalty window: the last `lastTokens` tokens of the history.
+  p.history_window = uint32Slot(env, method, s, kSlot_lastTokens, "lastTokens");
+  size_t window = std::min<size_t>(history.ElementLength(), p.history_window);
+  p.history_count = uint32_t(window);
+  in.history = history.Data() + (history.ElementLength() - window);
+  p.bias_count = uint32_t(biasTokens.ElementLength());
+  in.biasTokens = biasTokens.Data();
+  in.biasValues = biasValues.Data();
+
+  if (const char* problem = checkSamplingInputs(row, in))
+    throw Napi::RangeError::New(env, std::string(method) + ": " + problem);
+  return a;
+}
+
+OwnedSampling::OwnedSampling(const SamplingArguments& a)
+    : logits(static_cast<const uint8_t*>(a.row.data),
+             static_cast<const uint8_t*>(a.row.data) + size_t(a.row.size) * (a.row.format == LogitsFormat::Float16 ? 2 : 4)),
+      format(a.row.format),
+      vocab(a.row.size),
+      params(a.inputs.params),
+      history(a.inputs.history, a.inputs.history + a.inputs.params.history_count),
+      biasTokens(a.inputs.biasTokens, a.inputs.biasTokens + a.inputs.params.bias_count),
+      biasValues(a.inputs.biasValues, a.inputs.biasValues + a.inputs.params.bias_count) {}
+
+}  // namespace md::addon
