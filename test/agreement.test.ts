@@ -1,9 +1,10 @@
-// Native and TypeScript samplers agree, measured as SAMPLING-SPEC's "What
+// The backends agree, measured as SAMPLING-SPEC's "What
 // the same token is measured on" describes: random cases over V = 1..262144,
 // float16 and float32, realistic and heavily tied logits, every parameter
 // combination, histories with repeats and out-of-range ids. Greedy must
 // agree always; sampled on >= 99.9% of cases, each disagreement explained by
-// a near-tie of the two tokens' scores or of a top-p boundary mass.
+// a near-tie of the two tokens' scores or of a top-p boundary mass. Pairs:
+// native vs js, and the kernels (emulated; metal on a Mac) vs native.
 import { describe, expect, it } from 'vitest';
 
 import { logitValues, normal, seededRandom } from '../bench/logit-rows.js';
@@ -11,11 +12,12 @@ import { sample, toFloat16Array, type SampleOptions } from '../lib/index.js';
 import { editedLogits } from '../lib/js/js-sampler.js';
 import { mdExp, noiseKey, tokenNoise } from '../lib/js/noise.js';
 import { resolveSampling } from '../lib/sampling-options.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
 const CASES = 10000;
+const GPU_CASES = 3000;
 const f = Math.fround;
 
 function randomCase(random: () => number, index: number): { logits: Float32Array | Uint16Array; options: SampleOptions } {
@@ -70,37 +72,49 @@ function explain(logits: Float32Array | Uint16Array, options: SampleOptions, a: 
   return undefined;
 }
 
-describe('native and js samplers', () => {
-  it(`agree on ${CASES} random cases`, () => {
-    const random = seededRandom(20261120);
-    let greedyCases = 0, sampledCases = 0, sampledAgree = 0;
-    const unexplained: string[] = [];
-    for (let i = 0; i < CASES; i++) {
-      const { logits, options } = randomCase(random, i);
-      const run = (backend: 'native' | 'js') => {
-        try {
-          return sample(logits, { ...options, backend });
-        } catch (e) {
-          return (e as Error).name;
-        }
-      };
-      const [native, js] = [run('native'), run('js')];
-      if (options.temperature === 0) {
-        greedyCases++;
-        expect(native, `greedy case ${i}`).toBe(js);
-        continue;
+type Backend = 'native' | 'js' | 'emulated' | 'metal';
+
+/** Runs `cases` random cases on two backends, as SAMPLING-SPEC measures agreement. */
+function measureAgreement(a: Backend, b: Backend, cases: number, seed: number, onlyFloat16: boolean): void {
+  const random = seededRandom(seed);
+  let greedyCases = 0, sampledCases = 0, sampledAgree = 0;
+  const unexplained: string[] = [];
+  for (let i = 0; i < cases; i++) {
+    const generated = randomCase(random, i);
+    const { options } = generated;
+    const logits = onlyFloat16 && generated.logits instanceof Float32Array ? toFloat16Array(generated.logits) : generated.logits;
+    const run = (backend: Backend) => {
+      try {
+        return sample(logits, { ...options, backend });
+      } catch (e) {
+        return (e as Error).name;
       }
-      sampledCases++;
-      if (native === js) {
-        sampledAgree++;
-        continue;
-      }
-      const why = typeof native === 'number' && typeof js === 'number' ? explain(logits, options, native, js) : undefined;
-      if (!why) unexplained.push(`case ${i} (V=${logits.length}): native ${native}, js ${js}`);
+    };
+    const [first, second] = [run(a), run(b)];
+    if (options.temperature === 0) {
+      greedyCases++;
+      expect(first, `greedy case ${i}`).toBe(second);
+      continue;
     }
-    const rate = sampledAgree / sampledCases;
-    console.log(`agreement: greedy ${greedyCases}/${greedyCases} (100%), sampled ${sampledAgree}/${sampledCases} (${(100 * rate).toFixed(3)}%)`);
-    expect(unexplained).toEqual([]);
-    expect(rate).toBeGreaterThanOrEqual(0.999);
-  });
+    sampledCases++;
+    if (first === second) {
+      sampledAgree++;
+      continue;
+    }
+    const why = typeof first === 'number' && typeof second === 'number' ? explain(logits, options, first, second) : undefined;
+    if (!why) unexplained.push(`case ${i} (V=${logits.length}): ${a} ${first}, ${b} ${second}`);
+  }
+  const rate = sampledAgree / sampledCases;
+  console.log(`${a} vs ${b}: greedy ${greedyCases}/${greedyCases} (100%), sampled ${sampledAgree}/${sampledCases} (${(100 * rate).toFixed(3)}%)`);
+  expect(unexplained).toEqual([]);
+  expect(rate).toBeGreaterThanOrEqual(0.999);
+}
+
+describe('native and js samplers', () => {
+  it(`agree on ${CASES} random cases`, () => measureAgreement('native', 'js', CASES, 20261120, false));
+});
+
+// The kernels sample float16 rows: every case is given as float16.
+describe.each(GPU_BACKENDS)('%s kernels and the native sampler', (backend) => {
+  it(`agree on ${GPU_CASES} random float16 cases`, () => measureAgreement(backend, 'native', GPU_CASES, 20261121, true));
 });

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 import { describe, expect, it } from 'vitest';
 
-import { BackendUnavailableError, getBackends, sample, selectBackend } from '../lib/index.js';
+import { BackendUnavailableError, getBackends, NoTokenError, sample, sampleAsync, selectBackend, toFloat16Array } from '../lib/index.js';
+import { resolveSampling } from '../lib/sampling-options.js';
 import { loadAddonFrom } from '../lib/native/load-addon.js';
 import { requireNativeBuilt } from './helpers.js';
 
@@ -24,18 +25,58 @@ function runIsolated(code: string, env: Record<string, string>): unknown {
 }
 
 describe('backends', () => {
-  it('lists native and js with availability and a reason', () => {
+  it('lists every backend with availability and a reason', () => {
     const backends = getBackends();
-    expect(backends.map((b) => b.name)).toEqual(['native', 'js']);
-    for (const b of backends) {
-      expect(b.available).toBe(true);
-      expect(b.reason.length).toBeGreaterThan(10);
+    expect(backends.map((b) => b.name)).toEqual(['metal', 'emulated', 'native', 'js']);
+    for (const b of backends) expect(b.reason.length).toBeGreaterThan(10);
+    const byName = Object.fromEntries(backends.map((b) => [b.name, b]));
+    expect(byName.native.reason).toMatch(/metal_decode\.node/);
+    expect(byName.emulated).toEqual({
+      name: 'emulated', available: true,
+      reason: 'the same .metal kernels compiled as C++ and run on CPU fibers: slow and exact, for CI and kernel debugging',
+    });
+    expect(byName.js.available).toBe(true);
+    if (process.platform !== 'darwin') {
+      expect(byName.metal).toEqual({
+        name: 'metal', available: false,
+        reason: 'Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device',
+      });
     }
-    expect(backends[0].reason).toMatch(/metal_decode\.node/);
   });
 
-  it("'auto' picks native when it loaded", () => {
-    expect(selectBackend('auto')).toBe('native');
+  it.runIf(process.platform !== 'darwin')("asking for 'metal' where it cannot run is an error with the reason", () => {
+    expect(() => sample(new Uint16Array([0x3c00]), { backend: 'metal' })).toThrow(BackendUnavailableError);
+    expect(() => sample(new Uint16Array([0x3c00]), { backend: 'metal' })).toThrow(
+      'The metal backend is not available: Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device',
+    );
+  });
+
+  it("'auto' picks metal when it runs, else native", () => {
+    const metal = getBackends()[0].available;
+    expect(selectBackend('auto')).toBe(metal ? 'metal' : 'native');
+    // float32 rows with temperature > 0 are not for the kernels: auto takes native for them
+    const sampling = resolveSampling({ temperature: 1 });
+    expect(selectBackend('auto', { logits: new Float32Array(4), sampling })).toBe('native');
+  });
+
+  it('the kernels refuse float32 rows they cannot sample, naming logits', () => {
+    expect(() => sample(new Float32Array([1, 2]), { backend: 'emulated', temperature: 1 })).toThrow(
+      new TypeError('Expected a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty) for logits but received a Float32Array'),
+    );
+    expect(sample(new Float32Array([1, 2]), { backend: 'emulated' })).toBe(1);  // greedy: the float32 argmax kernel
+  });
+
+  it('sampleAsync gives the same tokens on every backend and rejects with the errors sample() throws', async () => {
+    const logits = toFloat16Array(Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 3));
+    const options = { temperature: 0.9, topK: 50, topP: 0.9, seed: 7, position: 3 };
+    const expected = sample(logits, { ...options, backend: 'native' });
+    for (const backend of ['native', 'js', 'emulated'] as const) {
+      await expect(sampleAsync(logits, { ...options, backend })).resolves.toBe(expected);
+    }
+    await expect(sampleAsync(toFloat16Array([-Infinity]), { backend: 'emulated' })).rejects.toThrow(NoTokenError);
+    const error = await sampleAsync(logits, { backend: 'emulated', topK: -1 }).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toBe('Expected an integer from 0 to 4294967295 for topK but received -1 (number)');
   });
 
   it('without the addon, auto runs js and an explicit native request fails with the reason', () => {
@@ -48,7 +89,10 @@ describe('backends', () => {
       backends: { name: string; available: boolean; reason: string }[]; auto: string; autoToken: number;
       error: { name: string; message: string; code: string };
     };
-    expect(out.backends[0]).toEqual({ name: 'native', available: false, reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1' });
+    expect(out.backends.find((b) => b.name === 'native')).toEqual({ name: 'native', available: false, reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1' });
+    expect(out.backends.find((b) => b.name === 'emulated')).toEqual({
+      name: 'emulated', available: false, reason: 'it runs in the native addon, which is unavailable: disabled by METAL_DECODE_DISABLE_NATIVE=1',
+    });
     expect(out.auto).toBe('js');
     expect(out.autoToken).toBe(1);
     expect(out.error).toEqual({

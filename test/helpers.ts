@@ -1,8 +1,16 @@
 // helpers.ts: shared pieces of the vitest suites.
 import { getBackends, toFloat16Array } from '../lib/index.js';
 
-/** Backends every behavioural test runs on; native must have built (the test command builds it). */
+/** The CPU backends every behavioural test runs on; native must have built (the test command builds it). */
 export const BACKENDS = ['native', 'js'] as const;
+
+/**
+ * The backends that run the .metal kernels: 'emulated' always, and 'metal'
+ * when METAL_DECODE_TEST_METAL=1 (on a Mac: the same suite on the GPU; the
+ * tests then fail, not skip, if Metal cannot start).
+ */
+export const GPU_BACKENDS: ('emulated' | 'metal')[] =
+  process.env.METAL_DECODE_TEST_METAL === '1' ? ['emulated', 'metal'] : ['emulated'];
 
 export function requireNativeBuilt(): void {
   const native = getBackends().find((b) => b.name === 'native');
@@ -11,6 +19,12 @@ export function requireNativeBuilt(): void {
 
 export type Format = 'float32' | 'float16';
 export const FORMATS: Format[] = ['float32', 'float16'];
+
+/** Every (backend, format) pair a backend samples: the kernels read float16 rows. */
+export const BACKEND_FORMATS: [string, Format][] = [
+  ...BACKENDS.flatMap((b) => FORMATS.map((f): [string, Format] => [b, f])),
+  ...GPU_BACKENDS.map((b): [string, Format] => [b, 'float16']),
+];
 
 export function row(values: number[], format: Format): Float32Array | Uint16Array {
   return format === 'float16' ? toFloat16Array(values) : Float32Array.from(values);

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { NoTokenError, sample, type SampleOptions } from '../lib/index.js';
-import { BACKENDS, FORMATS, requireNativeBuilt, row } from './helpers.js';
+import { BACKEND_FORMATS, FORMATS, requireNativeBuilt, row, type Format } from './helpers.js';
 
 requireNativeBuilt();
 
@@ -13,8 +13,8 @@ function drawn(values: number[], format: (typeof FORMATS)[number], options: Samp
   return tokens;
 }
 
-describe.each(BACKENDS)('%s backend', (backend) => {
-  describe.each(FORMATS)('%s logits', (format) => {
+describe.each(BACKEND_FORMATS)('%s backend', (backend, format: Format) => {
+  describe(`${format} logits`, () => {
     const greedy = (values: number[], options: SampleOptions = {}) => sample(row(values, format), { backend, ...options });
 
     it('greedy takes the lowest index among ties, and -0 equals +0', () => {

@@ -40,7 +40,7 @@ export function openGpu(kind: DeviceKind): OpenedDevice {
   const addon = loadAddon();
   let result: OpenedDevice;
   if (!addon.ok) {
-    result = { ok: false, reason: `it runs in the native addon, which ${addon.reason.replace(/^the native addon /, '')}` };
+    result = { ok: false, reason: `it runs in the native addon, which is unavailable: ${addon.reason}` };
   } else {
     try {
       result = { ok: true, sampler: new GpuSampler(addon.addon, new addon.addon.Device(kind)) };

@@ -26,10 +26,13 @@ Buffer& KernelSampler::ensure(std::shared_ptr<Buffer>& buffer, size_t bytes) {
   return *buffer;
 }
 
-uint32_t KernelSampler::threadsFor(const Pipeline& pipeline) const {
+// One thread per token up to 1024 (or the pipeline's maximum): below
+// 1024 tokens the extra threads would have nothing to read.
+uint32_t KernelSampler::threadsFor(const Pipeline& pipeline, uint32_t vocab) const {
   uint32_t limit = std::min<uint32_t>(1024, pipeline.maxThreadsPerThreadgroup()) / 32 * 32;
   if (limit == 0) throw DeviceError(pipeline.name() + ": the pipeline allows fewer than 32 threads per threadgroup");
-  return threads_ ? std::min(threads_, limit) : limit;
+  if (threads_) return std::min(threads_, limit);
+  return std::min(limit, std::max<uint32_t>(32, (vocab + 31) / 32 * 32));
 }
 
 std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
@@ -50,7 +53,7 @@ std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows,
     commands->setBuffer(0, logits, 0);
     commands->setBytes(1, &args, sizeof args);
     commands->setBuffer(2, tokens, 0);
-    commands->dispatch(rows, threadsFor(argmax));
+    commands->dispatch(rows, threadsFor(argmax, row.size));
   } else {
     const Pipeline& sampler = device_.pipeline("md_sample_f16");
     const size_t historyTokens = p.history_count + (p.history_count > 0 ? rows - 1 : 0);
@@ -67,7 +70,7 @@ std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows,
     commands->setBuffer(4, ensure(edited_, rowBytes * rows), 0);
     commands->setBuffer(5, ensure(histogram_, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
     commands->setBuffer(6, tokens, 0);
-    commands->dispatch(rows, threadsFor(sampler));
+    commands->dispatch(rows, threadsFor(sampler, row.size));
   }
   commands->commit();
   commands->wait();

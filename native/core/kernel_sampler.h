@@ -19,8 +19,8 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in);
 
 class KernelSampler {
  public:
-  // threadsPerThreadgroup: 0 for 1024 or the pipeline's maximum if lower
-  // (rounded down to a multiple of 32); tests pass smaller counts.
+  // threadsPerThreadgroup: 0 for one thread per token up to 1024 or the
+  // pipeline's maximum if lower (a multiple of 32); tests pass other counts.
   explicit KernelSampler(Device& device, uint32_t threadsPerThreadgroup = 0);
 
   // Samples `rows` rows of `row.size` logits each, stored one after the
@@ -33,7 +33,7 @@ class KernelSampler {
 
  private:
   Buffer& ensure(std::shared_ptr<Buffer>& buffer, size_t bytes);
-  uint32_t threadsFor(const Pipeline& pipeline) const;
+  uint32_t threadsFor(const Pipeline& pipeline, uint32_t vocab) const;
 
   Device& device_;
   uint32_t threads_;

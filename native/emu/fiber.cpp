@@ -27,9 +27,11 @@
 
 #if defined(__x86_64__) && defined(__linux__)
 #define MD_EMU_ASM_SWITCH 1
-// md_emu_switch(save, target): pushes the callee-saved registers and the
-// MXCSR / x87 control words, stores the stack pointer in *save, loads
-// `target` as the stack pointer and pops the same set from it.
+// md_emu_switch(save, target): pushes the callee-saved registers, stores
+// the stack pointer in *save, loads `target` as the stack pointer and pops
+// the same set from it. The MXCSR and x87 control words are not switched:
+// kernels never change rounding modes, and ldmxcsr/fldcw cost more than
+// the rest of the switch.
 extern "C" void md_emu_switch(void** save, void* target);
 extern "C" void md_emu_fiber_entry();
 asm(R"(
@@ -43,14 +45,8 @@ md_emu_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -155,21 +151,20 @@ void Fiber::start(Entry entry, void* arg, bool abandoned) {
   (void)abandoned;
 #endif
 #ifdef MD_EMU_ASM_SWITCH
-  // The frame md_emu_switch pops: control words, r15..r12, rbx, rbp, then
-  // the return address (md_emu_fiber_entry), which calls r13(r12) on a
-  // 16-byte aligned stack.
+  // The frame md_emu_switch pops: r15..r12, rbx, rbp, then the return
+  // address (md_emu_fiber_entry), which calls r13(r12) on a 16-byte
+  // aligned stack.
   auto top = reinterpret_cast<uintptr_t>(stackBottom_ + stackBytes_) & ~uintptr_t(15);
-  auto* frame = reinterpret_cast<uint64_t*>(top) - 10;
-  frame[0] = 0x037F00001F80ull;  // MXCSR default (low half), x87 control word (high half)
-  frame[1] = 0;                                        // r15
-  frame[2] = 0;                                        // r14
-  frame[3] = reinterpret_cast<uint64_t>(&trampoline);  // r13: what to call
-  frame[4] = reinterpret_cast<uint64_t>(this);         // r12: its argument
-  frame[5] = 0;                                        // rbx
-  frame[6] = 0;                                        // rbp
-  frame[7] = reinterpret_cast<uint64_t>(&md_emu_fiber_entry);
+  auto* frame = reinterpret_cast<uint64_t*>(top) - 9;  // so that frame + 7 is 16-byte aligned
+  frame[0] = 0;                                        // r15
+  frame[1] = 0;                                        // r14
+  frame[2] = reinterpret_cast<uint64_t>(&trampoline);  // r13: what to call
+  frame[3] = reinterpret_cast<uint64_t>(this);         // r12: its argument
+  frame[4] = 0;                                        // rbx
+  frame[5] = 0;                                        // rbp
+  frame[6] = reinterpret_cast<uint64_t>(&md_emu_fiber_entry);
+  frame[7] = 0;
   frame[8] = 0;
-  frame[9] = 0;
   self_->sp = frame;
 #else
   getcontext(&self_->uc);
