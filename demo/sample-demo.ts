@@ -1,11 +1,12 @@
 // sample-demo.ts: `npm run demo`. Generates text one token at a time with
 // sample(): a byte-level bigram model counted from the paragraph below gives
 // each next token's logits. Every available backend decodes with the same
-// seed, and the texts match.
+// seed (including 'emulated': the .metal kernels on CPU fibers), and the
+// texts match. Logits are float16, as a model on the GPU produces them.
 //
 // (The GPU-chained decode loop and its demo arrive with the model and
 // generate() API; this shows the sampler they are built on.)
-import { getBackends, sample, selectBackend, type SampleOptions } from '../lib/index.js';
+import { getBackends, sample, selectBackend, toFloat16Array, type SampleOptions } from '../lib/index.js';
 
 const CORPUS = `Sampling is usually a round trip per token: copy the logits to the CPU,
 softmax, sort, draw. The Gumbel-max trick turns sampling into an argmax: add
@@ -14,15 +15,15 @@ Argmax is already on the GPU for greedy decoding, so sampled decoding can cost
 the same as greedy decoding, and every backend draws the same token for the
 same seed and position.`;
 
-/** logits[prev][next] = ln(count of the byte pair + 0.01). */
-function bigramLogits(text: string): Float32Array[] {
+/** logits[prev][next] = ln(count of the byte pair + 0.01), as float16 bits. */
+function bigramLogits(text: string): Uint16Array[] {
   const bytes = Buffer.from(text, 'utf8');
   const counts = Array.from({ length: 256 }, () => new Float32Array(256));
   for (let i = 1; i < bytes.length; i++) counts[bytes[i - 1]][bytes[i]]++;
-  return counts.map((row) => row.map((c) => Math.log(c + 0.01)));
+  return counts.map((row) => toFloat16Array(Array.from(row, (c) => Math.log(c + 0.01))));
 }
 
-function generate(model: Float32Array[], prompt: string, tokens: number, options: SampleOptions) {
+function generate(model: Uint16Array[], prompt: string, tokens: number, options: SampleOptions) {
   const history = [...Buffer.from(prompt, 'utf8')];
   const start = process.hrtime.bigint();
   for (let i = 0; i < tokens; i++) {

@@ -34,12 +34,52 @@ describe('addon sampleRow', () => {
   it('rejects out-of-range parameters with the core message', () => {
     const v = slots();
     v[addon.samplingSlots.topP] = 0;
-    expect(() => addon.sampleRow(new Float32Array([1]), v, ...empty)).toThrow(new RangeError('topP: must be in (0, 1]'));
+    expect(() => addon.sampleRow(new Float32Array([1]), v, ...empty)).toThrow(new RangeError('sampleRow: topP: must be in (0, 1]'));
   });
 
   it('rejects wrong argument types', () => {
     expect(() => addon.sampleRow(new Float64Array(3) as never, slots(), ...empty)).toThrow(TypeError);
     expect(() => addon.sampleRow(new Float32Array(3), new Float64Array(2), ...empty)).toThrow('sampleRow: slots has the wrong length');
     expect(() => (addon.sampleRow as (...a: unknown[]) => number)(new Float32Array(3))).toThrow('sampleRow: expected 5 arguments');
+  });
+});
+
+describe('addon Device', () => {
+  const result = loadAddon();
+  if (!result.ok) throw new Error(result.reason);
+  const addon = result.addon;
+  const slots = (temperature = 0) => {
+    const v = new Float64Array(addon.samplingSlots.count);
+    v[addon.samplingSlots.topP] = 1;
+    v[addon.samplingSlots.repeatPenalty] = 1;
+    v[addon.samplingSlots.temperature] = temperature;
+    return v;
+  };
+  const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0)] as const;
+  const half = new Uint16Array([0x3c00, 0x4000, 0x3800]);  // 1, 2, 0.5
+
+  it('runs the kernels synchronously and asynchronously', async () => {
+    const device = new addon.Device('emulated');
+    expect(device.name).toMatch(/^emulated \(CPU fibers, (forward|reverse|shuffled) order\)$/);
+    expect(device.sample(half, slots(), ...empty)).toBe(1);
+    await expect(device.sampleAsync(half, slots(), ...empty)).resolves.toBe(1);
+    device.dispose();
+  });
+
+  it('rejects an unknown kind, a float32 row it cannot sample, and use after dispose', () => {
+    expect(() => new addon.Device('cuda' as never)).toThrow(new RangeError("Device: unknown kind 'cuda' (expected 'metal' or 'emulated')"));
+    const device = new addon.Device('emulated');
+    expect(() => device.sample(new Float32Array([1, 2]), slots(0.5), ...empty)).toThrow(
+      new TypeError('sample: logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) without token bias or penalties'),
+    );
+    expect(() => device.sample(half, new Float64Array(1), ...empty)).toThrow('sample: slots has the wrong length');
+    device.dispose();
+    expect(() => device.sample(half, slots(), ...empty)).toThrow('sample: the device was disposed');
+  });
+
+  it.runIf(process.platform !== 'darwin')("'metal' explains why it cannot open", () => {
+    expect(() => new addon.Device('metal')).toThrow(
+      'Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device',
+    );
   });
 });
