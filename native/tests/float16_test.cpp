@@ -6,6 +6,7 @@
 
 #include "float16.h"
 #include "logit_keys.h"
+#include "md_sampling.h"
 
 namespace {
 
@@ -98,7 +99,9 @@ TEST(LogitKeys, KeyAtLeastFindsTheSmallestQualifyingKey) {
   for (int i = 0; i < 20000; ++i) {
     float limit = dist(rng) * (i % 2 ? 1.0f : 1e-4f);
     int32_t hk = md::keyAtLeast<md::HalfLogits>(limit);
-    if (hk <= md::HalfLogits::kMaxFinite) ASSERT_GE(md::HalfLogits::value(hk), limit);
+    if (hk <= md::HalfLogits::kMaxFinite) {
+      ASSERT_GE(md::HalfLogits::value(hk), limit);
+    }
     ASSERT_LT(md::HalfLogits::value(hk - 1), limit);
     int32_t fk = md::keyAtLeast<md::FloatLogits>(limit);
     ASSERT_GE(md::FloatLogits::value(fk), limit);
@@ -107,3 +110,19 @@ TEST(LogitKeys, KeyAtLeastFindsTheSmallestQualifyingKey) {
 }
 
 }  // namespace
+
+// The kernels' scalar key maps (metal/md_sampling.h) and the vectorised ones
+// the CPU sampler uses are the same functions.
+TEST(LogitKeys, KernelKeyMapsEqualTheCpuOnes) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    ASSERT_EQ(md_half_key(b), int32_t(md::HalfLogits::key(uint16_t(b)))) << std::hex << b;
+    ASSERT_EQ(md_half_bits_of_key(md_half_key(b)), md::HalfLogits::bitsOfKey(md::HalfLogits::key(uint16_t(b))));
+  }
+  std::mt19937 rng(11);
+  const uint32_t special[] = {0, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFFFFFFFu, 0x7F7FFFFFu, 1};
+  for (uint32_t b : special) EXPECT_EQ(md_float_key(b), md::FloatLogits::key(b)) << std::hex << b;
+  for (int i = 0; i < 1000000; ++i) {
+    uint32_t b = rng();
+    ASSERT_EQ(md_float_key(b), md::FloatLogits::key(b)) << std::hex << b;
+  }
+}
