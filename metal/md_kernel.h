@@ -67,27 +67,33 @@ struct md_best {
   uint index;
 };
 
-// The largest value and, among its ties, the lowest index. Threads with
-// nothing to offer pass the type's lowest value and MD_NO_TOKEN. Exact:
-// max and min do not round.
+// The largest value among the 32 lanes and, among its ties, the lowest index.
+template <typename T>
+inline md_best<T> md_simd_best(T value, uint index) {
+  md_best<T> best;
+  best.value = simd_max(value);
+  best.index = simd_min(value == best.value ? index : MD_NO_TOKEN);
+  return best;
+}
+
+// The same across the threadgroup. Threads with nothing to offer pass
+// `none` (below every value) and MD_NO_TOKEN. Exact: max and min do not
+// round.
 template <typename T>
 inline md_best<T> md_threadgroup_best(T value, uint index, uint lane, uint simd_index, uint simdgroups,
                                       T none, threadgroup T* values, threadgroup uint* indices) {
-  T best = simd_max(value);
-  uint at = simd_min(value == best ? index : MD_NO_TOKEN);
+  md_best<T> mine = md_simd_best(value, index);
   if (lane == 0) {
-    values[simd_index] = best;
-    indices[simd_index] = at;
+    values[simd_index] = mine.value;
+    indices[simd_index] = mine.index;
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (simd_index == 0) {
-    T v = lane < simdgroups ? values[lane] : none;
-    uint i = lane < simdgroups ? indices[lane] : MD_NO_TOKEN;
-    T group_best = simd_max(v);
-    uint group_at = simd_min(v == group_best ? i : MD_NO_TOKEN);
+    bool holds = lane < simdgroups;
+    md_best<T> all = md_simd_best(holds ? values[lane] : none, holds ? indices[lane] : MD_NO_TOKEN);
     if (lane == 0) {
-      values[MD_MAX_SIMDGROUPS] = group_best;
-      indices[MD_MAX_SIMDGROUPS] = group_at;
+      values[MD_MAX_SIMDGROUPS] = all.value;
+      indices[MD_MAX_SIMDGROUPS] = all.index;
     }
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
