@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace md {
 
@@ -36,6 +37,7 @@ uint32_t KernelSampler::threadsFor(const Pipeline& pipeline, uint32_t vocab) con
 }
 
 std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
+  if (rows == 0) return {};
   std::lock_guard<std::mutex> lock(mutex_);
   const md_sampling_params& p = in.params;
   const bool half = row.format == LogitsFormat::Float16;
@@ -56,7 +58,10 @@ std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows,
     commands->dispatch(rows, threadsFor(argmax, row.size));
   } else {
     const Pipeline& sampler = device_.pipeline("md_sample_f16");
-    const size_t historyTokens = p.history_count + (p.history_count > 0 ? rows - 1 : 0);
+    // Row r reads history_count + r tokens (the drafts before it).
+    const size_t historyTokens = size_t(p.history_count) + rows - 1;
+    if (historyTokens > 0 && in.history == nullptr)
+      throw DeviceError("history: " + std::to_string(rows) + " rows need history_count + rows - 1 tokens of history");
     Buffer& history = ensure(history_, historyTokens * 4);
     if (historyTokens) std::memcpy(history.contents(), in.history, historyTokens * 4);
     Buffer& bias = ensure(bias_, size_t(p.bias_count) * sizeof(md_bias_entry));
