@@ -159,6 +159,11 @@ typedef struct md_sampling_params {
 // `position + r` with `history_count + r` tokens of history: speculative
 // verification appends the draft tokens to the history buffer.
 
+// Whether any penalty changes a logit (each at its "off" value otherwise).
+MD_FN bool md_penalties_on(float repeat_penalty, float frequency_penalty, float presence_penalty) {
+  return repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
+}
+
 #define MD_SAMPLING_PARAMS_SIZE 56
 #define MD_NO_TOKEN 0xFFFFFFFFu  // written when every logit is -inf
 

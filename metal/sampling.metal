@@ -201,8 +201,7 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
   const uint history_end = params.history_count + group;
   const uint history_start = history_end > params.history_window ? history_end - params.history_window : 0;
   const bool penalties = history_end > history_start &&
-                         (params.repeat_penalty != 1.0f || params.frequency_penalty != 0.0f ||
-                          params.presence_penalty != 0.0f);
+                         md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
   device const half* row = input;
   if (penalties || params.bias_count > 0) {
     md_apply_edits(input, edited_row, params, history, history_start, history_end, penalties, bias, tid, threads);

@@ -9,11 +9,11 @@ namespace md::addon {
 namespace {
 
 // The arguments of a sampling call, checked for the kernels too.
-OwnedSampling kernelArguments(const Napi::CallbackInfo& info, const char* method) {
+SamplingArguments kernelArguments(const Napi::CallbackInfo& info, const char* method) {
   SamplingArguments a = parseSamplingArguments(info, method);
   if (const char* problem = checkKernelInputs(a.row, a.inputs))
     throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + problem);
-  return OwnedSampling(a);
+  return a;
 }
 
 class SampleWorker : public Napi::AsyncWorker {
@@ -83,9 +83,10 @@ Napi::Value DeviceHandle::Name(const Napi::CallbackInfo& info) { return Napi::St
 
 Napi::Value DeviceHandle::Sample(const Napi::CallbackInfo& info) {
   auto s = session(info.Env(), "sample");
-  OwnedSampling input = kernelArguments(info, "sample");
+  // Blocking: the JS arrays outlive the call, so no copy is needed.
+  SamplingArguments input = kernelArguments(info, "sample");
   try {
-    return Napi::Number::New(info.Env(), s->sampler.sample(input.row(), 1, input.inputs()).at(0));
+    return Napi::Number::New(info.Env(), s->sampler.sample(input.row, 1, input.inputs).at(0));
   } catch (const std::exception& e) {
     throw Napi::Error::New(info.Env(), e.what());
   }
@@ -93,7 +94,8 @@ Napi::Value DeviceHandle::Sample(const Napi::CallbackInfo& info) {
 
 Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
   auto s = session(info.Env(), "sampleAsync");
-  auto* worker = new SampleWorker(info.Env(), s, kernelArguments(info, "sampleAsync"));
+  // The work outlives the call: it gets its own copy of the arguments.
+  auto* worker = new SampleWorker(info.Env(), s, OwnedSampling(kernelArguments(info, "sampleAsync")));
   Napi::Promise promise = worker->promise();
   worker->Queue();  // the worker deletes itself when done
   return promise;

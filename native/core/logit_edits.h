@@ -44,9 +44,7 @@ void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& i
               edits.end());
   const size_t biasEdits = edits.size();
 
-  bool penaltiesOn = p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-                     p.presence_penalty != 0.0f;
-  if (!penaltiesOn || p.history_count == 0 || p.history_window == 0) return;
+  if (!md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty) || p.history_count == 0 || p.history_window == 0) return;
 
   // Distinct in-vocabulary tokens of the window with their counts.
   // The last min(history_window, history_count) tokens.

@@ -185,27 +185,11 @@ enum memory_order { memory_order_relaxed };
 // Declarations only: the check compiles, it never runs. A template accepts
 // the atomic in any address space, as Metal's overloads do.
 template <class A> uint32_t atomic_fetch_add_explicit(A* object, uint32_t operand, memory_order order);
-template <class A> uint32_t atomic_fetch_max_explicit(A* object, uint32_t operand, memory_order order);
-template <class A> uint32_t atomic_fetch_min_explicit(A* object, uint32_t operand, memory_order order);
 template <class A> void atomic_store_explicit(A* object, uint32_t operand, memory_order order);
 template <class A> uint32_t atomic_load_explicit(A* object, memory_order order);
 #else
 template <class A> inline auto atomic_fetch_add_explicit(A* object, decltype(object->value) operand, memory_order) {
   return __atomic_fetch_add(&object->value, operand, __ATOMIC_RELAXED);
-}
-template <class A> inline auto atomic_fetch_max_explicit(A* object, decltype(object->value) operand, memory_order) {
-  auto old = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
-  while (old < operand && !__atomic_compare_exchange_n(&object->value, &old, operand, true, __ATOMIC_RELAXED,
-                                                       __ATOMIC_RELAXED)) {
-  }
-  return old;
-}
-template <class A> inline auto atomic_fetch_min_explicit(A* object, decltype(object->value) operand, memory_order) {
-  auto old = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
-  while (operand < old && !__atomic_compare_exchange_n(&object->value, &old, operand, true, __ATOMIC_RELAXED,
-                                                       __ATOMIC_RELAXED)) {
-  }
-  return old;
 }
 template <class A> inline void atomic_store_explicit(A* object, decltype(object->value) operand, memory_order) {
   __atomic_store_n(&object->value, operand, __ATOMIC_RELAXED);

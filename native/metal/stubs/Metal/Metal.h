@@ -44,7 +44,6 @@ enum {
 
 @protocol MTLComputePipelineState <NSObject>
 @property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
-@property(readonly) NSUInteger threadExecutionWidth;
 @end
 
 @protocol MTLCommandEncoder <NSObject>
