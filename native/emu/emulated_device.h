@@ -31,7 +31,6 @@ class EmulatedDevice : public Device {
   const Pipeline& pipeline(const std::string& name) override;
   std::unique_ptr<CommandBuffer> newCommandBuffer() override;
 
-
  private:
   friend class EmulatedCommandBuffer;
   struct Dispatch;
