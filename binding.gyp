@@ -40,7 +40,7 @@
           "actions": [{
             "action_name": "embed_kernels",
             "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h",
-                       "metal/argmax.metal", "metal/sampling.metal"],
+                       "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal"],
             "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
             "action": ["node", "scripts/embed-kernels.mjs", "<(INTERMEDIATE_DIR)/md_kernel_source.h"]
           }],

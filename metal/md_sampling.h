@@ -180,6 +180,14 @@ typedef struct md_argmax_params {
   md_u32 vocab_size;
 } md_argmax_params;
 
+// The bigram model's kernels (bigram.metal): a vocabulary of vocab_size
+// tokens, embedding and LM head rows of dim halves. lib/models/bigram.ts
+// packs the same 8 bytes.
+typedef struct md_bigram_params {
+  md_u32 vocab_size;
+  md_u32 dim;
+} md_bigram_params;
+
 // ---- logits as ordered integer keys ----------------------------------------
 // A key is the sign-magnitude bit pattern as a two's complement integer, so
 // integer order is value order and -0 and +0 share key 0. Keys are
@@ -231,6 +239,7 @@ static_assert(offsetof(md_sampling_params, bias_count) == 48, "bias_count offset
 static_assert(offsetof(md_sampling_params, flags) == 52, "flags offset");
 static_assert(sizeof(md_bias_entry) == 8, "md_bias_entry size");
 static_assert(sizeof(md_argmax_params) == 4, "md_argmax_params size");
+static_assert(sizeof(md_bigram_params) == 8, "md_bigram_params size");
 #endif
 #endif
 

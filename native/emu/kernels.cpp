@@ -9,6 +9,7 @@
 #include "metal_compat.h"
 #include "argmax.metal"
 #include "sampling.metal"
+#include "bigram.metal"
 
 namespace md::emu {
 namespace {
@@ -19,6 +20,8 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_argmax_f16),
     MD_EMULATED_KERNEL(md_argmax_f32),
     MD_EMULATED_KERNEL(md_sample_f16),
+    MD_EMULATED_KERNEL(md_embed_f16),
+    MD_EMULATED_KERNEL(md_lm_head_f16),
 };
 
 }  // namespace

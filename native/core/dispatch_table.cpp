@@ -1,0 +1,166 @@
+// dispatch_table.cpp: command checks and the chain encoder.
+#include "dispatch_table.h"
+
+#include <cstring>
+
+namespace md {
+namespace {
+
+bool movesBuffer(PatchRule rule) {
+  return rule == PatchRule::TokenOffset || rule == PatchRule::ArgmaxOutput || rule == PatchRule::SampledToken;
+}
+
+bool writesFields(PatchRule rule) {
+  return rule == PatchRule::Position || rule == PatchRule::KvLength || rule == PatchRule::PositionAndKvLength ||
+         rule == PatchRule::SampledToken;
+}
+
+// How many of the two fields a rule needs (at least; Position and KvLength
+// may also write a second one).
+uint32_t requiredFields(PatchRule rule) {
+  if (rule == PatchRule::PositionAndKvLength || rule == PatchRule::SampledToken) return 2;
+  return writesFields(rule) ? 1 : 0;
+}
+
+// The token slot a moved binding points at in step p.
+uint64_t patchedSlot(PatchRule rule, uint64_t p) { return rule == PatchRule::TokenOffset ? p : p + 1; }
+
+const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index) {
+  for (uint32_t i = 0; i < cmd.bufferCount; ++i)
+    if (cmd.buffers[i].index == index) return &cmd.buffers[i];
+  return nullptr;
+}
+
+void writeField(uint8_t* params, uint8_t field, uint32_t value) {
+  if (field != kNoField) std::memcpy(params + field, &value, 4);
+}
+
+}  // namespace
+
+const char* patchRuleName(PatchRule rule) {
+  switch (rule) {
+    case PatchRule::None: return "none";
+    case PatchRule::TokenOffset: return "tokenOffset";
+    case PatchRule::Position: return "position";
+    case PatchRule::KvLength: return "kvLength";
+    case PatchRule::PositionAndKvLength: return "positionAndKvLength";
+    case PatchRule::ArgmaxOutput: return "argmaxOutput";
+    case PatchRule::SampledToken: return "sampledToken";
+  }
+  return "unknown";
+}
+
+std::string commandProblem(const DispatchCmd& cmd) {
+  if (!cmd.pipeline) return "no pipeline";
+  if (cmd.bufferCount > kMaxCommandBuffers)
+    return "binds " + std::to_string(cmd.bufferCount) + " buffers; at most " + std::to_string(kMaxCommandBuffers);
+  if (cmd.paramsSize > kMaxInlineParams)
+    return "has " + std::to_string(cmd.paramsSize) + " bytes of params; at most " + std::to_string(kMaxInlineParams);
+  if (cmd.threadgroups == 0) return "dispatches 0 threadgroups";
+  if (cmd.threadsPerThreadgroup == 0 || cmd.threadsPerThreadgroup % 32 != 0 ||
+      cmd.threadsPerThreadgroup > cmd.pipeline->maxThreadsPerThreadgroup())
+    return "threadsPerThreadgroup " + std::to_string(cmd.threadsPerThreadgroup) +
+           " is not a multiple of 32 from 32 to " + std::to_string(cmd.pipeline->maxThreadsPerThreadgroup());
+  if (cmd.paramsSize > 0 && cmd.paramsIndex > kMaxBufferIndex)
+    return "params index " + std::to_string(cmd.paramsIndex) + " is over " + std::to_string(kMaxBufferIndex);
+  for (uint32_t i = 0; i < cmd.bufferCount; ++i) {
+    const BufferBinding& b = cmd.buffers[i];
+    const std::string which = "buffer " + std::to_string(b.index);
+    if (!b.buffer) return which + " is null";
+    if (b.index > kMaxBufferIndex) return which + ": index over " + std::to_string(kMaxBufferIndex);
+    if (cmd.paramsSize > 0 && b.index == cmd.paramsIndex) return which + ": the params use this index";
+    for (uint32_t j = 0; j < i; ++j)
+      if (cmd.buffers[j].index == b.index) return which + " is bound twice";
+    if (b.offset >= b.buffer->length())
+      return which + ": offset " + std::to_string(b.offset) + " is outside its " + std::to_string(b.buffer->length()) +
+             "-byte buffer";
+  }
+  const Patch& patch = cmd.patch;
+  if (movesBuffer(patch.rule) && !findBinding(cmd, patch.buffer))
+    return std::string("patch ") + patchRuleName(patch.rule) + ": buffer " + std::to_string(patch.buffer) +
+           " is not bound";
+  for (uint32_t f = 0; f < 2; ++f) {
+    const uint8_t field = patch.fields[f];
+    if (field == kNoField) {
+      if (f < requiredFields(patch.rule))
+        return std::string("patch ") + patchRuleName(patch.rule) + " needs " +
+               std::to_string(requiredFields(patch.rule)) + " params field(s)";
+      continue;
+    }
+    if (!writesFields(patch.rule))
+      return std::string("patch ") + patchRuleName(patch.rule) + " writes no params field";
+    if (field % 4 != 0 || uint32_t(field) + 4 > cmd.paramsSize)
+      return std::string("patch ") + patchRuleName(patch.rule) + ": field at byte " + std::to_string(field) +
+             " is not an aligned uint32 inside the " + std::to_string(cmd.paramsSize) + " bytes of params";
+  }
+  return "";
+}
+
+void DispatchTable::add(const DispatchCmd& cmd, std::string label) {
+  std::string problem = commandProblem(cmd);
+  if (!problem.empty()) throw DeviceError("command '" + label + "': " + problem);
+  commands_.push_back(cmd);
+  labels_.push_back(std::move(label));
+}
+
+void DispatchTable::retain(std::shared_ptr<Buffer> buffer) { retained_.push_back(std::move(buffer)); }
+
+void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
+  if (n == 0) return;
+  const uint64_t last = uint64_t(start) + n - 1;
+  if (last + 1 > UINT32_MAX)
+    throw DeviceError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
+                      " overflow uint32");
+  // Every moved binding must still hold a whole uint32 at the last step.
+  for (size_t c = 0; c < table.size(); ++c) {
+    const DispatchCmd& cmd = table.commands()[c];
+    if (!movesBuffer(cmd.patch.rule)) continue;
+    const BufferBinding& b = *findBinding(cmd, cmd.patch.buffer);
+    const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch.rule, last) + 4;
+    if (end > b.buffer->length())
+      throw DeviceError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
+                        ") needs " + std::to_string(end) + " bytes of buffer " + std::to_string(b.index) +
+                        " for positions " + std::to_string(start) + ".." + std::to_string(last) + ", but it has " +
+                        std::to_string(b.buffer->length()));
+  }
+  uint8_t params[kMaxInlineParams];
+  for (uint64_t p = start; p <= last; ++p) {
+    for (const DispatchCmd& cmd : table.commands()) {
+      const Patch& patch = cmd.patch;
+      commands.setPipeline(*cmd.pipeline);
+      for (uint32_t i = 0; i < cmd.bufferCount; ++i) {
+        const BufferBinding& b = cmd.buffers[i];
+        uint64_t offset = b.offset;
+        if (movesBuffer(patch.rule) && b.index == patch.buffer) offset += 4 * patchedSlot(patch.rule, p);
+        commands.setBuffer(b.index, *b.buffer, offset);
+      }
+      if (cmd.paramsSize > 0) {
+        std::memcpy(params, cmd.params, cmd.paramsSize);
+        const uint32_t position = uint32_t(p);
+        const uint32_t kvLength = uint32_t(p + 1);
+        switch (patch.rule) {
+          case PatchRule::Position:
+            writeField(params, patch.fields[0], position);
+            writeField(params, patch.fields[1], position);
+            break;
+          case PatchRule::KvLength:
+          case PatchRule::SampledToken:
+            writeField(params, patch.fields[0], kvLength);
+            writeField(params, patch.fields[1], kvLength);
+            break;
+          case PatchRule::PositionAndKvLength:
+            writeField(params, patch.fields[0], position);
+            writeField(params, patch.fields[1], kvLength);
+            break;
+          default:
+            break;
+        }
+        commands.setBytes(cmd.paramsIndex, params, cmd.paramsSize);
+      }
+      if (cmd.threadgroupMemory > 0) commands.setThreadgroupMemory(0, cmd.threadgroupMemory);
+      commands.dispatch(cmd.threadgroups, cmd.threadsPerThreadgroup);
+    }
+  }
+}
+
+}  // namespace md

@@ -1,0 +1,105 @@
+// dispatch_table.h: a forward pass recorded once as a flat list of GPU
+// commands, and encodeChain(), which replays it for n tokens in one command
+// buffer with a few fields patched per token.
+//
+// Positions: step i of a chain that starts at `start` reads the token at
+// sequence position p = start + i and produces the token at p + 1. Token
+// buffers hold the whole sequence, one uint32 per position, so a chunk
+// reads tokens the previous chunk wrote on the GPU without the CPU in
+// between (that is what lets chunk k + 1 be queued before chunk k ends).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "device.h"
+
+namespace md {
+
+constexpr uint32_t kMaxCommandBuffers = 8;   // buffers one command binds
+constexpr uint32_t kMaxInlineParams = 64;    // bytes of setBytes parameters
+constexpr uint32_t kMaxBufferIndex = 30;     // Metal's [[buffer(n)]] limit
+constexpr uint8_t kNoField = 0xFF;           // an unused Patch field
+
+// What encodeChain changes in a command at step p (sequence position p).
+enum class PatchRule : uint8_t {
+  None,
+  // Binding `buffer` at offset + 4p: e.g. an embedding reads token p.
+  TokenOffset,
+  // The uint32 params field(s) at byte offset fields[0] (and fields[1] if
+  // used) = p: e.g. a rotary embedding's position.
+  Position,
+  // The field(s) = p + 1: e.g. attention over a KV cache of p + 1 entries.
+  KvLength,
+  // fields[0] = p and fields[1] = p + 1.
+  PositionAndKvLength,
+  // Binding `buffer` at offset + 4(p + 1): argmax writes token p + 1.
+  ArgmaxOutput,
+  // A sampling kernel (md_sample_f16): ArgmaxOutput for its output binding,
+  // and KvLength for its fields: it samples the token at position p + 1
+  // (fields[0], the noise position) from p + 1 tokens of history
+  // (fields[1]).
+  SampledToken,
+};
+
+const char* patchRuleName(PatchRule rule);
+
+struct Patch {
+  PatchRule rule = PatchRule::None;
+  uint8_t buffer = 0;                         // the [[buffer(n)]] index, for offset rules
+  uint8_t fields[2] = {kNoField, kNoField};   // byte offsets in the params, for field rules
+};
+
+struct BufferBinding {
+  Buffer* buffer = nullptr;  // kept alive by the table (DispatchTable::retain)
+  uint64_t offset = 0;       // where the kernel's pointer starts, before any patch
+  uint32_t index = 0;        // [[buffer(index)]]
+};
+
+// One dispatch, as plain data: copied, compared and patched freely.
+struct DispatchCmd {
+  const Pipeline* pipeline = nullptr;
+  BufferBinding buffers[kMaxCommandBuffers];
+  uint32_t bufferCount = 0;
+  uint8_t params[kMaxInlineParams] = {};
+  uint32_t paramsSize = 0;     // 0: no inline parameters
+  uint32_t paramsIndex = 0;    // [[buffer(paramsIndex)]] for the params
+  uint32_t threadgroups = 1;
+  uint32_t threadsPerThreadgroup = 32;
+  uint32_t threadgroupMemory = 0;  // bytes at [[threadgroup(0)]]; 0 for none
+  Patch patch;
+};
+static_assert(std::is_trivially_copyable<DispatchCmd>::value, "DispatchCmd is plain data");
+
+// Why `cmd` is malformed, or an empty string: buffer indices unique and in
+// range, params within 64 bytes on an index no buffer uses, patch targets
+// that exist (a bound buffer, a 4-byte field inside the params), offsets
+// inside their buffers, a sane grid.
+std::string commandProblem(const DispatchCmd& cmd);
+
+class DispatchTable {
+ public:
+  // Appends a command; throws DeviceError naming `label` if it is malformed.
+  void add(const DispatchCmd& cmd, std::string label);
+  // Keeps a buffer the commands point at alive as long as the table.
+  void retain(std::shared_ptr<Buffer> buffer);
+
+  const std::vector<DispatchCmd>& commands() const { return commands_; }
+  const std::string& label(size_t i) const { return labels_[i]; }
+  size_t size() const { return commands_.size(); }
+
+ private:
+  std::vector<DispatchCmd> commands_;
+  std::vector<std::string> labels_;  // cold: only errors and profiling read them
+  std::vector<std::shared_ptr<Buffer>> retained_;
+};
+
+// Encodes steps p = start .. start + n - 1 of `table` into `commands`, in
+// order. Throws DeviceError, before encoding anything, if a patched offset
+// would leave its buffer (the sequence buffer is too short for the chain)
+// or a position would overflow uint32.
+void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n);
+
+}  // namespace md
