@@ -6,6 +6,8 @@
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",
         "native/core/kernel_sampler.cpp",
+        "native/core/dispatch_table.cpp",
+        "native/core/bigram_forward.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",
@@ -13,7 +15,10 @@
         "native/addon/addon.cpp",
         "native/addon/sampling_arguments.cpp",
         "native/addon/sample_binding.cpp",
-        "native/addon/device_binding.cpp"
+        "native/addon/device_binding.cpp",
+        "native/addon/buffer_binding.cpp",
+        "native/addon/table_binding.cpp",
+        "native/addon/model_binding.cpp"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -11,3 +11,10 @@ export {
 } from './sampling-options.js';
 export { BackendUnavailableError, NoTokenError } from './errors.js';
 export { float16FromNumber, numberFromFloat16, toFloat16Array } from './float16.js';
+export { DispatchTable, GpuBuffer, GpuDevice, openDevice, type GpuDeviceKind } from './gpu/device.js';
+export { DispatchTableBuilder, type BufferBindingSpec, type CommandSpec, type PatchSpec } from './gpu/dispatch-table.js';
+export { ChainRunner, type ChainChunk, type ChainOptions } from './gpu/chain.js';
+export { BigramModel, BIGRAM_TENSORS, type BigramSeedOptions } from './models/bigram.js';
+export { BigramChain, type BigramChainOptions, type ChainSamplingOptions } from './models/bigram-gpu.js';
+export { decodeBigramOnCpu, type CpuDecodeOptions } from './models/bigram-cpu.js';
+export { SafetensorsError } from './models/safetensors.js';

@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 2;
+export const ADDON_ABI_VERSION = 3;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -18,6 +18,38 @@ export type SamplingArguments = [
   biasValues: Float32Array,
 ];
 
+/** Device memory both the CPU and the GPU address (native/addon/buffer_binding.h). */
+export interface NativeBuffer {
+  readonly length: number;
+  /** Copies the view's bytes to `offset`. */
+  write(offset: number, data: ArrayBufferView): void;
+  /** A copy of `length` bytes from `offset`. */
+  read(offset: number, length: number): ArrayBuffer;
+}
+
+/** The patch rules of native/core/dispatch_table.h, by name. */
+export type PatchRuleName =
+  | 'none' | 'tokenOffset' | 'position' | 'kvLength' | 'positionAndKvLength' | 'argmaxOutput' | 'sampledToken';
+
+/** One command as createTable reads it (lib/gpu/dispatch-table.ts builds these). */
+export interface NativeCommand {
+  kernel: string;
+  label: string;
+  buffers: { index: number; buffer: NativeBuffer; offset: number }[];
+  params: Uint8Array | null;
+  paramsIndex: number;
+  threadgroups: number;
+  threadsPerThreadgroup: number;
+  threadgroupMemory: number;
+  patch: { rule: number; buffer: number; fields: [number, number] };
+}
+
+/** A recorded DispatchTable (native/addon/table_binding.h). */
+export interface NativeTable {
+  readonly size: number;
+  readonly labels: string[];
+}
+
 /** A GPU device with the sampling kernels (native/addon/device_binding.h). */
 export interface NativeDevice {
   /** e.g. "Apple M2 Pro" or "emulated (CPU fibers, forward order)". */
@@ -28,6 +60,30 @@ export interface NativeDevice {
   sampleAsync(...args: SamplingArguments): Promise<number>;
   /** Releases the device; work already queued finishes. */
   dispose(): void;
+  createBuffer(length: number): NativeBuffer;
+  /** Throws TypeError/RangeError naming commands[i] and the field. */
+  createTable(commands: NativeCommand[]): NativeTable;
+  /** Encodes positions start .. start + n - 1 into one command buffer, commits; resolves when the GPU is done. */
+  runChain(table: NativeTable, start: number, n: number): Promise<void>;
+  /** Every kernel name the device has, sorted. */
+  kernelNames(): string[];
+  maxThreadsPerThreadgroup(kernel: string): number;
+  /** Metal only: compiles Metal source and adds its kernels. */
+  addKernelSource(source: string): void;
+}
+
+/** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */
+export interface NativeLayouts {
+  samplingParams: { size: number; position: number; historyCount: number };
+  argmaxParams: { size: number; vocabSize: number };
+  bigramParams: { size: number; vocabSize: number; dim: number };
+  biasEntry: number;
+  /** Bins of md_sample_f16's per-row histogram scratch (uint32 each). */
+  halfKeyBins: number;
+  maxInlineParams: number;
+  maxCommandBuffers: number;
+  maxBufferIndex: number;
+  noField: number;
 }
 
 export interface NativeAddon {
@@ -38,6 +94,12 @@ export interface NativeAddon {
   readonly noToken: number;
   /** One sampling step on the CPU (native/core/cpu_sampler.h). */
   sampleRow(...args: SamplingArguments): number;
+  /** The bigram model's CPU forward (native/core/bigram_forward.h): writes logits.length float16 logits. */
+  bigramForward(embedding: Uint16Array, head: Uint16Array, dim: number, token: number, logits: Uint16Array): void;
+  /** md_sampling_params and md_bias_entry bytes for a sampling command; `logits` gives only the vocabulary size. */
+  packSamplingParams(...args: SamplingArguments): { params: Uint8Array; bias: Uint8Array };
+  readonly patchRules: Readonly<Record<PatchRuleName, number>>;
+  readonly layouts: NativeLayouts;
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */
   readonly Device: new (kind: DeviceKind) => NativeDevice;
 }

@@ -1,10 +1,53 @@
 // addon.cpp: module registration and the exported constants.
 #include "addon.h"
 
+#include "../core/dispatch_table.h"
+#include "buffer_binding.h"
 #include "device_binding.h"
 #include "sampling_slots.h"
+#include "table_binding.h"
 
 namespace md::addon {
+namespace {
+
+// Patch rule names -> the numbers createTable takes (one definition: the
+// enum in native/core/dispatch_table.h).
+Napi::Object patchRules(Napi::Env env) {
+  Napi::Object rules = Napi::Object::New(env);
+  for (uint32_t r = 0; r <= uint32_t(PatchRule::SampledToken); ++r)
+    rules.Set(patchRuleName(PatchRule(r)), Napi::Number::New(env, r));
+  return rules;
+}
+
+// The byte layouts of the kernel parameter structs (metal/md_sampling.h)
+// that TypeScript packs or patches.
+Napi::Object layouts(Napi::Env env) {
+  auto n = [&](size_t v) { return Napi::Number::New(env, double(v)); };
+  Napi::Object sampling = Napi::Object::New(env);
+  sampling.Set("size", n(sizeof(md_sampling_params)));
+  sampling.Set("position", n(offsetof(md_sampling_params, position)));
+  sampling.Set("historyCount", n(offsetof(md_sampling_params, history_count)));
+  Napi::Object argmax = Napi::Object::New(env);
+  argmax.Set("size", n(sizeof(md_argmax_params)));
+  argmax.Set("vocabSize", n(offsetof(md_argmax_params, vocab_size)));
+  Napi::Object bigram = Napi::Object::New(env);
+  bigram.Set("size", n(sizeof(md_bigram_params)));
+  bigram.Set("vocabSize", n(offsetof(md_bigram_params, vocab_size)));
+  bigram.Set("dim", n(offsetof(md_bigram_params, dim)));
+  Napi::Object all = Napi::Object::New(env);
+  all.Set("samplingParams", sampling);
+  all.Set("argmaxParams", argmax);
+  all.Set("bigramParams", bigram);
+  all.Set("biasEntry", n(sizeof(md_bias_entry)));
+  all.Set("halfKeyBins", n(MD_HALF_KEY_BINS));
+  all.Set("maxInlineParams", n(kMaxInlineParams));
+  all.Set("maxCommandBuffers", n(kMaxCommandBuffers));
+  all.Set("maxBufferIndex", n(kMaxBufferIndex));
+  all.Set("noField", n(kNoField));
+  return all;
+}
+
+}  // namespace
 
 MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
   Napi::Object slots = Napi::Object::New(env);
@@ -13,12 +56,21 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
 #undef MD_SLOT_EXPORT
   slots.Set("count", Napi::Number::New(env, kSamplingSlotCount));
 
+  Napi::Function buffer = BufferHandle::define(env);
+  Napi::Function table = TableHandle::define(env);
+  bufferConstructor_ = Napi::Persistent(buffer);
+  tableConstructor_ = Napi::Persistent(table);
+
   DefineAddon(exports, {
       InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
+      InstanceMethod("bigramForward", &MetalDecodeAddon::BigramForward),
+      InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
       InstanceValue("samplingSlots", slots, napi_enumerable),
       InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
+      InstanceValue("patchRules", patchRules(env), napi_enumerable),
+      InstanceValue("layouts", layouts(env), napi_enumerable),
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 2), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 3), napi_enumerable),
   });
 }
 

@@ -11,12 +11,25 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
  public:
   MetalDecodeAddon(Napi::Env env, Napi::Object exports);
 
+  // The classes native code instantiates (device.createBuffer, createTable).
+  Napi::FunctionReference& bufferConstructor() { return bufferConstructor_; }
+  Napi::FunctionReference& tableConstructor() { return tableConstructor_; }
+
  private:
   // sampleRow(logits, slots, history, biasTokens, biasValues) -> token id,
   // or 0xFFFFFFFF when every logit is -inf. See lib/native/contract.ts.
   Napi::Value SampleRow(const Napi::CallbackInfo& info);
+  // bigramForward(embedding, head, dim, token, logits): the CPU forward of
+  // the bigram model (native/core/bigram_forward.h) into `logits`.
+  Napi::Value BigramForward(const Napi::CallbackInfo& info);
+  // packSamplingParams(logits, slots, history, biasTokens, biasValues) ->
+  // { params, bias }: md_sampling_params and md_bias_entry bytes for a
+  // sampling command of a dispatch table, checked as sampleRow checks them.
+  Napi::Value PackSamplingParams(const Napi::CallbackInfo& info);
 
   CpuSampler sampler_;
+  Napi::FunctionReference bufferConstructor_;
+  Napi::FunctionReference tableConstructor_;
 };
 
 }  // namespace md::addon

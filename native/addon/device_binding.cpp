@@ -1,9 +1,13 @@
 // device_binding.cpp: the Device class of the addon.
 #include "device_binding.h"
 
+#include <cmath>
+
 #include "../emu/emulated_device.h"
 #include "../metal/metal_device.h"
+#include "buffer_binding.h"
 #include "sampling_arguments.h"
+#include "table_binding.h"
 
 namespace md::addon {
 namespace {
@@ -54,6 +58,12 @@ Napi::Function DeviceHandle::define(Napi::Env env) {
                          InstanceMethod("sample", &DeviceHandle::Sample),
                          InstanceMethod("sampleAsync", &DeviceHandle::SampleAsync),
                          InstanceMethod("dispose", &DeviceHandle::Dispose),
+                         InstanceMethod("createBuffer", &DeviceHandle::CreateBuffer),
+                         InstanceMethod("createTable", &DeviceHandle::CreateTable),
+                         InstanceMethod("runChain", &DeviceHandle::RunChain),
+                         InstanceMethod("kernelNames", &DeviceHandle::KernelNames),
+                         InstanceMethod("maxThreadsPerThreadgroup", &DeviceHandle::MaxThreadsPerThreadgroup),
+                         InstanceMethod("addKernelSource", &DeviceHandle::AddKernelSource),
                      });
 }
 
@@ -103,6 +113,54 @@ Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
 
 Napi::Value DeviceHandle::Dispose(const Napi::CallbackInfo& info) {
   session_.reset();  // queued work holds its own reference
+  return info.Env().Undefined();
+}
+
+Napi::Value DeviceHandle::CreateBuffer(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "createBuffer");
+  if (info.Length() != 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "createBuffer: expected a byte length");
+  double length = info[0].As<Napi::Number>().DoubleValue();
+  if (!(length >= 1 && length <= 9007199254740991.0 && length == std::floor(length)))
+    throw Napi::RangeError::New(info.Env(), "createBuffer: the length must be a positive integer");
+  return BufferHandle::create(info.Env(), s, size_t(length));
+}
+
+Napi::Value DeviceHandle::CreateTable(const Napi::CallbackInfo& info) {
+  return TableHandle::create(info, session(info.Env(), "createTable"));
+}
+
+Napi::Value DeviceHandle::RunChain(const Napi::CallbackInfo& info) {
+  return TableHandle::runChain(info, session(info.Env(), "runChain"));
+}
+
+Napi::Value DeviceHandle::KernelNames(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "kernelNames");
+  Napi::Array names = Napi::Array::New(info.Env());
+  uint32_t i = 0;
+  for (const std::string& name : s->device->kernelNames()) names.Set(i++, name);
+  return names;
+}
+
+Napi::Value DeviceHandle::MaxThreadsPerThreadgroup(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "maxThreadsPerThreadgroup");
+  if (info.Length() != 1 || !info[0].IsString())
+    throw Napi::TypeError::New(info.Env(), "maxThreadsPerThreadgroup: expected a kernel name");
+  try {
+    return Napi::Number::New(info.Env(), s->device->pipeline(info[0].As<Napi::String>()).maxThreadsPerThreadgroup());
+  } catch (const DeviceError& e) {
+    throw Napi::Error::New(info.Env(), std::string("maxThreadsPerThreadgroup: ") + e.what());
+  }
+}
+
+Napi::Value DeviceHandle::AddKernelSource(const Napi::CallbackInfo& info) {
+  auto s = session(info.Env(), "addKernelSource");
+  if (info.Length() != 1 || !info[0].IsString())
+    throw Napi::TypeError::New(info.Env(), "addKernelSource: expected Metal source code as a string");
+  try {
+    s->device->addKernelSource(info[0].As<Napi::String>());
+  } catch (const DeviceError& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
   return info.Env().Undefined();
 }
 

@@ -30,6 +30,13 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
   // The same, resolved off the event loop: Promise<token>.
   Napi::Value SampleAsync(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
+  // Dispatch tables (table_binding.h, buffer_binding.h).
+  Napi::Value CreateBuffer(const Napi::CallbackInfo& info);
+  Napi::Value CreateTable(const Napi::CallbackInfo& info);
+  Napi::Value RunChain(const Napi::CallbackInfo& info);
+  Napi::Value KernelNames(const Napi::CallbackInfo& info);
+  Napi::Value MaxThreadsPerThreadgroup(const Napi::CallbackInfo& info);
+  Napi::Value AddKernelSource(const Napi::CallbackInfo& info);
 
   std::shared_ptr<DeviceSession> session(Napi::Env env, const char* method) const;
 

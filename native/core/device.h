@@ -19,6 +19,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace md {
 
@@ -68,6 +69,12 @@ class Device {
   // The pipeline of kernel `name`, compiled on first use and cached.
   virtual const Pipeline& pipeline(const std::string& name) = 0;
   virtual std::unique_ptr<CommandBuffer> newCommandBuffer() = 0;
+  // Every name pipeline() accepts, sorted.
+  virtual std::vector<std::string> kernelNames() = 0;
+  // Compiles Metal source and adds its kernels, for users' own forward
+  // passes. Only a device that compiles Metal can: the emulated device runs
+  // the kernels compiled into the addon and throws DeviceError.
+  virtual void addKernelSource(const std::string& source) = 0;
 };
 
 // The first error of any command buffer of one device, kept until someone

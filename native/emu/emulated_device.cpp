@@ -201,6 +201,19 @@ std::unique_ptr<CommandBuffer> EmulatedDevice::newCommandBuffer() {
   return std::make_unique<EmulatedCommandBuffer>(*this);
 }
 
+std::vector<std::string> EmulatedDevice::kernelNames() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kernelCount_; ++i) names.push_back(kernels_[i].name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void EmulatedDevice::addKernelSource(const std::string&) {
+  throw DeviceError(
+      "addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by "
+      "kernelNames); kernels from source need the Metal device");
+}
+
 void EmulatedDevice::run(const Dispatch& d) {
   using Slot = Dispatch::Slot;
   const unsigned workers = std::max(1u, std::min<unsigned>(workers_, d.groups));

@@ -30,6 +30,8 @@ class EmulatedDevice : public Device {
   std::shared_ptr<Buffer> newBuffer(size_t length) override;
   const Pipeline& pipeline(const std::string& name) override;
   std::unique_ptr<CommandBuffer> newCommandBuffer() override;
+  std::vector<std::string> kernelNames() override;
+  void addKernelSource(const std::string& source) override;
 
  private:
   friend class EmulatedCommandBuffer;

@@ -28,6 +28,11 @@ __attribute__((objc_root_class))
 @property(readonly) const char* UTF8String;
 @end
 
+@interface NSArray<ObjectType> : NSObject
+@property(readonly) NSUInteger count;
+- (ObjectType)objectAtIndex:(NSUInteger)index;
+@end
+
 @interface NSError : NSObject
 @property(readonly, copy) NSString* localizedDescription;
 @end

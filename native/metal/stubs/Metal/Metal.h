@@ -40,6 +40,7 @@ enum {
 
 @protocol MTLLibrary <NSObject>
 - (id<MTLFunction>)newFunctionWithName:(NSString*)functionName;
+@property(readonly) NSArray<NSString*>* functionNames;
 @end
 
 @protocol MTLComputePipelineState <NSObject>

@@ -1,0 +1,191 @@
+// device.ts: a GPU device for users' own dispatch tables: buffers, kernels,
+// tables and chains. A thin class over the addon's hidden native handle.
+import { BackendUnavailableError, callerStack, invalidParameterError, rethrowWithCallerStack, rethrowWithStack } from '../errors.js';
+import type { NativeAddon, NativeBuffer, NativeDevice, NativeTable } from '../native/contract.js';
+import { loadAddon } from '../native/load-addon.js';
+import { isInteger, isUint32 } from '../predicates.js';
+
+export type GpuDeviceKind = 'metal' | 'emulated';
+
+/** Memory the CPU and the GPU share. Writes and reads copy. */
+export class GpuBuffer {
+  /** @internal */ readonly native: NativeBuffer;
+  /** @internal */ readonly device: GpuDevice;
+
+  /** @internal */
+  constructor(device: GpuDevice, native: NativeBuffer) {
+    this.device = device;
+    this.native = native;
+  }
+
+  get byteLength(): number {
+    return this.native.length;
+  }
+
+  /** Copies `data`'s bytes to `offset`. Do not write what a running chain reads. */
+  write(offset: number, data: ArrayBufferView): void {
+    checkRange('offset', offset, data.byteLength, this.byteLength);
+    this.native.write(offset, data);
+  }
+
+  /** A copy of `byteLength` bytes from `offset`. */
+  read(offset: number, byteLength: number): ArrayBuffer {
+    checkRange('offset', offset, byteLength, this.byteLength);
+    return this.native.read(offset, byteLength);
+  }
+
+  /** `count` uint32 values from element `index` (token ids, for example). */
+  readUint32(index: number, count: number): Uint32Array {
+    return new Uint32Array(this.read(index * 4, count * 4));
+  }
+
+  /** `count` float16 values as bits, from element `index`. */
+  readFloat16(index: number, count: number): Uint16Array {
+    return new Uint16Array(this.read(index * 2, count * 2));
+  }
+}
+
+function checkRange(name: string, offset: unknown, length: number, size: number): void {
+  if (!isInteger(offset) || offset < 0) throw invalidParameterError(name, 'a non-negative integer', offset, isInteger(offset) ? 'range' : 'type');
+  if (!Number.isInteger(length) || length < 0 || offset + length > size) {
+    throw new RangeError(`Bytes ${offset}..${offset + length} are outside the ${size}-byte buffer`);
+  }
+}
+
+/** A recorded forward pass (see DispatchTableBuilder in dispatch-table.ts). */
+export class DispatchTable {
+  /** @internal */ readonly native: NativeTable;
+  /** @internal */ readonly device: GpuDevice;
+
+  /** @internal */
+  constructor(device: GpuDevice, native: NativeTable) {
+    this.device = device;
+    this.native = native;
+  }
+
+  /** The number of commands per token. */
+  get size(): number {
+    return this.native.size;
+  }
+
+  /** The commands' labels, in order. */
+  get labels(): string[] {
+    return this.native.labels;
+  }
+}
+
+/** A Metal device, or the emulated one (the same kernels on CPU fibers). */
+export class GpuDevice {
+  readonly kind: GpuDeviceKind;
+  /** @internal */ readonly addon: NativeAddon;
+  #native: NativeDevice | undefined;
+  readonly #name: string;
+
+  /** @internal */
+  constructor(kind: GpuDeviceKind, addon: NativeAddon, native: NativeDevice) {
+    this.kind = kind;
+    this.addon = addon;
+    this.#native = native;
+    this.#name = native.name;
+  }
+
+  /** e.g. "Apple M2 Pro" or "emulated (CPU fibers, forward order)". */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** @internal The native device; throws after dispose(). */
+  get native(): NativeDevice {
+    if (!this.#native) throw new Error(`The ${this.kind} device was disposed`);
+    return this.#native;
+  }
+
+  /** Every kernel this device can dispatch, sorted. */
+  kernelNames(): string[] {
+    return this.native.kernelNames();
+  }
+
+  /** The most threads one threadgroup of `kernel` may have. */
+  maxThreadsPerThreadgroup(kernel: string): number {
+    return this.native.maxThreadsPerThreadgroup(kernel);
+  }
+
+  /**
+   * Compiles Metal source and adds its kernels (metal device only; the
+   * emulated device runs just the kernels built into the addon and throws).
+   */
+  addKernelSource(source: string): void {
+    if (typeof source !== 'string') throw invalidParameterError('source', 'Metal source code (a string)', source, 'type');
+    try {
+      this.native.addKernelSource(source);
+    } catch (error) {
+      rethrowWithCallerStack(error, this.addKernelSource);
+    }
+  }
+
+  /** A zero-initialised buffer of `byteLength` bytes, or one holding a copy of `data`. */
+  createBuffer(init: number | ArrayBufferView): GpuBuffer {
+    let length: number;
+    if (typeof init === 'number') {
+      if (!isInteger(init) || init < 1) throw invalidParameterError('byteLength', 'a positive integer', init, 'range');
+      length = init;
+    } else if (ArrayBuffer.isView(init)) {
+      if (init.byteLength === 0) throw invalidParameterError('data', 'a non-empty typed array', init, 'range');
+      length = init.byteLength;
+    } else {
+      throw invalidParameterError('init', 'a byte length or a typed array', init, 'type');
+    }
+    const buffer = new GpuBuffer(this, this.native.createBuffer(length));
+    if (typeof init === 'number') buffer.write(0, new Uint8Array(length));
+    else buffer.write(0, init);
+    return buffer;
+  }
+
+  /**
+   * Runs `n` steps of `table` (positions start .. start + n - 1) in one
+   * command buffer. Resolves when the GPU is done; the event loop is free
+   * meanwhile. Chains on one device run in the order they were submitted.
+   */
+  async runChain(table: DispatchTable, start: number, n: number): Promise<void> {
+    if (!(table instanceof DispatchTable)) throw invalidParameterError('table', 'a DispatchTable', table, 'type');
+    if (table.device !== this) throw new TypeError('The table was built for another device');
+    if (!isUint32(start)) throw invalidParameterError('start', 'an integer from 0 to 4294967295', start, isInteger(start) ? 'range' : 'type');
+    if (!isUint32(n)) throw invalidParameterError('n', 'an integer from 0 to 4294967295', n, isInteger(n) ? 'range' : 'type');
+    const stack = callerStack(this.runChain);
+    try {
+      await this.native.runChain(table.native, start, n);
+    } catch (error) {
+      rethrowWithStack(error, stack);
+    }
+  }
+
+  /** Releases the device; chains already submitted finish first. */
+  dispose(): void {
+    this.#native?.dispose();
+    this.#native = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/**
+ * Opens a GPU device: 'metal' (macOS on Apple silicon) or 'emulated'.
+ * Throws BackendUnavailableError saying why when it cannot start; there is
+ * no fallback to another device.
+ */
+export function openDevice(kind: GpuDeviceKind): GpuDevice {
+  if (kind !== 'metal' && kind !== 'emulated') {
+    throw invalidParameterError('kind', "'metal' or 'emulated'", kind, typeof kind === 'string' ? 'range' : 'type');
+  }
+  const addon = loadAddon();
+  if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
+  let native: NativeDevice;
+  try {
+    native = new addon.addon.Device(kind);
+  } catch (error) {
+    throw new BackendUnavailableError(kind, error instanceof Error ? error.message : String(error));
+  }
+  return new GpuDevice(kind, addon.addon, native);
+}

@@ -1,0 +1,175 @@
+// bigram-gpu.ts: the bigram model on a GPU device as two dispatch tables,
+// built with the public DispatchTableBuilder:
+//   greedy:  embed (token offset) -> LM head -> argmax (argmax output)
+//   sampled: embed (token offset) -> LM head -> md_sample_f16 (sampled token)
+// Both write token p + 1 of the chain into the sequence buffer, where the
+// next step's embedding reads it.
+import { invalidParameterError } from '../errors.js';
+import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
+import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
+import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
+import { SamplingPacker } from '../native/native-sampler.js';
+import { isInteger, isPlainObject } from '../predicates.js';
+import { resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
+import type { BigramModel } from './bigram.js';
+
+/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's. */
+export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend'>;
+
+export interface BigramChainOptions {
+  /** Tokens the sequence buffer holds (prompt and generated). Default 4096. */
+  contextSize?: number;
+}
+
+const LM_HEAD_THREADS = 256;
+
+/** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
+export function needsSamplingKernel(s: ResolvedSampling): boolean {
+  const penalties = s.lastTokens > 0 && (s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0);
+  return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
+}
+
+/** The bigram model's buffers and tables on one device. */
+export class BigramChain {
+  readonly model: BigramModel;
+  readonly device: GpuDevice;
+  /** One uint32 token per position: the prompt, then what the chain writes. */
+  readonly sequence: GpuBuffer;
+  /** The last step's float16 logits. */
+  readonly logits: GpuBuffer;
+  readonly greedyTable: DispatchTable;
+  readonly #embedding: GpuBuffer;
+  readonly #head: GpuBuffer;
+  readonly #hidden: GpuBuffer;
+  readonly #params: Uint8Array;
+  #scratch: { edited: GpuBuffer; histogram: GpuBuffer } | undefined;
+  readonly #runners = new Map<DispatchTable, ChainRunner>();
+
+  constructor(model: BigramModel, device: GpuDevice, options: BigramChainOptions = {}) {
+    if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
+    const contextSize = options.contextSize ?? 4096;
+    if (!isInteger(contextSize)) throw invalidParameterError('contextSize', 'an integer from 2 to 16777216', contextSize, 'type');
+    if (contextSize < 2 || contextSize > 1 << 24) throw invalidParameterError('contextSize', 'an integer from 2 to 16777216', contextSize, 'range');
+    this.model = model;
+    this.device = device;
+    this.sequence = device.createBuffer(contextSize * 4);
+    this.logits = device.createBuffer(model.vocabSize * 2);
+    this.#embedding = device.createBuffer(model.embedding);
+    this.#head = device.createBuffer(model.head);
+    this.#hidden = device.createBuffer(model.dim * 2);
+    const layout = device.addon.layouts.bigramParams;
+    const params = new DataView(new ArrayBuffer(layout.size));
+    params.setUint32(layout.vocabSize, model.vocabSize, true);
+    params.setUint32(layout.dim, model.dim, true);
+    this.#params = new Uint8Array(params.buffer);
+
+    const argmax = new DataView(new ArrayBuffer(device.addon.layouts.argmaxParams.size));
+    argmax.setUint32(device.addon.layouts.argmaxParams.vocabSize, model.vocabSize, true);
+    this.greedyTable = this.#forward()
+      .add('md_argmax_f16', {
+        label: 'argmax',
+        buffers: [{ index: 0, buffer: this.logits }, { index: 2, buffer: this.sequence }],
+        params: { index: 1, bytes: argmax },
+        threadsPerThreadgroup: this.#rowThreads('md_argmax_f16'),
+        patch: { rule: 'argmaxOutput', buffer: 2 },
+      })
+      .build();
+  }
+
+  /** The tokens the sequence buffer holds. */
+  get contextSize(): number {
+    return this.sequence.byteLength / 4;
+  }
+
+  /** Writes tokens (a prompt) at `position`. Not while a chain runs. */
+  writeTokens(position: number, tokens: ArrayLike<number>): void {
+    const ids = Uint32Array.from(tokens);
+    for (const t of ids) {
+      if (t >= this.model.vocabSize) throw invalidParameterError('tokens', `token ids below the vocabulary size ${this.model.vocabSize}`, t, 'range');
+    }
+    if (this.#busy()) throw new Error('writeTokens: a chain is running on this sequence');
+    this.sequence.write(position * 4, ids);
+  }
+
+  /** The table that samples with `options` (temperature, filters, seed, penalties, bias) on the GPU. */
+  sampledTable(options: ChainSamplingOptions): DispatchTable {
+    for (const key of ['position', 'history', 'backend']) {
+      if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token and runs on its own device`);
+    }
+    const s = resolveSampling(options);
+    const addon = this.device.addon;
+    const [, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(this.model.vocabSize), s);
+    slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
+    const packed = addon.packSamplingParams(new Uint16Array(this.model.vocabSize), slots, new Uint32Array(0), biasTokens, biasValues);
+    const layout = addon.layouts.samplingParams;
+    this.#scratch ??= {
+      edited: this.device.createBuffer(this.model.vocabSize * 2),
+      histogram: this.device.createBuffer(addon.layouts.halfKeyBins * 4),
+    };
+    const bias = this.device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
+    return this.#forward()
+      .add('md_sample_f16', {
+        label: 'sample',
+        buffers: [
+          { index: 0, buffer: this.logits },
+          { index: 2, buffer: this.sequence },  // the history: every token so far
+          { index: 3, buffer: bias },
+          { index: 4, buffer: this.#scratch.edited },
+          { index: 5, buffer: this.#scratch.histogram },
+          { index: 6, buffer: this.sequence },
+        ],
+        params: { index: 1, bytes: packed.params },
+        threadsPerThreadgroup: this.#rowThreads('md_sample_f16'),
+        patch: { rule: 'sampledToken', buffer: 6, position: layout.position, historyCount: layout.historyCount },
+      })
+      .build();
+  }
+
+  /** The table for these options: the argmax table when it gives the same tokens, else sampledTable(). */
+  tableFor(options: ChainSamplingOptions | undefined): DispatchTable {
+    const s = resolveSampling({ seed: 0, ...options });
+    return needsSamplingKernel(s) ? this.sampledTable(options ?? {}) : this.greedyTable;
+  }
+
+  /**
+   * Generates `count` tokens after position `start` with `table` (greedyTable
+   * or a sampledTable), chunk by chunk; see ChainRunner.run.
+   */
+  run(table: DispatchTable, start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
+    let runner = this.#runners.get(table);
+    if (!runner) this.#runners.set(table, (runner = new ChainRunner(table, this.sequence)));
+    return runner.run(start, count, options);
+  }
+
+  #busy(): boolean {
+    return [...this.#runners.values()].some((r) => r.inFlight > 0);
+  }
+
+  // Embedding lookup (reads token p) and LM head: the first two commands of both tables.
+  #forward(): DispatchTableBuilder {
+    const embedThreads = Math.min(256, Math.ceil(this.model.dim / 32) * 32);
+    return new DispatchTableBuilder(this.device)
+      .add('md_embed_f16', {
+        label: 'embedding',
+        buffers: [{ index: 0, buffer: this.sequence }, { index: 1, buffer: this.#embedding }, { index: 3, buffer: this.#hidden }],
+        params: { index: 2, bytes: this.#params },
+        threadgroups: Math.ceil(this.model.dim / embedThreads),
+        threadsPerThreadgroup: embedThreads,
+        patch: { rule: 'tokenOffset', buffer: 0 },
+      })
+      .add('md_lm_head_f16', {
+        label: 'lm head',
+        buffers: [{ index: 0, buffer: this.#head }, { index: 1, buffer: this.#hidden }, { index: 3, buffer: this.logits }],
+        params: { index: 2, bytes: this.#params },
+        threadgroups: Math.ceil(this.model.vocabSize / LM_HEAD_THREADS),
+        threadsPerThreadgroup: LM_HEAD_THREADS,
+      });
+  }
+
+  // One threadgroup per row: one thread per token up to 1024 or the
+  // kernel's maximum, as native/core/kernel_sampler.cpp picks.
+  #rowThreads(kernel: string): number {
+    const limit = Math.floor(Math.min(1024, this.device.maxThreadsPerThreadgroup(kernel)) / 32) * 32;
+    return Math.min(limit, Math.max(32, Math.ceil(this.model.vocabSize / 32) * 32));
+  }
+}

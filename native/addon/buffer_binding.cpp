@@ -1,0 +1,98 @@
+// buffer_binding.cpp: the Buffer class of the addon.
+#include "buffer_binding.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "addon.h"
+
+namespace md::addon {
+namespace {
+
+// A byte count or offset argument: an integer from 0 to 2^53.
+size_t sizeArgument(const Napi::CallbackInfo& info, size_t i, const char* method, const char* name) {
+  if (!info[i].IsNumber()) throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + name + " must be a number");
+  double x = info[i].As<Napi::Number>().DoubleValue();
+  if (!(x >= 0 && x <= 9007199254740991.0 && x == std::floor(x)))
+    throw Napi::RangeError::New(info.Env(), std::string(method) + ": " + name + " must be a non-negative integer");
+  return size_t(x);
+}
+
+// [offset, offset + length) inside the buffer, or a RangeError.
+void checkRange(Napi::Env env, const char* method, size_t offset, size_t length, size_t size) {
+  if (offset > size || length > size - offset)
+    throw Napi::RangeError::New(env, std::string(method) + ": bytes " + std::to_string(offset) + ".." +
+                                         std::to_string(offset + length) + " are outside the " +
+                                         std::to_string(size) + "-byte buffer");
+}
+
+}  // namespace
+
+Napi::Function BufferHandle::define(Napi::Env env) {
+  return DefineClass(env, "Buffer",
+                     {
+                         InstanceAccessor("length", &BufferHandle::Length, nullptr),
+                         InstanceMethod("write", &BufferHandle::Write),
+                         InstanceMethod("read", &BufferHandle::Read),
+                     });
+}
+
+Napi::Object BufferHandle::create(Napi::Env env, std::shared_ptr<DeviceSession> session, size_t length) {
+  std::shared_ptr<Buffer> buffer;
+  try {
+    buffer = session->device->newBuffer(length);
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("createBuffer: ") + e.what());
+  }
+  Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->bufferConstructor().New({});
+  BufferHandle* handle = Napi::ObjectWrap<BufferHandle>::Unwrap(object);
+  handle->session_ = std::move(session);
+  handle->buffer_ = std::move(buffer);
+  return object;
+}
+
+BufferHandle* BufferHandle::unwrap(Napi::Value value) {
+  if (!value.IsObject()) return nullptr;
+  Napi::Object object = value.As<Napi::Object>();
+  Napi::Function constructor = value.Env().GetInstanceData<MetalDecodeAddon>()->bufferConstructor().Value();
+  if (!object.InstanceOf(constructor)) return nullptr;
+  BufferHandle* handle = Napi::ObjectWrap<BufferHandle>::Unwrap(object);
+  return handle->buffer_ ? handle : nullptr;
+}
+
+// Made by create() only: `new Buffer()` from JS gives an empty handle that
+// every method refuses.
+BufferHandle::BufferHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferHandle>(info) {}
+
+Napi::Value BufferHandle::Length(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(buffer_ ? buffer_->length() : 0));
+}
+
+Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!buffer_) throw Napi::Error::New(env, "write: not a buffer made by device.createBuffer");
+  if (info.Length() != 2 || !info[1].IsTypedArray())
+    throw Napi::TypeError::New(env, "write: expected (offset, typedArray)");
+  size_t offset = sizeArgument(info, 0, "write", "offset");
+  Napi::TypedArray view = info[1].As<Napi::TypedArray>();
+  const size_t length = view.ByteLength();
+  checkRange(env, "write", offset, length, buffer_->length());
+  const auto* bytes = static_cast<const uint8_t*>(view.ArrayBuffer().Data()) + view.ByteOffset();
+  if (length) std::memcpy(static_cast<uint8_t*>(buffer_->contents()) + offset, bytes, length);
+  return env.Undefined();
+}
+
+Napi::Value BufferHandle::Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!buffer_) throw Napi::Error::New(env, "read: not a buffer made by device.createBuffer");
+  if (info.Length() != 2) throw Napi::TypeError::New(env, "read: expected (offset, length)");
+  size_t offset = sizeArgument(info, 0, "read", "offset");
+  size_t length = sizeArgument(info, 1, "read", "length");
+  checkRange(env, "read", offset, length, buffer_->length());
+  Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, length);
+  if (length) std::memcpy(out.Data(), static_cast<const uint8_t*>(buffer_->contents()) + offset, length);
+  return out;
+}
+
+}  // namespace md::addon
