@@ -1,5 +1,7 @@
 // exact-distribution.ts: the distribution SAMPLING-SPEC says a sampled
-// token follows, computed in double precision from the definitions.
+// token follows, computed in double precision from the definitions, and
+// the chi-square test against it.
+import chisquareCdf from '@stdlib/stats-base-dists-chisquare-cdf';
 
 export interface FilterOptions {
   temperature: number;
@@ -36,4 +38,17 @@ export function exactDistribution(z: number[], o: FilterOptions): number[] {
   const weights = z.map((v) => (v >= tau ? Math.exp((v - max) / o.temperature) : 0));
   const sum = weights.reduce((a, b) => a + b, 0);
   return weights.map((w) => w / sum);
+}
+
+/** Chi-square p-value of observed counts against probabilities (cells with p > 0). */
+export function chiSquarePValue(counts: number[], probabilities: number[]): { p: number; statistic: number } {
+  const samples = counts.reduce((a, b) => a + b, 0);
+  let statistic = 0, cells = 0;
+  probabilities.forEach((p, i) => {
+    if (p === 0) return;
+    const expected = p * samples;
+    statistic += (counts[i] - expected) ** 2 / expected;
+    cells++;
+  });
+  return { p: 1 - chisquareCdf(statistic, cells - 1), statistic };
 }

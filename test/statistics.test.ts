@@ -1,29 +1,15 @@
 // Sampled tokens follow the exact filtered, renormalised softmax: a
 // chi-square test at p >= 0.001 on fixed seeds, and tokens outside the
 // survivors never appear.
-import chisquareCdf from '@stdlib/stats-base-dists-chisquare-cdf';
 import { describe, expect, it } from 'vitest';
 
 import { sample, toFloat16Array } from '../lib/index.js';
-import { exactDistribution, type FilterOptions } from './exact-distribution.js';
+import { chiSquarePValue, exactDistribution, type FilterOptions } from './exact-distribution.js';
 import { BACKENDS, GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
 const SAMPLES = 20000;
-
-/** Chi-square p-value of observed counts against probabilities (cells with p > 0). */
-function chiSquarePValue(counts: number[], probabilities: number[]): { p: number; statistic: number } {
-  const samples = counts.reduce((a, b) => a + b, 0);
-  let statistic = 0, cells = 0;
-  probabilities.forEach((p, i) => {
-    if (p === 0) return;
-    const expected = p * samples;
-    statistic += (counts[i] - expected) ** 2 / expected;
-    cells++;
-  });
-  return { p: 1 - chisquareCdf(statistic, cells - 1), statistic };
-}
 
 // Values exactly representable in float16, so both formats hold the same row.
 const distributions: Array<[string, number[], FilterOptions]> = [

@@ -141,8 +141,13 @@ export class BigramChain {
     return runner.run(start, count, options);
   }
 
+  /** Chunks submitted to the GPU and not finished yet. */
+  get inFlight(): number {
+    return [...this.#runners.values()].reduce((n, r) => n + r.inFlight, 0);
+  }
+
   #busy(): boolean {
-    return [...this.#runners.values()].some((r) => r.inFlight > 0);
+    return this.inFlight > 0;
   }
 
   // Embedding lookup (reads token p) and LM head: the first two commands of both tables.

@@ -1,0 +1,131 @@
+// The TypeScript table builder: every malformed command is refused when it
+// is added, with a message naming the command and the field; a user table
+// runs like the built-in ones. And the bigram model's safetensors files.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { BigramModel, DispatchTableBuilder, openDevice, SafetensorsError, type CommandSpec } from '../lib/index.js';
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+
+describe('DispatchTableBuilder', () => {
+  const device = openDevice('emulated');
+  const other = openDevice('emulated');
+  afterAll(() => {
+    device.dispose();
+    other.dispose();
+  });
+  const tokens = device.createBuffer(64);
+  const logits = device.createBuffer(new Uint16Array([0x3c00, 0x4000, 0x3800]));  // 1, 2, 0.5
+  const params = new Uint32Array([3]);  // md_argmax_params { vocab_size }
+  const argmax = (): CommandSpec => ({
+    buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: tokens }],
+    params: { index: 1, bytes: params },
+    patch: { rule: 'argmaxOutput', buffer: 2 },
+  });
+
+  it('builds a table of the user\'s commands that runs as a chain', async () => {
+    const table = new DispatchTableBuilder(device).add('md_argmax_f16', { ...argmax(), label: 'pick' }).build();
+    expect(table.size).toBe(1);
+    expect(table.labels).toEqual(['pick']);
+    await device.runChain(table, 4, 3);  // writes tokens 5, 6, 7
+    expect([...tokens.readUint32(4, 5)]).toEqual([0, 1, 1, 1, 0]);
+  });
+
+  const cases: [string, (b: DispatchTableBuilder) => unknown, string][] = [
+    ['an unknown kernel', (b) => b.add('md_nope', argmax()),
+      "Expected one of the device's kernels (md_argmax_f16, md_argmax_f32, md_embed_f16, md_lm_head_f16, md_sample_f16) for commands[0].kernel but received \"md_nope\" (string)"],
+    ['a buffer index over 30', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 31, buffer: logits }] }),
+      'Expected an integer from 0 to 30 for commands[0].buffers[0].index but received 31 (number)'],
+    ['a buffer index used twice', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: logits }, { index: 0, buffer: tokens }] }),
+      'Expected an index no other buffer of the command uses for commands[0].buffers[1].index but received 0 (number)'],
+    ['a buffer on the params index', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 1, buffer: logits }] }),
+      'Expected an index the params do not use for commands[0].buffers[0].index but received 1 (number)'],
+    ['params over 64 bytes', (b) => b.add('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint8Array(65) } }),
+      'Expected 1 to 64 bytes for commands[0].params.bytes but received "65 bytes" (string)'],
+    ['an offset outside the buffer', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: logits, offset: 8 }] }),
+      'Expected a multiple of 4 from 0 to 5 (inside the buffer) for commands[0].buffers[0].offset but received 8 (number)'],
+    ['an unaligned offset', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: tokens, offset: 2 }] }),
+      'Expected a multiple of 4 from 0 to 63 (inside the buffer) for commands[0].buffers[0].offset but received 2 (number)'],
+    ['a buffer of another device', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: other.createBuffer(4) }] }),
+      'commands[0].buffers[0].buffer belongs to another device'],
+    ['not a buffer', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: new Uint8Array(4) as never }] }),
+      'Expected a GpuBuffer for commands[0].buffers[0].buffer but received a Uint8Array'],
+    ['threads not a multiple of 32', (b) => b.add('md_argmax_f16', { ...argmax(), threadsPerThreadgroup: 48 }),
+      'Expected a multiple of 32 from 32 to 1024 for commands[0].threadsPerThreadgroup but received 48 (number)'],
+    ['too many threads', (b) => b.add('md_argmax_f16', { ...argmax(), threadsPerThreadgroup: 2048 }),
+      'Expected an integer from 32 to 1024 for commands[0].threadsPerThreadgroup but received 2048 (number)'],
+    ['zero threadgroups', (b) => b.add('md_argmax_f16', { ...argmax(), threadgroups: 0 }),
+      'Expected an integer from 1 to 4294967295 for commands[0].threadgroups but received 0 (number)'],
+    ['an unknown patch rule', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'later' } as never }),
+      "Expected one of 'none', 'tokenOffset', 'position', 'kvLength', 'positionAndKvLength', 'argmaxOutput', 'sampledToken' for commands[0].patch.rule but received \"later\" (string)"],
+    ['a patch on an unbound buffer', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'tokenOffset', buffer: 5 } }),
+      'Expected the index of a buffer the command binds for commands[0].patch.buffer but received 5 (number)'],
+    ['a patch field outside the params', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'position', fields: [4] } }),
+      'Expected a multiple of 4 with 4 bytes inside the 4 bytes of params for commands[0].patch.fields[0] but received 4 (number)'],
+    ['a patch option of another rule', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, fields: [0] } as never }),
+      "Unknown option commands[0].patch.fields for rule 'argmaxOutput'; it takes: rule, buffer"],
+    ['an unknown command option', (b) => b.add('md_argmax_f16', { ...argmax(), grid: 3 } as never),
+      'Unknown option commands[0].grid; the options are: buffers, params, threadgroups, threadsPerThreadgroup, threadgroupMemory, patch, label'],
+  ];
+  it.each(cases)('refuses %s', (_name, add, message) => {
+    expect(() => add(new DispatchTableBuilder(device))).toThrow(message);
+  });
+
+  it('refuses a chain that would write past its buffer, naming the command, before running anything', async () => {
+    const table = new DispatchTableBuilder(device).add('md_argmax_f16', { ...argmax(), label: 'pick' }).build();
+    await expect(device.runChain(table, 14, 2)).rejects.toThrow(
+      "runChain: encodeChain: command 'pick' (argmaxOutput) needs 68 bytes of buffer 2 for positions 14..15, but it has 64");
+    await expect(other.runChain(table, 0, 1)).rejects.toThrow('The table was built for another device');
+  });
+});
+
+describe('BigramModel', () => {
+  it('the same seed gives the same weights; another seed others', () => {
+    const a = BigramModel.fromSeed({ vocabSize: 10, dim: 3, seed: 1 });
+    expect(BigramModel.fromSeed({ vocabSize: 10, dim: 3, seed: 1 }).head).toEqual(a.head);
+    expect(BigramModel.fromSeed({ vocabSize: 10, dim: 3, seed: 2 }).head).not.toEqual(a.head);
+  });
+
+  it('native and js forwards agree bit for bit, and depend on the token', () => {
+    const model = BigramModel.fromSeed({ vocabSize: 3000, dim: 64, seed: 3 });
+    for (const token of [0, 1234, 2999, 0xffffffff]) expect(model.logits(token, 'native')).toEqual(model.logits(token, 'js'));
+    expect(model.logits(0)).not.toEqual(model.logits(1));
+    expect([...model.logits(0xffffffff)].every((h) => h === 0)).toBe(true);
+  });
+
+  it('round-trips through a safetensors file', async () => {
+    const model = BigramModel.fromSeed({ vocabSize: 33, dim: 5, seed: 9 });
+    const path = join(mkdtempSync(join(tmpdir(), 'md-')), 'bigram.safetensors');
+    writeFileSync(path, model.toSafetensors());
+    const loaded = await BigramModel.load(path);
+    expect([loaded.vocabSize, loaded.dim]).toEqual([33, 5]);
+    expect(loaded.embedding).toEqual(model.embedding);
+    expect(loaded.head).toEqual(model.head);
+  });
+
+  it('refuses broken or foreign safetensors files with the reason', async () => {
+    const bytes = BigramModel.fromSeed({ vocabSize: 4, dim: 2, seed: 1 }).toSafetensors();
+    expect(() => BigramModel.fromSafetensors(bytes.subarray(0, 4))).toThrow(new SafetensorsError('4 bytes is too short for a safetensors file'));
+    expect(() => BigramModel.fromSafetensors(bytes.subarray(0, bytes.length - 2))).toThrow(
+      'tensor lm_head: bytes 16..32 are past the end of the 30 data bytes');
+    const header = new Uint8Array(8 + 2);
+    new DataView(header.buffer).setBigUint64(0, 2n, true);
+    header.set(new TextEncoder().encode('{}'), 8);
+    expect(() => BigramModel.fromSafetensors(header)).toThrow("no tensor 'embedding' (a bigram model has 'embedding' and 'lm_head')");
+    const path = join(mkdtempSync(join(tmpdir(), 'md-')), 'x.safetensors');
+    writeFileSync(path, header);
+    await expect(BigramModel.load(path)).rejects.toThrow(`${path}: no tensor 'embedding'`);
+  });
+
+  it('validates its options', () => {
+    expect(() => BigramModel.fromSeed({ vocabSize: 0, dim: 2, seed: 1 })).toThrow('Expected an integer from 1 to 16777216 for vocabSize but received 0 (number)');
+    expect(() => BigramModel.fromSeed({ vocabSize: 2, dim: 5000, seed: 1 })).toThrow('Expected an integer from 1 to 4096 for dim but received 5000 (number)');
+    expect(() => BigramModel.fromSeed({ vocabSize: 2, dim: 2, seed: -1 })).toThrow('Expected an integer from 0 to 4294967295 for seed but received -1 (number)');
+    expect(() => BigramModel.fromSeed({ vocabSize: 2, dim: 2, seed: 1 }).logits(1.5)).toThrow(
+      'Expected a token id (an integer from 0 to 4294967295) for token but received 1.5 (number)');
+  });
+});
