@@ -138,16 +138,28 @@ export class BigramModel {
   // rounded once to float32 is the float32 sum.
   #forwardJs(token: number, out: Uint16Array): Uint16Array {
     const d = this.dim;
+    const value = halfValues();
     const hidden = new Float64Array(d);
-    if (token < this.vocabSize) for (let j = 0; j < d; j++) hidden[j] = halfToNumber(this.embedding[token * d + j]);
+    if (token < this.vocabSize) for (let j = 0; j < d; j++) hidden[j] = value[this.embedding[token * d + j]];
     for (let v = 0; v < this.vocabSize; v++) {
       let sum = 0;
       const row = v * d;
-      for (let j = 0; j < d; j++) sum = Math.fround(sum + halfToNumber(this.head[row + j]) * hidden[j]);
+      for (let j = 0; j < d; j++) sum = Math.fround(sum + value[this.head[row + j]] * hidden[j]);
       out[v] = halfFromNumber(sum);
     }
     return out;
   }
+}
+
+let halfValueTable: Float64Array | undefined;
+
+// The value of every float16 bit pattern, so the forward loop is a lookup.
+function halfValues(): Float64Array {
+  if (!halfValueTable) {
+    halfValueTable = new Float64Array(65536);
+    for (let h = 0; h < 65536; h++) halfValueTable[h] = halfToNumber(h);
+  }
+  return halfValueTable;
 }
 
 function checkShape(vocabSize: unknown, dim: unknown): { vocabSize: number; dim: number } {
