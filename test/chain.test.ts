@@ -159,8 +159,12 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     chain.writeTokens(0, [1]);
   });
 
-  it('rejects chain sampling options the chain sets itself', () => {
+  it('rejects chain sampling options the chain sets itself, and bad tokens', () => {
     const chain = new BigramChain(model, device, { contextSize: 4 });
+    expect(() => chain.writeTokens(0, [1, 500])).toThrow('Expected a token id from 0 to 499 for tokens[1] but received 500 (number)');
+    expect(() => chain.writeTokens(0, [1.5])).toThrow('Expected a token id from 0 to 499 for tokens[0] but received 1.5 (number)');
+    expect(() => chain.writeTokens(3, [1, 2])).toThrow(
+      'Expected an integer from 0 to 2 (the tokens must fit in contextSize 4) for position but received 3 (number)');
     expect(() => chain.sampledTable({ position: 3 } as ChainSamplingOptions)).toThrow(
       'Unknown option position: a chain sets position and history per token and runs on its own device');
     expect(() => chain.sampledTable({ temperature: -1 })).toThrow('Expected a finite number >= 0 for temperature but received -1 (number)');

@@ -73,7 +73,9 @@ export class ChainRunner {
    */
   async *run(start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
     const { chunkSize, doubleBuffered } = resolveChainOptions(options);
-    if (!isInteger(start) || start < 0) throw invalidParameterError('start', 'a position in the sequence buffer', start, isInteger(start) ? 'range' : 'type');
+    if (!isInteger(start) || start < 0 || start >= this.capacity - 1) {
+      throw invalidParameterError('start', `a position from 0 to ${this.capacity - 2} (the sequence buffer holds ${this.capacity} tokens)`, start, isInteger(start) ? 'range' : 'type');
+    }
     if (!isInteger(count) || count < 0) throw invalidParameterError('count', 'a non-negative integer', count, isInteger(count) ? 'range' : 'type');
     if (start + count >= this.capacity) {
       throw invalidParameterError('count', `at most ${this.capacity - 1 - start} (the sequence buffer holds ${this.capacity} tokens)`, count, 'range');

@@ -83,9 +83,16 @@ export class BigramChain {
 
   /** Writes tokens (a prompt) at `position`. Not while a chain runs. */
   writeTokens(position: number, tokens: ArrayLike<number>): void {
-    const ids = Uint32Array.from(tokens);
-    for (const t of ids) {
-      if (t >= this.model.vocabSize) throw invalidParameterError('tokens', `token ids below the vocabulary size ${this.model.vocabSize}`, t, 'range');
+    if (!isInteger(position) || position < 0 || position + tokens.length > this.contextSize) {
+      throw invalidParameterError('position', `an integer from 0 to ${this.contextSize - tokens.length} (the tokens must fit in contextSize ${this.contextSize})`, position, isInteger(position) ? 'range' : 'type');
+    }
+    const ids = new Uint32Array(tokens.length);
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i];
+      if (!isInteger(t) || t < 0 || t >= this.model.vocabSize) {
+        throw invalidParameterError(`tokens[${i}]`, `a token id from 0 to ${this.model.vocabSize - 1}`, t, isInteger(t) ? 'range' : 'type');
+      }
+      ids[i] = t;
     }
     if (this.#busy()) throw new Error('writeTokens: a chain is running on this sequence');
     this.sequence.write(position * 4, ids);
