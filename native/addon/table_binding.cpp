@@ -2,6 +2,7 @@
 #include "table_binding.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "addon.h"
