@@ -79,6 +79,11 @@ export interface ResolvedSampling {
   backend: BackendChoice;
 }
 
+/** Whether the penalty values change anything (md_penalties_on in metal/md_sampling.h). */
+export function penaltiesOn(s: ResolvedSampling): boolean {
+  return s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
+}
+
 const SAMPLE_OPTION_NAMES = new Set([
   'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
   'tokenBias', 'filterTemperature', 'backend',

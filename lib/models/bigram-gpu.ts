@@ -10,7 +10,7 @@ import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/devic
 import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
 import { SamplingPacker } from '../native/native-sampler.js';
 import { isInteger, isPlainObject } from '../predicates.js';
-import { resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
+import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
 
 /** Sampling options of a chain: the chain sets position and history per token, the device is the chain's. */
@@ -25,7 +25,7 @@ const LM_HEAD_THREADS = 256;
 
 /** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
 export function needsSamplingKernel(s: ResolvedSampling): boolean {
-  const penalties = s.lastTokens > 0 && (s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0);
+  const penalties = s.lastTokens > 0 && penaltiesOn(s);
   return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
 }
 
@@ -105,9 +105,10 @@ export class BigramChain {
     }
     const s = resolveSampling(options);
     const addon = this.device.addon;
-    const [, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(this.model.vocabSize), s);
+    // The row only gives the vocabulary size; the history is the sequence buffer.
+    const [row, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(this.model.vocabSize), s);
     slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
-    const packed = addon.packSamplingParams(new Uint16Array(this.model.vocabSize), slots, new Uint32Array(0), biasTokens, biasValues);
+    const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues);
     const layout = addon.layouts.samplingParams;
     this.#scratch ??= {
       edited: this.device.createBuffer(this.model.vocabSize * 2),
