@@ -69,3 +69,25 @@ function sameClass(error: Error): Error {
   const Ctor = error instanceof RangeError ? RangeError : error instanceof TypeError ? TypeError : Error;
   return new Ctor(error.message, { cause: error });
 }
+
+/**
+ * Thrown (rejected) when a generation's AbortSignal is aborted and
+ * stopOnAbortSignal is not set. Like Node's own AbortError: name
+ * 'AbortError', code 'ABORT_ERR', the signal's reason as `cause`.
+ */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR';
+  constructor(reason?: unknown) {
+    super('The generation was aborted', reason === undefined ? undefined : { cause: reason });
+    this.name = 'AbortError';
+  }
+}
+
+/** Thrown when a Session is used by a second generation while one runs, or disposed while one runs. */
+export class SessionBusyError extends Error {
+  readonly code = 'ERR_MD_SESSION_BUSY';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SessionBusyError';
+  }
+}

@@ -9,7 +9,7 @@ export {
   type SampleOptions,
   type TokenBias,
 } from './sampling-options.js';
-export { BackendUnavailableError, NoTokenError } from './errors.js';
+export { AbortError, BackendUnavailableError, NoTokenError, SessionBusyError } from './errors.js';
 export { float16FromNumber, numberFromFloat16, toFloat16Array } from './float16.js';
 export { DispatchTable, GpuBuffer, GpuDevice, openDevice, type GpuDeviceKind } from './gpu/device.js';
 export { DispatchTableBuilder, type BufferBindingSpec, type CommandSpec, type PatchSpec } from './gpu/dispatch-table.js';
@@ -18,3 +18,12 @@ export { BigramModel, BIGRAM_TENSORS, type BigramSeedOptions } from './models/bi
 export { BigramChain, type BigramChainOptions, type ChainSamplingOptions } from './models/bigram-gpu.js';
 export { decodeBigramOnCpu, type CpuDecodeOptions } from './models/bigram-cpu.js';
 export { SafetensorsError } from './models/safetensors.js';
+export { generate, Session, type Prompt, type SessionOptions } from './generate/session.js';
+export { Generation } from './generate/generation.js';
+export type { GenerateOptions, GeneratedToken, MaskState, OneShotGenerateOptions, TokenMask } from './generate/generate-options.js';
+export type { DecodePath, GenerationResult, GenerationStats, StopReason } from './generate/decode-loop.js';
+export type { DecodeModel, Logits, ModelSequence, SequenceChain, Tokenizer } from './generate/model.js';
+export { ByteTokenizer } from './generate/byte-tokenizer.js';
+export type { Vocabulary } from './generate/vocabulary.js';
+export { LogitsModel, type LogitsFunction, type LogitsModelOptions } from './models/logits-model.js';
+export { TEXT_EOS, type TextBigramOptions } from './models/bigram-text.js';

@@ -84,13 +84,13 @@ export function penaltiesOn(s: ResolvedSampling): boolean {
   return s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
 }
 
-const SAMPLE_OPTION_NAMES = new Set([
+export const SAMPLE_OPTION_NAMES = new Set([
   'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
   'tokenBias', 'filterTemperature', 'backend',
 ]);
 const REPEAT_PENALTY_NAMES = new Set(['penalty', 'lastTokens', 'frequencyPenalty', 'presencePenalty']);
 
-function checkKnownKeys(object: Record<string, unknown>, known: Set<string>, where: string): void {
+export function checkKnownKeys(object: Record<string, unknown>, known: Set<string>, where: string): void {
   for (const key of Object.keys(object)) {
     if (!known.has(key)) {
       throw new TypeError(`Unknown option ${where}${key}; the options are: ${[...known].join(', ')}`);
@@ -113,7 +113,7 @@ function uint32Option(name: string, value: unknown, fallback: number): number {
   return value;
 }
 
-function enumOption<T extends string>(name: string, value: unknown, fallback: T, allowed: readonly T[]): T {
+export function enumOption<T extends string>(name: string, value: unknown, fallback: T, allowed: readonly T[]): T {
   if (value === undefined) return fallback;
   const expected = `one of ${allowed.map((a) => `'${a}'`).join(', ')}`;
   if (typeof value !== 'string') throw invalidParameterError(name, expected, value, 'type');

@@ -189,3 +189,16 @@ export function openDevice(kind: GpuDeviceKind): GpuDevice {
   }
   return new GpuDevice(kind, addon.addon, native);
 }
+
+const sharedDevices = new Map<GpuDeviceKind, GpuDevice>();
+
+/**
+ * The process's device of `kind`, opened on first use and kept open: what
+ * models' sequences run on, so each Session does not open (and compile
+ * kernels for) a device of its own.
+ */
+export function sharedDevice(kind: GpuDeviceKind): GpuDevice {
+  let device = sharedDevices.get(kind);
+  if (!device) sharedDevices.set(kind, (device = openDevice(kind)));
+  return device;
+}

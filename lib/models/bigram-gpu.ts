@@ -43,7 +43,9 @@ export class BigramChain {
   readonly #hidden: GpuBuffer;
   readonly #params: Uint8Array;
   #scratch: { edited: GpuBuffer; histogram: GpuBuffer } | undefined;
-  readonly #runners = new Map<DispatchTable, ChainRunner>();
+  #forwardTable: DispatchTable | undefined;
+  // The run in progress: one at a time, since every run writes the sequence buffer.
+  #running: ChainRunner | undefined;
 
   constructor(model: BigramModel, device: GpuDevice, options: BigramChainOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
@@ -140,22 +142,36 @@ export class BigramChain {
   }
 
   /**
-   * Generates `count` tokens after position `start` with `table` (greedyTable
-   * or a sampledTable), chunk by chunk; see ChainRunner.run.
+   * The forward pass alone (embedding, LM head): one step at position p
+   * leaves the logits after token p in `logits`, for a CPU round trip.
    */
-  run(table: DispatchTable, start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
-    let runner = this.#runners.get(table);
-    if (!runner) this.#runners.set(table, (runner = new ChainRunner(table, this.sequence)));
-    return runner.run(start, count, options);
+  get forwardTable(): DispatchTable {
+    return (this.#forwardTable ??= this.#forward().build());
+  }
+
+  /**
+   * Generates `count` tokens after position `start` with `table` (greedyTable
+   * or a sampledTable), chunk by chunk; see ChainRunner.run. One run at a
+   * time per sequence.
+   */
+  async *run(table: DispatchTable, start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
+    if (this.#running) throw new Error('This chain is already running on this sequence; one run at a time');
+    const runner = new ChainRunner(table, this.sequence);
+    this.#running = runner;
+    try {
+      yield* runner.run(start, count, options);
+    } finally {
+      this.#running = undefined;
+    }
   }
 
   /** Chunks submitted to the GPU and not finished yet. */
   get inFlight(): number {
-    return [...this.#runners.values()].reduce((n, r) => n + r.inFlight, 0);
+    return this.#running?.inFlight ?? 0;
   }
 
   #busy(): boolean {
-    return this.inFlight > 0;
+    return this.#running !== undefined;
   }
 
   // Embedding lookup (reads token p) and LM head: the first two commands of both tables.

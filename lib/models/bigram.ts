@@ -12,6 +12,11 @@ import { hash, noiseKey, uniform } from '../js/noise.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isFiniteFloat32, isInteger, isPlainObject, isUint32 } from '../predicates.js';
 import { BackendUnavailableError } from '../errors.js';
+import type { DecodeModel, ModelSequence, Tokenizer } from '../generate/model.js';
+import { resolveVocabulary, type ResolvedVocabulary, type Vocabulary } from '../generate/vocabulary.js';
+import type { BackendChoice } from '../sampling-options.js';
+import { openBigramSequence } from './bigram-sequence.js';
+import { TEXT_EOS, textBigramWeights, type TextBigramOptions } from './bigram-text.js';
 import { parseSafetensors, SafetensorsError, serializeSafetensors } from './safetensors.js';
 
 export interface BigramSeedOptions {
@@ -29,19 +34,44 @@ export const BIGRAM_TENSORS = { embedding: 'embedding', head: 'lm_head' } as con
 const MAX_VOCAB = 1 << 24;
 const MAX_DIM = 4096;
 
-export class BigramModel {
+export class BigramModel implements DecodeModel {
   readonly vocabSize: number;
   readonly dim: number;
   /** E: vocabSize x dim float16 bits, row-major. */
   readonly embedding: Uint16Array;
   /** U: vocabSize x dim float16 bits, row-major. */
   readonly head: Uint16Array;
+  readonly tokenizer: Tokenizer;
+  readonly eosTokens: readonly number[];
 
-  private constructor(vocabSize: number, dim: number, embedding: Uint16Array, head: Uint16Array) {
+  private constructor(vocabSize: number, dim: number, embedding: Uint16Array, head: Uint16Array, vocabulary?: ResolvedVocabulary) {
     this.vocabSize = vocabSize;
     this.dim = dim;
     this.embedding = embedding;
     this.head = head;
+    ({ tokenizer: this.tokenizer, eosTokens: this.eosTokens } = vocabulary ?? resolveVocabulary({}, vocabSize));
+  }
+
+  /**
+   * A byte-level model counted from `text` (tokens 0-255 are bytes, token
+   * 256 = TEXT_EOS ends a paragraph and is its end-of-sequence token).
+   */
+  static fromText(text: string, options?: TextBigramOptions): BigramModel {
+    return BigramModel.fromWeights(textBigramWeights(text, options)).withVocabulary({ eosTokens: [TEXT_EOS] });
+  }
+
+  /** The same weights (shared, not copied) with another tokenizer or end-of-sequence tokens. */
+  withVocabulary(vocabulary: Vocabulary): BigramModel {
+    return new BigramModel(this.vocabSize, this.dim, this.embedding, this.head, resolveVocabulary(vocabulary, this.vocabSize));
+  }
+
+  /**
+   * A sequence for generate() / Session: on 'metal' or 'emulated' the
+   * chained dispatch tables, on 'native' or 'js' the CPU forward. 'auto' is
+   * metal when it runs here, else native when the addon loaded, else js.
+   */
+  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+    return openBigramSequence(this, options);
   }
 
   /** Weights from a seed: uniform values scaled so the logits' spread is about logitScale. */

@@ -1,0 +1,67 @@
+// model.ts: the interface the decode loop drives. Any model that can turn
+// tokens into next-token logits implements it; a model whose forward pass is
+// a dispatch table also offers a chain, which generates many tokens per
+// GPU submission with the sampling on the GPU.
+import type { BackendName } from '../backends.js';
+import type { ChainChunk } from '../gpu/chain.js';
+import type { ChainSamplingOptions } from '../models/bigram-gpu.js';
+import type { BackendChoice } from '../sampling-options.js';
+
+/** One row of next-token logits: float32, or float16 bits. */
+export type Logits = Float32Array | Uint16Array;
+
+/** Text <-> tokens. Tokens stand for bytes, so a character may span tokens. */
+export interface Tokenizer {
+  /** The token ids of `text`. */
+  encode(text: string): ArrayLike<number>;
+  /** The UTF-8 bytes `token` stands for; empty for a control token such as end-of-sequence. */
+  tokenBytes(token: number): Uint8Array;
+}
+
+/** What generate() and Session need from a model. */
+export interface DecodeModel {
+  /** Token ids are 0 .. vocabSize - 1; every logits row has vocabSize values. */
+  readonly vocabSize: number;
+  readonly tokenizer: Tokenizer;
+  /** Tokens that end generation (end of sequence / end of turn). */
+  readonly eosTokens: readonly number[];
+  /**
+   * Per-sequence state on a backend. 'auto' is the model's choice; a backend
+   * named explicitly that cannot run is a BackendUnavailableError, never a
+   * fallback.
+   */
+  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
+}
+
+/** One sequence's state: the tokens the model has seen, on one backend. */
+export interface ModelSequence {
+  /** Where the forward pass and the sampler run. */
+  readonly backend: BackendName;
+  readonly contextSize: number;
+  /**
+   * Evaluates `tokens` at positions position .. position + tokens.length - 1
+   * and returns the logits for the next position. `position` may be lower
+   * than before: the model then forgets positions >= position first (the
+   * loop rewinds after a stop).
+   */
+  evaluate(tokens: Uint32Array, position: number): Promise<Logits>;
+  /** Present when the model's forward pass runs as chained dispatch tables. */
+  readonly chain?: SequenceChain;
+  dispose(): void;
+}
+
+/** Chained decoding: many tokens per submission, sampled on the GPU. */
+export interface SequenceChain {
+  /**
+   * Makes `tokens` the sequence's positions position.. (forgetting any
+   * after them). The chain evaluates the last token itself when it
+   * generates the next one.
+   */
+  prefill(tokens: Uint32Array, position: number): Promise<void>;
+  /**
+   * Generates up to `count` tokens after position `start`, `chunkSize` per
+   * submission, yielding each chunk. Breaking out waits for the GPU. Throws
+   * NoTokenError (after the tokens before it) at an all -Infinity step.
+   */
+  run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncIterable<ChainChunk>;
+}

@@ -1,0 +1,162 @@
+// session.ts: a sequence that lives across generate() calls. The second
+// call continues where the first ended (its prompt is appended, nothing is
+// prefilled again). One generation at a time: a second one while the first
+// runs is a SessionBusyError, never two loops writing one sequence.
+import type { BackendName } from '../backends.js';
+import { invalidParameterError, SessionBusyError } from '../errors.js';
+import { isInteger } from '../predicates.js';
+import { DecodeRun, SequenceState } from './decode-loop.js';
+import { resolveGenerate, resolveOneShot, resolveSessionOptions, type GenerateOptions, type OneShotGenerateOptions, type ResolvedGenerate } from './generate-options.js';
+import { Generation } from './generation.js';
+import type { DecodeModel } from './model.js';
+import { Utf8Carry } from './text-stream.js';
+
+/** A prompt: text for the model's tokenizer, or token ids. */
+export type Prompt = string | ArrayLike<number>;
+
+export interface SessionOptions {
+  /** Where the model and the sampler run. Default 'auto': the model's choice (metal when it runs here, else native, else js). */
+  backend?: 'auto' | BackendName;
+  /** Tokens the sequence holds, prompt and generated. Default 4096. */
+  contextSize?: number;
+}
+
+export class Session {
+  readonly model: DecodeModel;
+  readonly #state: SequenceState;
+  #running: Promise<void> | undefined;
+  #disposed = false;
+
+  constructor(model: DecodeModel, options?: SessionOptions) {
+    checkModel(model);
+    const { backend, contextSize } = resolveSessionOptions(options);
+    this.model = model;
+    this.#state = new SequenceState(model, model.openSequence({ backend, contextSize }), new Utf8Carry());
+  }
+
+  /** Where the model and the sampler run. */
+  get backend(): BackendName {
+    return this.#state.sequence.backend;
+  }
+
+  get contextSize(): number {
+    return this.#state.tokens.length;
+  }
+
+  /** The sequence so far, prompts and generated tokens (a copy). */
+  get tokens(): Uint32Array {
+    return this.#state.view().slice();
+  }
+
+  /** Whether a generation is running on this session. */
+  get busy(): boolean {
+    return this.#running !== undefined;
+  }
+
+  /**
+   * Appends `prompt` (may be empty to just continue) and generates. Options
+   * are checked now; the generation starts when it is iterated or awaited.
+   */
+  generate(prompt: Prompt, options?: GenerateOptions): Generation {
+    const tokens = encodePrompt(this.model, prompt);
+    const resolved = resolveGenerate(options);
+    return new Generation(() => this.#start(tokens, resolved));
+  }
+
+  /** Frees the sequence. Throws while a generation runs (stop it, or use `await using` / Symbol.asyncDispose). */
+  dispose(): void {
+    if (this.#disposed) return;
+    if (this.#running) throw new SessionBusyError('This Session is generating; dispose it after the generation ends');
+    this.#disposed = true;
+    this.#state.sequence.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** Waits for a running generation to end, then disposes. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    while (this.#running) await this.#running;
+    this.dispose();
+  }
+
+  /** @internal Begins a run; the session is busy until it ends. */
+  #start(prompt: Uint32Array, options: ResolvedGenerate) {
+    if (this.#disposed) throw new Error('This Session was disposed');
+    if (this.#running) {
+      throw new SessionBusyError('This Session is already generating; wait for that generation to end (or stop it) before starting another');
+    }
+    let done!: () => void;
+    this.#running = new Promise<void>((resolve) => (done = resolve));
+    const run = new DecodeRun(this.#state, prompt, options);
+    const release = () => {
+      this.#running = undefined;
+      done();
+    };
+    return { tokens: released(run.run(), release), result: () => run.result };
+  }
+
+  /** @internal generate(model, ...): a session of its own, disposed when the generation ends. */
+  static oneShot(model: DecodeModel, prompt: Prompt, options: OneShotGenerateOptions | undefined): Generation {
+    checkModel(model);
+    const { backend, contextSize, generate } = resolveOneShot(options);
+    const tokens = encodePrompt(model, prompt);
+    // Opened now, so a backend that cannot run is an error from generate() itself.
+    const session = new Session(model, { backend, contextSize });
+    return new Generation(() => {
+      const started = session.#start(tokens, generate);
+      return { tokens: released(started.tokens, () => session.dispose()), result: started.result };
+    });
+  }
+}
+
+// The same tokens, with `release` called once the generator ends however it ends.
+async function* released<T, R>(tokens: AsyncGenerator<T, R, undefined>, release: () => void): AsyncGenerator<T, R, undefined> {
+  try {
+    return yield* tokens;
+  } finally {
+    release();
+  }
+}
+
+/**
+ * Generates from `model` on a sequence of its own (see Session for
+ * multi-turn use). Returns a Generation: iterate it for `{ token, text }`
+ * as tokens are released, and/or await it for the result.
+ */
+export function generate(model: DecodeModel, prompt: Prompt, options?: OneShotGenerateOptions): Generation {
+  return Session.oneShot(model, prompt, options);
+}
+
+function checkModel(model: unknown): asserts model is DecodeModel {
+  const m = model as DecodeModel | undefined;
+  if (typeof m !== 'object' || m === null || !isInteger(m.vocabSize) || typeof m.openSequence !== 'function' ||
+      typeof m.tokenizer?.tokenBytes !== 'function' || !Array.isArray(m.eosTokens)) {
+    throw invalidParameterError('model', 'a DecodeModel (vocabSize, tokenizer, eosTokens, openSequence): a BigramModel, a LogitsModel or your own', model, 'type');
+  }
+}
+
+function encodePrompt(model: DecodeModel, prompt: unknown): Uint32Array {
+  let ids: ArrayLike<number>;
+  let name: string;
+  if (typeof prompt === 'string') {
+    if (typeof model.tokenizer.encode !== 'function') throw new TypeError('This model\'s tokenizer has no encode(): pass the prompt as token ids');
+    ids = model.tokenizer.encode(prompt);
+    name = 'the encoded prompt';
+  } else if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) {
+    ids = prompt as ArrayLike<number>;
+    name = 'prompt';
+  } else {
+    throw invalidParameterError('prompt', 'a string or an array of token ids', prompt, 'type');
+  }
+  const tokens = new Uint32Array(ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const t = ids[i];
+    if (!isInteger(t) || t < 0 || t >= model.vocabSize) {
+      throw invalidParameterError(`${name}[${i}]`, `a token id from 0 to ${model.vocabSize - 1}`, t, isInteger(t) ? 'range' : 'type');
+    }
+    tokens[i] = t;
+  }
+  return tokens;
+}

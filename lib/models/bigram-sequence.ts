@@ -1,0 +1,66 @@
+// bigram-sequence.ts: the bigram model as a ModelSequence. On a GPU device
+// the sequence is a BigramChain: its token buffer is the state, the chain
+// generates and samples on the GPU, and evaluate() is one forward step
+// whose logits come back to the CPU. On the CPU the forward runs per token.
+import { selectBackend, type BackendName } from '../backends.js';
+import type { ChainChunk } from '../gpu/chain.js';
+import { sharedDevice } from '../gpu/device.js';
+import type { Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import type { BackendChoice } from '../sampling-options.js';
+import type { BigramModel } from './bigram.js';
+import { BigramChain, type ChainSamplingOptions } from './bigram-gpu.js';
+
+export function openBigramSequence(model: BigramModel, options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+  const backend = selectBackend(options.backend);
+  if (backend === 'metal' || backend === 'emulated') {
+    return new BigramGpuSequence(new BigramChain(model, sharedDevice(backend), { contextSize: options.contextSize }));
+  }
+  return new BigramCpuSequence(model, backend, options.contextSize);
+}
+
+class BigramGpuSequence implements ModelSequence, SequenceChain {
+  readonly backend: BackendName;
+  readonly contextSize: number;
+  readonly #chain: BigramChain;
+
+  constructor(chain: BigramChain) {
+    this.#chain = chain;
+    this.backend = chain.device.kind;
+    this.contextSize = chain.contextSize;
+  }
+
+  get chain(): SequenceChain {
+    return this;
+  }
+
+  async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
+    this.#chain.writeTokens(position, tokens);
+    await this.#chain.device.runChain(this.#chain.forwardTable, position + tokens.length - 1, 1);
+    return this.#chain.logits.readFloat16(0, this.#chain.model.vocabSize);
+  }
+
+  async prefill(tokens: Uint32Array, position: number): Promise<void> {
+    // The bigram has no state but the tokens: the chain's first step
+    // evaluates the last one.
+    this.#chain.writeTokens(position, tokens);
+  }
+
+  run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncIterable<ChainChunk> {
+    return this.#chain.run(this.#chain.tableFor(sampling), start, count, { chunkSize });
+  }
+
+  dispose(): void {}
+}
+
+class BigramCpuSequence implements ModelSequence {
+  readonly chain = undefined;
+
+  constructor(readonly model: BigramModel, readonly backend: 'native' | 'js', readonly contextSize: number) {}
+
+  async evaluate(tokens: Uint32Array, _position: number): Promise<Logits> {
+    // A bigram's logits depend on the last token alone.
+    return this.model.logits(tokens[tokens.length - 1], this.backend);
+  }
+
+  dispose(): void {}
+}
