@@ -124,6 +124,14 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
     expect([...session.tokens]).toEqual([...PROMPT, 1, 2]);
   });
 
+  it('a callback that throws rejects the generation; the session keeps the tokens handed out', async () => {
+    const session = new Session(scripted().model, { backend });
+    const generation = session.generate(PROMPT, { onToken: ({ token }) => { if (token === 2) throw new Error('callback failed'); } });
+    await expect(generation).rejects.toThrow('callback failed');
+    expect([...session.tokens]).toEqual([...PROMPT, 1, 2]);
+    expect((await session.generate([], { maxTokens: 1 })).tokens).toEqual([3]);
+  });
+
   it('streams a 4-byte character split over 4 tokens as one piece of text', async () => {
     const smile = [...Buffer.from('a🙂b')];
     const { model } = scriptedModel({ vocabSize: 256, script: smile, promptLength: 1, tokenizer: new ByteTokenizer() });
