@@ -2,13 +2,15 @@
 // (chunkSize tokens per command buffer, double-buffered) vs one token per
 // submission (a round trip per token, as decoding without tables does), on
 // each GPU device and on the CPU path (forward + sampler per token), greedy
-// and sampled, medians of several runs measured in the same process.
+// and sampled, medians of several runs measured in the same process. The
+// generate() column is the same decode through the public loop (a one-shot
+// session, stop checks, text streaming), to show what the loop costs.
 //
 //   node dist/bench/chain.js [--vocab 4096] [--dim 64] [--tokens 64] [--chunk 16] [--runs 5]
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 
-import { BigramChain, BigramModel, decodeBigramOnCpu, getBackends, openDevice, type ChainSamplingOptions } from '../lib/index.js';
+import { BigramChain, BigramModel, decodeBigramOnCpu, generate, getBackends, openDevice, type ChainSamplingOptions } from '../lib/index.js';
 import { median } from './stats.js';
 
 const { values: args } = parseArgs({
@@ -45,7 +47,10 @@ async function tokensPerSecond(run: () => Promise<unknown> | unknown): Promise<n
   return median(samples);
 }
 
-const rows: string[][] = [['path', 'mode', 'chained tok/s', 'one per submission tok/s', 'chained / one']];
+const throughGenerate = (backend: 'metal' | 'emulated' | 'native' | 'js', sampling: ChainSamplingOptions) =>
+  tokensPerSecond(() => generate(model, [1], { ...sampling, backend, chunkSize, maxTokens: tokens, contextSize: tokens + 2 }));
+
+const rows: string[][] = [['path', 'mode', 'chained tok/s', 'one per submission tok/s', 'chained / one', 'generate() tok/s']];
 for (const backend of getBackends()) {
   if (backend.name !== 'metal' && backend.name !== 'emulated') continue;
   if (!backend.available) {
@@ -62,14 +67,16 @@ for (const backend of getBackends()) {
     };
     const chained = await tokensPerSecond(decode(chunkSize, true));
     const single = await tokensPerSecond(decode(1, false));
-    rows.push([`${backend.name} (chunk ${chunkSize})`, mode, chained.toFixed(0), single.toFixed(0), `${(chained / single).toFixed(2)}x`]);
+    const loop = await throughGenerate(backend.name, sampling);
+    rows.push([`${backend.name} (chunk ${chunkSize})`, mode, chained.toFixed(0), single.toFixed(0), `${(chained / single).toFixed(2)}x`, loop.toFixed(0)]);
   }
   device.dispose();
 }
 for (const backend of ['native', 'js'] as const) {
   for (const [mode, sampling] of MODES) {
     const cpu = await tokensPerSecond(() => decodeBigramOnCpu(model, [1], tokens, sampling, { backend }));
-    rows.push([`cpu ${backend}`, mode, '-', cpu.toFixed(0), '-']);
+    const loop = await throughGenerate(backend, sampling);
+    rows.push([`cpu ${backend}`, mode, '-', cpu.toFixed(0), '-', loop.toFixed(0)]);
   }
 }
 const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
