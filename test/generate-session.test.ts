@@ -130,6 +130,15 @@ describe('one generation at a time', () => {
     expect(() => awaited[Symbol.asyncIterator]()).toThrow('This generation is already running because it was awaited; to stream it, iterate it before awaiting it');
   });
 
+  it('an iterator returned before its first token never takes the session', async () => {
+    const session = new Session(model, { backend: 'js' });
+    const generation = session.generate('unused', { maxTokens: 3 });
+    await generation[Symbol.asyncIterator]().return!();
+    expect(session.busy).toBe(false);
+    await expect(generation.result).rejects.toThrow('The generation was stopped before it started: there is no result');
+    expect(session.tokens).toHaveLength(0);
+  });
+
   it('an unused generation holds nothing: the session stays free', async () => {
     const session = new Session(model, { backend: 'js' });
     session.generate('unused', { maxTokens: 3 });

@@ -87,11 +87,11 @@ export class DecodeRun {
   readonly #stream: StopTriggerStream;
   readonly #path: DecodePath;
   readonly #chained: boolean;
-  #promptEnd: number;         // the sequence's length after the prompt (before it, until it is appended)
+  #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
   #promptTokens = 0;
   #generated = 0;             // tokens accepted from the model this call (kept or held)
   #kept: TextPiece[] = [];    // tokens handed out
-  #carry: Uint8Array;         // the partial character after the last token handed out
+  #carry: Uint8Array = new Uint8Array(0);  // the partial character after the last token handed out
   #stop: Stop | undefined;
   #started = 0;
   #prefillMs = 0;
@@ -103,16 +103,17 @@ export class DecodeRun {
     this.#prompt = prompt;
     this.#o = options;
     this.#eos = new Set(state.model.eosTokens);
-    this.#promptEnd = state.length;
-    if (prompt.length > 0) state.utf8.reset();
-    this.#carry = state.utf8.save();
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
     this.#path = options.tokenMask ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
     this.#chained = this.#path !== 'constrained' && state.sequence.chain !== undefined;
   }
 
-  /** Yields each token as it is handed out; returns the result. */
+  /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
   async *run(): AsyncGenerator<GeneratedToken, GenerationResult, undefined> {
+    const state = this.#state;
+    this.#promptEnd = state.length;
+    if (this.#prompt.length > 0) state.utf8.reset();  // a prompt starts new text
+    this.#carry = state.utf8.save();
     let failed = false;
     try {
       this.#started = performance.now();

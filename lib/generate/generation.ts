@@ -52,6 +52,7 @@ export class Generation implements AsyncIterable<GeneratedToken>, PromiseLike<Ge
     const ended = (): IteratorReturnResult<undefined> => {
       const final = result();
       if (final) settle.resolve(final);
+      else settle.reject(new Error('The generation was stopped before it started: there is no result'));
       return { done: true, value: undefined };
     };
     return {

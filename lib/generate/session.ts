@@ -24,7 +24,8 @@ export interface SessionOptions {
 export class Session {
   readonly model: DecodeModel;
   readonly #state: SequenceState;
-  #running: Promise<void> | undefined;
+  #running: Promise<void> | undefined;  // settles when the running generation ends
+  #done: () => void = () => {};
   #disposed = false;
 
   constructor(model: DecodeModel, options?: SessionOptions) {
@@ -81,20 +82,34 @@ export class Session {
     this.dispose();
   }
 
-  /** @internal Begins a run; the session is busy until it ends. */
+  /**
+   * @internal The tokens of a run and its result. The run takes the session
+   * when it starts (the first next()) and gives it back when it ends.
+   */
   #start(prompt: Uint32Array, options: ResolvedGenerate) {
+    const run = new DecodeRun(this.#state, prompt, options);
+    const exclusive = async function* (this: Session) {
+      this.#acquire();
+      try {
+        return yield* run.run();
+      } finally {
+        this.#release();
+      }
+    };
+    return { tokens: exclusive.call(this), result: () => run.result };
+  }
+
+  #acquire(): void {
     if (this.#disposed) throw new Error('This Session was disposed');
     if (this.#running) {
       throw new SessionBusyError('This Session is already generating; wait for that generation to end (or stop it) before starting another');
     }
-    let done!: () => void;
-    this.#running = new Promise<void>((resolve) => (done = resolve));
-    const run = new DecodeRun(this.#state, prompt, options);
-    const release = () => {
-      this.#running = undefined;
-      done();
-    };
-    return { tokens: released(run.run(), release), result: () => run.result };
+    this.#running = new Promise<void>((resolve) => (this.#done = resolve));
+  }
+
+  #release(): void {
+    this.#running = undefined;
+    this.#done();
   }
 
   /** @internal generate(model, ...): a session of its own, disposed when the generation ends. */
