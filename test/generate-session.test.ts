@@ -30,6 +30,33 @@ describe.each([...GPU_BACKENDS, ...BACKENDS])('resume on %s', (backend) => {
   });
 });
 
+describe.each(GPU_BACKENDS)('switching paths on one session on %s', (backend) => {
+  it('constrained, then chained, then constrained again: the GPU sequence stays in step with the CPU one', async () => {
+    const vowels = () => {
+      const mask = new Uint32Array(Math.ceil(model.vocabSize / 32));
+      for (const c of 'aeiou ') mask[c.charCodeAt(0) >>> 5] |= 1 << (c.charCodeAt(0) & 31);
+      return mask;
+    };
+    const turns = [
+      { prompt: 'The ', options: { ...SAMPLED, maxTokens: 6, tokenMask: vowels } },
+      { prompt: '', options: { ...SAMPLED, maxTokens: 12 } },
+      { prompt: ' fox', options: { ...SAMPLED, maxTokens: 6, tokenMask: vowels } },
+      { prompt: '', options: { maxTokens: 8 } },
+    ];
+    const run = async (on: string) => {
+      const session = new Session(model, { backend: on as never });
+      const results = [];
+      for (const { prompt, options } of turns) results.push(await session.generate(prompt, options));
+      return { session, results };
+    };
+    const gpu = await run(backend);
+    const cpu = await run('native');
+    expect(gpu.results.map((r) => r.chained)).toEqual([false, true, false, true]);
+    expect(gpu.results.map((r) => r.tokens)).toEqual(cpu.results.map((r) => r.tokens));
+    expect([...gpu.session.tokens]).toEqual([...cpu.session.tokens]);
+  });
+});
+
 describe.each(BACKENDS)('what the model is asked to evaluate, on %s', (backend) => {
   it('the prompt once, then one token per step; a resumed call evaluates only what is new', async () => {
     const { model: scripted, calls } = scriptedModel({ vocabSize: 8, script: [1, 2, 3, 4, 5, 6, 7, 1], promptLength: 2, tokenizer: new ByteTokenizer() });
