@@ -7,7 +7,7 @@
 // native vs js, and the kernels (emulated; metal on a Mac) vs native.
 import { describe, expect, it } from 'vitest';
 
-import { logitValues, normal, seededRandom } from '../bench/logit-rows.js';
+import { logitValues, normal, seededRandom } from '../lib/bench/logit-rows.js';
 import { sample, toFloat16Array, type SampleOptions } from '../lib/index.js';
 import { editedLogits } from '../lib/js/js-sampler.js';
 import { mdExp, noiseKey, tokenNoise } from '../lib/js/noise.js';

@@ -1,5 +1,5 @@
 // sampler-configs.ts: the sampling configurations every benchmark measures.
-import type { SampleOptions } from '../lib/index.js';
+import type { SampleOptions } from '../sampling-options.js';
 
 const history = Array.from({ length: 64 }, (_, i) => (i * 7919) % 1000);
 

@@ -1,5 +1,5 @@
 // logit-rows.ts: seeded logit rows for benchmarks and tests.
-import { toFloat16Array } from '../lib/float16.js';
+import { toFloat16Array } from '../float16.js';
 
 /** mulberry32: a small seeded PRNG, so rows are the same on every run. */
 export function seededRandom(seed: number): () => number {

@@ -1,0 +1,55 @@
+// report.ts: what a benchmark run produces: the shape of `--json` (its
+// JSON Schema is bench/report.schema.json) and what the table, SVG and HTML
+// renderers read.
+import type { BackendInfo, BackendName } from '../backends.js';
+import type { MachineInfo } from './machine.js';
+
+export const REPORT_SCHEMA_VERSION = 1;
+
+export type ScenarioName = 'sampler' | 'decode';
+
+/** One cell of the sampler scenario: sample() on one backend, vocabulary size and configuration. */
+export interface SamplerResult {
+  backend: BackendName;
+  vocab: number;
+  config: string;
+  iterations: number;
+  medianUs: number;
+  p90Us: number;
+  /** js's median over this backend's, both from this run; null when js was not measured. */
+  speedupOverJs: number | null;
+}
+
+/** One row of the decode scenario: the bigram model through generate() on one backend. */
+export interface DecodeResult {
+  backend: BackendName;
+  mode: 'greedy' | 'sampled';
+  /** Tokens per second with chunkSize tokens per GPU submission; null on the CPU backends, which have no chain. */
+  chainedTokensPerSecond: number | null;
+  /** Tokens per second with one token per submission (on the CPU: one forward and one sample per token). */
+  onePerSubmissionTokensPerSecond: number;
+  chainedOverOne: number | null;
+}
+
+export interface BenchSettings {
+  scenarios: ScenarioName[];
+  backends: BackendName[];
+  vocabs: number[];
+  shape: 'lm' | 'flat';
+  /** Timed repetitions per cell as given, or null for each backend's default. */
+  iterations: number | null;
+  decode: { vocab: number; dim: number; tokens: number; chunkSize: number };
+  seed: number;
+}
+
+export interface BenchReport {
+  schemaVersion: typeof REPORT_SCHEMA_VERSION;
+  machine: MachineInfo;
+  settings: BenchSettings;
+  /** Every backend, measured or not, with why it is (un)available. */
+  backends: BackendInfo[];
+  sampler: SamplerResult[];
+  decode: DecodeResult[];
+  startedAt: string;
+  durationMs: number;
+}

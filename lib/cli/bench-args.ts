@@ -1,0 +1,123 @@
+// bench-args.ts: `metal-decode bench` arguments, checked into settings.
+// Every mistake is a UsageError naming the flag and what it got.
+import { parseArgs } from 'node:util';
+
+import type { BackendName } from '../backends.js';
+import type { BenchSettings, ScenarioName } from '../bench/report.js';
+import { BENCH_VOCABS } from '../bench/sampler-configs.js';
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
+
+Scenarios (default: all):
+  sampler   us per sample() call, median and p90, per backend x V x config,
+            with each backend's speed-up over js
+  decode    tokens/s of the bigram model through generate(), greedy and sampled,
+            chained vs one token per submission, per backend
+
+Options:
+  --backend NAME     metal, emulated, native or js; repeatable (default: every available one)
+  --vocab N          sampler vocabulary size; repeatable (default: ${BENCH_VOCABS.join(', ')})
+  --iterations N     timed repetitions of every cell (default: sampler 200 on metal and
+                     native, 20 on emulated and js; decode 5 runs)
+  --shape lm|flat    sampler logit rows: language-model-like (default) or flat normals
+  --tokens N         decode: tokens per run (default 64)
+  --chunk N          decode: tokens per GPU submission when chained (default 16)
+  --model-vocab N    decode: the bigram model's vocabulary (default 4096)
+  --dim N            decode: the bigram model's dimension (default 64)
+  --seed N           logits, weights and sampling noise (default 7)
+  --json             print the report as JSON (schema: bench/report.schema.json)
+  --out FILE         also write a chart: FILE.svg, or FILE.html with the tables
+  --no-progress      no progress bar (it is drawn only on a terminal anyway)
+  -h, --help         this text`;
+
+export interface BenchArgs {
+  help: boolean;
+  settings: Omit<BenchSettings, 'backends'>;
+  /** The backends named with --backend, or null for every available one. */
+  backends: BackendName[] | null;
+  json: boolean;
+  out: string | null;
+  progress: boolean;
+}
+
+const BACKENDS: BackendName[] = ['metal', 'emulated', 'native', 'js'];
+const SCENARIOS: Record<string, ScenarioName[]> = { sampler: ['sampler'], decode: ['decode'], all: ['sampler', 'decode'] };
+
+function integer(flag: string, value: string | undefined, fallback: number, max: number, min = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`Expected an integer from ${min} to ${max} for --${flag} but received ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** The arguments after `bench`. */
+export function parseBenchArgs(argv: string[]): BenchArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        backend: { type: 'string', multiple: true },
+        vocab: { type: 'string', multiple: true },
+        iterations: { type: 'string' },
+        shape: { type: 'string' },
+        tokens: { type: 'string' },
+        chunk: { type: 'string' },
+        'model-vocab': { type: 'string' },
+        dim: { type: 'string' },
+        seed: { type: 'string' },
+        json: { type: 'boolean' },
+        out: { type: 'string' },
+        'no-progress': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length > 1) throw new UsageError(`Expected one scenario but received ${positionals.map((p) => JSON.stringify(p)).join(' ')}`);
+  const scenario = positionals[0] ?? 'all';
+  if (!(scenario in SCENARIOS)) throw new UsageError(`Expected a scenario (${Object.keys(SCENARIOS).join(', ')}) but received ${JSON.stringify(scenario)}`);
+
+  const backends = values.backend?.map((b) => {
+    if (!BACKENDS.includes(b as BackendName)) throw new UsageError(`Expected one of ${BACKENDS.join(', ')} for --backend but received ${JSON.stringify(b)}`);
+    return b as BackendName;
+  }) ?? null;
+  const shape = values.shape ?? 'lm';
+  if (shape !== 'lm' && shape !== 'flat') throw new UsageError(`Expected lm or flat for --shape but received ${JSON.stringify(shape)}`);
+  const out = values.out ?? null;
+  if (out !== null && !/\.(svg|html)$/i.test(out)) throw new UsageError(`Expected a file name ending in .svg or .html for --out but received ${JSON.stringify(out)}`);
+
+  return {
+    help: values.help ?? false,
+    backends: backends && [...new Set(backends)],
+    json: values.json ?? false,
+    out,
+    progress: !(values['no-progress'] ?? false),
+    settings: {
+      scenarios: SCENARIOS[scenario],
+      vocabs: values.vocab ? [...new Set(values.vocab.map((v) => integer('vocab', v, 0, 1 << 24)))] : BENCH_VOCABS,
+      shape,
+      iterations: values.iterations === undefined ? null : integer('iterations', values.iterations, 0, 1_000_000),
+      decode: {
+        vocab: integer('model-vocab', values['model-vocab'], 4096, 1 << 20),
+        dim: integer('dim', values.dim, 64, 4096),
+        tokens: integer('tokens', values.tokens, 64, 1 << 20),
+        chunkSize: integer('chunk', values.chunk, 16, 65536),
+      },
+      seed: integer('seed', values.seed, 7, 0xffffffff, 0),
+    },
+  };
+}

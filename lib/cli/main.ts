@@ -1,0 +1,130 @@
+// main.ts: the `metal-decode` command. `metal-decode bench` measures what
+// the package costs here: it prints the machine, every backend that cannot
+// run with its reason, a progress bar on a terminal, and the tables (or
+// the JSON report), and can write the results as an SVG or HTML chart.
+import { writeFileSync } from 'node:fs';
+
+import cliProgress from 'cli-progress';
+
+import { getBackends, type BackendInfo, type BackendName } from '../backends.js';
+import { reportHtml, reportSvg } from '../bench/charts.js';
+import { planDecode } from '../bench/decode-scenario.js';
+import { describeMachine, machineInfo } from '../bench/machine.js';
+import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult } from '../bench/report.js';
+import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
+import { reportTables, tableText } from '../bench/tables.js';
+import type { BenchTask } from '../bench/tasks.js';
+import { BENCH_USAGE, parseBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
+
+export interface Output {
+  write(text: string): void;
+  isTTY?: boolean;
+}
+
+const USAGE = `Usage: metal-decode <command>
+
+Commands:
+  bench     measure the samplers and the decode loop on this machine (metal-decode bench --help)`;
+
+/** Runs the command line `argv` (without node and the script); resolves to the exit code. */
+export async function main(argv: string[], stdout: Output = process.stdout, stderr: Output = process.stderr): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h') {
+    stdout.write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== 'bench') {
+    stderr.write(`metal-decode: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  let args: BenchArgs;
+  try {
+    args = parseBenchArgs(rest);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    stderr.write(`metal-decode bench: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
+    return 2;
+  }
+  if (args.help) {
+    stdout.write(`${BENCH_USAGE}\n`);
+    return 0;
+  }
+  return bench(args, stdout, stderr);
+}
+
+async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<number> {
+  const log = args.json ? stderr : stdout;  // with --json, stdout holds the JSON alone
+  const machine = machineInfo();
+  const backends = getBackends();
+  const chosen = chooseBackends(backends, args.backends);
+  if (typeof chosen === 'string') {
+    stderr.write(`metal-decode bench: ${chosen}\n`);
+    return 1;
+  }
+  log.write(`machine: ${describeMachine(machine)}\n`);
+  for (const b of backends.filter((b) => !b.available)) log.write(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}\n`);
+
+  const settings: BenchSettings = { ...args.settings, backends: chosen };
+  const samplerTasks = settings.scenarios.includes('sampler') ? planSampler(settings) : [];
+  const decodeTasks = settings.scenarios.includes('decode') ? planDecode(settings) : [];
+  const startedAt = new Date();
+  const progress = progressBar(args.progress && stderr.isTTY === true, samplerTasks.length + decodeTasks.length);
+  const sampler = withSpeedups(await runTasks(samplerTasks, progress));
+  const decode = await runTasks(decodeTasks, progress);
+  progress.stop();
+
+  const report: BenchReport = {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    machine,
+    settings,
+    backends,
+    sampler,
+    decode,
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+  };
+  if (args.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else for (const table of reportTables(report)) stdout.write(`\n${tableText(table)}\n`);
+  if (args.out) {
+    writeFileSync(args.out, args.out.toLowerCase().endsWith('.html') ? reportHtml(report) : reportSvg(report));
+    log.write(`\nwrote ${args.out}\n`);
+  }
+  return 0;
+}
+
+// The backends to measure: the ones named (each must run here), or every available one.
+function chooseBackends(all: BackendInfo[], named: BackendName[] | null): BackendName[] | string {
+  if (named === null) return all.filter((b) => b.available).map((b) => b.name);
+  for (const name of named) {
+    const info = all.find((b) => b.name === name)!;
+    if (!info.available) return `--backend ${name}: the ${name} backend is not available: ${info.reason}`;
+  }
+  return named;
+}
+
+interface Progress {
+  step(label: string): void;
+  stop(): void;
+}
+
+function progressBar(enabled: boolean, total: number): Progress {
+  if (!enabled) return { step: () => {}, stop: () => {} };
+  const bar = new cliProgress.SingleBar({
+    format: '{bar} {value}/{total} {task}',
+    stream: process.stderr,
+    hideCursor: true,
+    clearOnComplete: true,
+  }, cliProgress.Presets.shades_classic);
+  bar.start(total, 0, { task: '' });
+  return { step: (task) => bar.increment(1, { task }), stop: () => bar.stop() };
+}
+
+async function runTasks<T extends SamplerResult | DecodeResult>(tasks: BenchTask<T>[], progress: Progress): Promise<T[]> {
+  const results: T[] = [];
+  for (const task of tasks) {
+    progress.step(task.label);
+    await new Promise((resolve) => setImmediate(resolve));  // let the bar draw before a long synchronous cell
+    results.push(await task.run());
+  }
+  return results;
+}

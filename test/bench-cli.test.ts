@@ -1,0 +1,158 @@
+// The benchmark command: its argument errors, its --json report against
+// bench/report.schema.json, its charts, and a short run of the real `bin`.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import { describe, expect, it } from 'vitest';
+
+import type { BenchReport } from '../lib/bench/report.js';
+import { main } from '../lib/cli/main.js';
+import { getBackends } from '../lib/index.js';
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+
+async function run(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+// Small enough to run in seconds on every backend, emulated included.
+const TINY = ['--vocab', '64', '--iterations', '2', '--tokens', '4', '--model-vocab', '64', '--dim', '8'];
+const available = getBackends().filter((b) => b.available).map((b) => b.name);
+
+describe('arguments', () => {
+  it.each([
+    [['bench', 'speed'], 'Expected a scenario (sampler, decode, all) but received "speed"'],
+    [['bench', 'sampler', 'decode'], 'Expected one scenario but received "sampler" "decode"'],
+    [['bench', '--vocab', '0'], 'Expected an integer from 1 to 16777216 for --vocab but received "0"'],
+    [['bench', '--vocab', '12k'], 'Expected an integer from 1 to 16777216 for --vocab but received "12k"'],
+    [['bench', '--iterations', '-1'], "Option '--iterations' argument is ambiguous"],
+    [['bench', '--iterations', '2.5'], 'Expected an integer from 1 to 1000000 for --iterations but received "2.5"'],
+    [['bench', '--seed', '4294967296'], 'Expected an integer from 0 to 4294967295 for --seed but received "4294967296"'],
+    [['bench', '--backend', 'gpu'], 'Expected one of metal, emulated, native, js for --backend but received "gpu"'],
+    [['bench', '--shape', 'round'], 'Expected lm or flat for --shape but received "round"'],
+    [['bench', '--out', 'report.png'], 'Expected a file name ending in .svg or .html for --out but received "report.png"'],
+    [['bench', '--fast'], "Unknown option '--fast'"],
+    [['bench', '--vocab'], "Option '--vocab <value>' argument missing"],
+  ])('%j is a usage error (exit 2) that says what is wrong', async (argv, message) => {
+    const { code, stdout, stderr } = await run(...argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(`metal-decode bench: ${message}`);
+    expect(stderr).toContain('Run metal-decode bench --help for the options.');
+  });
+
+  it('an unknown command, no command, and --help', async () => {
+    expect(await run('benchmark')).toMatchObject({ code: 2, stderr: expect.stringContaining('metal-decode: unknown command "benchmark"') });
+    expect(await run()).toMatchObject({ code: 2, stdout: expect.stringContaining('Usage: metal-decode <command>') });
+    const help = await run('bench', '--help');
+    expect(help.code).toBe(0);
+    for (const flag of ['--backend', '--vocab', '--iterations', '--json', '--out', '--shape', '--tokens', '--chunk', '--seed']) {
+      expect(help.stdout).toContain(flag);
+    }
+  });
+
+  it('a backend named but unavailable is an error with its reason, not a silent skip', async () => {
+    const unavailable = getBackends().find((b) => !b.available);
+    if (!unavailable) {
+      expect(available).toEqual(['metal', 'emulated', 'native', 'js']);  // a Mac with everything built
+      return;
+    }
+    const { code, stderr } = await run('bench', '--backend', unavailable.name, ...TINY);
+    expect(code).toBe(1);
+    expect(stderr).toBe(`metal-decode bench: --backend ${unavailable.name}: the ${unavailable.name} backend is not available: ${unavailable.reason}\n`);
+  });
+});
+
+describe('--json', () => {
+  const schema = JSON.parse(readFileSync(new URL('../bench/report.schema.json', import.meta.url), 'utf8'));
+  const ajv = new Ajv({ allErrors: true });
+  addFormats.default(ajv);
+  const validate = ajv.compile(schema);
+
+  it('prints a report that follows bench/report.schema.json, with every cell and every backend', async () => {
+    const { code, stdout, stderr } = await run('bench', ...TINY, '--json');
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as BenchReport;  // stdout is the JSON alone
+    expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
+    expect(stderr).toContain('machine: ');
+
+    expect(report.settings).toMatchObject({ scenarios: ['sampler', 'decode'], backends: available, vocabs: [64], iterations: 2, seed: 7 });
+    expect(report.backends.map((b) => b.name)).toEqual(['metal', 'emulated', 'native', 'js']);
+    for (const b of report.backends.filter((b) => !b.available)) expect(stderr).toContain(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}`);
+    expect(report.sampler).toHaveLength(4 * available.length);
+    expect(report.decode).toHaveLength(2 * available.length);
+    for (const r of report.sampler) {
+      const js = report.sampler.find((j) => j.backend === 'js' && j.config === r.config)!;
+      expect(r.speedupOverJs).toBeCloseTo(js.medianUs / r.medianUs, 10);
+      expect(r.p90Us).toBeGreaterThanOrEqual(r.medianUs);
+    }
+    for (const r of report.decode) {
+      const gpu = r.backend === 'emulated' || r.backend === 'metal';
+      expect(r.chainedTokensPerSecond === null).toBe(!gpu);
+      if (gpu) expect(r.chainedOverOne).toBeCloseTo(r.chainedTokensPerSecond! / r.onePerSubmissionTokensPerSecond, 10);
+    }
+  });
+
+  it('the filters choose what is measured', async () => {
+    const { code, stdout } = await run('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--json');
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as BenchReport;
+    expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
+    expect(report.decode).toEqual([]);
+    expect(report.sampler.map((r) => [r.backend, r.vocab, r.iterations])).toEqual(
+      [40, 80].flatMap((v) => [1, 2, 3, 4].map(() => ['native', v, 3])),
+    );
+    expect(report.sampler.every((r) => r.speedupOverJs === null)).toBe(true);  // js was not measured
+  });
+
+  it('the schema rejects a report with a missing field or a wrong value', () => {
+    expect(validate({ schemaVersion: 1 })).toBe(false);
+    expect(validate({ schemaVersion: 2 })).toBe(false);
+  });
+});
+
+describe('--out', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'metal-decode-bench-'));
+
+  it('writes an SVG chart with a bar per measured cell', async () => {
+    const file = join(dir, 'report.svg');
+    const { code, stdout } = await run('bench', ...TINY, '--backend', 'native', '--backend', 'js', '--out', file);
+    expect(code).toBe(0);
+    expect(stdout).toContain(`wrote ${file}`);
+    const svg = readFileSync(file, 'utf8');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    // The background, then 8 sampler bars (4 configs x 2 backends) and 4 decode bars (no chain on the CPU).
+    expect(svg.match(/<rect /g)).toHaveLength(1 + 8 + 4);
+    expect(svg).toContain('V=64 default chain');
+  });
+
+  it('writes an HTML page with the machine, the chart, the tables and the unavailable backends', async () => {
+    const file = join(dir, 'report.html');
+    expect((await run('bench', 'decode', ...TINY, '--backend', 'native', '--out', file)).code).toBe(0);
+    const html = readFileSync(file, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toContain('<svg');
+    expect(html).toContain('<th>one per submission</th>');
+    for (const b of getBackends().filter((b) => !b.available)) expect(html).toContain(`${b.name}: not available`);
+  });
+});
+
+describe('the bin', () => {
+  it('a short run of `metal-decode bench` completes and prints its tables', () => {
+    const bin = new URL('../bin/metal-decode.js', import.meta.url).pathname;
+    const result = spawnSync(process.execPath, [bin, 'bench', ...TINY, '--backend', 'native'], { encoding: 'utf8', timeout: 60_000 });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^machine: .+, \d+ cores, .*Node v\d+.*metal-decode \d+\.\d+\.\d+/);
+    expect(result.stdout).toContain('sampler: us per sample() call, median (p90)');
+    expect(result.stdout).toMatch(/64 +default chain +[\d.]+ \([\d.]+\)/);
+    expect(result.stdout).toContain('decode: tokens/s of the bigram model (V=64, d=8) through generate()');
+  });
+});
