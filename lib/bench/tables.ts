@@ -9,7 +9,7 @@ export interface Table {
 }
 
 const us = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-const ratio = (x: number | null) => (x === null ? '-' : `${x.toFixed(x < 1 ? 2 : 1)}x`);
+const ratio = (x: number | null) => (x === null ? '-' : `${x.toFixed(x < 2 ? 2 : 1)}x`);
 const perSecond = (x: number | null) => (x === null ? '-' : x.toFixed(0));
 
 export function samplerTable(report: BenchReport): Table {
