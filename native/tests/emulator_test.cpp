@@ -153,12 +153,14 @@ TEST(Emulator, TheFirstAsynchronousErrorIsRaisedAtTheNextWaitThenCleared) {
   failing->setBuffer(0, *out, 0);
   failing->dispatch(1, 1024);
   failing->commit();  // not waited for
-  auto second = device->newCommandBuffer();
-  second->setPipeline(device->pipeline("md_test_published"));
-  second->setBuffer(0, *out, 0);
-  second->dispatch(1, 1024);
-  second->commit();
+  // The error surfaces at the next synchronisation: making the next command
+  // buffer if the failing one has finished by then, else waiting for it.
   try {
+    auto second = device->newCommandBuffer();
+    second->setPipeline(device->pipeline("md_test_published"));
+    second->setBuffer(0, *out, 0);
+    second->dispatch(1, 1024);
+    second->commit();
     second->wait();
     ADD_FAILURE() << "the first command buffer's error was lost";
   } catch (const md::DeviceError& e) {
