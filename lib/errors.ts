@@ -91,3 +91,11 @@ export class SessionBusyError extends Error {
     this.name = 'SessionBusyError';
   }
 }
+
+/** `value` when it is an integer from min to max, else the TypeError / RangeError naming `name`. */
+export function integerInRange(name: string, value: unknown, min: number, max: number): number {
+  const expected = `an integer from ${min} to ${max}`;
+  if (!Number.isInteger(value)) throw invalidParameterError(name, expected, value, 'type');
+  if ((value as number) < min || (value as number) > max) throw invalidParameterError(name, expected, value, 'range');
+  return value as number;
+}

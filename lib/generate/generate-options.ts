@@ -1,7 +1,7 @@
 // generate-options.ts: the options of one generate() call, validated before
 // any work with the same error shape as sample()'s. Names follow
 // node-llama-cpp's.
-import { invalidParameterError } from '../errors.js';
+import { integerInRange, invalidParameterError } from '../errors.js';
 import { resolveChainOptions } from '../gpu/chain.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import {
@@ -160,9 +160,6 @@ export function resolveSessionOptions(options: unknown): { backend: BackendChoic
   if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
   checkKnownKeys(options, new Set(['backend', 'contextSize']), '');
   const backend = enumOption('backend', options.backend, 'auto', ['auto', 'metal', 'emulated', 'native', 'js'] as const);
-  const contextSize = options.contextSize ?? DEFAULT_CONTEXT_SIZE;
-  const expected = `an integer from 2 to ${MAX_CONTEXT_SIZE}`;
-  if (!isInteger(contextSize)) throw invalidParameterError('contextSize', expected, contextSize, 'type');
-  if (contextSize < 2 || contextSize > MAX_CONTEXT_SIZE) throw invalidParameterError('contextSize', expected, contextSize, 'range');
+  const contextSize = integerInRange('contextSize', options.contextSize ?? DEFAULT_CONTEXT_SIZE, 2, MAX_CONTEXT_SIZE);
   return { backend, contextSize };
 }

@@ -13,6 +13,9 @@ export interface Vocabulary {
   eosTokens?: readonly number[];
 }
 
+/** The largest vocabulary a model may have (token ids stay well inside uint32). */
+export const MAX_VOCAB = 1 << 24;
+
 export interface ResolvedVocabulary {
   tokenizer: Tokenizer;
   eosTokens: readonly number[];

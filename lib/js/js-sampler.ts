@@ -2,7 +2,7 @@
 // sampler's tokens. Straightforward rather than fast: it sorts where the
 // native sampler selects on keys, but it sums masses and computes scores in
 // the same order and precision, which is what makes the tokens agree.
-import type { ResolvedSampling } from '../sampling-options.js';
+import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
 import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
 
@@ -44,8 +44,7 @@ function applyEdits(z: Float32Array, s: ResolvedSampling, isHalf: boolean): void
     seen.add(token);
     z[token] = roundLogit(f(z[token] + s.biasValues[i]), isHalf);
   }
-  const on = s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
-  if (!on) return;
+  if (!penaltiesOn(s)) return;
   const counts = new Map<number, number>();
   for (const token of s.window) if (token < z.length) counts.set(token, (counts.get(token) ?? 0) + 1);
   const r = s.repeatPenalty;

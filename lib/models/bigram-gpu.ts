@@ -4,7 +4,8 @@
 //   sampled: embed (token offset) -> LM head -> md_sample_f16 (sampled token)
 // Both write token p + 1 of the chain into the sequence buffer, where the
 // next step's embedding reads it.
-import { invalidParameterError } from '../errors.js';
+import { integerInRange, invalidParameterError } from '../errors.js';
+import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-options.js';
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
@@ -49,9 +50,7 @@ export class BigramChain {
 
   constructor(model: BigramModel, device: GpuDevice, options: BigramChainOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
-    const contextSize = options.contextSize ?? 4096;
-    if (!isInteger(contextSize)) throw invalidParameterError('contextSize', 'an integer from 2 to 16777216', contextSize, 'type');
-    if (contextSize < 2 || contextSize > 1 << 24) throw invalidParameterError('contextSize', 'an integer from 2 to 16777216', contextSize, 'range');
+    const contextSize = integerInRange('contextSize', options.contextSize ?? DEFAULT_CONTEXT_SIZE, 2, MAX_CONTEXT_SIZE);
     this.model = model;
     this.device = device;
     this.sequence = device.createBuffer(contextSize * 4);

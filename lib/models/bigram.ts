@@ -6,14 +6,14 @@
 // (metal/bigram.metal). The CPU forward here gives the same bits.
 import { readFile } from 'node:fs/promises';
 
-import { invalidParameterError } from '../errors.js';
+import { integerInRange, invalidParameterError } from '../errors.js';
 import { halfFromNumber, halfToNumber } from '../js/float16.js';
 import { hash, noiseKey, uniform } from '../js/noise.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isFiniteFloat32, isInteger, isPlainObject, isUint32 } from '../predicates.js';
 import { BackendUnavailableError } from '../errors.js';
 import type { DecodeModel, ModelSequence, Tokenizer } from '../generate/model.js';
-import { resolveVocabulary, type ResolvedVocabulary, type Vocabulary } from '../generate/vocabulary.js';
+import { MAX_VOCAB, resolveVocabulary, type ResolvedVocabulary, type Vocabulary } from '../generate/vocabulary.js';
 import type { BackendChoice } from '../sampling-options.js';
 import { openBigramSequence } from './bigram-sequence.js';
 import { TEXT_EOS, textBigramWeights, type TextBigramOptions } from './bigram-text.js';
@@ -31,7 +31,6 @@ export interface BigramSeedOptions {
 /** The tensor names a bigram safetensors file holds, both F16 [vocabSize, dim]. */
 export const BIGRAM_TENSORS = { embedding: 'embedding', head: 'lm_head' } as const;
 
-const MAX_VOCAB = 1 << 24;
 const MAX_DIM = 4096;
 
 export class BigramModel implements DecodeModel {
@@ -193,9 +192,5 @@ function halfValues(): Float64Array {
 }
 
 function checkShape(vocabSize: unknown, dim: unknown): { vocabSize: number; dim: number } {
-  if (!isInteger(vocabSize)) throw invalidParameterError('vocabSize', `an integer from 1 to ${MAX_VOCAB}`, vocabSize, 'type');
-  if (vocabSize < 1 || vocabSize > MAX_VOCAB) throw invalidParameterError('vocabSize', `an integer from 1 to ${MAX_VOCAB}`, vocabSize, 'range');
-  if (!isInteger(dim)) throw invalidParameterError('dim', `an integer from 1 to ${MAX_DIM}`, dim, 'type');
-  if (dim < 1 || dim > MAX_DIM) throw invalidParameterError('dim', `an integer from 1 to ${MAX_DIM}`, dim, 'range');
-  return { vocabSize, dim };
+  return { vocabSize: integerInRange('vocabSize', vocabSize, 1, MAX_VOCAB), dim: integerInRange('dim', dim, 1, MAX_DIM) };
 }

@@ -3,11 +3,11 @@
 // evaluates step by step: the function runs on the CPU side and the
 // sampler on the sequence's backend.
 import { selectBackend, type BackendName } from '../backends.js';
-import { invalidParameterError } from '../errors.js';
+import { integerInRange, invalidParameterError } from '../errors.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
-import { resolveVocabulary, type Vocabulary } from '../generate/vocabulary.js';
+import { MAX_VOCAB, resolveVocabulary, type Vocabulary } from '../generate/vocabulary.js';
 import { loadAddon } from '../native/load-addon.js';
-import { isInteger, isPlainObject } from '../predicates.js';
+import { isPlainObject } from '../predicates.js';
 import type { BackendChoice } from '../sampling-options.js';
 
 /**
@@ -24,8 +24,6 @@ export interface LogitsModelOptions extends Vocabulary {
   logits: LogitsFunction;
 }
 
-const MAX_VOCAB = 1 << 24;
-
 export class LogitsModel implements DecodeModel {
   readonly vocabSize: number;
   readonly tokenizer;
@@ -35,9 +33,7 @@ export class LogitsModel implements DecodeModel {
   constructor(options: LogitsModelOptions) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object { vocabSize, logits, tokenizer?, eosTokens? }', options, 'type');
     const { vocabSize, logits, ...vocabulary } = options;
-    const expected = `an integer from 1 to ${MAX_VOCAB}`;
-    if (!isInteger(vocabSize)) throw invalidParameterError('vocabSize', expected, vocabSize, 'type');
-    if (vocabSize < 1 || vocabSize > MAX_VOCAB) throw invalidParameterError('vocabSize', expected, vocabSize, 'range');
+    integerInRange('vocabSize', vocabSize, 1, MAX_VOCAB);
     if (typeof logits !== 'function') throw invalidParameterError('logits', 'a function (tokens, position) => logits', logits, 'type');
     this.vocabSize = vocabSize;
     this.#logits = logits;
@@ -66,7 +62,7 @@ class LogitsSequence implements ModelSequence {
   ) {}
 
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
-    const row = await this.logits(tokens.slice(), position);
+    const row = await this.logits(tokens, position);
     const expected = `a Float32Array, or a Uint16Array of float16 bits, of ${this.vocabSize} logits (vocabSize)`;
     if (!(row instanceof Float32Array || row instanceof Uint16Array)) throw invalidParameterError('the logits function\'s result', expected, row, 'type');
     if (row.length !== this.vocabSize) throw invalidParameterError('the logits function\'s result', expected, `${row.length} logits`, 'range');
