@@ -8,7 +8,10 @@
 #      self-contained and passes the same check;
 #   3. native/metal/metal_device.mm type-checks as Objective-C++ against
 #      the project's stub headers (native/metal/stubs);
-#   4. the emulator and its kernels build with clang as well as g++.
+#   4. the emulator and its kernels build with clang as well as g++;
+#   5. the emulator's fibers compile on the ucontext path (macOS's) with
+#      the C library in strict POSIX mode, where only the feature macros a
+#      file defines itself expose non-POSIX names, as on Darwin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,3 +67,11 @@ for f in native/emu/*.cpp native/core/kernel_sampler.cpp; do
   "$CLANG" -std=c++17 -O1 -Wall -Wextra -Werror -ffp-contract=off -Inative/emu -Imetal -c "$f" -o "$out/$(basename "$f").o"
   echo "   ok  $f"
 done
+
+echo "== portability: fiber.cpp on ucontext, with only the feature macros it defines itself"
+# g++/clang++ on glibc predefine _GNU_SOURCE, which exposes everything; macOS
+# exposes non-POSIX names (MAP_ANON) only when asked. Undefining it here
+# makes glibc as strict as Darwin's headers.
+"$CLANG" -std=c++17 -Wall -Wextra -Werror -U_GNU_SOURCE -DMD_EMU_UCONTEXT -Inative/emu -c native/emu/fiber.cpp \
+  -o "$out/fiber-ucontext.o"
+echo "   ok  native/emu/fiber.cpp (ucontext, strict feature macros)"

@@ -36,7 +36,7 @@ export function packageRoot(): string {
 
 function candidatePaths(root: string): string[] {
   const fromEnv = process.env.METAL_DECODE_ADDON;
-  const built = ['build/Release', 'build/Debug', 'build-cmakejs/Release'].map((d) => join(root, d, 'metal_decode.node'));
+  const built = ['build/Release', 'build/Debug'].map((d) => join(root, d, 'metal_decode.node'));
   return fromEnv ? [fromEnv, ...built] : built;
 }
 

@@ -1,6 +1,18 @@
 // fiber.cpp: stacks and context switches for md::emu::Fiber.
-#if !defined(__x86_64__) || !defined(__linux__)
-#define _XOPEN_SOURCE 700  // ucontext on macOS needs it
+// The switch: a few instructions of assembly on x86-64 Linux, ucontext
+// everywhere else (and there too with -DMD_EMU_UCONTEXT, which the
+// portability check uses).
+#if defined(__x86_64__) && defined(__linux__) && !defined(MD_EMU_UCONTEXT)
+#define MD_EMU_ASM_SWITCH 1
+#else
+// ucontext is XSI: macOS declares it only under _XOPEN_SOURCE. That macro
+// alone also hides everything outside POSIX (MAP_ANON in sys/mman.h), so
+// the platform's switch for its own extensions goes with it: Darwin's
+// _DARWIN_C_SOURCE, glibc's _DEFAULT_SOURCE. scripts/check-metal.sh
+// compiles this file with glibc in strict mode to keep that true.
+#define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE 1
+#define _DEFAULT_SOURCE 1
 #endif
 #include "fiber.h"
 
@@ -25,8 +37,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#if defined(__x86_64__) && defined(__linux__)
-#define MD_EMU_ASM_SWITCH 1
+#ifdef MD_EMU_ASM_SWITCH
 // md_emu_switch(save, target): pushes the callee-saved registers, stores
 // the stack pointer in *save, loads `target` as the stack pointer and pops
 // the same set from it. The MXCSR and x87 control words are not switched:
