@@ -80,6 +80,30 @@ export function selectBackend(
       return choice;
     case 'auto':
       if (openGpu('metal').ok && (!input || !kernelInputProblem(input.logits, input.sampling))) return 'metal';
-      return loadAddon().ok ? 'native' : 'js';
+      return autoCpuBackend();
   }
 }
+
+let warnedAboutJs = false;
+
+/**
+ * What 'auto' runs on the CPU: native when the addon loaded, else js. The
+ * first time that is js because the addon is missing (not turned off on
+ * purpose), the process gets one warning with the reason: js is 10-100x
+ * slower, and nobody should find that out from a profiler.
+ */
+export function autoCpuBackend(): 'native' | 'js' {
+  const addon = loadAddon();
+  if (addon.ok) return 'native';
+  if (!addon.deliberate && !warnedAboutJs) {
+    warnedAboutJs = true;
+    process.emitWarning(
+      `backend 'auto' runs on 'js', the TypeScript sampler (10-100x slower than 'native'), because ${addon.reason}`,
+      { code: NO_ADDON_WARNING_CODE },
+    );
+  }
+  return 'js';
+}
+
+/** The code of the warning autoCpuBackend() emits. */
+export const NO_ADDON_WARNING_CODE = 'METAL_DECODE_NO_ADDON';

@@ -2,11 +2,10 @@
 // next-token logits (a JS network, ONNX, a remote model...). The loop
 // evaluates step by step: the function runs on the CPU side and the
 // sampler on the sequence's backend.
-import { selectBackend, type BackendName } from '../backends.js';
+import { autoCpuBackend, selectBackend, type BackendName } from '../backends.js';
 import { integerInRange, invalidParameterError } from '../errors.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import { MAX_VOCAB, resolveVocabulary, type Vocabulary } from '../generate/vocabulary.js';
-import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
 import type { BackendChoice } from '../sampling-options.js';
 
@@ -46,7 +45,7 @@ export class LogitsModel implements DecodeModel {
    * token gains nothing; name 'metal' or 'emulated' to sample there).
    */
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
-    const backend = options.backend === 'auto' ? (loadAddon().ok ? 'native' : 'js') : selectBackend(options.backend);
+    const backend = options.backend === 'auto' ? autoCpuBackend() : selectBackend(options.backend);
     return new LogitsSequence(this.vocabSize, this.#logits, backend, options.contextSize);
   }
 }

@@ -18,7 +18,8 @@ export interface AddonAttempt {
 
 export type AddonLoadResult =
   | { ok: true; addon: NativeAddon; path: string }
-  | { ok: false; attempts: AddonAttempt[]; reason: string };
+  /** `deliberate`: the user turned the addon off (an environment variable), so its absence is no surprise. */
+  | { ok: false; attempts: AddonAttempt[]; reason: string; deliberate: boolean };
 
 const REBUILD_FIX = 'rebuild it with `npm rebuild metal-decode` (needs python3, make and a C++17 compiler; on macOS the Xcode Command Line Tools)';
 
@@ -59,10 +60,25 @@ let cached: AddonLoadResult | undefined;
 export function loadAddon(): AddonLoadResult {
   if (cached) return cached;
   if (process.env.METAL_DECODE_DISABLE_NATIVE === '1') {
-    cached = { ok: false, attempts: [], reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1' };
+    cached = { ok: false, attempts: [], reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1', deliberate: true };
     return cached;
   }
-  return (cached = loadAddonFrom(candidatePaths(packageRoot())));
+  const root = packageRoot();
+  cached = loadAddonFrom(candidatePaths(root));
+  if (!cached.ok) {
+    // Written by scripts/build-addon.mjs when a METAL_DECODE_JS_ONLY=1 install could not build the addon.
+    const marker = join(root, 'build', 'js-only-install.txt');
+    if (existsSync(marker)) {
+      const failure = readFileSync(marker, 'utf8').trim();
+      cached = {
+        ok: false,
+        attempts: cached.attempts,
+        reason: `installed JavaScript-only (METAL_DECODE_JS_ONLY=1) after the addon build failed (${failure}); ${REBUILD_FIX}`,
+        deliberate: true,
+      };
+    }
+  }
+  return cached;
 }
 
 /** Loads the first of `paths` that works, or says what went wrong with each. */
@@ -74,5 +90,5 @@ export function loadAddonFrom(paths: string[]): AddonLoadResult {
     attempts.push(attempt!);
   }
   const lines = attempts.map((a) => `  - ${a.path}: ${a.error}; ${a.fix}`);
-  return { ok: false, attempts, reason: `the native addon could not be loaded. Tried:\n${lines.join('\n')}` };
+  return { ok: false, attempts, reason: `the native addon could not be loaded. Tried:\n${lines.join('\n')}`, deliberate: false };
 }
