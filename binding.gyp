@@ -1,17 +1,59 @@
 {
+  "variables": {
+    # -mfma lets the emulator's kernels (below) fuse where the build CPU can.
+    "md_host_fma": "<!(node scripts/host-has-fma.mjs)"
+  },
+  "target_defaults": {
+    "include_dirs": [
+      "<!(node -p \"require('node-addon-api').include_dir\")",
+      "native/emu",
+      "metal"
+    ],
+    "defines": [
+      "NAPI_VERSION=8",
+      "NODE_ADDON_API_DISABLE_DEPRECATED"
+    ],
+    "cflags!": ["-fno-exceptions"],
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
+    "cflags_cc": ["-std=c++17", "-O3", "-fexceptions", "-ffp-contract=off", "-fno-trapping-math"],
+    "xcode_settings": {
+      "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+      "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+      "MACOSX_DEPLOYMENT_TARGET": "11.0",
+      "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
+    }
+  },
   "targets": [
     {
+      # The .metal kernels compiled as C++ for the emulated device, with
+      # floating-point contraction on: only metal/md_exact_float.h keeps
+      # them unfused, as on Metal, so what it misses fails the agreement
+      # tests. (Apple clang ignores the pragma under =fast, so macOS uses
+      # =on, which contracts within statements, as Metal does.)
+      "target_name": "md_emulator_kernels",
+      "type": "static_library",
+      "sources": ["native/emu/kernels.cpp"],
+      "cflags_cc": ["-ffp-contract=fast"],
+      "xcode_settings": {
+        "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=on"]
+      },
+      "conditions": [
+        ["md_host_fma=='yes'", { "cflags_cc": ["-mfma"] }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
+      "dependencies": ["md_emulator_kernels"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",
         "native/core/kernel_sampler.cpp",
         "native/core/dispatch_table.cpp",
         "native/core/bigram_forward.cpp",
+        "native/core/exact_arithmetic.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",
-        "native/emu/kernels.cpp",
         "native/addon/addon.cpp",
         "native/addon/sampling_arguments.cpp",
         "native/addon/sample_binding.cpp",
@@ -20,37 +62,21 @@
         "native/addon/table_binding.cpp",
         "native/addon/model_binding.cpp"
       ],
-      "include_dirs": [
-        "<!(node -p \"require('node-addon-api').include_dir\")",
-        "native/emu",
-        "metal"
-      ],
-      "defines": [
-        "NAPI_VERSION=8",
-        "NODE_ADDON_API_DISABLE_DEPRECATED"
-      ],
-      "cflags!": ["-fno-exceptions"],
-      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
-      "cflags_cc": ["-std=c++17", "-O3", "-fexceptions", "-ffp-contract=off", "-fno-trapping-math"],
-      "xcode_settings": {
-        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
-        "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
-        "MACOSX_DEPLOYMENT_TARGET": "11.0",
-        "OTHER_CPLUSPLUSFLAGS": ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
-      },
       "conditions": [
         ["OS=='mac'", {
           "sources": ["native/metal/metal_device.mm"],
           "include_dirs": ["<(INTERMEDIATE_DIR)"],
           "actions": [{
             "action_name": "embed_kernels",
-            "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h",
-                       "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal"],
+            "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
+                       "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal", "metal/probes.metal"],
             "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
             "action": ["node", "scripts/embed-kernels.mjs", "<(INTERMEDIATE_DIR)/md_kernel_source.h"]
           }],
           "link_settings": {
-            "libraries": ["-framework Metal", "-framework Foundation"]
+            # CoreGraphics: without it a command-line process may get no
+            # default Metal device (MTLCreateSystemDefaultDevice returns nil).
+            "libraries": ["-framework Metal", "-framework Foundation", "-framework CoreGraphics"]
           },
           "xcode_settings": {
             "CLANG_ENABLE_OBJC_ARC": "YES",

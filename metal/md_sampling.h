@@ -12,6 +12,8 @@
 #ifndef MD_SAMPLING_H
 #define MD_SAMPLING_H
 
+#include "md_exact_float.h"
+
 #ifdef __METAL_VERSION__
 #include <metal_stdlib>
 typedef uint md_u32;
@@ -116,6 +118,11 @@ MD_FN float md_exp(float x) {
   return under ? 0.0f : y;
 }
 
+// a * b + c with two roundings, in the same form as the polynomials above:
+// the devices' start-up probe computes it on inputs where one fused
+// rounding gives another answer (native/core/exact_arithmetic.h).
+MD_FN float md_mul_add_rounded_twice(float a, float b, float c) { return a * b + c; }
+
 // Gumbel(0, 1) noise: g = -ln(-ln(u)).
 MD_FN float md_gumbel(float u) { return -md_log(-md_log(u)); }
 
@@ -188,6 +195,12 @@ typedef struct md_bigram_params {
   md_u32 dim;
 } md_bigram_params;
 
+// The probe kernels' range (probes.metal): `count` items from `first`.
+typedef struct md_probe_range {
+  md_u32 first;
+  md_u32 count;
+} md_probe_range;
+
 // ---- logits as ordered integer keys ----------------------------------------
 // A key is the sign-magnitude bit pattern as a two's complement integer, so
 // integer order is value order and -0 and +0 share key 0. Keys are
@@ -240,6 +253,7 @@ static_assert(offsetof(md_sampling_params, flags) == 52, "flags offset");
 static_assert(sizeof(md_bias_entry) == 8, "md_bias_entry size");
 static_assert(sizeof(md_argmax_params) == 4, "md_argmax_params size");
 static_assert(sizeof(md_bigram_params) == 8, "md_bigram_params size");
+static_assert(sizeof(md_probe_range) == 8, "md_probe_range size");
 #endif
 #endif
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "../core/exact_arithmetic.h"
 #include "../emu/emulated_device.h"
 #include "../metal/metal_device.h"
 #include "buffer_binding.h"
@@ -77,6 +78,7 @@ DeviceHandle::DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<De
     if (kind == "emulated") device = std::make_unique<emu::EmulatedDevice>();
     else if (kind == "metal") device = metal::createMetalDevice();
     else throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
+    requireExactArithmetic(*device);  // same tokens as the CPU, or no device
     name_ = device->name();
     session_ = std::make_shared<DeviceSession>(std::move(device));
   } catch (const DeviceError& e) {

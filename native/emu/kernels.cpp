@@ -1,6 +1,11 @@
 // kernels.cpp: the .metal kernels compiled as C++ for the emulator, and
 // their table. Only this file sees the compat header's macros (`device`,
 // `kernel`, ...), so it includes everything else first.
+//
+// Built with floating-point contraction on (and FMA instructions where the
+// CPU has them): only metal/md_exact_float.h keeps the kernels' arithmetic
+// unfused, as on Metal, so an expression it does not cover disagrees with
+// the CPU in the tests.
 #include <cstring>
 #include <tuple>
 
@@ -10,6 +15,7 @@
 #include "argmax.metal"
 #include "sampling.metal"
 #include "bigram.metal"
+#include "probes.metal"
 
 namespace md::emu {
 namespace {
@@ -22,6 +28,9 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_sample_f16),
     MD_EMULATED_KERNEL(md_embed_f16),
     MD_EMULATED_KERNEL(md_lm_head_f16),
+    MD_EMULATED_KERNEL(md_fp_contract_probe),
+    MD_EMULATED_KERNEL(md_noise_cells),
+    MD_EMULATED_KERNEL(md_exp_values),
 };
 
 }  // namespace

@@ -59,6 +59,7 @@ inline To as_type(From from) {
 }
 
 using std::fabs;
+using std::fma;
 using std::isinf;
 using std::isnan;
 template <class T> inline T min(T a, T b) { return b < a ? b : a; }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "emulated_device.h"
+#include "exact_arithmetic.h"
 
 namespace md::emu::testing {
 extern const EmulatedKernel kFaultKernels[];
@@ -198,6 +199,30 @@ TEST(Emulator, AnInvalidFiberOrderIsAnErrorNamingTheVariable) {
     ADD_FAILURE() << "accepted";
   } catch (const md::DeviceError& e) {
     EXPECT_STREQ(e.what(), "MD_EMU_FIBER_ORDER must be forward, reverse or shuffled, not 'sideways'");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The start-up probe passes on the emulator's own kernels, which are built
+// with contraction on and FMA instructions: md_exact_float.h keeps them
+// unfused. A probe kernel that fuses (the planted mistake) is refused.
+TEST(ExactArithmetic, TheEmulatedKernelsRoundEveryOperationAndAFusingDeviceIsRefused) {
+  EmulatedDevice exact;
+  EXPECT_NO_THROW(md::requireExactArithmetic(exact));
+
+  auto fusing = deviceWithOrder("forward");
+  try {
+    md::requireExactArithmetic(*fusing);
+    FAIL() << "a device that fuses a * b + c was accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fusing->name() +
+                  " computes a * b + c with one rounding (a fused multiply-add) although the kernels ask for two "
+                  "(#pragma fp contract(off), metal/md_exact_float.h): the probe gave 0x33800000, the CPU 0x00000000. "
+                  "Its noise and sampling would differ from the CPU's in the last bit, so it is not used");
   }
 }
 

@@ -65,3 +65,9 @@ kernel void md_test_too_much_threadgroup_memory(device float* out [[buffer(0)]],
   threadgroup_barrier(mem_flags::mem_threadgroup);
   out[tid] = big[(tid + 1) % threads];
 }
+
+// BUG: the start-up probe as a compiler that fuses a * b + c would build
+// it (registered under md_fp_contract_probe's name in fault_kernels.cpp).
+kernel void md_test_fused_probe(device const float* in [[buffer(0)]], device float* out [[buffer(1)]], MD_THREAD_IDS) {
+  if (group == 0 && tid == 0) out[0] = fma(in[0], in[1], in[2]);
+}
