@@ -54,13 +54,15 @@
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",
+        "native/emu/emulated_queue.cpp",
         "native/addon/addon.cpp",
         "native/addon/sampling_arguments.cpp",
         "native/addon/sample_binding.cpp",
         "native/addon/device_binding.cpp",
         "native/addon/buffer_binding.cpp",
         "native/addon/table_binding.cpp",
-        "native/addon/model_binding.cpp"
+        "native/addon/model_binding.cpp",
+        "native/addon/device_promise.cpp"
       ],
       "conditions": [
         ["OS=='mac'", {

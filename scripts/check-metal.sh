@@ -57,9 +57,22 @@ if [ "$(uname -s)" = "Darwin" ]; then
   echo "== metal_device.mm: on macOS the addon build compiles it against the SDK; stubs not used"
 else
   echo "== metal_device.mm type-checks against native/metal/stubs"
-  "$CLANG" -x objective-c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -fobjc-arc -fblocks \
-    -fobjc-runtime=macosx-11.0 -Inative/metal/stubs -I"$out" native/metal/metal_device.mm
-  echo "   ok  native/metal/metal_device.mm"
+  mm=(-x objective-c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Wnullable-to-nonnull-conversion -fobjc-arc
+      -fblocks -Inative/metal/stubs -Inative/core -I"$out")
+  "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 native/metal/metal_device.mm
+  echo "   ok  as Objective-C++ with ARC, nullability checked"
+  # Then as a macOS build: availability is checked only for Apple targets.
+  # The host's C and C++ headers stand in for the SDK's (the defines make
+  # glibc parse under an Apple target); only the stubs' API is at stake.
+  macos=("${mm[@]}" -Werror=unguarded-availability -Werror=unguarded-availability-new -Werror=deprecated-declarations
+         -U__nonnull -U__nullable -D_GNU_SOURCE -D__linux__ -nostdinc++
+         -isystem "/usr/include/c++/$(gcc -dumpversion | cut -d. -f1)"
+         -isystem "/usr/include/x86_64-linux-gnu/c++/$(gcc -dumpversion | cut -d. -f1)"
+         -isystem /usr/include/x86_64-linux-gnu)
+  "$CLANG" "${macos[@]}" -target x86_64-apple-macos11.0 native/metal/metal_device.mm
+  echo "   ok  for macOS 11 (the deployment target): no API newer than it without @available"
+  "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 native/metal/metal_device.mm
+  echo "   ok  for macOS 26: no deprecated API outside a marked fallback"
 fi
 
 echo "== the emulator builds with clang"

@@ -7,6 +7,7 @@
 #include "../emu/emulated_device.h"
 #include "../metal/metal_device.h"
 #include "buffer_binding.h"
+#include "device_promise.h"
 #include "sampling_arguments.h"
 #include "table_binding.h"
 
@@ -20,35 +21,6 @@ SamplingArguments kernelArguments(const Napi::CallbackInfo& info, const char* me
     throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + problem);
   return a;
 }
-
-class SampleWorker : public Napi::AsyncWorker {
- public:
-  SampleWorker(Napi::Env env, std::shared_ptr<DeviceSession> session, OwnedSampling input)
-      : Napi::AsyncWorker(env, "metal-decode:sample"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        session_(std::move(session)),
-        input_(std::move(input)) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
- protected:
-  // On a libuv worker thread: the event loop goes on while the GPU works.
-  void Execute() override {
-    try {
-      token_ = session_->sampler.sample(input_.row(), 1, input_.inputs()).at(0);
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-  void OnOK() override { deferred_.Resolve(Napi::Number::New(Env(), token_)); }
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<DeviceSession> session_;
-  OwnedSampling input_;
-  uint32_t token_ = 0;
-};
 
 }  // namespace
 
@@ -106,11 +78,21 @@ Napi::Value DeviceHandle::Sample(const Napi::CallbackInfo& info) {
 
 Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
   auto s = session(info.Env(), "sampleAsync");
-  // The work outlives the call: it gets its own copy of the arguments.
-  auto* worker = new SampleWorker(info.Env(), s, OwnedSampling(kernelArguments(info, "sampleAsync")));
-  Napi::Promise promise = worker->promise();
-  worker->Queue();  // the worker deletes itself when done
-  return promise;
+  SamplingArguments input = kernelArguments(info, "sampleAsync");
+  DevicePromise promise(info.Env(), "metal-decode:sample");
+  try {
+    // The inputs are copied into device buffers before this returns; the
+    // kernels' completion settles the promise (no thread waits for them).
+    s->sampler.sampleAsync(input.row, 1, input.inputs,
+                           [promise](std::vector<uint32_t> tokens, const std::string& error) mutable {
+                             if (!error.empty()) return promise.reject(error);
+                             const uint32_t token = tokens.at(0);
+                             promise.settle([token](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, token); });
+                           });
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return promise.promise();
 }
 
 Napi::Value DeviceHandle::Dispose(const Napi::CallbackInfo& info) {

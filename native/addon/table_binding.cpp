@@ -7,6 +7,7 @@
 
 #include "addon.h"
 #include "buffer_binding.h"
+#include "device_promise.h"
 
 namespace md::addon {
 namespace {
@@ -105,37 +106,6 @@ DispatchCmd readCommand(Napi::Env env, Napi::Object object, uint32_t i, Dispatch
   return cmd;
 }
 
-class ChainWorker : public Napi::AsyncWorker {
- public:
-  ChainWorker(Napi::Env env, std::shared_ptr<DeviceSession> session, std::shared_ptr<DispatchTable> table,
-              std::unique_ptr<CommandBuffer> commands)
-      : Napi::AsyncWorker(env, "metal-decode:chain"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        session_(std::move(session)),
-        table_(std::move(table)),
-        commands_(std::move(commands)) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
- protected:
-  // On a libuv thread: waits for the GPU; the first device error surfaces here.
-  void Execute() override {
-    try {
-      commands_->wait();
-    } catch (const std::exception& e) {
-      SetError(std::string("runChain: ") + e.what());
-    }
-  }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<DeviceSession> session_;
-  std::shared_ptr<DispatchTable> table_;  // its buffers stay alive until the GPU is done
-  std::unique_ptr<CommandBuffer> commands_;
-};
-
 }  // namespace
 
 Napi::Function TableHandle::define(Napi::Env env) {
@@ -191,22 +161,20 @@ Napi::Value TableHandle::runChain(const Napi::CallbackInfo& info, std::shared_pt
       throw Napi::RangeError::New(env, std::string("runChain: ") + names[k] + " must be an integer from 0 to 4294967295");
     position[k] = uint32_t(x);
   }
-  std::unique_ptr<CommandBuffer> commands;
+  DevicePromise promise(env, "metal-decode:chain");
   try {
-    commands = session->device->newCommandBuffer();  // raises an earlier chain's GPU error
+    // Committed here, in as many command buffers as the watchdog bound
+    // needs; the last one's completion settles the promise.
+    commitChain(*session->device, *table->table_, position[0], position[1], [promise](const std::string& error) mutable {
+      if (!error.empty()) return promise.reject("runChain: " + error);
+      promise.settle([](Napi::Env env) -> Napi::Value { return env.Undefined(); });
+    });
+  } catch (const ChainError& e) {
+    throw Napi::RangeError::New(env, std::string("runChain: ") + e.what());
   } catch (const std::exception& e) {
     throw Napi::Error::New(env, std::string("runChain: ") + e.what());
   }
-  try {
-    encodeChain(*commands, *table->table_, position[0], position[1]);
-    commands->commit();
-  } catch (const DeviceError& e) {
-    throw Napi::RangeError::New(env, std::string("runChain: ") + e.what());
-  }
-  auto* worker = new ChainWorker(env, session, table->table_, std::move(commands));
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  return promise.promise();
 }
 
 Napi::Value TableHandle::Size(const Napi::CallbackInfo& info) {

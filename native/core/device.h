@@ -9,12 +9,19 @@
 //
 // Errors: anything that fails synchronously (an unknown kernel, a compile
 // error, a bad dispatch) throws DeviceError at once. A command buffer that
-// fails while running records its error on the device; the first such
-// error is kept and thrown by the next wait() (or newCommandBuffer()), then
-// cleared, so one failure is reported once, where the caller synchronises.
+// fails while running reports its error once: to its completion callback
+// if it has one, else at its wait(), else (nobody asked) the device keeps
+// the first such error and throws it at the next newCommandBuffer() or
+// wait(), as MLX does with asynchronous GPU errors.
+//
+// Lifetimes: a committed command buffer keeps what it uses alive until it
+// completed (the buffers it binds, the device's queue and error slot), so
+// dropping it, its buffers or the device with work in flight is safe; the
+// completion still runs.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -28,8 +35,10 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Memory both the CPU and the GPU address (MTLStorageModeShared).
-class Buffer {
+// Memory both the CPU and the GPU address (MTLStorageModeShared). Always
+// owned by a shared_ptr (Device::newBuffer), which command buffers share
+// while they run.
+class Buffer : public std::enable_shared_from_this<Buffer> {
  public:
   virtual ~Buffer() = default;
   virtual void* contents() = 0;
@@ -45,6 +54,12 @@ class Pipeline {
   virtual uint32_t maxThreadsPerThreadgroup() const = 0;
 };
 
+// Called once, on a device thread, when a committed command buffer has
+// finished: with its error message, or an empty string on success. It
+// must not throw, and should return quickly (it holds up the next
+// completion).
+using Completion = std::function<void(const std::string& error)>;
+
 // Records dispatches; commit() submits them, wait() blocks until they ran.
 class CommandBuffer {
  public:
@@ -56,8 +71,11 @@ class CommandBuffer {
   virtual void setThreadgroupMemory(uint32_t index, size_t length) = 0;
   // A 1-D grid of `threadgroups` groups of `threadsPerThreadgroup` threads.
   virtual void dispatch(uint32_t threadgroups, uint32_t threadsPerThreadgroup) = 0;
-  virtual void commit() = 0;
-  // Blocks until the work ran; throws the device's first pending error.
+  // Submits the work; `onCompleted` (optional) hears how it ended. Every
+  // implementation takes the same default.
+  virtual void commit(Completion onCompleted = {}) = 0;
+  // Blocks until the work ran. Throws this command buffer's error, else an
+  // earlier one the device kept.
   virtual void wait() = 0;
 };
 
@@ -81,9 +99,19 @@ class Device {
 // synchronises (MLX does the same with asynchronous GPU errors).
 class FirstError {
  public:
-  void record(const std::string& message) {
+  // Keeps `message` unless an error is kept already; `source` names who
+  // recorded it, for forget().
+  void record(const std::string& message, const void* source = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (message_.empty()) message_ = message;
+    if (message_.empty()) {
+      message_ = message;
+      source_ = source;
+    }
+  }
+  // Drops the kept error if `source` recorded it: it was reported already.
+  void forget(const void* source) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!message_.empty() && source_ == source) message_.clear();
   }
   // Throws DeviceError with the kept message, if any, and forgets it.
   void raise() {
@@ -98,6 +126,46 @@ class FirstError {
  private:
   std::mutex mutex_;
   std::string message_;
+  const void* source_ = nullptr;
+};
+
+// How a command buffer's error is reported exactly once, shared by the
+// command buffer and its completion handler (which may run before or after
+// wait() returns, on Metal).
+class CompletionReport {
+ public:
+  explicit CompletionReport(std::shared_ptr<FirstError> deviceErrors) : deviceErrors_(std::move(deviceErrors)) {}
+
+  // On the device thread, once the work ended: to `onCompleted` if given;
+  // else an error wait() has not reported yet is kept by the device.
+  void complete(const std::string& error, const Completion& onCompleted) {
+    if (onCompleted) {
+      onCompleted(error);
+      return;
+    }
+    if (error.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!reported_) deviceErrors_->record(error, this);
+  }
+
+  // In wait(), once the work ended, with the command buffer's own error:
+  // throws it (and the device forgets it), else the device's kept one.
+  void raiseAtWait(const std::string& ownError) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reported_ = true;
+    }
+    if (!ownError.empty()) {
+      deviceErrors_->forget(this);
+      throw DeviceError(ownError);
+    }
+    deviceErrors_->raise();
+  }
+
+ private:
+  std::shared_ptr<FirstError> deviceErrors_;
+  std::mutex mutex_;
+  bool reported_ = false;
 };
 
 }  // namespace md

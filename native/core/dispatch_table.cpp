@@ -1,7 +1,9 @@
 // dispatch_table.cpp: command checks and the chain encoder.
 #include "dispatch_table.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 
 namespace md {
 namespace {
@@ -105,12 +107,12 @@ void DispatchTable::add(const DispatchCmd& cmd, std::string label) {
 
 void DispatchTable::retain(std::shared_ptr<Buffer> buffer) { retained_.push_back(std::move(buffer)); }
 
-void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
+void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
   if (n == 0) return;
   const uint64_t last = uint64_t(start) + n - 1;
   if (last + 1 > UINT32_MAX)
-    throw DeviceError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
-                      " overflow uint32");
+    throw ChainError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
+                     " overflow uint32");
   // Every moved binding must still hold a whole uint32 at the last step.
   for (size_t c = 0; c < table.size(); ++c) {
     const DispatchCmd& cmd = table.commands()[c];
@@ -118,11 +120,17 @@ void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t s
     const BufferBinding& b = *findBinding(cmd, cmd.patch.buffer);
     const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch.rule, last) + 4;
     if (end > b.buffer->length())
-      throw DeviceError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
+      throw ChainError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
                         ") needs " + std::to_string(end) + " bytes of buffer " + std::to_string(b.index) +
                         " for positions " + std::to_string(start) + ".." + std::to_string(last) + ", but it has " +
                         std::to_string(b.buffer->length()));
   }
+}
+
+void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
+  checkChain(table, start, n);
+  if (n == 0) return;
+  const uint64_t last = uint64_t(start) + n - 1;
   uint8_t params[kMaxInlineParams];
   for (uint64_t p = start; p <= last; ++p) {
     for (const DispatchCmd& cmd : table.commands()) {
@@ -161,6 +169,60 @@ void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t s
       commands.dispatch(cmd.threadgroups, cmd.threadsPerThreadgroup);
     }
   }
+}
+
+uint32_t chainStepsPerCommandBuffer(const DispatchTable& table) {
+  return std::max<uint32_t>(1, uint32_t(kMaxChainDispatches / std::max<size_t>(1, table.size())));
+}
+
+namespace {
+
+// The command buffers of one chain, counting down to the last completion.
+class ChainCompletion {
+ public:
+  ChainCompletion(uint32_t parts, Completion onCompleted) : remaining_(parts), onCompleted_(std::move(onCompleted)) {}
+
+  // One part ended (with its error, or ""); the last one reports.
+  void partEnded(const std::string& error, uint32_t parts = 1) {
+    std::string report;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (firstError_.empty()) firstError_ = error;
+      remaining_ -= parts;
+      if (remaining_ > 0) return;
+      report = firstError_;
+    }
+    onCompleted_(report);
+  }
+
+ private:
+  std::mutex mutex_;
+  uint32_t remaining_;
+  std::string firstError_;
+  Completion onCompleted_;
+};
+
+}  // namespace
+
+void commitChain(Device& device, const DispatchTable& table, uint32_t start, uint32_t n, Completion onCompleted) {
+  checkChain(table, start, n);
+  const uint32_t steps = chainStepsPerCommandBuffer(table);
+  const uint32_t parts = n == 0 ? 1 : (n + steps - 1) / steps;
+  // One count per part, and one held here until every part is committed.
+  auto chain = std::make_shared<ChainCompletion>(parts + 1, std::move(onCompleted));
+  uint32_t committed = 0;
+  for (uint32_t done = 0; committed < parts; ++committed, done += steps) {
+    try {
+      auto commands = device.newCommandBuffer();
+      encodeChain(*commands, table, start + done, std::min(steps, n - done));
+      commands->commit([chain](const std::string& error) { chain->partEnded(error); });
+    } catch (const std::exception& e) {
+      if (committed == 0) throw;  // nothing runs: the caller hears it now
+      chain->partEnded(e.what(), parts - committed);
+      break;
+    }
+  }
+  chain->partEnded("");
 }
 
 }  // namespace md

@@ -96,10 +96,38 @@ class DispatchTable {
   std::vector<std::shared_ptr<Buffer>> retained_;
 };
 
+// A chain that cannot run as asked: a patched offset would leave its buffer
+// (the sequence buffer is too short) or a position would overflow uint32.
+class ChainError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
+// Throws ChainError if steps start .. start + n - 1 of `table` cannot run.
+void checkChain(const DispatchTable& table, uint32_t start, uint32_t n);
+
 // Encodes steps p = start .. start + n - 1 of `table` into `commands`, in
-// order. Throws DeviceError, before encoding anything, if a patched offset
-// would leave its buffer (the sequence buffer is too short for the chain)
-// or a position would overflow uint32.
+// order, after checkChain.
 void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n);
+
+// The most dispatches one command buffer of a chain holds. A GPU stops a
+// command buffer that runs for more than a few seconds (the watchdog), so
+// commitChain splits a longer chain into several command buffers queued
+// back to back: the GPU runs them without a pause, and no single one runs
+// long. 4,096 dispatches of a 1B model's decode step (about 200 per token)
+// are 20 tokens, tens to a few hundred milliseconds on Apple silicon.
+constexpr uint32_t kMaxChainDispatches = 4096;
+
+// Steps of `table` per command buffer: as many whole steps as fit in
+// kMaxChainDispatches, at least one.
+uint32_t chainStepsPerCommandBuffer(const DispatchTable& table);
+
+// Commits steps start .. start + n - 1 of `table` on `device`, in command
+// buffers of chainStepsPerCommandBuffer steps. `onCompleted` runs once,
+// after the last of them completed, with the first error of any ("" if
+// none). Throws (ChainError, or DeviceError such as an earlier
+// asynchronous error) only when nothing was committed; after that, a
+// failure goes to `onCompleted`.
+void commitChain(Device& device, const DispatchTable& table, uint32_t start, uint32_t n, Completion onCompleted);
 
 }  // namespace md

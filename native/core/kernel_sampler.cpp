@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace md {
@@ -18,14 +19,50 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
   return nullptr;
 }
 
-KernelSampler::KernelSampler(Device& device, uint32_t threadsPerThreadgroup)
-    : device_(device), threads_(threadsPerThreadgroup) {}
+// The device buffers of one sampling step, grown as needed and reused.
+struct KernelSampler::Staging {
+  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens;
+};
 
-Buffer& KernelSampler::ensure(std::shared_ptr<Buffer>& buffer, size_t bytes) {
+// Idle Staging sets, shared with the completions of steps in flight.
+class KernelSampler::StagingPool {
+ public:
+  std::unique_ptr<Staging> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.empty()) return std::make_unique<Staging>();
+    auto staging = std::move(idle_.back());
+    idle_.pop_back();
+    return staging;
+  }
+  void give(std::unique_ptr<Staging> staging) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.push_back(std::move(staging));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Staging>> idle_;
+};
+
+namespace {
+
+Buffer& ensure(Device& device, std::shared_ptr<Buffer>& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 4);
-  if (!buffer || buffer->length() < bytes) buffer = device_.newBuffer(bytes);
+  if (!buffer || buffer->length() < bytes) buffer = device.newBuffer(bytes);
   return *buffer;
 }
+
+std::vector<uint32_t> tokensOf(const Buffer& tokens, uint32_t rows) {
+  const auto* out = static_cast<const uint32_t*>(const_cast<Buffer&>(tokens).contents());
+  return std::vector<uint32_t>(out, out + rows);
+}
+
+}  // namespace
+
+KernelSampler::KernelSampler(Device& device, uint32_t threadsPerThreadgroup)
+    : device_(device), threads_(threadsPerThreadgroup), pool_(std::make_shared<StagingPool>()) {}
+
+KernelSampler::~KernelSampler() = default;
 
 // One thread per token up to 1024 (or the pipeline's maximum): below
 // 1024 tokens the extra threads would have nothing to read.
@@ -36,16 +73,15 @@ uint32_t KernelSampler::threadsFor(const Pipeline& pipeline, uint32_t vocab) con
   return std::min(limit, std::max<uint32_t>(32, (vocab + 31) / 32 * 32));
 }
 
-std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
-  if (rows == 0) return {};
-  std::lock_guard<std::mutex> lock(mutex_);
+std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const LogitsRow& row, uint32_t rows,
+                                                     const SamplingInputs& in) {
   const md_sampling_params& p = in.params;
   const bool half = row.format == LogitsFormat::Float16;
   const size_t rowBytes = size_t(row.size) * (half ? 2 : 4);
 
-  Buffer& logits = ensure(logits_, rowBytes * rows);
+  Buffer& logits = ensure(device_, staging.logits, rowBytes * rows);
   std::memcpy(logits.contents(), row.data, rowBytes * rows);
-  Buffer& tokens = ensure(tokens_, size_t(rows) * 4);
+  Buffer& tokens = ensure(device_, staging.tokens, size_t(rows) * 4);
 
   auto commands = device_.newCommandBuffer();
   if (!half) {
@@ -62,9 +98,9 @@ std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows,
     const size_t historyTokens = size_t(p.history_count) + rows - 1;
     if (historyTokens > 0 && in.history == nullptr)
       throw DeviceError("history: " + std::to_string(rows) + " rows need history_count + rows - 1 tokens of history");
-    Buffer& history = ensure(history_, historyTokens * 4);
+    Buffer& history = ensure(device_, staging.history, historyTokens * 4);
     if (historyTokens) std::memcpy(history.contents(), in.history, historyTokens * 4);
-    Buffer& bias = ensure(bias_, size_t(p.bias_count) * sizeof(md_bias_entry));
+    Buffer& bias = ensure(device_, staging.bias, size_t(p.bias_count) * sizeof(md_bias_entry));
     auto* entries = static_cast<md_bias_entry*>(bias.contents());
     for (uint32_t i = 0; i < p.bias_count; ++i) entries[i] = {in.biasTokens[i], in.biasValues[i]};
     commands->setPipeline(sampler);
@@ -72,15 +108,39 @@ std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows,
     commands->setBytes(1, &p, sizeof p);
     commands->setBuffer(2, history, 0);
     commands->setBuffer(3, bias, 0);
-    commands->setBuffer(4, ensure(edited_, rowBytes * rows), 0);
-    commands->setBuffer(5, ensure(histogram_, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
+    commands->setBuffer(4, ensure(device_, staging.edited, rowBytes * rows), 0);
+    commands->setBuffer(5, ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
     commands->setBuffer(6, tokens, 0);
     commands->dispatch(rows, threadsFor(sampler, row.size));
   }
+  return commands;
+}
+
+std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
+  if (rows == 0) return {};
+  std::unique_ptr<Staging> staging = pool_->take();
+  auto commands = encode(*staging, row, rows, in);
   commands->commit();
   commands->wait();
-  const auto* out = static_cast<const uint32_t*>(tokens.contents());
-  return std::vector<uint32_t>(out, out + rows);
+  std::vector<uint32_t> tokens = tokensOf(*staging->tokens, rows);
+  pool_->give(std::move(staging));
+  return tokens;
+}
+
+void KernelSampler::sampleAsync(const LogitsRow& row, uint32_t rows, const SamplingInputs& in, Done done) {
+  if (rows == 0) {
+    done({}, "");
+    return;
+  }
+  std::shared_ptr<Staging> staging(pool_->take());
+  auto commands = encode(*staging, row, rows, in);
+  // The completion holds the staging buffers and the pool, not the sampler.
+  commands->commit([pool = pool_, staging, rows, done = std::move(done)](const std::string& error) mutable {
+    std::vector<uint32_t> tokens;
+    if (error.empty()) tokens = tokensOf(*staging->tokens, rows);
+    pool->give(std::make_unique<Staging>(std::move(*staging)));
+    done(std::move(tokens), error);
+  });
 }
 
 }  // namespace md

@@ -3,8 +3,9 @@
 // CpuSampler: same inputs, same tokens.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <vector>
 
 #include "cpu_sampler.h"
@@ -22,6 +23,7 @@ class KernelSampler {
   // threadsPerThreadgroup: 0 for one thread per token up to 1024 or the
   // pipeline's maximum if lower (a multiple of 32); tests pass other counts.
   explicit KernelSampler(Device& device, uint32_t threadsPerThreadgroup = 0);
+  ~KernelSampler();
 
   // Samples `rows` rows of `row.size` logits each, stored one after the
   // other at row.data: row r at position + r with history_count + r tokens
@@ -31,14 +33,26 @@ class KernelSampler {
   // DeviceError.
   std::vector<uint32_t> sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in);
 
+  // The same without waiting: the inputs are copied to device buffers
+  // before it returns, and `done` runs on a device thread when the kernels
+  // finished, with the tokens or an error message (then no tokens). Throws
+  // DeviceError for what fails before anything runs. The sampler may be
+  // destroyed before `done` runs.
+  using Done = std::function<void(std::vector<uint32_t> tokens, const std::string& error)>;
+  void sampleAsync(const LogitsRow& row, uint32_t rows, const SamplingInputs& in, Done done);
+
  private:
-  Buffer& ensure(std::shared_ptr<Buffer>& buffer, size_t bytes);
+  struct Staging;
+  class StagingPool;
+  // Copies the inputs into `staging` and records the kernels.
+  std::unique_ptr<CommandBuffer> encode(Staging& staging, const LogitsRow& row, uint32_t rows, const SamplingInputs& in);
   uint32_t threadsFor(const Pipeline& pipeline, uint32_t vocab) const;
 
   Device& device_;
   uint32_t threads_;
-  std::mutex mutex_;
-  std::shared_ptr<Buffer> logits_, history_, bias_, edited_, histogram_, tokens_;
+  // One step's buffers each; a step in flight keeps its own, so steps
+  // never wait for each other on the CPU.
+  std::shared_ptr<StagingPool> pool_;
 };
 
 }  // namespace md

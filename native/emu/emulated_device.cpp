@@ -2,10 +2,10 @@
 #include "emulated_device.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <future>
 #include <thread>
+
+#include "emulated_queue.h"
 
 namespace md::emu {
 namespace {
@@ -37,27 +37,14 @@ class EmulatedPipeline : public Pipeline {
 
 }  // namespace
 
-// One dispatch as recorded: what each argument slot points at.
-struct EmulatedDevice::Dispatch {
-  const EmulatedKernel* kernel = nullptr;
-  struct Slot {
-    enum Kind : uint8_t { Unbound, BufferSlot, Bytes, ThreadgroupMemory } kind = Unbound;
-    Buffer* buffer = nullptr;
-    size_t offset = 0;
-    std::vector<unsigned char> bytes;  // setBytes' copy
-    size_t threadgroupLength = 0;
-  };
-  std::vector<Slot> slots;  // buffers, then threadgroup memory, as the kernel's parameters
-  uint32_t groups = 0;
-  uint32_t threads = 0;
-};
-
 class EmulatedCommandBuffer : public CommandBuffer {
  public:
-  explicit EmulatedCommandBuffer(EmulatedDevice& device) : device_(device) {}
-  ~EmulatedCommandBuffer() override {
-    if (done_.valid()) done_.wait();
+  EmulatedCommandBuffer(std::shared_ptr<EmulatedDevice::Queue> queue)
+      : queue_(std::move(queue)), work_(std::make_shared<EmulatedSubmission>()) {
+    work_->report = std::make_shared<CompletionReport>(queue_->errors());
   }
+  // Never waits: committed work runs on, holding what it needs.
+  ~EmulatedCommandBuffer() override = default;
 
   void setPipeline(const Pipeline& pipeline) override {
     requireRecording("setPipeline");
@@ -71,7 +58,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
     Slot& s = buffers(index);
     s = Slot{};
     s.kind = Slot::BufferSlot;
-    s.buffer = &buffer;
+    s.buffer = buffer.shared_from_this();
     s.offset = offset;
   }
   void setBytes(uint32_t index, const void* data, size_t length) override {
@@ -95,7 +82,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
     if (threads == 0 || threads % kSimdWidth != 0 || threads > 1024)
       throw DeviceError(std::string(kernel_->name) + ": threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +
                         std::to_string(threads));
-    EmulatedDevice::Dispatch d;
+    EmulatedDispatch d;
     d.kernel = kernel_;
     d.groups = groups;
     d.threads = threads;
@@ -112,34 +99,24 @@ class EmulatedCommandBuffer : public CommandBuffer {
     for (uint32_t i = 0; i < kernel_->arguments; ++i)
       if (d.slots[i].kind == Slot::Unbound)
         throw DeviceError(std::string(kernel_->name) + ": buffer " + std::to_string(i) + " is not bound");
-    dispatches_.push_back(std::move(d));
+    work_->dispatches.push_back(std::move(d));
   }
 
-  void commit() override {
+  void commit(Completion onCompleted = {}) override {
     requireRecording("commit");
     committed_ = true;
-    // Command buffers run one at a time in commit order, as on a GPU queue.
-    std::lock_guard<std::mutex> lock(device_.queueMutex_);
-    std::shared_future<void> previous = device_.lastCommitted_;
-    done_ = std::async(std::launch::async, [this, previous] {
-      if (previous.valid()) previous.wait();
-      try {
-        for (const auto& d : dispatches_) device_.run(d);
-      } catch (const std::exception& e) {
-        device_.firstError_.record(e.what());
-      }
-    }).share();
-    device_.lastCommitted_ = done_;
+    bufferSlots_.clear();
+    work_->onCompleted = std::move(onCompleted);
+    queue_->submit(work_);
   }
 
   void wait() override {
     if (!committed_) throw DeviceError("wait: the command buffer was not committed");
-    done_.wait();
-    device_.firstError_.raise();
+    work_->report->raiseAtWait(work_->waitUntilDone());
   }
 
  private:
-  using Slot = EmulatedDevice::Dispatch::Slot;
+  using Slot = EmulatedDispatch::Slot;
 
   void requireRecording(const char* what) {
     if (committed_) throw DeviceError(std::string(what) + ": the command buffer was already committed");
@@ -150,35 +127,27 @@ class EmulatedCommandBuffer : public CommandBuffer {
     return bufferSlots_[index];
   }
 
-  EmulatedDevice& device_;
+  std::shared_ptr<EmulatedDevice::Queue> queue_;
+  std::shared_ptr<EmulatedSubmission> work_;
   const EmulatedKernel* kernel_ = nullptr;
   std::vector<Slot> bufferSlots_;
   std::vector<size_t> threadgroupMemory_;
-  std::vector<EmulatedDevice::Dispatch> dispatches_;
   bool committed_ = false;
-  std::shared_future<void> done_;
 };
 
 EmulatedDevice::EmulatedDevice(const EmulatedKernel* kernels, size_t kernelCount, unsigned workers)
     : kernels_(kernels), kernelCount_(kernelCount) {
   if (!kernels_) kernels_ = emulatedKernels(&kernelCount_);
-  workers_ = workers ? workers : std::max(1u, std::thread::hardware_concurrency());
   try {
     order_ = fiberOrderFromEnvironment();
   } catch (const std::invalid_argument& e) {
     throw DeviceError(e.what());
   }
+  queue_ = std::make_shared<Queue>(order_, workers ? workers : std::max(1u, std::thread::hardware_concurrency()));
+  queue_->start();
 }
 
-EmulatedDevice::~EmulatedDevice() {
-  // Queued work uses the runners and the error slot: let it finish first.
-  std::shared_future<void> last;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    last = lastCommitted_;
-  }
-  if (last.valid()) last.wait();
-}
+EmulatedDevice::~EmulatedDevice() { queue_->shutdown(); }
 
 std::string EmulatedDevice::name() const {
   return std::string("emulated (CPU fibers, ") + fiberOrderName(order_) + " order)";
@@ -197,8 +166,8 @@ const Pipeline& EmulatedDevice::pipeline(const std::string& name) {
 }
 
 std::unique_ptr<CommandBuffer> EmulatedDevice::newCommandBuffer() {
-  firstError_.raise();
-  return std::make_unique<EmulatedCommandBuffer>(*this);
+  queue_->errors()->raise();
+  return std::make_unique<EmulatedCommandBuffer>(queue_);
 }
 
 std::vector<std::string> EmulatedDevice::kernelNames() {
@@ -212,45 +181,6 @@ void EmulatedDevice::addKernelSource(const std::string&) {
   throw DeviceError(
       "addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by "
       "kernelNames); kernels from source need the Metal device");
-}
-
-void EmulatedDevice::run(const Dispatch& d) {
-  using Slot = Dispatch::Slot;
-  const unsigned workers = std::max(1u, std::min<unsigned>(workers_, d.groups));
-  while (runners_.size() < workers)
-    runners_.push_back(std::make_unique<ThreadgroupRunner>(order_, 0x9E3779B9u * (runners_.size() + 1)));
-
-  std::atomic<uint32_t> next{0};
-  std::atomic<bool> failed{false};
-  std::string failure;
-  std::mutex failureMutex;
-  auto work = [&](unsigned w) {
-    // Each worker binds its own threadgroup memory.
-    BoundArguments bound{};
-    std::vector<std::unique_ptr<unsigned char[]>> threadgroupMemory;
-    for (size_t i = 0; i < d.slots.size() && i < kMaxKernelArguments; ++i) {
-      const Slot& s = d.slots[i];
-      if (s.kind == Slot::BufferSlot) bound.slots[i] = static_cast<unsigned char*>(s.buffer->contents()) + s.offset;
-      if (s.kind == Slot::Bytes) bound.slots[i] = const_cast<unsigned char*>(s.bytes.data());
-      if (s.kind == Slot::ThreadgroupMemory) {
-        threadgroupMemory.emplace_back(new unsigned char[s.threadgroupLength ? s.threadgroupLength : 1]);
-        bound.slots[i] = threadgroupMemory.back().get();
-      }
-    }
-    for (uint32_t g; !failed && (g = next.fetch_add(1)) < d.groups;) {
-      try {
-        runners_[w]->run(d.kernel->invoke, &bound, g, d.threads);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failed.exchange(true)) failure = std::string(d.kernel->name) + ": " + e.what();
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(work, w);
-  work(0);
-  for (auto& t : helpers) t.join();
-  if (failed) throw KernelFault(failure);
 }
 
 }  // namespace md::emu

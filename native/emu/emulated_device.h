@@ -2,12 +2,17 @@
 // compiled as C++ (kernels.cpp), every threadgroup as fibers
 // (ThreadgroupRunner), threadgroups in parallel on OS threads. Slow and
 // exact: for CI, and for debugging kernels where a GPU would only hang.
+//
+// It keeps Metal's contract (device.h) so that what the addon does with it
+// is what it does with Metal: one queue thread runs committed command
+// buffers in commit order and calls their completions; a committed command
+// buffer keeps its buffers and the queue alive until it completed, so the
+// device may be destroyed with work in flight (the work still runs).
 #pragma once
-#include <future>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "../core/device.h"
@@ -16,14 +21,13 @@
 
 namespace md::emu {
 
-class EmulatedCommandBuffer;
-
 class EmulatedDevice : public Device {
  public:
   // `kernels` defaults to every kernel in metal/; tests pass their own.
   // The fiber order comes from MD_EMU_FIBER_ORDER (DeviceError if invalid);
   // `workers` = 0 uses one OS thread per core.
   explicit EmulatedDevice(const EmulatedKernel* kernels = nullptr, size_t kernelCount = 0, unsigned workers = 0);
+  // Does not wait for work in flight: the queue thread finishes it.
   ~EmulatedDevice() override;
 
   std::string name() const override;
@@ -33,22 +37,15 @@ class EmulatedDevice : public Device {
   std::vector<std::string> kernelNames() override;
   void addKernelSource(const std::string& source) override;
 
- private:
-  friend class EmulatedCommandBuffer;
-  struct Dispatch;
-  // Runs one recorded dispatch; throws KernelFault.
-  void run(const Dispatch& dispatch);
+  class Queue;  // emulated_queue.h
 
+ private:
   const EmulatedKernel* kernels_;
   size_t kernelCount_;
-  unsigned workers_;
   FiberOrder order_;
   std::mutex pipelinesMutex_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
-  std::mutex queueMutex_;
-  std::shared_future<void> lastCommitted_;  // each command buffer waits for the one before
-  std::vector<std::unique_ptr<ThreadgroupRunner>> runners_;
-  FirstError firstError_;
+  std::shared_ptr<Queue> queue_;
 };
 
 }  // namespace md::emu

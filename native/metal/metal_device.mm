@@ -2,11 +2,17 @@
 // Objective-C, and kept thin: everything it does is a direct Metal call.
 // It cannot run on the Linux machines that build and test this project;
 // scripts/check-metal.sh type-checks it there against the stub headers in
-// native/metal/stubs (written from Apple's documentation), and the README
-// lists what only a Mac can prove.
+// native/metal/stubs (written from Apple's documentation), for the oldest
+// and the newest macOS it supports, and the README lists what only a Mac
+// can prove.
 //
-// Built with ARC (-fobjc-arc): the id<...> members below are strong
-// references released with their C++ owners.
+// Memory: built with ARC (-fobjc-arc), so the id<...> members are strong
+// references released with their C++ owners. Metal hands out autoreleased
+// objects (command buffers, encoders, strings); Node's thread and libuv's
+// have no autorelease pool that ever drains, so every entry point and the
+// completion handler runs inside @autoreleasepool, or each command buffer
+// (and every buffer it retains) would leak. C++ exceptions never cross a
+// pool: failures are thrown after it has drained.
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 
@@ -22,21 +28,47 @@
 namespace md::metal {
 namespace {
 
-std::string describe(NSError* error) {
-  return error ? std::string(error.localizedDescription.UTF8String) : std::string("no error description");
+std::string describe(NSError* _Nullable error) {
+  const char* text = error ? error.localizedDescription.UTF8String : nullptr;
+  return text ? std::string(text) : std::string("no error description");
 }
 
-// A library from Metal source. IEEE float semantics: the noise and scores
-// must be the same bits as on the CPU (fast math may reorder and fuse
-// operations).
-id<MTLLibrary> compileLibrary(id<MTLDevice> device, const char* source, const char* failure) {
+std::string utf8(NSString* _Nullable string) {
+  const char* text = string ? string.UTF8String : nullptr;
+  return text ? std::string(text) : std::string();
+}
+
+// Throws DeviceError(`failure`) when it is not empty: how the entry points
+// below report a failure after their autorelease pool has drained.
+void throwIf(const std::string& failure) {
+  if (!failure.empty()) throw DeviceError(failure);
+}
+
+// A library from Metal source, with IEEE float semantics: the noise and
+// scores must be the same bits as on the CPU. The source asks for that
+// itself too (metal/md_exact_float.h), and the device checks it works
+// (requireExactArithmetic) before anyone uses it.
+id<MTLLibrary> _Nullable compileLibrary(id<MTLDevice> device, const std::string& source, std::string& failure) {
+  NSString* text = [NSString stringWithUTF8String:source.c_str()];
+  if (!text) {
+    failure = "the kernel source is not valid UTF-8";
+    return nil;
+  }
   MTLCompileOptions* options = [MTLCompileOptions new];
-  options.fastMathEnabled = NO;
+  if (@available(macOS 15.0, *)) {
+    options.mathMode = MTLMathModeSafe;
+    options.mathFloatingPointFunctions = MTLMathFloatingPointFunctionsPrecise;
+  } else {
+    // Before macOS 15 this is the only switch; it is deprecated from 15 on,
+    // where the branch above runs instead.
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    options.fastMathEnabled = NO;
+#pragma clang diagnostic pop
+  }
   NSError* error = nil;
-  id<MTLLibrary> library = [device newLibraryWithSource:[NSString stringWithUTF8String:source]
-                                                options:options
-                                                  error:&error];
-  if (!library) throw DeviceError(std::string(failure) + ": " + describe(error));
+  id<MTLLibrary> library = [device newLibraryWithSource:text options:options error:&error];
+  if (!library) failure = describe(error);
   return library;
 }
 
@@ -63,59 +95,88 @@ class MetalPipeline : public Pipeline {
   id<MTLComputePipelineState> state_;
 };
 
-class MetalDevice;
-
 class MetalCommandBuffer : public CommandBuffer {
  public:
-  MetalCommandBuffer(id<MTLCommandBuffer> commands, FirstError& errors)
-      : commands_(commands), encoder_([commands computeCommandEncoder]), errors_(errors) {}
+  // `commands` and `encoder` come from the caller's autorelease pool; the
+  // strong members keep them.
+  MetalCommandBuffer(id<MTLCommandBuffer> commands, id<MTLComputeCommandEncoder> encoder,
+                     std::shared_ptr<FirstError> deviceErrors)
+      : commands_(commands), encoder_(encoder), report_(std::make_shared<CompletionReport>(std::move(deviceErrors))) {}
   // A command buffer dropped before commit (encoding threw) still ends its
   // encoder, as Metal requires.
   ~MetalCommandBuffer() override {
-    if (!committed_) [encoder_ endEncoding];
+    @autoreleasepool {
+      if (!committed_) [encoder_ endEncoding];
+      encoder_ = nil;
+      commands_ = nil;
+    }
   }
 
   void setPipeline(const Pipeline& pipeline) override {
     const auto& p = static_cast<const MetalPipeline&>(pipeline);
     pipelineName_ = p.name();
-    [encoder_ setComputePipelineState:p.handle()];
+    @autoreleasepool {
+      [encoder_ setComputePipelineState:p.handle()];
+    }
   }
   void setBuffer(uint32_t index, Buffer& buffer, size_t offset) override {
-    [encoder_ setBuffer:static_cast<MetalBuffer&>(buffer).handle() offset:offset atIndex:index];
+    @autoreleasepool {
+      [encoder_ setBuffer:static_cast<MetalBuffer&>(buffer).handle() offset:offset atIndex:index];
+    }
   }
   void setBytes(uint32_t index, const void* data, size_t length) override {
     if (length > 4096) throw DeviceError("setBytes(" + std::to_string(index) + "): more than 4096 bytes");
-    [encoder_ setBytes:data length:length atIndex:index];
+    @autoreleasepool {
+      [encoder_ setBytes:data length:length atIndex:index];
+    }
   }
   void setThreadgroupMemory(uint32_t index, size_t length) override {
-    [encoder_ setThreadgroupMemoryLength:length atIndex:index];
+    @autoreleasepool {
+      [encoder_ setThreadgroupMemoryLength:length atIndex:index];
+    }
   }
   void dispatch(uint32_t threadgroups, uint32_t threadsPerThreadgroup) override {
     if (pipelineName_.empty()) throw DeviceError("dispatch: no pipeline set");
-    [encoder_ dispatchThreadgroups:MTLSizeMake(threadgroups, 1, 1)
-             threadsPerThreadgroup:MTLSizeMake(threadsPerThreadgroup, 1, 1)];
+    @autoreleasepool {
+      [encoder_ dispatchThreadgroups:MTLSizeMake(threadgroups, 1, 1)
+               threadsPerThreadgroup:MTLSizeMake(threadsPerThreadgroup, 1, 1)];
+    }
   }
-  void commit() override {
+  void commit(Completion onCompleted = {}) override {
+    if (committed_) throw DeviceError("commit: the command buffer was already committed");
     committed_ = true;
-    [encoder_ endEncoding];
-    // The handler runs on a Metal thread; the first failure waits on the
-    // device for the next wait() (or newCommandBuffer()).
-    FirstError* errors = &errors_;
+    // The handler runs on a Metal thread, maybe after this object and the
+    // device are gone: it holds only shared state, by value.
+    std::shared_ptr<CompletionReport> report = report_;
     std::string kernel = pipelineName_;
-    [commands_ addCompletedHandler:^(id<MTLCommandBuffer> done) {
-      if (done.status == MTLCommandBufferStatusError) errors->record(kernel + ": " + describe(done.error));
-    }];
-    [commands_ commit];
+    @autoreleasepool {
+      [encoder_ endEncoding];
+      [commands_ addCompletedHandler:^(id<MTLCommandBuffer> done) {
+        @autoreleasepool {
+          std::string error;
+          if (done.status == MTLCommandBufferStatusError) error = kernel + ": " + describe(done.error);
+          report->complete(error, onCompleted);
+        }
+      }];
+      [commands_ commit];
+    }
   }
   void wait() override {
-    [commands_ waitUntilCompleted];
-    errors_.raise();
+    if (!committed_) throw DeviceError("wait: the command buffer was not committed");
+    // Its own status and error: the completion handler may not have run yet
+    // when waitUntilCompleted returns.
+    std::string error;
+    @autoreleasepool {
+      [commands_ waitUntilCompleted];
+      if (commands_.status == MTLCommandBufferStatusError) error = pipelineName_ + ": " + describe(commands_.error);
+    }
+    report_->raiseAtWait(error);
   }
 
  private:
   id<MTLCommandBuffer> commands_;
   id<MTLComputeCommandEncoder> encoder_;
-  FirstError& errors_;
+  std::shared_ptr<CompletionReport> report_;
   std::string pipelineName_;  // the last one set, to name a failure
   bool committed_ = false;
 };
@@ -124,13 +185,29 @@ class MetalDevice : public Device {
  public:
   MetalDevice(id<MTLDevice> device, id<MTLCommandQueue> queue, id<MTLLibrary> library)
       : device_(device), queue_(queue), libraries_{library} {}
+  ~MetalDevice() override {
+    @autoreleasepool {
+      pipelines_.clear();
+      libraries_.clear();
+      queue_ = nil;
+      device_ = nil;
+    }
+  }
 
-  std::string name() const override { return device_.name.UTF8String; }
+  std::string name() const override {
+    @autoreleasepool {
+      return utf8(device_.name);
+    }
+  }
 
   std::shared_ptr<Buffer> newBuffer(size_t length) override {
-    id<MTLBuffer> buffer = [device_ newBufferWithLength:(length ? length : 4) options:MTLResourceStorageModeShared];
-    if (!buffer) throw DeviceError("newBuffer: Metal could not allocate " + std::to_string(length) + " bytes");
-    return std::make_shared<MetalBuffer>(buffer);
+    std::shared_ptr<Buffer> result;
+    @autoreleasepool {
+      id<MTLBuffer> buffer = [device_ newBufferWithLength:(length ? length : 4) options:MTLResourceStorageModeShared];
+      if (buffer) result = std::make_shared<MetalBuffer>(buffer);
+    }
+    if (!result) throw DeviceError("newBuffer: Metal could not allocate " + std::to_string(length) + " bytes");
+    return result;
   }
 
   // Kernel names are the cache keys, as in ggml-metal.
@@ -138,38 +215,60 @@ class MetalDevice : public Device {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pipelines_.find(name);
     if (it != pipelines_.end()) return *it->second;
-    id<MTLFunction> function = nil;
-    for (id<MTLLibrary> library : libraries_)
-      if (!function) function = [library newFunctionWithName:[NSString stringWithUTF8String:name.c_str()]];
-    if (!function) throw DeviceError("no kernel named '" + name + "' (Metal device)");
-    NSError* error = nil;
-    id<MTLComputePipelineState> state = [device_ newComputePipelineStateWithFunction:function error:&error];
-    if (!state) throw DeviceError(name + ": the pipeline could not be created: " + describe(error));
-    return *(pipelines_[name] = std::make_unique<MetalPipeline>(name, state));
+    std::string failure;
+    @autoreleasepool {
+      NSString* functionName = [NSString stringWithUTF8String:name.c_str()];
+      id<MTLFunction> function = nil;
+      for (id<MTLLibrary> library : libraries_)
+        if (!function && functionName) function = [library newFunctionWithName:functionName];
+      if (!function) {
+        failure = "no kernel named '" + name + "' (Metal device)";
+      } else {
+        NSError* error = nil;
+        id<MTLComputePipelineState> state = [device_ newComputePipelineStateWithFunction:function error:&error];
+        if (state) pipelines_[name] = std::make_unique<MetalPipeline>(name, state);
+        else failure = name + ": the pipeline could not be created: " + describe(error);
+      }
+    }
+    throwIf(failure);
+    return *pipelines_[name];
   }
 
   std::unique_ptr<CommandBuffer> newCommandBuffer() override {
-    errors_.raise();
-    id<MTLCommandBuffer> commands = [queue_ commandBuffer];
-    if (!commands) throw DeviceError("newCommandBuffer: Metal returned no command buffer");
-    return std::make_unique<MetalCommandBuffer>(commands, errors_);
+    errors_->raise();
+    std::unique_ptr<CommandBuffer> result;
+    @autoreleasepool {
+      id<MTLCommandBuffer> commands = [queue_ commandBuffer];
+      id<MTLComputeCommandEncoder> encoder = commands ? [commands computeCommandEncoder] : nil;
+      if (commands && encoder) result = std::make_unique<MetalCommandBuffer>(commands, encoder, errors_);
+    }
+    if (!result) throw DeviceError("newCommandBuffer: Metal returned no command buffer or encoder");
+    return result;
   }
 
   std::vector<std::string> kernelNames() override {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> names;
-    for (id<MTLLibrary> library : libraries_) {
-      NSArray<NSString*>* functions = library.functionNames;
-      for (NSUInteger i = 0; i < functions.count; ++i) names.push_back([functions objectAtIndex:i].UTF8String);
+    @autoreleasepool {
+      for (id<MTLLibrary> library : libraries_) {
+        NSArray<NSString*>* functions = library.functionNames;
+        for (NSUInteger i = 0; i < functions.count; ++i) names.push_back(utf8([functions objectAtIndex:i]));
+      }
     }
     std::sort(names.begin(), names.end());
     return names;
   }
 
   void addKernelSource(const std::string& source) override {
-    id<MTLLibrary> library = compileLibrary(device_, source.c_str(), "addKernelSource: the kernels did not compile");
-    std::lock_guard<std::mutex> lock(mutex_);
-    libraries_.push_back(library);
+    std::string failure;
+    @autoreleasepool {
+      id<MTLLibrary> library = compileLibrary(device_, source, failure);
+      if (library) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        libraries_.push_back(library);
+      }
+    }
+    throwIf(failure.empty() ? failure : "addKernelSource: the kernels did not compile: " + failure);
   }
 
  private:
@@ -178,18 +277,65 @@ class MetalDevice : public Device {
   std::vector<id<MTLLibrary>> libraries_;  // the built-in kernels first
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<MetalPipeline>> pipelines_;
-  FirstError errors_;
+  // Shared with completion handlers, which may outlive the device.
+  std::shared_ptr<FirstError> errors_ = std::make_shared<FirstError>();
 };
+
+// The system's default device; a process without a window server
+// connection may get none from MTLCreateSystemDefaultDevice (linking
+// CoreGraphics avoids that), so the first of all devices is next.
+id<MTLDevice> _Nullable systemDevice() {
+  id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+  if (device) return device;
+  NSArray<id<MTLDevice>>* all = MTLCopyAllDevices();
+  return all.firstObject;
+}
+
+// Why the kernels cannot run on `device` ("" when they can): they are
+// written for Apple GPUs (M1 and later), whose SIMD groups are 32 wide, and
+// use up to 32 KB of threadgroup memory. Intel and AMD GPUs in older Macs
+// differ.
+std::string unsupportedReason(id<MTLDevice> device) {
+  const std::string name = utf8(device.name);
+  if (![device supportsFamily:MTLGPUFamilyApple7])
+    return name + " is not an Apple-family GPU of the M1 generation or later (MTLGPUFamilyApple7); the kernels are "
+                  "written for Apple silicon";
+  if (device.maxThreadgroupMemoryLength < 32768)
+    return name + " has " + std::to_string(device.maxThreadgroupMemoryLength) +
+           " bytes of threadgroup memory; the kernels need 32768";
+  return "";
+}
 
 }  // namespace
 
 std::unique_ptr<Device> createMetalDevice() {
-  id<MTLDevice> device = MTLCreateSystemDefaultDevice();
-  if (!device) throw DeviceError("no Metal device: MTLCreateSystemDefaultDevice() returned nil");
-  id<MTLLibrary> library = compileLibrary(device, kMdKernelSource, "the Metal kernels did not compile");
-  id<MTLCommandQueue> queue = [device newCommandQueue];
-  if (!queue) throw DeviceError("no Metal command queue");
-  return std::make_unique<MetalDevice>(device, queue, library);
+  std::unique_ptr<MetalDevice> result;
+  std::string failure;
+  @autoreleasepool {
+    id<MTLDevice> device = systemDevice();
+    if (!device) {
+      failure = "no Metal device: MTLCreateSystemDefaultDevice() returned nil and MTLCopyAllDevices() is empty";
+    } else if (std::string reason = unsupportedReason(device); !reason.empty()) {
+      failure = reason;
+    } else {
+      std::string compileError;
+      id<MTLLibrary> library = compileLibrary(device, kMdKernelSource, compileError);
+      id<MTLCommandQueue> queue = library ? [device newCommandQueue] : nil;
+      if (!library) failure = "the Metal kernels did not compile: " + compileError;
+      else if (!queue) failure = "no Metal command queue";
+      else result = std::make_unique<MetalDevice>(device, queue, library);
+    }
+  }
+  throwIf(failure);
+  // The kernels' reductions assume SIMD groups of 32 threads.
+  const auto& sampler = static_cast<const MetalPipeline&>(result->pipeline("md_sample_f16"));
+  NSUInteger width = 0;
+  @autoreleasepool {
+    width = sampler.handle().threadExecutionWidth;
+  }
+  if (width != 32)
+    throw DeviceError(result->name() + " runs SIMD groups of " + std::to_string(width) + " threads; the kernels need 32");
+  return result;
 }
 
 }  // namespace md::metal

@@ -2,8 +2,12 @@
 // written by this project from Apple's public documentation
 // (developer.apple.com/documentation/metal) so that the .mm file can be
 // type-checked on Linux. Not Apple's header; on macOS the real SDK is used.
+// Nullability, ownership and availability follow the SDK (see
+// Foundation.h); enum values are not relied on.
 #pragma once
 #import <Foundation/Foundation.h>
+
+NS_ASSUME_NONNULL_BEGIN
 
 typedef struct {
   NSUInteger width, height, depth;
@@ -16,6 +20,15 @@ static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUIntege
 
 typedef NSUInteger MTLResourceOptions;
 enum { MTLResourceStorageModeShared = 0 };
+
+typedef NSInteger MTLGPUFamily;
+enum { MTLGPUFamilyApple7 = 1007 };  // M1 and later
+
+typedef NSInteger MTLMathMode;
+enum { MTLMathModeSafe = 0, MTLMathModeRelaxed = 1, MTLMathModeFast = 2 };
+
+typedef NSInteger MTLMathFloatingPointFunctions;
+enum { MTLMathFloatingPointFunctionsFast = 0, MTLMathFloatingPointFunctionsPrecise = 1 };
 
 typedef NSUInteger MTLCommandBufferStatus;
 enum {
@@ -31,7 +44,7 @@ enum {
 @end
 
 @protocol MTLBuffer <MTLResource>
-- (void*)contents;
+- (void*)contents NS_RETURNS_INNER_POINTER;
 @property(readonly) NSUInteger length;
 @end
 
@@ -39,12 +52,13 @@ enum {
 @end
 
 @protocol MTLLibrary <NSObject>
-- (id<MTLFunction>)newFunctionWithName:(NSString*)functionName;
+- (nullable id<MTLFunction>)newFunctionWithName:(NSString*)functionName;
 @property(readonly) NSArray<NSString*>* functionNames;
 @end
 
 @protocol MTLComputePipelineState <NSObject>
 @property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property(readonly) NSUInteger threadExecutionWidth;
 @end
 
 @protocol MTLCommandEncoder <NSObject>
@@ -53,7 +67,7 @@ enum {
 
 @protocol MTLComputeCommandEncoder <MTLCommandEncoder>
 - (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
-- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setBuffer:(nullable id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
 - (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
@@ -63,29 +77,40 @@ enum {
 typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
 
 @protocol MTLCommandBuffer <NSObject>
-- (id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (nullable id<MTLComputeCommandEncoder>)computeCommandEncoder;
 - (void)addCompletedHandler:(MTLCommandBufferHandler)block;
 - (void)commit;
 - (void)waitUntilCompleted;
 @property(readonly) MTLCommandBufferStatus status;
-@property(readonly) NSError* error;
+@property(nullable, readonly) NSError* error;
 @end
 
 @protocol MTLCommandQueue <NSObject>
-- (id<MTLCommandBuffer>)commandBuffer;
+- (nullable id<MTLCommandBuffer>)commandBuffer;
 @end
 
 @interface MTLCompileOptions : NSObject
-@property(readwrite, nonatomic) BOOL fastMathEnabled;
+@property(readwrite, nonatomic) BOOL fastMathEnabled API_DEPRECATED("Use mathMode instead", macos(10.11, 15.0));
+@property(readwrite, nonatomic) MTLMathMode mathMode API_AVAILABLE(macos(15.0));
+@property(readwrite, nonatomic) MTLMathFloatingPointFunctions mathFloatingPointFunctions API_AVAILABLE(macos(15.0));
 @end
 
 @protocol MTLDevice <NSObject>
 @property(readonly) NSString* name;
-- (id<MTLCommandQueue>)newCommandQueue;
-- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
-- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source options:(MTLCompileOptions*)options error:(NSError**)error;
-- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
-                                                              error:(NSError**)error;
+@property(readonly) NSUInteger maxThreadgroupMemoryLength API_AVAILABLE(macos(10.13));
+- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily API_AVAILABLE(macos(10.15));
+- (nullable id<MTLCommandQueue>)newCommandQueue;
+- (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (nullable id<MTLLibrary>)newLibraryWithSource:(NSString*)source
+                                        options:(nullable MTLCompileOptions*)options
+                                          error:(NSError* _Nullable* _Nullable)error;
+- (nullable id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                                                       error:(NSError* _Nullable* _Nullable)error;
 @end
 
-extern "C" id<MTLDevice> MTLCreateSystemDefaultDevice(void);
+extern "C" {
+id<MTLDevice> _Nullable MTLCreateSystemDefaultDevice(void) API_AVAILABLE(macos(10.11));
+NSArray<id<MTLDevice>>* MTLCopyAllDevices(void) NS_RETURNS_RETAINED API_AVAILABLE(macos(10.11));
+}
+
+NS_ASSUME_NONNULL_END

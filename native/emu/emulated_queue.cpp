@@ -1,0 +1,108 @@
+// emulated_queue.cpp: the queue thread, and running one dispatch with its
+// threadgroups spread over OS threads.
+#include "emulated_queue.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace md::emu {
+
+std::string EmulatedSubmission::waitUntilDone() {
+  std::unique_lock<std::mutex> lock(mutex);
+  finished.wait(lock, [this] { return done; });
+  return error;
+}
+
+EmulatedDevice::Queue::Queue(FiberOrder order, unsigned workers) : order_(order), workers_(workers) {}
+
+void EmulatedDevice::Queue::start() {
+  thread_ = std::thread([self = shared_from_this()] { self->loop(); });
+}
+
+void EmulatedDevice::Queue::submit(std::shared_ptr<EmulatedSubmission> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) throw DeviceError("commit: the emulated device was destroyed");
+    pending_.push_back(std::move(work));
+  }
+  wake_.notify_one();
+}
+
+void EmulatedDevice::Queue::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  wake_.notify_one();
+  if (std::this_thread::get_id() == thread_.get_id()) thread_.detach();
+  else if (thread_.joinable()) thread_.join();
+}
+
+void EmulatedDevice::Queue::loop() {
+  for (;;) {
+    std::shared_ptr<EmulatedSubmission> work;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // closing, and nothing left
+      work = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    std::string error;
+    try {
+      for (const auto& d : work->dispatches) run(d);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    work->dispatches.clear();  // releases the buffers, as Metal does on completion
+    work->report->complete(error, work->onCompleted);
+    work->onCompleted = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(work->mutex);
+      work->error = error;
+      work->done = true;
+    }
+    work->finished.notify_all();
+  }
+}
+
+void EmulatedDevice::Queue::run(const EmulatedDispatch& d) {
+  using Slot = EmulatedDispatch::Slot;
+  const unsigned workers = std::max(1u, std::min<unsigned>(workers_, d.groups));
+  while (runners_.size() < workers)
+    runners_.push_back(std::make_unique<ThreadgroupRunner>(order_, 0x9E3779B9u * (runners_.size() + 1)));
+
+  std::atomic<uint32_t> next{0};
+  std::atomic<bool> failed{false};
+  std::string failure;
+  std::mutex failureMutex;
+  auto work = [&](unsigned w) {
+    // Each worker binds its own threadgroup memory.
+    BoundArguments bound{};
+    std::vector<std::unique_ptr<unsigned char[]>> threadgroupMemory;
+    for (size_t i = 0; i < d.slots.size() && i < kMaxKernelArguments; ++i) {
+      const Slot& s = d.slots[i];
+      if (s.kind == Slot::BufferSlot) bound.slots[i] = static_cast<unsigned char*>(s.buffer->contents()) + s.offset;
+      if (s.kind == Slot::Bytes) bound.slots[i] = const_cast<unsigned char*>(s.bytes.data());
+      if (s.kind == Slot::ThreadgroupMemory) {
+        threadgroupMemory.emplace_back(new unsigned char[s.threadgroupLength ? s.threadgroupLength : 1]);
+        bound.slots[i] = threadgroupMemory.back().get();
+      }
+    }
+    for (uint32_t g; !failed && (g = next.fetch_add(1)) < d.groups;) {
+      try {
+        runners_[w]->run(d.kernel->invoke, &bound, g, d.threads);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (!failed.exchange(true)) failure = std::string(d.kernel->name) + ": " + e.what();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(work, w);
+  work(0);
+  for (auto& t : helpers) t.join();
+  if (failed) throw KernelFault(failure);
+}
+
+}  // namespace md::emu
