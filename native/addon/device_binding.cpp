@@ -90,7 +90,7 @@ Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
                              promise.settle([token](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, token); });
                            });
   } catch (const std::exception& e) {
-    throw Napi::Error::New(info.Env(), e.what());
+    promise.reject(e.what());  // as an error while it ran would be
   }
   return promise.promise();
 }

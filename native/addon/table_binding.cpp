@@ -170,9 +170,9 @@ Napi::Value TableHandle::runChain(const Napi::CallbackInfo& info, std::shared_pt
       promise.settle([](Napi::Env env) -> Napi::Value { return env.Undefined(); });
     });
   } catch (const ChainError& e) {
-    throw Napi::RangeError::New(env, std::string("runChain: ") + e.what());
+    promise.reject(std::string("runChain: ") + e.what(), DevicePromise::ErrorKind::RangeError);
   } catch (const std::exception& e) {
-    throw Napi::Error::New(env, std::string("runChain: ") + e.what());
+    promise.reject(std::string("runChain: ") + e.what());
   }
   return promise.promise();
 }

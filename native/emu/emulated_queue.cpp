@@ -54,9 +54,11 @@ void EmulatedDevice::Queue::loop() {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    work->dispatches.clear();  // releases the buffers, as Metal does on completion
     work->report->complete(error, work->onCompleted);
+    // Then the buffers are released, as Metal releases a command buffer's
+    // after its completion handlers ran.
     work->onCompleted = nullptr;
+    work->dispatches.clear();
     {
       std::lock_guard<std::mutex> lock(work->mutex);
       work->error = error;

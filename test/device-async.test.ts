@@ -1,0 +1,79 @@
+// Asynchronous GPU work settles from the device's completion, not from a
+// libuv worker parked waiting for it; it survives the device being
+// disposed and the JavaScript environment being torn down.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+import { describe, expect, it } from 'vitest';
+
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Runs an ES module snippet against the built package in a fresh process. */
+function run(code: string, env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000,
+  });
+}
+
+// A table that keeps the emulated device busy for about a second: the
+// noise of 2^22 cells.
+const BUSY_TABLE = `
+  import { DispatchTableBuilder, openDevice, sampleAsync, toFloat16Array } from './dist/lib/index.js';
+  const device = openDevice('emulated');
+  const count = 1 << 22;
+  const out = device.createBuffer(count * 4);
+  const busy = new DispatchTableBuilder(device).add('md_noise_cells', {
+    buffers: [{ index: 1, buffer: out }], params: { index: 0, bytes: new Uint32Array([0, count]) },
+    threadgroups: count / 1024, threadsPerThreadgroup: 1024,
+  }).build();`;
+
+describe('asynchronous device work', () => {
+  it('a chain in flight holds no libuv thread: with a pool of one, file reads finish first', () => {
+    const result = run(`${BUSY_TABLE}
+      import { readFile } from 'node:fs/promises';
+      const order = [];
+      const chain = device.runChain(busy, 0, 1).then(() => order.push('chain'));
+      const token = sampleAsync(toFloat16Array(Array.from({ length: 50000 }, (_, i) => Math.sin(i))),
+        { backend: 'emulated', temperature: 1, seed: 1 }).then(() => order.push('sample'));
+      await readFile('package.json').then(() => order.push('read'));
+      await Promise.all([chain, token]);
+      console.log(JSON.stringify(order));`, { UV_THREADPOOL_SIZE: '1' });
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)[0]).toBe('read');
+  });
+
+  it('disposing the device with a chain in flight lets the chain finish and resolve', () => {
+    const result = run(`${BUSY_TABLE}
+      import { gumbel, uniform } from './dist/lib/js/noise.js';
+      const chain = device.runChain(busy, 0, 1);
+      device.dispose();
+      await chain;
+      const cells = new Float32Array(out.read(0, 4 * 1000));
+      console.log(JSON.stringify(cells.every((v, c) => v === Math.fround(gumbel(uniform(c << 9))))));`);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('true');
+  });
+
+  it('terminating a worker thread with chains and samples in flight leaves the process running', () => {
+    const worker = `${BUSY_TABLE.replace(/\n/g, ' ')}
+      device.runChain(busy, 0, 1);
+      sampleAsync(toFloat16Array(Array.from({ length: 100000 }, (_, i) => Math.cos(i))), { backend: 'emulated', temperature: 1 });
+      process.stdout.write('');
+      (await import('node:worker_threads')).parentPort.postMessage('busy');`;
+    const result = run(`
+      import { Worker } from 'node:worker_threads';
+      for (let i = 0; i < 3; i++) {
+        const w = new Worker(${JSON.stringify(worker)}, { eval: true, type: 'module' });
+        await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+        await w.terminate();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1500));  // the work completes after its environment is gone
+      console.log('alive');`);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toBe('alive');
+  });
+});
