@@ -33,6 +33,14 @@
       "target_name": "md_emulator_kernels",
       "type": "static_library",
       "sources": ["native/emu/kernels.cpp"],
+      # C++ accepts any [[attribute]]; Metal does not: lint before building.
+      "actions": [{
+        "action_name": "lint_metal",
+        "inputs": ["scripts/lint-metal.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
+                   "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal", "metal/probes.metal"],
+        "outputs": ["<(INTERMEDIATE_DIR)/lint-metal.stamp"],
+        "action": ["node", "scripts/lint-metal.mjs", "--stamp", "<(INTERMEDIATE_DIR)/lint-metal.stamp"]
+      }],
       "cflags_cc": ["-ffp-contract=fast"],
       "xcode_settings": {
         "OTHER_CPLUSPLUSFLAGS": ["-ffp-contract=on"]

@@ -11,6 +11,8 @@
 using namespace metal;
 // Metal threadgroup memory: one array shared by the threadgroup.
 #define MD_THREADGROUP_ARRAY(type, name, count) threadgroup type name[count]
+// The emulator adds a parameter here (metal_compat.h); Metal needs none.
+#define MD_KERNEL_SCOPE_PARAMETER
 #else
 #include "metal_compat.h"
 #endif
@@ -24,7 +26,8 @@ using namespace metal;
   uint group [[threadgroup_position_in_grid]],           \
   uint threads [[threads_per_threadgroup]],              \
   uint lane [[thread_index_in_simdgroup]],               \
-  uint simd_index [[simdgroup_index_in_threadgroup]]
+  uint simd_index [[simdgroup_index_in_threadgroup]]    \
+  MD_KERNEL_SCOPE_PARAMETER
 
 #define MD_SIMD_WIDTH 32u
 #define MD_MAX_SIMDGROUPS 32u                          // 1024 threads

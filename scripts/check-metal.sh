@@ -2,8 +2,10 @@
 # What can be proven about the Metal code without a Mac (DESIGN.md, "Proving
 # Metal code without a Mac"). Needs clang (Debian: apt-get install clang).
 #   1. every metal/*.metal compiles with Metal's address spaces mapped to
-#      clang's numbered ones, and a file with a deliberate address-space
-#      mistake is rejected;
+#      clang's numbered ones; a planted mistake of each kind Metal rejects
+#      and C++ would accept is rejected (an address-space mismatch, a
+#      threadgroup array outside a kernel, a struct through simd_*, an
+#      unknown [[attribute]]), and every attribute is one Metal knows;
 #   2. the embedded source the Metal device compiles at run time is
 #      self-contained and passes the same check;
 #   3. native/metal/metal_device.mm type-checks as Objective-C++ against
@@ -33,18 +35,39 @@ for f in metal/*.metal; do
   echo "   ok  $f"
 done
 
-echo "== address spaces: a deliberate mistake must be rejected"
-bad=native/tests/kernels/address_space_error.metal
-if "${check[@]}" "$bad" 2>"$out/address_space_error.log"; then
-  echo "check-metal: $bad compiled, but it passes a device pointer as a thread pointer" >&2
-  exit 1
-fi
-if ! grep -q "cannot pass pointer to address space '1' as a pointer to generic address space" "$out/address_space_error.log"; then
-  cat "$out/address_space_error.log" >&2
-  echo "check-metal: $bad failed for another reason than its address-space mistake" >&2
-  exit 1
-fi
-echo "   ok  rejected: $(grep -m1 'error:' "$out/address_space_error.log" | sed 's/.*error: //')"
+# must_fail FILE WHAT EXPECTED COMMAND...: COMMAND must fail on the planted
+# mistake in FILE, with EXPECTED in its output.
+must_fail() {
+  local file=$1 what=$2 expected=$3
+  shift 3
+  local log="$out/$(basename "$file").log"
+  if "$@" >"$log" 2>&1; then
+    echo "check-metal: $file was accepted, but it $what" >&2
+    exit 1
+  fi
+  if ! grep -qF -- "$expected" "$log"; then
+    cat "$log" >&2
+    echo "check-metal: $file was rejected for another reason than that it $what (expected: $expected)" >&2
+    exit 1
+  fi
+  echo "   ok  rejected $(basename "$file"): $(grep -m1 -F -- "$expected" "$log" | sed 's/.*error: //' | cut -c1-110)"
+}
+
+echo "== deliberate mistakes the Metal compiler rejects must be rejected here"
+must_fail native/tests/kernels/address_space_error.metal "passes a device pointer as a thread pointer" \
+  "cannot pass pointer to address space '1' as a pointer to generic address space" \
+  "${check[@]}" native/tests/kernels/address_space_error.metal
+must_fail native/tests/kernels/threadgroup_scope_error.metal "declares a threadgroup array outside a kernel" \
+  "md_threadgroup_arrays_need_kernel_scope" "${check[@]}" native/tests/kernels/threadgroup_scope_error.metal
+must_fail native/tests/kernels/simd_struct_error.metal "passes a struct to simd_shuffle" \
+  "simd_* operands must be scalars (or vectors) in Metal, not structs" \
+  "${check[@]}" native/tests/kernels/simd_struct_error.metal
+must_fail native/tests/kernels/unknown_attribute.metal "misspells an attribute" \
+  "[[thread_position_in_grip]] is not a Metal attribute" node scripts/lint-metal.mjs native/tests/kernels/unknown_attribute.metal
+
+echo "== attributes: every [[...]] in metal/ and the test kernels is one Metal knows"
+node scripts/lint-metal.mjs metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal
+echo "   ok  $(ls metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal | wc -l) files"
 
 echo "== the embedded kernel source is self-contained"
 node scripts/embed-kernels.mjs --metal "$out/md_kernels.metal"
@@ -73,6 +96,14 @@ else
   echo "   ok  for macOS 11 (the deployment target): no API newer than it without @available"
   "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 native/metal/metal_device.mm
   echo "   ok  for macOS 26: no deprecated API outside a marked fallback"
+  bad=native/tests/metal_host_errors
+  must_fail $bad/nullable_source.mm "passes a nullable string where Metal takes none" \
+    "implicit conversion from nullable pointer" "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 $bad/nullable_source.mm
+  must_fail $bad/unguarded_math_mode.mm "uses a macOS 15 API without @available" \
+    "'setMathMode:' is only available on macOS 15.0 or newer" "$CLANG" "${macos[@]}" -target x86_64-apple-macos11.0 \
+    $bad/unguarded_math_mode.mm
+  must_fail $bad/deprecated_fast_math.mm "uses a deprecated API" "'fastMathEnabled' is deprecated" \
+    "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 $bad/deprecated_fast_math.mm
 fi
 
 echo "== the emulator builds with clang"

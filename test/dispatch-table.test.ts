@@ -68,6 +68,10 @@ describe('DispatchTableBuilder', () => {
       'Expected a multiple of 4 with 4 bytes inside the 4 bytes of params for commands[0].patch.fields[0] but received 4 (number)'],
     ['a patch option of another rule', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, fields: [0] } as never }),
       "Unknown option commands[0].patch.fields for rule 'argmaxOutput'; it takes: rule, buffer"],
+    ['threadgroup memory not a multiple of 16', (b) => b.add('md_argmax_f16', { ...argmax(), threadgroupMemory: 24 }),
+      "Expected a multiple of 16 bytes from 0 to 32768 (Metal's rule) for commands[0].threadgroupMemory but received 24 (number)"],
+    ['threadgroup memory over 32 KB', (b) => b.add('md_argmax_f16', { ...argmax(), threadgroupMemory: 32784 }),
+      'Expected an integer from 0 to 32768 for commands[0].threadgroupMemory but received 32784 (number)'],
     ['an unknown command option', (b) => b.add('md_argmax_f16', { ...argmax(), grid: 3 } as never),
       'Unknown option commands[0].grid; the options are: buffers, params, threadgroups, threadsPerThreadgroup, threadgroupMemory, patch, label'],
   ];

@@ -45,7 +45,7 @@ export interface CommandSpec {
   threadgroups?: number;
   /** A multiple of 32 up to the kernel's maximum. Default 32. */
   threadsPerThreadgroup?: number;
-  /** Bytes of [[threadgroup(0)]] memory. Default 0. */
+  /** Bytes of [[threadgroup(0)]] memory: a multiple of 16, at most 32768 (Metal's rules). Default 0. */
   threadgroupMemory?: number;
   /** Default { rule: 'none' }. */
   patch?: PatchSpec;
@@ -88,6 +88,13 @@ export class DispatchTableBuilder {
     if (threads % 32 !== 0) {
       throw invalidParameterError(`${at}.threadsPerThreadgroup`, `a multiple of 32 from 32 to ${maxThreads}`, threads, 'range');
     }
+    const memory = count(`${at}.threadgroupMemory`, spec.threadgroupMemory, 0, 0, layouts.maxThreadgroupMemory);
+    if (memory % layouts.threadgroupMemoryAlignment !== 0) {
+      throw invalidParameterError(
+        `${at}.threadgroupMemory`,
+        `a multiple of ${layouts.threadgroupMemoryAlignment} bytes from 0 to ${layouts.maxThreadgroupMemory} (Metal's rule)`,
+        memory, 'range');
+    }
     const command: NativeCommand = {
       kernel,
       label,
@@ -96,7 +103,7 @@ export class DispatchTableBuilder {
       paramsIndex: params?.index ?? 0,
       threadgroups: count(`${at}.threadgroups`, spec.threadgroups, 1, 1, 0xffffffff),
       threadsPerThreadgroup: threads,
-      threadgroupMemory: count(`${at}.threadgroupMemory`, spec.threadgroupMemory, 0, 0, 0xffffffff),
+      threadgroupMemory: memory,
       patch: this.#patch(`${at}.patch`, spec.patch ?? { rule: 'none' }, buffers, params?.bytes.byteLength ?? 0),
     };
     this.#commands.push(command);

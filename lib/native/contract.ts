@@ -84,6 +84,9 @@ export interface NativeLayouts {
   maxCommandBuffers: number;
   maxBufferIndex: number;
   noField: number;
+  /** Metal's rules for threadgroup memory lengths: a multiple of this, at most maxThreadgroupMemory. */
+  threadgroupMemoryAlignment: number;
+  maxThreadgroupMemory: number;
 }
 
 export interface NativeAddon {

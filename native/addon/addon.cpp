@@ -44,6 +44,8 @@ Napi::Object layouts(Napi::Env env) {
   all.Set("maxCommandBuffers", n(kMaxCommandBuffers));
   all.Set("maxBufferIndex", n(kMaxBufferIndex));
   all.Set("noField", n(kNoField));
+  all.Set("threadgroupMemoryAlignment", n(kThreadgroupMemoryAlignment));
+  all.Set("maxThreadgroupMemory", n(kMaxThreadgroupMemory));
   return all;
 }
 

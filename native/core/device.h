@@ -35,6 +35,19 @@ class DeviceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Metal's rules for threadgroup memory: a length given to
+// setThreadgroupMemory is a multiple of 16 bytes, and Apple GPUs give a
+// threadgroup 32 KB in all.
+constexpr size_t kThreadgroupMemoryAlignment = 16;
+constexpr size_t kMaxThreadgroupMemory = 32768;
+
+// Why `length` cannot be a threadgroup memory length, or "".
+inline std::string threadgroupMemoryProblem(size_t length) {
+  if (length % kThreadgroupMemoryAlignment == 0 && length <= kMaxThreadgroupMemory) return "";
+  return "threadgroup memory of " + std::to_string(length) + " bytes: Metal takes a multiple of " +
+         std::to_string(kThreadgroupMemoryAlignment) + " bytes, at most " + std::to_string(kMaxThreadgroupMemory);
+}
+
 // Memory both the CPU and the GPU address (MTLStorageModeShared). Always
 // owned by a shared_ptr (Device::newBuffer), which command buffers share
 // while they run.

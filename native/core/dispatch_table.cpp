@@ -63,6 +63,7 @@ std::string commandProblem(const DispatchCmd& cmd) {
       cmd.threadsPerThreadgroup > cmd.pipeline->maxThreadsPerThreadgroup())
     return "threadsPerThreadgroup " + std::to_string(cmd.threadsPerThreadgroup) +
            " is not a multiple of 32 from 32 to " + std::to_string(cmd.pipeline->maxThreadsPerThreadgroup());
+  if (std::string problem = threadgroupMemoryProblem(cmd.threadgroupMemory); !problem.empty()) return problem;
   if (cmd.paramsSize > 0 && cmd.paramsIndex > kMaxBufferIndex)
     return "params index " + std::to_string(cmd.paramsIndex) + " is over " + std::to_string(kMaxBufferIndex);
   for (uint32_t i = 0; i < cmd.bufferCount; ++i) {

@@ -72,6 +72,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
   void setThreadgroupMemory(uint32_t index, size_t length) override {
     requireRecording("setThreadgroupMemory");
     if (index >= kMaxKernelArguments) throw DeviceError("setThreadgroupMemory: index out of range");
+    if (std::string problem = threadgroupMemoryProblem(length); !problem.empty())
+      throw DeviceError("setThreadgroupMemory(" + std::to_string(index) + "): " + problem);
     if (threadgroupMemory_.size() <= index) threadgroupMemory_.resize(index + 1, 0);
     threadgroupMemory_[index] = length;
   }

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "../core/float16.h"
+#include "kernel_binding.h"
 #include "threadgroup_runner.h"
 
 #if defined(__clang__)
@@ -39,8 +40,7 @@ typedef unsigned long ulong;  // 64 bits on every LP64 host, as in Metal
 // storage-only __fp16; the check never runs the code).
 typedef __fp16 half;
 #else
-// IEEE binary16. Kernels convert to float to compute (Metal's half
-// arithmetic is not emulated); conversions round to nearest even.
+// IEEE binary16; conversions round to nearest even.
 struct half {
   uint16_t bits;
   half() = default;
@@ -48,6 +48,41 @@ struct half {
   operator float() const { return md::halfToFloat(bits); }
 };
 static_assert(sizeof(half) == 2 && std::is_trivially_copyable<half>::value, "half is 16 bits");
+
+// Arithmetic as Metal does it: half with half (or an integer) is computed
+// in half, each operation rounded to half; half with float is float. Done
+// in float and rounded once per operation, which is exact: float has more
+// than twice half's precision plus two bits, so the double rounding of
+// +, -, * and / never differs from rounding the exact result.
+namespace md::emu::half_ops {
+template <class T>
+using IfInteger = std::enable_if_t<std::is_integral<T>::value, int>;
+template <class T>
+using IfFloating = std::enable_if_t<std::is_floating_point<T>::value, int>;
+}  // namespace md::emu::half_ops
+
+#define MD_HALF_OPERATOR(op)                                                                                      \
+  inline half operator op(half a, half b) { return half(float(a) op float(b)); }                                 \
+  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                                                       \
+  inline half operator op(half a, T b) { return half(float(a) op float(b)); }                                    \
+  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                                                       \
+  inline half operator op(T a, half b) { return half(float(a) op float(b)); }                                    \
+  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                                                      \
+  inline float operator op(half a, T b) { return float(a) op float(b); }                                         \
+  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                                                      \
+  inline float operator op(T a, half b) { return float(a) op float(b); }                                         \
+  template <class T>                                                                                              \
+  inline half& operator op##=(half& a, T b) { return a = half(a op b); }
+MD_HALF_OPERATOR(+)
+MD_HALF_OPERATOR(-)
+MD_HALF_OPERATOR(*)
+MD_HALF_OPERATOR(/)
+#undef MD_HALF_OPERATOR
+inline half operator-(half a) {
+  half negated;
+  negated.bits = uint16_t(a.bits ^ 0x8000u);
+  return negated;
+}
 #endif
 
 template <class To, class From>
@@ -66,18 +101,31 @@ template <class T> inline T min(T a, T b) { return b < a ? b : a; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
 
 // ---- address spaces and function qualifiers -------------------------------
+
+// Metal declares threadgroup variables only in kernel functions. Every
+// kernel ends with MD_THREAD_IDS, which here adds this parameter, and
+// MD_THREADGROUP_ARRAY names it: declared in any other function, the array
+// is a compile error naming the rule ("undeclared identifier
+// 'md_threadgroup_arrays_need_kernel_scope'").
+#define MD_KERNEL_SCOPE_PARAMETER , ::md::emu::KernelScope md_threadgroup_arrays_need_kernel_scope
+#define MD_REQUIRE_KERNEL_SCOPE \
+  static_assert(sizeof(md_threadgroup_arrays_need_kernel_scope) > 0, "threadgroup arrays are declared in kernels")
+
 #ifdef MD_CHECK_ADDRESS_SPACES
 #define device __attribute__((address_space(1)))
 #define constant __attribute__((address_space(2)))
 #define threadgroup __attribute__((address_space(3)))
-#define MD_THREADGROUP_ARRAY(type, name, count) static threadgroup type name[count]
+#define MD_THREADGROUP_ARRAY(type, name, count) \
+  MD_REQUIRE_KERNEL_SCOPE;                      \
+  static threadgroup type name[count]
 #else
 #define device
 #define constant const
 #define threadgroup
 // Storage shared by every fiber of the threadgroup, keyed by the
-// declaration (threadgroup variables live at kernel scope in Metal).
+// declaration.
 #define MD_THREADGROUP_ARRAY(type, name, count)                                                        \
+  MD_REQUIRE_KERNEL_SCOPE;                                                                           \
   static const char md_threadgroup_tag_##name = 0;                                                   \
   type* name = static_cast<type*>(::md::emu::ThreadgroupRunner::current().threadgroupArray(         \
       &md_threadgroup_tag_##name, sizeof(type) * (count), __FILE__, __LINE__))
@@ -98,7 +146,11 @@ inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(uint32_t
 namespace md::emu::simd_ops {
 
 template <class T> inline uint64_t pack(T v) {
-  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "simd operand too large");
+  // Metal's simd_* take scalars and vectors only (this header has no
+  // vector types): a struct that happens to fit 8 bytes is refused here as
+  // the Metal compiler refuses it.
+  static_assert(std::is_arithmetic<T>::value || std::is_same<T, half>::value,
+                "simd_* operands must be scalars (or vectors) in Metal, not structs");
   uint64_t u = 0;
   std::memcpy(&u, &v, sizeof(T));
   return u;

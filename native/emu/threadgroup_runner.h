@@ -8,6 +8,7 @@
 // reversed and shuffled (MD_EMU_FIBER_ORDER); a missing barrier then shows
 // up as a wrong result in at least one order.
 #pragma once
+#include "../core/device.h"
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,7 +45,7 @@ struct ThreadIds {
 };
 
 constexpr uint32_t kSimdWidth = 32;
-constexpr size_t kThreadgroupMemoryLimit = 32768;  // Apple GPUs' limit
+constexpr size_t kThreadgroupMemoryLimit = ::md::kMaxThreadgroupMemory;  // Apple GPUs' limit
 
 // A simdgroup operation: every active lane's input (its bits in a uint64)
 // and argument in, every lane's result out. `active` has bit l set when

@@ -221,6 +221,12 @@ TEST(Chain, MalformedCommandsAreRefusedWithTheirLabel) {
   c.threadgroups = 0;
   expectProblem(c, "command 'step': dispatches 0 threadgroups");
   c = good;
+  c.threadgroupMemory = 24;
+  expectProblem(c, "command 'step': threadgroup memory of 24 bytes: Metal takes a multiple of 16 bytes, at most 32768");
+  c = good;
+  c.threadgroupMemory = 32784;
+  expectProblem(c, "command 'step': threadgroup memory of 32784 bytes: Metal takes a multiple of 16 bytes, at most 32768");
+  c = good;
   c.patch = {PatchRule::TokenOffset, 5, {md::kNoField, md::kNoField}};
   expectProblem(c, "command 'step': patch tokenOffset: buffer 5 is not bound");
   c = good;

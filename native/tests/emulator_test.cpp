@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "emulated_device.h"
 #include "exact_arithmetic.h"
+#include "float16.h"
 
 namespace md::emu::testing {
 extern const EmulatedKernel kFaultKernels[];
@@ -191,6 +193,17 @@ TEST(Emulator, EncodingMistakesAreErrorsAtOnce) {
     EXPECT_STREQ(e.what(), "md_test_out_of_bounds: takes 3 buffers and threadgroup allocations, but 0 were bound");
   }
   EXPECT_THROW(cb->dispatch(1, 100), md::DeviceError);  // not a multiple of 32
+  // Metal's threadgroup memory lengths: multiples of 16, at most 32 KB.
+  EXPECT_NO_THROW(cb->setThreadgroupMemory(0, 48));
+  for (size_t bad : {size_t(24), size_t(32784)}) {
+    try {
+      cb->setThreadgroupMemory(0, bad);
+      ADD_FAILURE() << bad << " bytes of threadgroup memory were accepted";
+    } catch (const md::DeviceError& e) {
+      EXPECT_EQ(std::string(e.what()), "setThreadgroupMemory(0): threadgroup memory of " + std::to_string(bad) +
+                                           " bytes: Metal takes a multiple of 16 bytes, at most 32768");
+    }
+  }
 }
 
 TEST(Emulator, AnInvalidFiberOrderIsAnErrorNamingTheVariable) {
@@ -224,6 +237,39 @@ TEST(ExactArithmetic, TheEmulatedKernelsRoundEveryOperationAndAFusingDeviceIsRef
                   "(#pragma fp contract(off), metal/md_exact_float.h): the probe gave 0x33800000, the CPU 0x00000000. "
                   "Its noise and sampling would differ from the CPU's in the last bit, so it is not used");
   }
+}
+
+}  // namespace
+
+namespace {
+
+// What Metal gives for half arithmetic, computed here from the definition
+// (round to half after each operation) with float16.h's exact conversions.
+TEST(Emulator, HalfArithmeticRoundsToHalfAfterEveryOperationAsMetalDoes) {
+  auto device = deviceWithOrder("forward");
+  auto toHalf = [](float f) { return md::halfFromFloat(f); };
+  auto round = [](float f) { return md::halfToFloat(md::halfFromFloat(f)); };
+  const uint16_t in[4] = {toHalf(1024.0f), toHalf(0.5f), toHalf(3.0f), toHalf(0.1f)};
+  auto input = device->newBuffer(sizeof in);
+  std::memcpy(input->contents(), in, sizeof in);
+  auto output = device->newBuffer(7 * 4);
+  auto cb = device->newCommandBuffer();
+  cb->setPipeline(device->pipeline("md_test_half_arithmetic"));
+  cb->setBuffer(0, *input, 0);
+  cb->setBuffer(1, *output, 0);
+  cb->dispatch(1, 32);
+  cb->commit();
+  cb->wait();
+  const auto* out = static_cast<const float*>(output->contents());
+  const float tenth = md::halfToFloat(in[3]);
+  EXPECT_EQ(out[0], 1024.0f) << "1024 + 0.5 + 0.5 in half rounds twice (float once would give 1025)";
+  EXPECT_EQ(out[1], 1024.25f) << "half + float is float";
+  EXPECT_EQ(out[2], round(tenth * 3.0f));
+  EXPECT_EQ(out[3], round(3.0f / tenth));
+  EXPECT_EQ(out[4], 1022.0f);
+  EXPECT_EQ(out[5], -tenth);
+  EXPECT_EQ(out[6], round(tenth * 3.0f));
+  EXPECT_NE(round(tenth * 3.0f), tenth * 3.0f) << "the case distinguishes half from float";
 }
 
 }  // namespace

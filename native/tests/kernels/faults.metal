@@ -71,3 +71,24 @@ kernel void md_test_too_much_threadgroup_memory(device float* out [[buffer(0)]],
 kernel void md_test_fused_probe(device const float* in [[buffer(0)]], device float* out [[buffer(1)]], MD_THREAD_IDS) {
   if (group == 0 && tid == 0) out[0] = fma(in[0], in[1], in[2]);
 }
+
+// Half arithmetic as Metal does it (in[] = 1024, 0.5, 3, 0.1): every half
+// operation rounds to half, half with float is float.
+kernel void md_test_half_arithmetic(device const half* in [[buffer(0)]], device float* out [[buffer(1)]],
+                                    MD_THREAD_IDS) {
+  if (tid != 0 || group != 0) return;
+  const half big = in[0], point_five = in[1], three = in[2], tenth = in[3];
+  half sum = big + point_five + point_five;  // 1024.5 -> 1024 (ties to even), twice
+  out[0] = sum;
+  out[1] = big + 0.25f;  // float: 1024.25
+  half product = tenth * three;  // rounded to half once: 0.2998...
+  out[2] = product;
+  half quotient = three / tenth;
+  out[3] = quotient;
+  half accumulated = big;
+  accumulated += point_five;  // 1024
+  accumulated -= 2;           // an integer operand: 1022
+  out[4] = accumulated;
+  out[5] = -tenth;
+  out[6] = tenth * 3;  // half times an integer is half
+}

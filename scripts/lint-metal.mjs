@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// lint-metal.mjs: what the Metal compiler rejects and the C++ compilers of
+// the emulator and of check-metal.sh let through, checked in the kernel
+// sources. Today: every [[attribute]] must be one Metal knows. The C++
+// compilers only warn about attributes they do not know (the emulator must
+// silence that warning, since every Metal attribute is unknown to them),
+// so a misspelt [[thread_position_in_grip]] would build and run here, and
+// fail to compile on a Mac.
+//
+//   node scripts/lint-metal.mjs [files...]    default: metal/*.metal and metal/*.h
+//
+// Run by scripts/check-metal.sh, and before the emulator's kernels are
+// compiled (binding.gyp, CMakeLists.txt). Exit 1 with file:line messages.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+// The attributes of the Metal Shading Language a compute kernel may use
+// (argument tables, kernel inputs, function attributes), and the standard
+// C++ ones it accepts.
+export const METAL_ATTRIBUTES = new Set([
+  'buffer', 'texture', 'sampler', 'threadgroup', 'function_constant', 'stage_in', 'id',
+  'dispatch_quadgroups_per_threadgroup', 'dispatch_simdgroups_per_threadgroup', 'dispatch_threads_per_threadgroup',
+  'grid_origin', 'grid_size', 'quadgroup_index_in_threadgroup', 'quadgroups_per_threadgroup',
+  'simdgroup_index_in_threadgroup', 'simdgroups_per_threadgroup', 'thread_index_in_quadgroup',
+  'thread_index_in_simdgroup', 'thread_index_in_threadgroup', 'thread_position_in_grid',
+  'thread_position_in_threadgroup', 'threadgroup_position_in_grid', 'threadgroups_per_grid', 'threads_per_grid',
+  'threads_per_simdgroup', 'threads_per_threadgroup', 'max_total_threads_per_threadgroup',
+  'maybe_unused', 'fallthrough', 'nodiscard', 'deprecated', 'likely', 'unlikely',
+]);
+
+/** Problems in one source text, as "file:line: message". */
+export function lintMetal(text, file) {
+  const problems = [];
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/\/\/[^\n]*/g, '');
+  for (const match of code.matchAll(/\[\[([\s\S]*?)\]\]/g)) {
+    const line = code.slice(0, match.index).split('\n').length;
+    for (const part of match[1].split(/,(?![^(]*\))/)) {
+      const name = part.trim().match(/^[A-Za-z_][A-Za-z0-9_:]*/)?.[0];
+      if (!name) {
+        problems.push(`${file}:${line}: malformed attribute [[${match[1].trim()}]]`);
+      } else if (!METAL_ATTRIBUTES.has(name)) {
+        problems.push(`${file}:${line}: [[${name}]] is not a Metal attribute (Metal's: ${[...METAL_ATTRIBUTES].join(', ')})`);
+      }
+    }
+  }
+  return problems;
+}
+
+function defaultFiles() {
+  const dir = join(root, 'metal');
+  return readdirSync(dir).filter((f) => f.endsWith('.metal') || f.endsWith('.h')).sort().map((f) => join(dir, f));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const stampAt = args.indexOf('--stamp');
+  const stamp = stampAt >= 0 ? args.splice(stampAt, 2)[1] : undefined;
+  const files = args.length ? args : defaultFiles();
+  const problems = files.flatMap((f) => lintMetal(readFileSync(f, 'utf8'), relative(process.cwd(), f) || f));
+  if (problems.length) {
+    console.error(problems.join('\n'));
+    process.exit(1);
+  }
+  if (stamp) writeFileSync(stamp, `${files.length} files checked\n`);
+}
