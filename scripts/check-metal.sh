@@ -96,7 +96,15 @@ else
   echo "   ok  for macOS 11 (the deployment target): no API newer than it without @available"
   "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 native/metal/metal_device.mm
   echo "   ok  for macOS 26: no deprecated API outside a marked fallback"
+  # Every object-returning Metal call inside an @autoreleasepool.
+  ast=(-Xclang -ast-dump -Xclang -ast-dump-filter -Xclang md::metal -fno-color-diagnostics)
+  "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 "${ast[@]}" native/metal/metal_device.mm >"$out/metal_device.ast"
+  echo "   ok  autorelease pools: $(node scripts/check-autorelease.mjs "$out/metal_device.ast")"
   bad=native/tests/metal_host_errors
+  "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 "${ast[@]}" $bad/missing_pool.mm >"$out/missing_pool.ast"
+  must_fail $bad/missing_pool.mm "makes a command buffer outside @autoreleasepool" \
+    "md_test_next_commands (an entry point) sends object-returning messages outside @autoreleasepool: line 9: [commandBuffer]" \
+    node scripts/check-autorelease.mjs "$out/missing_pool.ast"
   must_fail $bad/nullable_source.mm "passes a nullable string where Metal takes none" \
     "implicit conversion from nullable pointer" "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 $bad/nullable_source.mm
   must_fail $bad/unguarded_math_mode.mm "uses a macOS 15 API without @available" \
