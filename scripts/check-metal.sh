@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What can be proven about the Metal code without a Mac (DESIGN.md, "Proving
-# Metal code without a Mac"). Needs clang (Debian: apt-get install clang).
+# Metal code without a Mac"). Needs clang and shellcheck (Debian: apt-get
+# install clang shellcheck).
 #   1. every metal/*.metal compiles with Metal's address spaces mapped to
 #      clang's numbered ones; a planted mistake of each kind Metal rejects
 #      and C++ would accept is rejected (an address-space mismatch, a
@@ -9,11 +10,15 @@
 #   2. the embedded source the Metal device compiles at run time is
 #      self-contained and passes the same check;
 #   3. native/metal/metal_device.mm type-checks as Objective-C++ against
-#      the project's stub headers (native/metal/stubs);
+#      the project's stub headers (native/metal/stubs): nullability, and
+#      availability for macOS 11 and deprecations for macOS 26; every
+#      object-returning Metal call is inside an @autoreleasepool; planted
+#      mistakes of each kind are rejected;
 #   4. the emulator and its kernels build with clang as well as g++;
 #   5. the emulator's fibers compile on the ucontext path (macOS's) with
 #      the C library in strict POSIX mode, where only the feature macros a
-#      file defines itself expose non-POSIX names, as on Darwin.
+#      file defines itself expose non-POSIX names, as on Darwin;
+#   6. the shell scripts pass shellcheck, the Mac-only one included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +45,8 @@ done
 must_fail() {
   local file=$1 what=$2 expected=$3
   shift 3
-  local log="$out/$(basename "$file").log"
+  local log
+  log="$out/$(basename "$file").log"
   if "$@" >"$log" 2>&1; then
     echo "check-metal: $file was accepted, but it $what" >&2
     exit 1
@@ -66,8 +72,9 @@ must_fail native/tests/kernels/unknown_attribute.metal "misspells an attribute" 
   "[[thread_position_in_grip]] is not a Metal attribute" node scripts/lint-metal.mjs native/tests/kernels/unknown_attribute.metal
 
 echo "== attributes: every [[...]] in metal/ and the test kernels is one Metal knows"
-node scripts/lint-metal.mjs metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal
-echo "   ok  $(ls metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal | wc -l) files"
+lint_files=(metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal)
+node scripts/lint-metal.mjs "${lint_files[@]}"
+echo "   ok  ${#lint_files[@]} files"
 
 echo "== the embedded kernel source is self-contained"
 node scripts/embed-kernels.mjs --metal "$out/md_kernels.metal"
@@ -127,3 +134,11 @@ echo "== portability: fiber.cpp on ucontext, with only the feature macros it def
 "$CLANG" -std=c++17 -Wall -Wextra -Werror -U_GNU_SOURCE -DMD_EMU_UCONTEXT -Inative/emu -c native/emu/fiber.cpp \
   -o "$out/fiber-ucontext.o"
 echo "   ok  native/emu/fiber.cpp (ucontext, strict feature macros)"
+
+echo "== shell scripts: shellcheck (the Mac-only first-run script included)"
+if ! command -v shellcheck >/dev/null; then
+  echo "check-metal: shellcheck is missing. Debian/Ubuntu: apt-get install shellcheck; macOS: brew install shellcheck" >&2
+  exit 1
+fi
+shellcheck scripts/*.sh .ci/run
+echo "   ok  $(find scripts -name '*.sh' | wc -l) scripts and .ci/run"

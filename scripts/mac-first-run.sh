@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# mac-first-run.sh: everything a Mac can prove that Linux cannot, in one
+# command, and one report to paste into an issue.
+#
+#   bash scripts/mac-first-run.sh          # from a checkout, on an Apple silicon Mac
+#
+# Steps (each runs even if an earlier one failed; the report says which):
+#   1. the machine: macOS, chip, GPU, Xcode tools, Node;
+#   2. every kernel compiled offline with `xcrun metal` (each file, and the
+#      one source the addon compiles at run time), warnings included;
+#   3. the addon built from scratch (npm install), with the compiler's
+#      first errors if it fails;
+#   4. the backends the package sees (getBackends());
+#   5. the whole test suite with the GPU: METAL_DECODE_TEST_METAL=1 npm test
+#      (every kernel test on metal too, the 2^23 noise cells, ...);
+#   6. the benchmark (npx metal-decode bench), metal against the others.
+# The report goes to stdout and to build-mac/first-run-report.md; the full
+# logs stay in build-mac/. Exit 0 only if every step passed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+if [ "$(uname -s)" != "Darwin" ]; then
+  echo "mac-first-run: this is for macOS on Apple silicon; here it is $(uname -sm). On Linux, npm test runs what can be proven here." >&2
+  exit 2
+fi
+
+out=build-mac
+mkdir -p "$out"
+report="$out/first-run-report.md"
+failed=0
+: >"$report"
+
+say() { printf '%s\n' "$*" | tee -a "$report"; }
+# step NAME LOG COMMAND...: runs COMMAND with its output in LOG; reports ok
+# or the last lines of LOG.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local started=$SECONDS
+  if "$@" >"$log" 2>&1; then
+    say "- **$name**: ok ($((SECONDS - started)) s)"
+    return 0
+  fi
+  failed=1
+  say "- **$name**: FAILED ($((SECONDS - started)) s), last lines of $log:"
+  say '```'
+  tail -n 25 "$log" | tee -a "$report"
+  say '```'
+  return 1
+}
+
+say "# metal-decode on a Mac: first run"
+say ""
+say "## Machine"
+say "- macOS $(sw_vers -productVersion) ($(sw_vers -buildVersion)), $(uname -m)"
+say "- CPU: $(sysctl -n machdep.cpu.brand_string 2>/dev/null), $(sysctl -n hw.physicalcpu) cores, $(($(sysctl -n hw.memsize) / 1073741824)) GiB"
+say "- GPU: $(system_profiler SPDisplaysDataType 2>/dev/null | awk -F': ' '/Chipset Model|Total Number of Cores|Metal Support/ {printf "%s; ", $2}')"
+say "- Xcode tools: $(xcode-select -p 2>/dev/null || echo 'none (xcode-select --install)'); $(xcrun clang --version 2>/dev/null | head -1)"
+say "- Node $(node --version), npm $(npm --version), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say ""
+
+say "## Steps"
+# 2. Offline compiles. `xcrun metal` ships with Xcode (or its Metal
+# toolchain component); without it the addon still compiles the kernels at
+# run time, which step 5 tests.
+if xcrun -sdk macosx -f metal >/dev/null 2>&1; then
+  node scripts/embed-kernels.mjs --metal "$out/md_kernels.metal"
+  for f in metal/*.metal "$out/md_kernels.metal"; do
+    step "xcrun metal: $f" "$out/metal-$(basename "$f").log" \
+      xcrun -sdk macosx metal -std=metal3.0 -Wall -Imetal -c "$f" -o "$out/$(basename "$f").air"
+    if grep -q "warning:" "$out/metal-$(basename "$f").log"; then
+      say "  warnings:"
+      grep "warning:" "$out/metal-$(basename "$f").log" | head -10 | sed 's/^/    /' | tee -a "$report"
+    fi
+  done
+else
+  say "- **xcrun metal**: not installed (Xcode's Metal toolchain: \`xcodebuild -downloadComponent MetalToolchain\`); skipped, the run-time compile in the tests covers it"
+fi
+
+# 3. The addon, from scratch.
+rm -rf build
+step "npm install (the addon built from scratch)" "$out/npm-install.log" npm install --foreground-scripts
+
+# 4. What the package sees.
+step "getBackends()" "$out/backends.log" node --input-type=module -e "
+  import { getBackends } from './dist/lib/index.js';
+  for (const b of getBackends()) console.log(\`\${b.available ? 'yes' : 'no '} \${b.name}: \${b.reason}\`);"
+sed 's/^/    /' "$out/backends.log" | tee -a "$report"
+
+# 5. Every test, with the GPU.
+step "METAL_DECODE_TEST_METAL=1 npm test" "$out/test.log" env METAL_DECODE_TEST_METAL=1 npm test
+grep -E "Tests +[0-9]|Test Files|tests passed|FAIL|✗|×" "$out/test.log" | head -20 | sed 's/^/    /' | tee -a "$report"
+
+# 6. The benchmark.
+step "npx metal-decode bench" "$out/bench.log" npx metal-decode bench --no-progress --out "$out/bench.html"
+say ""
+say "## Benchmark"
+say '```'
+tee -a "$report" <"$out/bench.log"
+say '```'
+
+say ""
+if [ "$failed" = 0 ]; then say "All steps passed."; else say "Some steps FAILED: the logs are in $out/."; fi
+echo "(report saved to $report)" >&2
+exit "$failed"
