@@ -86,14 +86,4 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
   return a;
 }
 
-OwnedSampling::OwnedSampling(const SamplingArguments& a)
-    : logits(static_cast<const uint8_t*>(a.row.data),
-             static_cast<const uint8_t*>(a.row.data) + size_t(a.row.size) * (a.row.format == LogitsFormat::Float16 ? 2 : 4)),
-      format(a.row.format),
-      vocab(a.row.size),
-      params(a.inputs.params),
-      history(a.inputs.history, a.inputs.history + a.inputs.params.history_count),
-      biasTokens(a.inputs.biasTokens, a.inputs.biasTokens + a.inputs.params.bias_count),
-      biasValues(a.inputs.biasValues, a.inputs.biasValues + a.inputs.params.bias_count) {}
-
 }  // namespace md::addon

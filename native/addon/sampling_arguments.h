@@ -4,8 +4,6 @@
 #pragma once
 #include <napi.h>
 
-#include <vector>
-
 #include "../core/cpu_sampler.h"
 
 namespace md::addon {
@@ -19,19 +17,5 @@ struct SamplingArguments {
 // Throws a JS TypeError or RangeError naming the argument (never aborts).
 // `method` prefixes the messages. The inputs pass checkSamplingInputs.
 SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const char* method);
-
-// An owned copy, for work that outlives the call (asynchronous sampling).
-struct OwnedSampling {
-  std::vector<uint8_t> logits;
-  LogitsFormat format;
-  uint32_t vocab;
-  md_sampling_params params;
-  std::vector<uint32_t> history, biasTokens;
-  std::vector<float> biasValues;
-
-  explicit OwnedSampling(const SamplingArguments& a);
-  LogitsRow row() const { return {logits.data(), format, vocab}; }
-  SamplingInputs inputs() const { return {params, history.data(), biasTokens.data(), biasValues.data()}; }
-};
 
 }  // namespace md::addon
