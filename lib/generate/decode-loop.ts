@@ -7,6 +7,7 @@
 import type { BackendName } from '../backends.js';
 import { AbortError, invalidParameterError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
+import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
 import type { DecodeModel, Logits, ModelSequence } from './model.js';
 import { applyMask, StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
@@ -95,6 +96,7 @@ export class DecodeRun {
   #stop: Stop | undefined;
   #started = 0;
   #prefillMs = 0;
+  readonly #turns = new EventLoopTurns();
   /** Set when the run ends, however it ends. */
   result: GenerationResult | undefined;
 
@@ -123,7 +125,8 @@ export class DecodeRun {
         this.#appendPrompt();
         const logits = await this.#prefill();
         this.#prefillMs = performance.now() - this.#started;
-        if (this.#chained) yield* this.#decodeChained();
+        if (logits === ABORTED) this.#stop = { reason: 'abort' };
+        else if (this.#chained) yield* this.#decodeChained();
         else yield* this.#decodeStepwise(logits);
       }
       return this.#finish();
@@ -157,7 +160,7 @@ export class DecodeRun {
 
   // The chained path writes the prompt (its first step evaluates the last
   // token); the step-by-step paths evaluate it and keep the logits.
-  async #prefill(): Promise<Logits | undefined> {
+  async #prefill(): Promise<Logits | undefined | typeof ABORTED> {
     const state = this.#state;
     if (this.#chained) {
       await state.sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
@@ -167,11 +170,17 @@ export class DecodeRun {
     return this.#evaluatePending();
   }
 
-  // Evaluates what the model has not seen (at least the last token, again if need be).
-  async #evaluatePending(): Promise<Logits> {
+  // Evaluates what the model has not seen (at least the last token, again
+  // if need be). An abort while the model computes wins: the model's answer
+  // is then dropped, and the tokens count as unseen.
+  async #evaluatePending(): Promise<Logits | typeof ABORTED> {
     const state = this.#state;
     const from = Math.min(state.synced, state.length - 1);
-    const logits = await state.sequence.evaluate(state.tokens.slice(from, state.length), from);
+    const logits = await unlessAborted(state.sequence.evaluate(state.tokens.slice(from, state.length), from), this.#o.signal);
+    if (logits === ABORTED) {
+      state.synced = Math.min(state.synced, from);
+      return ABORTED;
+    }
     state.synced = state.length;
     return logits;
   }
@@ -196,11 +205,13 @@ export class DecodeRun {
   async *#decodeStepwise(prefillLogits: Logits | undefined): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const sampler = new StepSampler(state.sequence.backend, this.#o.sampling);
-    let logits = prefillLogits;
+    let logits: Logits | undefined | typeof ABORTED = prefillLogits;
     for (;;) {
+      await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       logits ??= await this.#evaluatePending();
+      if (logits === ABORTED) return void (this.#stop = { reason: 'abort' });
       if (this.#o.tokenMask) {
         const mask = this.#mask();
         if (mask === null) return yield* this.#stopWith({ reason: 'maskComplete' });

@@ -1,0 +1,54 @@
+// Generation shares the thread: on the CPU backends the event loop turns
+// while tokens are computed, so timers keep ticking and an abort stops a
+// long run at once; an abort also wins over a model that never answers.
+import { describe, expect, it } from 'vitest';
+
+import { AbortError, BigramModel, generate, LogitsModel, Session } from '../lib/index.js';
+import { BACKENDS, requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+
+describe.each(BACKENDS)('the event loop during generate() on %s', (backend) => {
+  it('timers keep ticking and AbortSignal.timeout stops a 20,000-token run within milliseconds', async () => {
+    // About 3,000 tokens/s native and 1,000 js: this run would take seconds.
+    const model = BigramModel.fromSeed({ vocabSize: 4096, dim: 64, seed: 3 });
+    const ticks: number[] = [];
+    const timer = setInterval(() => ticks.push(performance.now()), 2);
+    const started = performance.now();
+    const result = await generate(model, [1], {
+      backend, maxTokens: 20_000, temperature: 0.8, seed: 1, signal: AbortSignal.timeout(40), stopOnAbortSignal: true,
+    });
+    const elapsed = performance.now() - started;
+    clearInterval(timer);
+    expect(result.stopReason).toBe('abort');
+    expect(result.tokens.length).toBeLessThan(20_000);
+    expect(elapsed).toBeLessThan(1_000);  // stopped by the 40 ms timeout, not by maxTokens
+    expect(ticks.length).toBeGreaterThanOrEqual(5);
+    const gaps = ticks.slice(1).map((t, i) => t - ticks[i]);
+    expect(Math.max(...gaps)).toBeLessThan(100);  // the 2 ms timer was never held up for long
+  });
+});
+
+describe('an abort while the model computes', () => {
+  it('settles the generation although the model\'s promise never does, and the session goes on', async () => {
+    let answering = false;
+    const row = new Float32Array([0, 5, 1, 0]);
+    const model = new LogitsModel({
+      vocabSize: 4,
+      logits: () => (answering ? row : new Promise<Float32Array>(() => undefined)),
+    });
+    const session = new Session(model, { backend: 'native', contextSize: 64 });
+    const started = performance.now();
+    const error = await session.generate([2, 3], { maxTokens: 5, signal: AbortSignal.timeout(20) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(AbortError);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The prompt counts as unseen: the next call evaluates it again.
+    answering = true;
+    const next = await session.generate([], { maxTokens: 3 });
+    expect(next.tokens).toEqual([1, 1, 1]);
+    expect(next.stats.promptTokens).toBe(0);
+  });
+});
