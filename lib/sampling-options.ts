@@ -139,11 +139,19 @@ function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array
   return Uint32Array.from({ length: all.length - start }, (_, i) => all[start + i]);
 }
 
+// An object key names a token only in canonical decimal: Number() would
+// also read '', ' 4 ', '0x5', '1e3' and '1.0', so two keys could name one
+// token and a typo would bias a real one.
+function tokenIdFromKey(key: string): number {
+  if (/^(0|[1-9][0-9]{0,9})$/.test(key) && Number(key) <= UINT32_MAX) return Number(key);
+  throw invalidParameterError('tokenBias key', `a token id in decimal (0, 1, 2, ... up to ${UINT32_MAX})`, key, 'range');
+}
+
 function resolveTokenBias(tokenBias: unknown): { biasTokens: Uint32Array; biasValues: Float32Array } {
   if (tokenBias === undefined) return { biasTokens: new Uint32Array(0), biasValues: new Float32Array(0) };
   let entries: [unknown, unknown][];
   if (tokenBias instanceof Map) entries = [...tokenBias.entries()];
-  else if (isPlainObject(tokenBias)) entries = Object.entries(tokenBias).map(([k, v]) => [Number(k), v]);
+  else if (isPlainObject(tokenBias)) entries = Object.entries(tokenBias).map(([k, v]) => [tokenIdFromKey(k), v]);
   else throw invalidParameterError('tokenBias', 'a Map or a plain object of token id -> bias', tokenBias, 'type');
 
   const biasTokens = new Uint32Array(entries.length);

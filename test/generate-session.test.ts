@@ -166,6 +166,20 @@ describe('one generation at a time', () => {
     expect(session.tokens).toHaveLength(0);
   });
 
+  it('a generation has catch and finally, as a promise does', async () => {
+    const session = new Session(model, { backend: 'js' });
+    const order: string[] = [];
+    const result = await session.generate('The ', { maxTokens: 2 }).finally(() => order.push('finally'));
+    expect(result.tokens).toHaveLength(2);
+    const caught = await session
+      .generate('x', { maxTokens: 2, signal: AbortSignal.abort(new Error('stop')) })
+      .catch((e: Error) => e.name)
+      .finally(() => order.push('finally again'));
+    expect(caught).toBe('AbortError');
+    expect(order).toEqual(['finally', 'finally again']);
+    expect(Object.prototype.toString.call(session.generate('y'))).toBe('[object Generation]');
+  });
+
   it('an unused generation holds nothing: the session stays free', async () => {
     const session = new Session(model, { backend: 'js' });
     session.generate('unused', { maxTokens: 3 });

@@ -67,7 +67,12 @@ describe('sample() validation', () => {
     expect(error({ tokenBias: { 3: Infinity } }).message).toBe('Expected a finite number or -Infinity for tokenBias[3] but received Infinity (number)');
     expect(error({ tokenBias: { 3: NaN } })).toBeInstanceOf(RangeError);
     expect(error({ tokenBias: { 3: 'x' } })).toBeInstanceOf(TypeError);
-    expect(error({ tokenBias: { abc: 1 } }).message).toBe('Expected a token id (an integer from 0 to 4294967295) for tokenBias key but received NaN (number)');
+    for (const key of ['abc', '', '0x5', ' 4 ', '1e3', '1.0', '-1', '01', '4294967296']) {
+      const e = error({ tokenBias: { [key]: 1 } });
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.message).toBe(`Expected a token id in decimal (0, 1, 2, ... up to 4294967295) for tokenBias key but received ${JSON.stringify(key)} (string)`);
+    }
+    expect(error({ tokenBias: { '1.0': 50, 1: -Infinity } }).message).toMatch(/for tokenBias key but received "1\.0"/);
   });
 
   it('rejects unknown options, so a typo is not silently ignored', () => {

@@ -10,6 +10,8 @@ import type { GeneratedToken } from './generate-options.js';
 export type StartRun = () => { tokens: AsyncGenerator<GeneratedToken, GenerationResult, undefined>; result: () => GenerationResult | undefined };
 
 export class Generation implements AsyncIterable<GeneratedToken>, PromiseLike<GenerationResult> {
+  readonly [Symbol.toStringTag] = 'Generation';
+
   readonly #start: StartRun;
   #mode: 'iterate' | 'await' | undefined;
   #result: Promise<GenerationResult> | undefined;
@@ -36,6 +38,16 @@ export class Generation implements AsyncIterable<GeneratedToken>, PromiseLike<Ge
     onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {
     return this.result.then(onFulfilled, onRejected);
+  }
+
+  /** As Promise.prototype.catch, on the result. */
+  catch<B = never>(onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<GenerationResult | B> {
+    return this.result.catch(onRejected);
+  }
+
+  /** As Promise.prototype.finally, on the result. */
+  finally(onFinally?: (() => void) | null): Promise<GenerationResult> {
+    return this.result.finally(onFinally);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken, undefined> {
