@@ -123,6 +123,22 @@ describe('models and what they return', () => {
     await expect(generate(array, [1])).rejects.toThrow(TypeError);
   });
 
+  it('a tokenizer returning the wrong thing', async () => {
+    const logits = () => new Float32Array([0, 1, 0]);
+    const numberEncoder = new LogitsModel({
+      vocabSize: 3, logits, tokenizer: { encode: () => 2 as never, tokenBytes: () => new Uint8Array([65]) },
+    });
+    expect(() => generate(numberEncoder, 'hi', { backend: 'js' })).toThrow(
+      new TypeError('Expected an array of token ids for the tokenizer\'s encode() result but received 2 (number)'),
+    );
+    const stringBytes = new LogitsModel({
+      vocabSize: 3, logits, tokenizer: { encode: () => [0], tokenBytes: () => 'A' as never },
+    });
+    await expect(generate(stringBytes, [0], { backend: 'js', maxTokens: 1 })).rejects.toThrow(
+      new TypeError('Expected a Uint8Array of the token\'s UTF-8 bytes for the tokenizer\'s tokenBytes(1) result but received "A" (string)'),
+    );
+  });
+
   it('a tokenMask returning the wrong thing', async () => {
     const { model: scripted } = scriptedModel({ vocabSize: 40, script: [1, 2], promptLength: 1 });
     await expect(generate(scripted, [1], { backend: 'js', tokenMask: () => new Uint32Array(1) })).rejects.toThrow(

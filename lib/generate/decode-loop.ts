@@ -256,10 +256,20 @@ export class DecodeRun {
     const state = this.#state;
     state.tokens[state.length++] = token;
     this.#generated++;
-    const { released, trigger } = this.#stream.push(token, state.model.tokenizer.tokenBytes(token));
+    const { released, trigger } = this.#stream.push(token, this.#bytesOf(token));
     yield* this.#handOut(released);
     if (trigger !== undefined) this.#stop ??= { reason: 'customStopTrigger', trigger };
     else if (!this.#stop && this.#atLimit()) yield* this.#stopAtLimit();
+  }
+
+  // The tokenizer's bytes for `token`, checked: user code could return a
+  // string or anything else, which would stream as garbage.
+  #bytesOf(token: number): Uint8Array {
+    const bytes: unknown = this.#state.model.tokenizer.tokenBytes(token);
+    if (!(bytes instanceof Uint8Array)) {
+      throw invalidParameterError(`the tokenizer's tokenBytes(${token}) result`, 'a Uint8Array of the token\'s UTF-8 bytes', bytes, 'type');
+    }
+    return bytes;
   }
 
   // Hands tokens out: to the callbacks, then to the loop over the tokens. A

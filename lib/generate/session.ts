@@ -157,7 +157,11 @@ function encodePrompt(model: DecodeModel, prompt: unknown): Uint32Array {
   let name: string;
   if (typeof prompt === 'string') {
     if (typeof model.tokenizer.encode !== 'function') throw new TypeError('This model\'s tokenizer has no encode(): pass the prompt as token ids');
-    ids = model.tokenizer.encode(prompt);
+    const encoded: unknown = model.tokenizer.encode(prompt);
+    if (!Array.isArray(encoded) && !(ArrayBuffer.isView(encoded) && !(encoded instanceof DataView))) {
+      throw invalidParameterError('the tokenizer\'s encode() result', 'an array of token ids', encoded, 'type');
+    }
+    ids = encoded as ArrayLike<number>;
     name = 'the encoded prompt';
   } else if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) {
     ids = prompt as ArrayLike<number>;
