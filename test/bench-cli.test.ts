@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -33,7 +33,9 @@ describe('arguments', () => {
     [['bench', 'sampler', 'decode'], 'Expected one scenario but received "sampler" "decode"'],
     [['bench', '--vocab', '0'], 'Expected an integer from 1 to 16777216 for --vocab but received "0"'],
     [['bench', '--vocab', '12k'], 'Expected an integer from 1 to 16777216 for --vocab but received "12k"'],
-    [['bench', '--iterations', '-1'], "Option '--iterations' argument is ambiguous"],
+    [['bench', '--iterations', '-1'], 'Expected an integer from 1 to 1000000 for --iterations but received "-1"'],
+    [['bench', '--vocab', '-5'], 'Expected an integer from 1 to 16777216 for --vocab but received "-5"'],
+    [['bench', '--out', 'no/such/dir/report.svg'], `Expected a file in an existing directory for --out but received "no/such/dir/report.svg" (there is no directory ${resolve('no/such/dir')})`],
     [['bench', '--iterations', '2.5'], 'Expected an integer from 1 to 1000000 for --iterations but received "2.5"'],
     [['bench', '--seed', '4294967296'], 'Expected an integer from 0 to 4294967295 for --seed but received "4294967296"'],
     [['bench', '--backend', 'gpu'], 'Expected one of metal, emulated, native, js for --backend but received "gpu"'],

@@ -1,5 +1,7 @@
 // bench-args.ts: `metal-decode bench` arguments, checked into settings.
 // Every mistake is a UsageError naming the flag and what it got.
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { BackendName } from '../backends.js';
@@ -59,12 +61,37 @@ function integer(flag: string, value: string | undefined, fallback: number, max:
   return n;
 }
 
+// parseArgs reads "--vocab -5" as a flag missing its value ("ambiguous");
+// the value is meant, so it is passed as --vocab=-5 and checked as a value.
+function attachNegativeValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (/^--[a-z-]+$/.test(argv[i]) && /^-\d/.test(argv[i + 1] ?? '')) out.push(`${argv[i]}=${argv[++i]}`);
+    else out.push(argv[i]);
+  }
+  return out;
+}
+
+// --out is written after the whole run: a place it cannot be written to
+// is an error before the run, not a stack trace after it.
+function checkOutputPath(out: string): void {
+  const dir = dirname(resolve(out));
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new UsageError(`Expected a file in an existing directory for --out but received ${JSON.stringify(out)} (there is no directory ${dir})`);
+  }
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    throw new UsageError(`Expected a file in a writable directory for --out but received ${JSON.stringify(out)} (${dir} is not writable)`);
+  }
+}
+
 /** The arguments after `bench`. */
 export function parseBenchArgs(argv: string[]): BenchArgs {
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: attachNegativeValues(argv),
       allowPositionals: true,
       strict: true,
       options: {
@@ -99,6 +126,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   if (shape !== 'lm' && shape !== 'flat') throw new UsageError(`Expected lm or flat for --shape but received ${JSON.stringify(shape)}`);
   const out = values.out ?? null;
   if (out !== null && !/\.(svg|html)$/i.test(out)) throw new UsageError(`Expected a file name ending in .svg or .html for --out but received ${JSON.stringify(out)}`);
+  if (out !== null) checkOutputPath(out);
 
   return {
     help: values.help ?? false,
