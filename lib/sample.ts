@@ -15,16 +15,26 @@ function checkLogits(logits: unknown): asserts logits is Logits {
   if (logits.length === 0) throw invalidParameterError('logits', expected, logits, 'range');
 }
 
+/**
+ * The row the samplers read. They read it more than once (a scan, then the
+ * draw), so a row in a SharedArrayBuffer, which another thread may write
+ * meanwhile, is copied first: the token then comes from one consistent row.
+ */
+function stableRow(logits: Logits): Logits {
+  return typeof SharedArrayBuffer !== 'undefined' && logits.buffer instanceof SharedArrayBuffer ? logits.slice() : logits;
+}
+
 /** Validates everything and picks the backend, before any work is done. */
-function prepare(logits: unknown, options: SampleOptions | undefined): { backend: BackendName; resolved: ResolvedSampling } {
+function prepare(logits: unknown, options: SampleOptions | undefined): { backend: BackendName; resolved: ResolvedSampling; row: Logits } {
   checkLogits(logits);
+  const row = stableRow(logits);
   const resolved = resolveSampling(options);
   const backend = selectBackend(resolved.backend, { logits, sampling: resolved });
   if (backend === 'metal' || backend === 'emulated') {
     const problem = kernelInputProblem(logits, resolved);
     if (problem) throw invalidParameterError('logits', problem, logits, 'type');
   }
-  return { backend, resolved };
+  return { backend, resolved, row };
 }
 
 function checkedToken(token: number): number {
@@ -43,8 +53,8 @@ function checkedToken(token: number): number {
  *         BackendUnavailableError when the backend asked for cannot run.
  */
 export function sample(logits: Logits, options?: SampleOptions): number {
-  const { backend, resolved } = prepare(logits, options);
-  return runBlocking(backend, logits, resolved, sample);
+  const { backend, resolved, row } = prepare(logits, options);
+  return runBlocking(backend, row, resolved, sample);
 }
 
 function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSampling, caller: Function): number {
@@ -67,11 +77,11 @@ function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSam
  */
 export async function sampleAsync(logits: Logits, options?: SampleOptions): Promise<number> {
   const stack = callerStack(sampleAsync);
-  const { backend, resolved } = prepare(logits, options);
-  if (backend === 'js' || backend === 'native') return runBlocking(backend, logits, resolved, sampleAsync);
+  const { backend, resolved, row } = prepare(logits, options);
+  if (backend === 'js' || backend === 'native') return runBlocking(backend, row, resolved, sampleAsync);
   let token: number;
   try {
-    token = await requireGpuSampler(backend).sampleAsync(logits, resolved);
+    token = await requireGpuSampler(backend).sampleAsync(row, resolved);
   } catch (error) {
     rethrowWithStack(error, stack);
   }

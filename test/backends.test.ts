@@ -132,3 +132,41 @@ describe('backends', () => {
     expect([e.backend, e.reason, e.message]).toEqual(['native', 'because', 'The native backend is not available: because']);
   });
 });
+
+describe('rows in shared memory', () => {
+  it('a row another thread writes during sample() gives a valid token on every backend, never a crash', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const vocab = 4096;
+    const shared = new Uint16Array(new SharedArrayBuffer(vocab * 2));
+    const flat = new Float32Array(new SharedArrayBuffer(vocab * 4));
+    // The writer flips values, the top one included, as fast as it can.
+    const writer = new Worker(`
+      const { workerData } = require('node:worker_threads');
+      const [halves, floats] = workerData;
+      let x = 1;
+      for (;;) {
+        for (let i = 0; i < halves.length; i++) {
+          x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+          halves[i] = x & 1 ? 0x7bff : (x >>> 16) & 0x7fff;
+          floats[i] = x & 2 ? 3.4e38 : (x >>> 8) / 1e6;
+        }
+      }`, { eval: true, workerData: [shared, flat] });
+    try {
+      for (let i = 0; i < 300; i++) {
+        for (const backend of ['native', 'js'] as const) {
+          for (const [row, options] of [[shared, { temperature: 0 }], [shared, { temperature: 1, topK: 0, topP: 0.9, seed: i }], [flat, { temperature: 0.7, seed: i }]] as const) {
+            const token = sample(row, { ...options, backend });
+            expect(token).toBeGreaterThanOrEqual(0);
+            expect(token).toBeLessThan(vocab);
+          }
+        }
+        if (i % 30 === 0) {
+          const token = await sampleAsync(shared, { backend: 'emulated', temperature: 1, seed: i });
+          expect(token).toBeLessThan(vocab);
+        }
+      }
+    } finally {
+      await writer.terminate();
+    }
+  });
+});

@@ -63,7 +63,11 @@ template <class Logits>
 uint32_t firstIndexOfTop(const ScannedRow<Logits>& row) {
   for (uint32_t b = 0; b < row.blocks; ++b) {
     if (row.blockMax[b] != row.top) continue;
-    for (uint32_t i = b * kBlock;; ++i)
+    // Bounded by the block: the scan found the top here, but memory that
+    // changed since (a row shared with another thread) must not send this
+    // past the end of the row.
+    const uint32_t first = b * kBlock, end = first + row.blockLength(b);
+    for (uint32_t i = first; i < end; ++i)
       if (row.key(i) == row.top) return i;
   }
   return row.size;
