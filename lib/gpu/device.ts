@@ -22,10 +22,14 @@ export class GpuBuffer {
     return this.native.length;
   }
 
-  /** Copies `data`'s bytes to `offset`. Do not write what a running chain reads. */
+  /**
+   * Copies `data`'s bytes (any typed array or DataView, on an ArrayBuffer or
+   * a SharedArrayBuffer) to `offset`. Do not write what a running chain reads.
+   */
   write(offset: number, data: ArrayBufferView): void {
+    if (!ArrayBuffer.isView(data)) throw invalidParameterError('data', 'an ArrayBufferView (a typed array or a DataView)', data, 'type');
     checkRange('offset', offset, data.byteLength, this.byteLength);
-    this.native.write(offset, data);
+    this.native.write(offset, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
   }
 
   /** A copy of `byteLength` bytes from `offset`. */

@@ -75,10 +75,16 @@ Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
   if (info.Length() != 2 || !info[1].IsTypedArray())
     throw Napi::TypeError::New(env, "write: expected (offset, typedArray)");
   size_t offset = sizeArgument(info, 0, "write", "offset");
-  Napi::TypedArray view = info[1].As<Napi::TypedArray>();
-  const size_t length = view.ByteLength();
+  // The view's own data pointer: it also works for a SharedArrayBuffer,
+  // whose ArrayBuffer accessors N-API refuses.
+  void* data = nullptr;
+  size_t elements = 0;
+  napi_typedarray_type type;
+  if (napi_get_typedarray_info(env, info[1], &type, &elements, &data, nullptr, nullptr) != napi_ok)
+    throw Napi::TypeError::New(env, "write: could not read the typed array");
+  const size_t length = info[1].As<Napi::TypedArray>().ByteLength();
   checkRange(env, "write", offset, length, buffer_->length());
-  const auto* bytes = static_cast<const uint8_t*>(view.ArrayBuffer().Data()) + view.ByteOffset();
+  const auto* bytes = static_cast<const uint8_t*>(data);
   if (length) std::memcpy(static_cast<uint8_t*>(buffer_->contents()) + offset, bytes, length);
   return env.Undefined();
 }
