@@ -11,7 +11,10 @@
     ],
     "defines": [
       "NAPI_VERSION=8",
-      "NODE_ADDON_API_DISABLE_DEPRECATED"
+      "NODE_ADDON_API_DISABLE_DEPRECATED",
+      # Any C++ exception at the boundary (std::bad_alloc included) becomes
+      # a JavaScript Error instead of aborting the process.
+      "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"
     ],
     "cflags!": ["-fno-exceptions"],
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],

@@ -1,7 +1,7 @@
 // The TypeScript table builder: every malformed command is refused when it
 // is added, with a message naming the command and the field; a user table
 // runs like the built-in ones. And the bigram model's safetensors files.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,6 +84,30 @@ describe('DispatchTableBuilder', () => {
     await expect(device.runChain(table, 14, 2)).rejects.toThrow(
       "runChain: encodeChain: command 'pick' (argmaxOutput) needs 68 bytes of buffer 2 for positions 14..15, but it has 64");
     await expect(other.runChain(table, 0, 1)).rejects.toThrow('The table was built for another device');
+  });
+
+  it('refuses a chain too long for one call at once, without encoding or allocating it', async () => {
+    const noPatch = new DispatchTableBuilder(device).add('md_argmax_f16', { ...argmax(), patch: { rule: 'none' } }).build();
+    const started = performance.now();
+    const error = await device.runChain(noPatch, 0, 2 ** 32 - 2).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toBe(
+      'runChain: encodeChain: 4294967294 steps of a 1-command table are 4294967294 dispatches; at most 65536 per call: run the chain in chunks');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await device.runChain(noPatch, 0, 65_536);  // the bound itself runs
+  });
+
+  it('40,000 chains committed without awaiting them all run, in order, on a bounded number of threads', async () => {
+    const table = new DispatchTableBuilder(device).add('md_argmax_f16', { ...argmax(), patch: { rule: 'none' } }).build();
+    const done: number[] = [];
+    const chains = Array.from({ length: 40_000 }, (_, i) => device.runChain(table, 0, 1).then(() => done.push(i)));
+    if (process.platform === 'linux') {
+      const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+      expect(threads).toBeLessThan(100);  // one queue thread per device, not one per commit
+    }
+    await Promise.all(chains);
+    expect(done).toHaveLength(40_000);
+    expect(done.every((v, i) => v === i)).toBe(true);
   });
 });
 

@@ -110,6 +110,10 @@ void DispatchTable::retain(std::shared_ptr<Buffer> buffer) { retained_.push_back
 
 void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
   if (n == 0) return;
+  if (uint64_t(n) * table.size() > kMaxChainCallDispatches)
+    throw ChainError("encodeChain: " + std::to_string(n) + " steps of a " + std::to_string(table.size()) +
+                     "-command table are " + std::to_string(uint64_t(n) * table.size()) + " dispatches; at most " +
+                     std::to_string(kMaxChainCallDispatches) + " per call: run the chain in chunks");
   const uint64_t last = uint64_t(start) + n - 1;
   if (last + 1 > UINT32_MAX)
     throw ChainError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +

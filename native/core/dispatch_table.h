@@ -97,7 +97,8 @@ class DispatchTable {
 };
 
 // A chain that cannot run as asked: a patched offset would leave its buffer
-// (the sequence buffer is too short) or a position would overflow uint32.
+// (the sequence buffer is too short), a position would overflow uint32, or
+// it is more work than one call may encode (kMaxChainCallDispatches).
 class ChainError : public DeviceError {
  public:
   using DeviceError::DeviceError;
@@ -117,6 +118,12 @@ void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t s
 // long. 4,096 dispatches of a 1B model's decode step (about 200 per token)
 // are 20 tokens, tens to a few hundred milliseconds on Apple silicon.
 constexpr uint32_t kMaxChainDispatches = 4096;
+
+// The most dispatches (steps x commands) one commitChain call encodes: it
+// encodes on the caller's thread and holds them all until they ran, so a
+// mistaken n of billions must be an error, not an allocation. Chains run
+// in chunks far below this (ChainRunner: 16 steps by default).
+constexpr uint64_t kMaxChainCallDispatches = 1u << 16;
 
 // Steps of `table` per command buffer: as many whole steps as fit in
 // kMaxChainDispatches, at least one.

@@ -233,3 +233,33 @@ TEST(ChainSplit, NothingCommittedWhenTheChainDoesNotFitAndTheCompletionIsNotCall
 }
 
 }  // namespace
+
+namespace {
+
+// Hundreds of thousands of command buffers on one device keep nothing alive
+// after they ran, and destroying the device after them is immediate (each
+// used to hold the one before it: memory grew per step, and the teardown
+// recursed once per buffer until the stack overflowed).
+TEST(DeviceContract, ThreeHundredThousandCommandBuffersLeaveNothingBehind) {
+  auto device = faultDevice();
+  auto out = device->newBuffer(32 * 4);
+  std::weak_ptr<md::Buffer> watch = out;
+  for (int i = 0; i < 300000; ++i) {
+    auto commands = device->newCommandBuffer();
+    if (i % 150 == 0) {  // 2,000 of them run a kernel and hold the buffer until it ran
+      commands->setPipeline(device->pipeline("md_test_published"));
+      commands->setBuffer(0, *out, 0);
+      commands->dispatch(1, 32);
+    }
+    commands->commit();
+    if (i % 50000 == 49999) commands->wait();
+  }
+  auto last = device->newCommandBuffer();
+  last->commit();
+  last->wait();
+  out.reset();
+  EXPECT_TRUE(watch.expired()) << "a command buffer that ran still holds its buffer";
+  device.reset();
+}
+
+}  // namespace
