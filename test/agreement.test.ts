@@ -112,6 +112,18 @@ function measureAgreement(a: Backend, b: Backend, cases: number, seed: number, o
 
 describe('native and js samplers', () => {
   it(`agree on ${CASES} random cases`, () => measureAgreement('native', 'js', CASES, 20261120, false));
+
+  it('count a token repeated more than 2^24 times alike (the count becomes float32 before the product)', () => {
+    // Token 1 is penalised by 0.75 x (2^24 + 1): 12582912 with the count
+    // rounded to float32 first, 12582913 if the product were exact. Token 0
+    // sits at -12582913, so the argmax tells the two apart.
+    const count = 2 ** 24 + 1;
+    const history = new Uint32Array(count).fill(1);
+    const logits = new Float32Array([-12582913, 0]);
+    const options = { history, repeatPenalty: { penalty: 1, lastTokens: count, frequencyPenalty: 0.75 } };
+    expect(sample(logits, { ...options, backend: 'native' })).toBe(1);
+    expect(sample(logits, { ...options, backend: 'js' })).toBe(1);
+  });
 });
 
 // The kernels sample float16 rows: every case is given as float16.

@@ -51,7 +51,9 @@ function applyEdits(z: Float32Array, s: ResolvedSampling, isHalf: boolean): void
   for (const [token, count] of counts) {
     const zt = z[token];
     const y = r === 1 ? zt : zt > 0 ? f(zt / r) : f(zt * r);
-    const offset = f(f(count * s.frequencyPenalty) + s.presencePenalty);
+    // The count is an integer, converted to float32 before the product, as
+    // the C++ sampler and the kernels do (exact up to 2^24, rounded alike above).
+    const offset = f(f(f(count) * s.frequencyPenalty) + s.presencePenalty);
     z[token] = roundLogit(f(y - offset), isHalf);
   }
 }
