@@ -121,6 +121,9 @@ export function enumOption<T extends string>(name: string, value: unknown, fallb
   return value as T;
 }
 
+/** The largest temperature (MD_MAX_TEMPERATURE in metal/md_sampling.h; the addon exports it, a test compares). */
+export const MAX_TEMPERATURE = 1e30;
+
 function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array {
   if (history === undefined) return new Uint32Array(0);
   const isArrayLike = Array.isArray(history) || history instanceof Uint32Array ||
@@ -178,7 +181,8 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
   checkKnownKeys(o, SAMPLE_OPTION_NAMES, '');
   const d = SAMPLING_DEFAULTS;
 
-  const temperature = float32Option('temperature', o.temperature, d.temperature, (x) => x >= 0, 'a finite number >= 0');
+  const temperature = float32Option('temperature', o.temperature, d.temperature,
+    (x) => x >= 0 && x <= Math.fround(MAX_TEMPERATURE), `a number from 0 to ${MAX_TEMPERATURE}`);
   const topK = uint32Option('topK', o.topK, d.topK);
   const topP = float32Option('topP', o.topP, d.topP, (x) => x > 0 && x <= 1, 'a number in (0, 1]');
   const minP = float32Option('minP', o.minP, d.minP, (x) => x >= 0 && x < 1, 'a number in [0, 1)');

@@ -137,6 +137,12 @@ MD_FN float md_token_noise(md_u32 key, md_u32 token) {
 // checks the bound against the top 2^16 values of u.
 #define MD_GUMBEL_MAX 16.64f
 
+// The largest temperature accepted. Scores are z + T * g with |g| <=
+// MD_GUMBEL_MAX: above this, T * g can overflow float32 to +-inf, and
+// backends that break the resulting ties differently would disagree.
+// Anything above ~100 samples uniformly among the survivors anyway.
+#define MD_MAX_TEMPERATURE 1e30f
+
 // ---- parameters ------------------------------------------------------------
 
 // flags

@@ -130,3 +130,24 @@ describe('native and js samplers', () => {
 describe.each(GPU_BACKENDS)('%s kernels and the native sampler', (backend) => {
   it(`agree on ${GPU_CASES} random float16 cases`, () => measureAgreement(backend, 'native', GPU_CASES, 20261121, true));
 });
+
+describe('the largest temperatures', () => {
+  it('every backend gives the same token up to the largest accepted temperature, and the limit is the addon\'s', async () => {
+    const { loadAddon } = await import('../lib/native/load-addon.js');
+    const { MAX_TEMPERATURE } = await import('../lib/sampling-options.js');
+    const addon = loadAddon();
+    if (!addon.ok) throw new Error(addon.reason);
+    expect(addon.addon.layouts.maxTemperature).toBe(Math.fround(MAX_TEMPERATURE));
+    // One or two tokens at the largest temperatures: where T x noise used to overflow.
+    for (const values of [[1], [1, 2], [-Infinity, 3], [5, 5]]) {
+      const row = toFloat16Array(values);
+      for (const temperature of [1e20, 1e29, MAX_TEMPERATURE]) {
+        for (let seed = 0; seed < 20; seed++) {
+          const tokens = [...GPU_BACKENDS, 'native', 'js'].map((backend) =>
+            sample(row, { backend: backend as never, temperature, seed, topK: 0, topP: 1 }));
+          expect(new Set(tokens).size, `${values} T=${temperature} seed=${seed}: ${tokens}`).toBe(1);
+        }
+      }
+    }
+  });
+});

@@ -24,7 +24,7 @@ describe('generate() options', () => {
     [{ tokenMask: {} }, TypeError, 'Expected a function for tokenMask but received an object (Object)'],
     [{ chunkSize: 0 }, RangeError, 'Expected an integer from 1 to 65536 for chunkSize but received 0 (number)'],
     [{ chunkSize: 2.5 }, TypeError, 'Expected an integer from 1 to 65536 for chunkSize but received 2.5 (number)'],
-    [{ temperature: -1 }, RangeError, 'Expected a finite number >= 0 for temperature but received -1 (number)'],
+    [{ temperature: -1 }, RangeError, 'Expected a number from 0 to 1e+30 for temperature but received -1 (number)'],
     [{ topK: 1.5 }, RangeError, 'Expected an integer from 0 to 4294967295 for topK but received 1.5 (number)'],
     [{ topP: 0 }, RangeError, 'Expected a number in (0, 1] for topP but received 0 (number)'],
     [{ minP: 1 }, RangeError, 'Expected a number in [0, 1) for minP but received 1 (number)'],

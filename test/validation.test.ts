@@ -16,10 +16,11 @@ function error(options: unknown, input: unknown = logits): Error {
 
 describe('sample() validation', () => {
   it.each([
-    ['temperature', -1, RangeError, 'Expected a finite number >= 0 for temperature but received -1 (number)'],
-    ['temperature', NaN, RangeError, 'Expected a finite number >= 0 for temperature but received NaN (number)'],
-    ['temperature', 1e39, RangeError, 'Expected a finite number >= 0 for temperature but received 1e+39 (number)'],
-    ['temperature', '0.5', TypeError, 'Expected a finite number >= 0 for temperature but received "0.5" (string)'],
+    ['temperature', -1, RangeError, 'Expected a number from 0 to 1e+30 for temperature but received -1 (number)'],
+    ['temperature', NaN, RangeError, 'Expected a number from 0 to 1e+30 for temperature but received NaN (number)'],
+    ['temperature', 1e39, RangeError, 'Expected a number from 0 to 1e+30 for temperature but received 1e+39 (number)'],
+    ['temperature', 3.4e38, RangeError, 'Expected a number from 0 to 1e+30 for temperature but received 3.4e+38 (number)'],
+    ['temperature', '0.5', TypeError, 'Expected a number from 0 to 1e+30 for temperature but received "0.5" (string)'],
     ['topK', 1.5, RangeError, 'Expected an integer from 0 to 4294967295 for topK but received 1.5 (number)'],
     ['topK', -1, RangeError, 'Expected an integer from 0 to 4294967295 for topK but received -1 (number)'],
     ['topK', null, TypeError, 'Expected an integer from 0 to 4294967295 for topK but received null'],

@@ -87,6 +87,8 @@ export interface NativeLayouts {
   /** Metal's rules for threadgroup memory lengths: a multiple of this, at most maxThreadgroupMemory. */
   threadgroupMemoryAlignment: number;
   maxThreadgroupMemory: number;
+  /** MD_MAX_TEMPERATURE, as float32. */
+  maxTemperature: number;
 }
 
 export interface NativeAddon {

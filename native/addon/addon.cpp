@@ -46,6 +46,7 @@ Napi::Object layouts(Napi::Env env) {
   all.Set("noField", n(kNoField));
   all.Set("threadgroupMemoryAlignment", n(kThreadgroupMemoryAlignment));
   all.Set("maxThreadgroupMemory", n(kMaxThreadgroupMemory));
+  all.Set("maxTemperature", Napi::Number::New(env, double(MD_MAX_TEMPERATURE)));
   return all;
 }
 

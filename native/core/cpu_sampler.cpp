@@ -65,7 +65,8 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in) 
   if (row.data == nullptr && row.size > 0) return "logits: no data";
   if (row.size == 0) return "logits: the vocabulary size must be at least 1";
   if (p.vocab_size != row.size) return "vocab_size: must equal the length of the logits row";
-  if (!isFinite(p.temperature) || p.temperature < 0) return "temperature: must be a finite number >= 0";
+  if (!isFinite(p.temperature) || p.temperature < 0 || p.temperature > MD_MAX_TEMPERATURE)
+    return "temperature: must be a number from 0 to 1e30";
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return "topP: must be in (0, 1]";
   if (!(p.min_p >= 0.0f && p.min_p < 1.0f)) return "minP: must be in [0, 1)";
   if (!isFinite(p.repeat_penalty) || !(p.repeat_penalty > 0)) return "repeatPenalty.penalty: must be a finite number > 0";
