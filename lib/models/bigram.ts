@@ -111,7 +111,9 @@ export class BigramModel implements DecodeModel {
     try {
       return BigramModel.fromSafetensors(bytes);
     } catch (error) {
+      // Every error about the file names it, whatever its class.
       if (error instanceof SafetensorsError) throw new SafetensorsError(`${path}: ${error.message}`);
+      if (error instanceof Error) error.message = `${path}: ${error.message}`;
       throw error;
     }
   }
