@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The C++ fuzz targets (native/tests/fuzz), built with clang's libFuzzer,
+# AddressSanitizer and UndefinedBehaviorSanitizer, each run for a bounded
+# time. npm test runs them briefly; for a long run:
+#   FUZZ_SECONDS=3600 bash scripts/fuzz-native.sh
+# A finding stops the run with the input saved in build-fuzz/ (reproduce it
+# with build-fuzz/<target> <file>).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CLANG="${CLANG:-clang++}"
+seconds="${FUZZ_SECONDS:-20}"
+out=build-fuzz
+mkdir -p "$out"
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -ffp-contract=off
+       -Inative/core -Imetal -Inative/tests)
+
+if ! "$CLANG" "${flags[@]}" -x c++ /dev/null -o "$out/probe" >/dev/null 2>&1 &&
+   ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
+     "$CLANG" "${flags[@]}" -x c++ - -o "$out/probe" 2>"$out/probe.log"; then
+  cat "$out/probe.log" >&2
+  echo "fuzz-native: $CLANG cannot build libFuzzer targets. Debian/Ubuntu: apt-get install clang (with libclang-rt-dev); macOS: brew install llvm" >&2
+  exit 1
+fi
+
+core=(native/core/cpu_sampler.cpp native/core/noise_block.cpp)
+echo "== sampler_fuzz: the C++ sampler against the reference sampler, ${seconds} s"
+"$CLANG" "${flags[@]}" native/tests/fuzz/sampler_fuzz.cpp "${core[@]}" -o "$out/sampler_fuzz"
+mkdir -p "$out/sampler_corpus"
+"$out/sampler_fuzz" -max_total_time="$seconds" -max_len=20000 -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$out/" "$out/sampler_corpus" 2>"$out/sampler_fuzz.log" || {
+  tail -n 40 "$out/sampler_fuzz.log" >&2
+  echo "fuzz-native: sampler_fuzz found a problem; the input is in $out/" >&2
+  exit 1
+}
+grep -E "^Done|#[0-9]+.*DONE" "$out/sampler_fuzz.log" | tail -1
