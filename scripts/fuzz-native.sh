@@ -12,14 +12,13 @@ CLANG="${CLANG:-clang++}"
 seconds="${FUZZ_SECONDS:-20}"
 out=build-fuzz
 mkdir -p "$out"
-flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -ffp-contract=off
+flags=(-std=c++17 -g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all -ffp-contract=off
        -Inative/core -Imetal -Inative/tests)
 
-if ! "$CLANG" "${flags[@]}" -x c++ /dev/null -o "$out/probe" >/dev/null 2>&1 &&
-   ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
-     "$CLANG" "${flags[@]}" -x c++ - -o "$out/probe" 2>"$out/probe.log"; then
+probe='extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }'
+if ! echo "$probe" | "$CLANG" "${flags[@]}" -x c++ - -o "$out/probe" 2>"$out/probe.log"; then
   cat "$out/probe.log" >&2
-  echo "fuzz-native: $CLANG cannot build libFuzzer targets. Debian/Ubuntu: apt-get install clang (with libclang-rt-dev); macOS: brew install llvm" >&2
+  echo "fuzz-native: $CLANG cannot build libFuzzer targets. Debian/Ubuntu: apt-get install clang libclang-rt-dev (or libclang-rt-14-dev); macOS: brew install llvm" >&2
   exit 1
 fi
 
