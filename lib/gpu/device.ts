@@ -19,6 +19,7 @@ export class GpuBuffer {
   }
 
   get byteLength(): number {
+    this.device.native;  // throws once the device is disposed: its buffers are freed with it
     return this.native.length;
   }
 
@@ -100,7 +101,7 @@ export class GpuDevice {
 
   /** @internal The native device; throws after dispose(). */
   get native(): NativeDevice {
-    if (!this.#native) throw new Error(`The ${this.kind} device was disposed`);
+    if (!this.#native) throw new Error(`The ${this.kind} device was disposed (its buffers and tables with it)`);
     return this.#native;
   }
 
@@ -139,9 +140,8 @@ export class GpuDevice {
     } else {
       throw invalidParameterError('init', 'a byte length or a typed array', init, 'type');
     }
-    const buffer = new GpuBuffer(this, this.native.createBuffer(length));
-    if (typeof init === 'number') buffer.write(0, new Uint8Array(length));
-    else buffer.write(0, init);
+    const buffer = new GpuBuffer(this, this.native.createBuffer(length));  // zeroed
+    if (typeof init !== 'number') buffer.write(0, init);
     return buffer;
   }
 
@@ -163,7 +163,10 @@ export class GpuDevice {
     }
   }
 
-  /** Releases the device; chains already submitted finish first. */
+  /**
+   * Releases the device, and at once the memory of its buffers and tables
+   * (they throw if used after); chains already submitted still finish.
+   */
   dispose(): void {
     this.#native?.dispose();
     this.#native = undefined;

@@ -1,6 +1,8 @@
 // addon.cpp: module registration and the exported constants.
 #include "addon.h"
 
+#include <dlfcn.h>
+
 #include "../core/dispatch_table.h"
 #include "buffer_binding.h"
 #include "device_binding.h"
@@ -50,9 +52,20 @@ Napi::Object layouts(Napi::Env env) {
   return all;
 }
 
+// Node unloads an addon (dlclose) when the last worker thread that loaded
+// it ends. Our own threads may still be running its code then: the
+// emulator's queue finishing work, Metal calling a completion handler. So
+// the library pins itself: loaded once, never unmapped.
+void pinThisLibrary() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&pinThisLibrary), &info) != 0 && info.dli_fname != nullptr)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 }  // namespace
 
 MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
+  pinThisLibrary();
   Napi::Object slots = Napi::Object::New(env);
 #define MD_SLOT_EXPORT(name) slots.Set(#name, Napi::Number::New(env, kSlot_##name));
   MD_SAMPLING_SLOTS(MD_SLOT_EXPORT)

@@ -47,9 +47,21 @@ Napi::Object BufferHandle::create(Napi::Env env, std::shared_ptr<DeviceSession> 
   }
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->bufferConstructor().New({});
   BufferHandle* handle = Napi::ObjectWrap<BufferHandle>::Unwrap(object);
+  session->resources.insert(handle);
   handle->session_ = std::move(session);
   handle->buffer_ = std::move(buffer);
+  // Native memory V8 cannot see would never prompt a garbage collection.
+  Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(length));
   return object;
+}
+
+BufferHandle::~BufferHandle() { releaseDeviceResources(); }
+
+void BufferHandle::releaseDeviceResources() {
+  if (buffer_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(buffer_->length()));
+  buffer_.reset();
+  if (session_) session_->resources.erase(this);
+  session_.reset();
 }
 
 BufferHandle* BufferHandle::unwrap(Napi::Value value) {
@@ -71,7 +83,7 @@ Napi::Value BufferHandle::Length(const Napi::CallbackInfo& info) {
 
 Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!buffer_) throw Napi::Error::New(env, "write: not a buffer made by device.createBuffer");
+  if (!buffer_) throw Napi::Error::New(env, "write: the buffer's device was disposed, or it was not made by device.createBuffer");
   if (info.Length() != 2 || !info[1].IsTypedArray())
     throw Napi::TypeError::New(env, "write: expected (offset, typedArray)");
   size_t offset = sizeArgument(info, 0, "write", "offset");
@@ -91,7 +103,7 @@ Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
 
 Napi::Value BufferHandle::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!buffer_) throw Napi::Error::New(env, "read: not a buffer made by device.createBuffer");
+  if (!buffer_) throw Napi::Error::New(env, "read: the buffer's device was disposed, or it was not made by device.createBuffer");
   if (info.Length() != 2) throw Napi::TypeError::New(env, "read: expected (offset, length)");
   size_t offset = sizeArgument(info, 0, "read", "offset");
   size_t length = sizeArgument(info, 1, "read", "length");

@@ -10,7 +10,7 @@
 
 namespace md::addon {
 
-class BufferHandle : public Napi::ObjectWrap<BufferHandle> {
+class BufferHandle : public Napi::ObjectWrap<BufferHandle>, public DeviceResource {
  public:
   static Napi::Function define(Napi::Env env);
   // Wraps a new buffer of `length` bytes of `session`'s device.
@@ -19,6 +19,9 @@ class BufferHandle : public Napi::ObjectWrap<BufferHandle> {
   static BufferHandle* unwrap(Napi::Value value);
 
   explicit BufferHandle(const Napi::CallbackInfo& info);
+  ~BufferHandle() override;
+  // Frees the memory (V8 hears of it) and lets go of the device.
+  void releaseDeviceResources() override;
 
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   const DeviceSession* session() const { return session_.get(); }

@@ -96,7 +96,13 @@ Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DeviceHandle::Dispose(const Napi::CallbackInfo& info) {
-  session_.reset();  // queued work holds its own reference
+  if (session_) {
+    // Buffers and tables let go of their memory and of the device now;
+    // work in flight holds what it uses until it completes.
+    auto resources = session_->resources;
+    for (DeviceResource* resource : resources) resource->releaseDeviceResources();
+    session_.reset();
+  }
   return info.Env().Undefined();
 }
 

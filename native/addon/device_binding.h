@@ -6,16 +6,29 @@
 #include <napi.h>
 
 #include <memory>
+#include <unordered_set>
 
 #include "../core/device.h"
 #include "../core/kernel_sampler.h"
 
 namespace md::addon {
 
+// What a device's buffers and tables hold of it, released by dispose()
+// at once rather than whenever the garbage collector finds their handles.
+class DeviceResource {
+ public:
+  virtual void releaseDeviceResources() = 0;
+
+ protected:
+  ~DeviceResource() = default;
+};
+
 struct DeviceSession {
   explicit DeviceSession(std::unique_ptr<Device> d) : device(std::move(d)), sampler(*device) {}
   std::unique_ptr<Device> device;
   KernelSampler sampler;
+  // The live buffer and table handles of this device (JavaScript thread only).
+  std::unordered_set<DeviceResource*> resources;
 };
 
 class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {

@@ -118,6 +118,14 @@ Napi::Function TableHandle::define(Napi::Env env) {
 
 TableHandle::TableHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TableHandle>(info) {}
 
+TableHandle::~TableHandle() { releaseDeviceResources(); }
+
+void TableHandle::releaseDeviceResources() {
+  table_.reset();
+  if (session_) session_->resources.erase(this);
+  session_.reset();
+}
+
 Napi::Object TableHandle::create(const Napi::CallbackInfo& info, std::shared_ptr<DeviceSession> session) {
   Napi::Env env = info.Env();
   if (info.Length() != 1 || !info[0].IsArray())
@@ -139,6 +147,7 @@ Napi::Object TableHandle::create(const Napi::CallbackInfo& info, std::shared_ptr
   }
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->tableConstructor().New({});
   TableHandle* handle = Napi::ObjectWrap<TableHandle>::Unwrap(object);
+  session->resources.insert(handle);
   handle->session_ = std::move(session);
   handle->table_ = std::move(table);
   return object;
@@ -150,7 +159,7 @@ Napi::Value TableHandle::runChain(const Napi::CallbackInfo& info, std::shared_pt
   if (info.Length() != 3 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(constructor))
     throw Napi::TypeError::New(env, "runChain: expected (table, start, n) with a table from createTable");
   TableHandle* table = Napi::ObjectWrap<TableHandle>::Unwrap(info[0].As<Napi::Object>());
-  if (!table->table_) throw Napi::TypeError::New(env, "runChain: not a table made by createTable");
+  if (!table->table_) throw Napi::TypeError::New(env, "runChain: the table's device was disposed, or it was not made by createTable");
   if (table->session_ != session) throw Napi::TypeError::New(env, "runChain: the table belongs to another device");
   uint32_t position[2];
   const char* names[2] = {"start", "n"};

@@ -13,7 +13,7 @@
 
 namespace md::addon {
 
-class TableHandle : public Napi::ObjectWrap<TableHandle> {
+class TableHandle : public Napi::ObjectWrap<TableHandle>, public DeviceResource {
  public:
   static Napi::Function define(Napi::Env env);
   // createTable(commands) for `session`'s device; throws TypeError /
@@ -23,6 +23,9 @@ class TableHandle : public Napi::ObjectWrap<TableHandle> {
   static Napi::Value runChain(const Napi::CallbackInfo& info, std::shared_ptr<DeviceSession> session);
 
   explicit TableHandle(const Napi::CallbackInfo& info);
+  ~TableHandle() override;
+  // Lets go of the commands, their buffers and the device.
+  void releaseDeviceResources() override;
 
  private:
   Napi::Value Size(const Napi::CallbackInfo& info);

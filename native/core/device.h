@@ -96,6 +96,7 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;
+  // `length` bytes, zeroed.
   virtual std::shared_ptr<Buffer> newBuffer(size_t length) = 0;
   // The pipeline of kernel `name`, compiled on first use and cached.
   virtual const Pipeline& pipeline(const std::string& name) = 0;

@@ -14,7 +14,8 @@ class EmulatedBuffer : public Buffer {
  public:
   // Exactly `length` bytes, so AddressSanitizer sees a kernel that reads
   // past the end of a buffer.
-  explicit EmulatedBuffer(size_t length) : bytes_(new unsigned char[length ? length : 1]), length_(length) {}
+  // Zeroed, as Metal's new buffers are.
+  explicit EmulatedBuffer(size_t length) : bytes_(new unsigned char[length ? length : 1]()), length_(length) {}
   void* contents() override { return bytes_.get(); }
   size_t length() const override { return length_; }
 

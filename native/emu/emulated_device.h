@@ -27,7 +27,7 @@ class EmulatedDevice : public Device {
   // The fiber order comes from MD_EMU_FIBER_ORDER (DeviceError if invalid);
   // `workers` = 0 uses one OS thread per core.
   explicit EmulatedDevice(const EmulatedKernel* kernels = nullptr, size_t kernelCount = 0, unsigned workers = 0);
-  // Does not wait for work in flight: the queue thread finishes it.
+  // Does not wait for work in flight: the queue thread finishes it, then ends.
   ~EmulatedDevice() override;
 
   std::string name() const override;

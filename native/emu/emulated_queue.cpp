@@ -29,13 +29,19 @@ void EmulatedDevice::Queue::submit(std::shared_ptr<EmulatedSubmission> work) {
 }
 
 void EmulatedDevice::Queue::shutdown() {
+  bool idle;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;
+    idle = pending_.empty() && !running_;
   }
   wake_.notify_one();
-  if (std::this_thread::get_id() == thread_.get_id()) thread_.detach();
-  else if (thread_.joinable()) thread_.join();
+  // An idle thread ends at once: wait for it. With work in flight, the
+  // thread finishes it on its own (it holds the queue), so a device is
+  // dropped without blocking its caller; so is one dropped by a completion
+  // on the queue thread itself.
+  if (idle && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+  else thread_.detach();
 }
 
 void EmulatedDevice::Queue::loop() {
@@ -47,6 +53,7 @@ void EmulatedDevice::Queue::loop() {
       if (pending_.empty()) return;  // closing, and nothing left
       work = std::move(pending_.front());
       pending_.pop_front();
+      running_ = true;
     }
     std::string error;
     try {
@@ -65,6 +72,8 @@ void EmulatedDevice::Queue::loop() {
       work->done = true;
     }
     work->finished.notify_all();
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
   }
 }
 

@@ -57,8 +57,8 @@ class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
   void start();
   // Queues `work`; throws DeviceError after shutdown().
   void submit(std::shared_ptr<EmulatedSubmission> work);
-  // The thread finishes what is queued, then ends. Waits for that, unless
-  // called on the queue thread itself (a device dropped by a completion).
+  // The thread finishes what is queued, then ends; waited for only when it
+  // is idle (the device's destructor never blocks on work in flight).
   void shutdown();
   const std::shared_ptr<FirstError>& errors() const { return errors_; }
 
@@ -75,6 +75,7 @@ class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<EmulatedSubmission>> pending_;
   bool closing_ = false;
+  bool running_ = false;  // a command buffer is being run
   std::thread thread_;
 };
 

@@ -17,6 +17,7 @@
 #import <Metal/Metal.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -204,7 +205,10 @@ class MetalDevice : public Device {
     std::shared_ptr<Buffer> result;
     @autoreleasepool {
       id<MTLBuffer> buffer = [device_ newBufferWithLength:(length ? length : 4) options:MTLResourceStorageModeShared];
-      if (buffer) result = std::make_shared<MetalBuffer>(buffer);
+      if (buffer) {
+        std::memset([buffer contents], 0, length);  // zeroed, whatever the OS version guarantees
+        result = std::make_shared<MetalBuffer>(buffer);
+      }
     }
     if (!result) throw DeviceError("newBuffer: Metal could not allocate " + std::to_string(length) + " bytes");
     return result;

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <future>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dispatch_table.h"
@@ -96,19 +99,24 @@ TEST(DeviceContract, WaitThrowsTheCommandBuffersOwnErrorOnceAndTheNextCommandBuf
 
 TEST(DeviceContract, DroppingTheDeviceTheCommandBufferAndTheBuffersWithWorkInFlightIsSafe) {
   // md_test_published writes 1024 words; the only references to the device,
-  // the command buffer and the buffer are dropped right after the commit.
+  // the command buffer and the buffer are dropped while it is in flight
+  // (its completion waits for the gate, so it is in flight for sure).
   Outcome outcome;
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
   std::vector<uint32_t> seen;
+  std::weak_ptr<md::Buffer> watch;
   {
     auto device = faultDevice();
     auto out = device->newBuffer(1024 * 4);
     std::memset(out->contents(), 0, 1024 * 4);
-    std::weak_ptr<md::Buffer> watch = out;
+    watch = out;
     auto commands = device->newCommandBuffer();
     commands->setPipeline(device->pipeline("md_test_published"));
     commands->setBuffer(0, *out, 0);
     commands->dispatch(1, 1024);
-    commands->commit([&, out = out.get()](const std::string& error) {
+    commands->commit([&, opened, out = out.get()](const std::string& error) {
+      opened.wait();
       // The buffer is still alive here: the command buffer holds it.
       const auto* words = static_cast<const uint32_t*>(out->contents());
       seen.assign(words, words + 1024);
@@ -116,13 +124,15 @@ TEST(DeviceContract, DroppingTheDeviceTheCommandBufferAndTheBuffersWithWorkInFli
     });
     commands.reset();
     out.reset();
+    device.reset();  // returns at once: the queue thread finishes the work
     EXPECT_FALSE(watch.expired()) << "the command buffer in flight must keep its buffer";
-    device.reset();  // waits for the queue to drain, never for a completion that needs this thread
-    EXPECT_TRUE(watch.expired()) << "the buffer is released once the work completed";
   }
+  gate.set_value();
   EXPECT_EQ(outcome.wait(), "");
   ASSERT_EQ(seen.size(), 1024u);
   EXPECT_NE(std::count(seen.begin(), seen.end(), 0u), 1024) << "the kernel ran";
+  for (int i = 0; i < 1000 && !watch.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(watch.expired()) << "the buffer is released once the work completed";
 }
 
 TEST(DeviceContract, ACompletionMayDropTheLastReferenceToTheDevice) {
