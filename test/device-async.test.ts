@@ -107,3 +107,28 @@ describe('device memory', () => {
     expect(out.readError).toBe('The emulated device was disposed (its buffers and tables with it)');
   });
 });
+
+describe('sessions on a GPU device', () => {
+  it('share the model\'s weights and free their own buffers on dispose: 12 sessions of a 32 MB model stay near one copy', () => {
+    const result = run(`
+      import { BigramModel, Session } from './dist/lib/index.js';
+      // V 32000 x d 256 x 2 tensors x 2 bytes: 32 MB of weights.
+      const model = BigramModel.fromSeed({ vocabSize: 32000, dim: 256, seed: 4 });
+      const rss = () => process.memoryUsage().rss;
+      const first = new Session(model, { backend: 'emulated', contextSize: 64 });
+      await first.generate([1], { maxTokens: 1, temperature: 1, seed: 1 });
+      first.dispose();
+      const before = rss();
+      const tokens = [];
+      for (let i = 0; i < 12; i++) {
+        const session = new Session(model, { backend: 'emulated', contextSize: 64 });
+        tokens.push((await session.generate([1], { maxTokens: 1, temperature: 1, seed: 1 })).tokens[0]);
+        session.dispose();
+      }
+      console.log(JSON.stringify({ grownMb: (rss() - before) / 2 ** 20, same: tokens.every((t) => t === tokens[0]) }));`);
+    expect(result.stderr).toBe('');
+    const out = JSON.parse(result.stdout) as { grownMb: number; same: boolean };
+    expect(out.same).toBe(true);
+    expect(out.grownMb).toBeLessThan(100);  // a copy per session would be 384 MB
+  });
+});

@@ -18,9 +18,22 @@ export class GpuBuffer {
     this.native = native;
   }
 
+  #disposed = false;
+
   get byteLength(): number {
     this.device.native;  // throws once the device is disposed: its buffers are freed with it
+    if (this.#disposed) throw new Error('This buffer was disposed');
     return this.native.length;
+  }
+
+  /** Frees the buffer's memory now; chains already submitted keep it until they finish. */
+  dispose(): void {
+    this.#disposed = true;
+    this.native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /**
@@ -77,6 +90,15 @@ export class DispatchTable {
   get labels(): string[] {
     return this.native.labels;
   }
+
+  /** Lets go of the commands and the buffers they keep alive; runChain refuses the table after. */
+  dispose(): void {
+    this.native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
 }
 
 /** A Metal device, or the emulated one (the same kernels on CPU fibers). */
@@ -92,6 +114,11 @@ export class GpuDevice {
     this.addon = addon;
     this.#native = native;
     this.#name = native.name;
+  }
+
+  /** Whether dispose() was called. */
+  get disposed(): boolean {
+    return this.#native === undefined;
   }
 
   /** e.g. "Apple M2 Pro" or "emulated (CPU fibers, forward order)". */

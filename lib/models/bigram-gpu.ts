@@ -31,6 +31,18 @@ export function needsSamplingKernel(s: ResolvedSampling): boolean {
 }
 
 /** The bigram model's buffers and tables on one device. */
+// A model's weights on a device, uploaded once and shared by every chain
+// (so every Session) of that model there; freed with the model or the device.
+const deviceWeights = new WeakMap<BigramModel, WeakMap<GpuDevice, { embedding: GpuBuffer; head: GpuBuffer }>>();
+
+function weightsOn(model: BigramModel, device: GpuDevice): { embedding: GpuBuffer; head: GpuBuffer } {
+  let byDevice = deviceWeights.get(model);
+  if (!byDevice) deviceWeights.set(model, (byDevice = new WeakMap()));
+  let weights = byDevice.get(device);
+  if (!weights) byDevice.set(device, (weights = { embedding: device.createBuffer(model.embedding), head: device.createBuffer(model.head) }));
+  return weights;
+}
+
 export class BigramChain {
   readonly model: BigramModel;
   readonly device: GpuDevice;
@@ -55,8 +67,7 @@ export class BigramChain {
     this.device = device;
     this.sequence = device.createBuffer(contextSize * 4);
     this.logits = device.createBuffer(model.vocabSize * 2);
-    this.#embedding = device.createBuffer(model.embedding);
-    this.#head = device.createBuffer(model.head);
+    ({ embedding: this.#embedding, head: this.#head } = weightsOn(model, device));
     this.#hidden = device.createBuffer(model.dim * 2);
     const layout = device.addon.layouts.bigramParams;
     const params = new DataView(new ArrayBuffer(layout.size));
@@ -162,6 +173,18 @@ export class BigramChain {
     } finally {
       this.#running = undefined;
     }
+  }
+
+  /**
+   * Frees the sequence's buffers and tables now (the model's weights stay:
+   * other chains of the model on this device share them). Not while a run
+   * is in progress.
+   */
+  dispose(): void {
+    if (this.#busy()) throw new Error('dispose: a chain is running on this sequence');
+    this.greedyTable.dispose();
+    this.#forwardTable?.dispose();
+    for (const buffer of [this.sequence, this.logits, this.#hidden, this.#scratch?.edited, this.#scratch?.histogram]) buffer?.dispose();
   }
 
   /** Chunks submitted to the GPU and not finished yet. */

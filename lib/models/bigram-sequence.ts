@@ -45,11 +45,19 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
     this.#chain.writeTokens(position, tokens);
   }
 
-  run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncIterable<ChainChunk> {
-    return this.#chain.run(this.#chain.tableFor(sampling), start, count, { chunkSize });
+  async *run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined> {
+    const table = this.#chain.tableFor(sampling);
+    try {
+      yield* this.#chain.run(table, start, count, { chunkSize });
+    } finally {
+      // A sampled table is made per call, with a bias buffer of its own.
+      if (table !== this.#chain.greedyTable) table.dispose();
+    }
   }
 
-  dispose(): void {}
+  dispose(): void {
+    this.#chain.dispose();
+  }
 }
 
 class BigramCpuSequence implements ModelSequence {

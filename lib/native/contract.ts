@@ -25,6 +25,8 @@ export interface NativeBuffer {
   write(offset: number, data: ArrayBufferView): void;
   /** A copy of `length` bytes from `offset`. */
   read(offset: number, length: number): ArrayBuffer;
+  /** Frees the memory now (work in flight keeps it until it completes). */
+  dispose(): void;
 }
 
 /** The patch rules of native/core/dispatch_table.h, by name. */
@@ -48,6 +50,8 @@ export interface NativeCommand {
 export interface NativeTable {
   readonly size: number;
   readonly labels: string[];
+  /** Lets go of the commands and the buffers they hold. */
+  dispose(): void;
 }
 
 /** A GPU device with the sampling kernels (native/addon/device_binding.h). */

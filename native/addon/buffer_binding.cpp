@@ -35,6 +35,7 @@ Napi::Function BufferHandle::define(Napi::Env env) {
                          InstanceAccessor("length", &BufferHandle::Length, nullptr),
                          InstanceMethod("write", &BufferHandle::Write),
                          InstanceMethod("read", &BufferHandle::Read),
+                         InstanceMethod("dispose", &BufferHandle::Dispose),
                      });
 }
 
@@ -56,6 +57,11 @@ Napi::Object BufferHandle::create(Napi::Env env, std::shared_ptr<DeviceSession> 
 }
 
 BufferHandle::~BufferHandle() { releaseDeviceResources(); }
+
+Napi::Value BufferHandle::Dispose(const Napi::CallbackInfo& info) {
+  releaseDeviceResources();
+  return info.Env().Undefined();
+}
 
 void BufferHandle::releaseDeviceResources() {
   if (buffer_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(buffer_->length()));

@@ -32,6 +32,8 @@ class BufferHandle : public Napi::ObjectWrap<BufferHandle>, public DeviceResourc
   Napi::Value Write(const Napi::CallbackInfo& info);
   // read(offset, length) -> ArrayBuffer: a copy of the bytes.
   Napi::Value Read(const Napi::CallbackInfo& info);
+  // dispose(): frees the memory now (work in flight keeps it until done).
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<DeviceSession> session_;
   std::shared_ptr<Buffer> buffer_;

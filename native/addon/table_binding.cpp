@@ -113,12 +113,18 @@ Napi::Function TableHandle::define(Napi::Env env) {
                      {
                          InstanceAccessor("size", &TableHandle::Size, nullptr),
                          InstanceAccessor("labels", &TableHandle::Labels, nullptr),
+                         InstanceMethod("dispose", &TableHandle::Dispose),
                      });
 }
 
 TableHandle::TableHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TableHandle>(info) {}
 
 TableHandle::~TableHandle() { releaseDeviceResources(); }
+
+Napi::Value TableHandle::Dispose(const Napi::CallbackInfo& info) {
+  releaseDeviceResources();
+  return info.Env().Undefined();
+}
 
 void TableHandle::releaseDeviceResources() {
   table_.reset();

@@ -30,6 +30,8 @@ class TableHandle : public Napi::ObjectWrap<TableHandle>, public DeviceResource 
  private:
   Napi::Value Size(const Napi::CallbackInfo& info);
   Napi::Value Labels(const Napi::CallbackInfo& info);
+  // dispose(): lets go of the commands and the buffers they hold now.
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<DeviceSession> session_;  // the pipelines live in its device
   std::shared_ptr<DispatchTable> table_;
