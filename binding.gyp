@@ -62,6 +62,7 @@
         "native/core/dispatch_table.cpp",
         "native/core/bigram_forward.cpp",
         "native/core/exact_arithmetic.cpp",
+        "native/core/kernel_contracts.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",

@@ -86,6 +86,38 @@ describe('DispatchTableBuilder', () => {
     await expect(other.runChain(table, 0, 1)).rejects.toThrow('The table was built for another device');
   });
 
+  it('refuses commands that would make a built-in kernel read or write outside its buffers, naming what is short', () => {
+    const build = (kernel: string, spec: CommandSpec) => () => new DispatchTableBuilder(device).add(kernel, { ...spec, label: 'x' }).build();
+    // vocab_size larger than the logits hold (3 halves = 6 bytes)
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1000]) } })).toThrow(
+      "createTable: command 'x': md_argmax_f16: buffer 0 (logits: vocab_size per threadgroup) needs 2000 bytes from byte 0, but the buffer has 6");
+    // 1,000,000 threadgroups, one token each, into a small output
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1]) }, threadgroups: 1_000_000 })).toThrow(
+      "createTable: command 'x': md_argmax_f16: buffer 0 (logits: vocab_size per threadgroup) needs 2000000 bytes from byte 0, but the buffer has 6");
+    const wide = device.createBuffer(2 * 1_000_000);
+    expect(build('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: wide }, { index: 2, buffer: tokens }], params: { index: 1, bytes: new Uint32Array([1]) }, threadgroups: 1_000_000 })).toThrow(
+      "createTable: command 'x': md_argmax_f16: buffer 2 (tokens: one per threadgroup) needs 4000000 bytes from byte 4, but the buffer has 64");
+    // a params block shorter than the kernel's struct
+    expect(build('md_sample_f16', { buffers: [{ index: 0, buffer: logits }], params: { index: 1, bytes: new Uint32Array([3, 0]) } })).toThrow(
+      "createTable: command 'x': md_sample_f16: takes a 56-byte md_sampling_params at [[buffer(1)]], but the command passes 8 bytes of params at [[buffer(1)]]");
+    // threadgroup memory where the kernel takes none (it must never stand in for a buffer)
+    expect(build('md_argmax_f16', { ...argmax(), threadgroupMemory: 64 })).toThrow(
+      "createTable: command 'x': md_argmax_f16: takes no threadgroup memory argument");
+  });
+
+  it('refuses a chain whose patched lengths outgrow a buffer at its last step', async () => {
+    // md_exp_values reads `count` floats; a position patch on count makes the last step read more.
+    const input = device.createBuffer(16 * 4);
+    const output = device.createBuffer(16 * 4);
+    const table = new DispatchTableBuilder(device).add('md_exp_values', {
+      label: 'exp', buffers: [{ index: 1, buffer: input }, { index: 2, buffer: output }],
+      params: { index: 0, bytes: new Uint32Array([0, 1]) }, patch: { rule: 'kvLength', fields: [4] },
+    }).build();
+    await device.runChain(table, 0, 16);  // counts 1 .. 16 fit
+    await expect(device.runChain(table, 0, 17)).rejects.toThrow(
+      "runChain: encodeChain: command 'exp' at position 16: md_exp_values: buffer 1 (input: count floats) needs 68 bytes from byte 0, but the buffer has 64");
+  });
+
   it('refuses a chain too long for one call at once, without encoding or allocating it', async () => {
     const noPatch = new DispatchTableBuilder(device).add('md_argmax_f16', { ...argmax(), patch: { rule: 'none' } }).build();
     const started = performance.now();

@@ -1,6 +1,8 @@
 // dispatch_table.cpp: command checks and the chain encoder.
 #include "dispatch_table.h"
 
+#include "kernel_contracts.h"
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -35,6 +37,31 @@ const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index) {
 
 void writeField(uint8_t* params, uint8_t field, uint32_t value) {
   if (field != kNoField) std::memcpy(params + field, &value, 4);
+}
+
+// `cmd`'s params as step p sees them, into `out` (kMaxInlineParams bytes).
+void patchParams(const DispatchCmd& cmd, uint64_t p, uint8_t* out) {
+  std::memcpy(out, cmd.params, kMaxInlineParams);
+  const Patch& patch = cmd.patch;
+  const uint32_t position = uint32_t(p);
+  const uint32_t kvLength = uint32_t(p + 1);
+  switch (patch.rule) {
+    case PatchRule::Position:
+      writeField(out, patch.fields[0], position);
+      writeField(out, patch.fields[1], position);
+      break;
+    case PatchRule::KvLength:
+    case PatchRule::SampledToken:
+      writeField(out, patch.fields[0], kvLength);
+      writeField(out, patch.fields[1], kvLength);
+      break;
+    case PatchRule::PositionAndKvLength:
+      writeField(out, patch.fields[0], position);
+      writeField(out, patch.fields[1], kvLength);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace
@@ -96,7 +123,8 @@ std::string commandProblem(const DispatchCmd& cmd) {
       return std::string("patch ") + patchRuleName(patch.rule) + ": field at byte " + std::to_string(field) +
              " is not an aligned uint32 inside the " + std::to_string(cmd.paramsSize) + " bytes of params";
   }
-  return "";
+  // What the kernel itself reads and writes (the built-in kernels).
+  return kernelContractProblem(cmd, cmd.params, movesBuffer(patch.rule) ? patchedSlot(patch.rule, 0) : 0);
 }
 
 void DispatchTable::add(const DispatchCmd& cmd, std::string label) {
@@ -130,6 +158,18 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
                         " for positions " + std::to_string(start) + ".." + std::to_string(last) + ", but it has " +
                         std::to_string(b.buffer->length()));
   }
+  // The kernels' contracts at the last step: the patched fields (position,
+  // KV or history length) only grow with p.
+  uint8_t params[kMaxInlineParams];
+  for (size_t c = 0; c < table.size(); ++c) {
+    const DispatchCmd& cmd = table.commands()[c];
+    patchParams(cmd, last, params);
+    const std::string problem =
+        kernelContractProblem(cmd, params, movesBuffer(cmd.patch.rule) ? patchedSlot(cmd.patch.rule, last) : 0);
+    if (!problem.empty())
+      throw ChainError("encodeChain: command '" + table.label(c) + "' at position " + std::to_string(last) + ": " +
+                       problem);
+  }
 }
 
 void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
@@ -148,26 +188,7 @@ void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t s
         commands.setBuffer(b.index, *b.buffer, offset);
       }
       if (cmd.paramsSize > 0) {
-        std::memcpy(params, cmd.params, cmd.paramsSize);
-        const uint32_t position = uint32_t(p);
-        const uint32_t kvLength = uint32_t(p + 1);
-        switch (patch.rule) {
-          case PatchRule::Position:
-            writeField(params, patch.fields[0], position);
-            writeField(params, patch.fields[1], position);
-            break;
-          case PatchRule::KvLength:
-          case PatchRule::SampledToken:
-            writeField(params, patch.fields[0], kvLength);
-            writeField(params, patch.fields[1], kvLength);
-            break;
-          case PatchRule::PositionAndKvLength:
-            writeField(params, patch.fields[0], position);
-            writeField(params, patch.fields[1], kvLength);
-            break;
-          default:
-            break;
-        }
+        patchParams(cmd, p, params);
         commands.setBytes(cmd.paramsIndex, params, cmd.paramsSize);
       }
       if (cmd.threadgroupMemory > 0) commands.setThreadgroupMemory(0, cmd.threadgroupMemory);

@@ -90,18 +90,25 @@ class EmulatedCommandBuffer : public CommandBuffer {
     d.groups = groups;
     d.threads = threads;
     d.slots = bufferSlots_;
+    // Threadgroup memory goes to the kernel's threadgroup parameters only:
+    // it must never stand in for a buffer that was not bound.
+    if (threadgroupMemory_.size() != kernel_->threadgroupArguments)
+      throw DeviceError(std::string(kernel_->name) + ": takes " + std::to_string(kernel_->threadgroupArguments) +
+                        " threadgroup memory arguments, but " + std::to_string(threadgroupMemory_.size()) + " were set");
+    const uint32_t bufferArguments = kernel_->arguments - kernel_->threadgroupArguments;
+    if (bufferSlots_.size() < bufferArguments)
+      throw DeviceError(std::string(kernel_->name) + ": takes " + std::to_string(bufferArguments) + " buffers, but " +
+                        std::to_string(bufferSlots_.size()) + " were bound");
+    for (uint32_t i = 0; i < bufferArguments; ++i)
+      if (d.slots[i].kind == Slot::Unbound)
+        throw DeviceError(std::string(kernel_->name) + ": buffer " + std::to_string(i) + " is not bound");
+    d.slots.resize(bufferArguments);  // extra bindings the kernel does not take
     for (size_t length : threadgroupMemory_) {
       Slot s;
       s.kind = Slot::ThreadgroupMemory;
       s.threadgroupLength = length;
       d.slots.push_back(std::move(s));
     }
-    if (d.slots.size() < kernel_->arguments)
-      throw DeviceError(std::string(kernel_->name) + ": takes " + std::to_string(kernel_->arguments) +
-                        " buffers and threadgroup allocations, but " + std::to_string(d.slots.size()) + " were bound");
-    for (uint32_t i = 0; i < kernel_->arguments; ++i)
-      if (d.slots[i].kind == Slot::Unbound)
-        throw DeviceError(std::string(kernel_->name) + ": buffer " + std::to_string(i) + " is not bound");
     work_->dispatches.push_back(std::move(d));
   }
 

@@ -67,6 +67,9 @@ struct EmulatedKernel {
   const char* name;
   LaneFunction invoke;
   uint32_t arguments;  // buffers + threadgroup memory, before MD_THREAD_IDS
+  // Of them, the [[threadgroup(n)]] pointers, which come last. The
+  // built-in kernels declare their threadgroup arrays inside and take none.
+  uint32_t threadgroupArguments = 0;
 };
 
 // The table entry of a kernel function compiled as C++.

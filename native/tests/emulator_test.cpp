@@ -190,11 +190,18 @@ TEST(Emulator, EncodingMistakesAreErrorsAtOnce) {
     cb->dispatch(1, 64);
     ADD_FAILURE() << "unbound buffers were accepted";
   } catch (const md::DeviceError& e) {
-    EXPECT_STREQ(e.what(), "md_test_out_of_bounds: takes 3 buffers and threadgroup allocations, but 0 were bound");
+    EXPECT_STREQ(e.what(), "md_test_out_of_bounds: takes 3 buffers, but 0 were bound");
   }
   EXPECT_THROW(cb->dispatch(1, 100), md::DeviceError);  // not a multiple of 32
   // Metal's threadgroup memory lengths: multiples of 16, at most 32 KB.
   EXPECT_NO_THROW(cb->setThreadgroupMemory(0, 48));
+  // Threadgroup memory never stands in for a buffer the kernel reads.
+  try {
+    cb->dispatch(1, 64);
+    ADD_FAILURE() << "threadgroup memory for a kernel without threadgroup parameters was accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_STREQ(e.what(), "md_test_out_of_bounds: takes 0 threadgroup memory arguments, but 1 were set");
+  }
   for (size_t bad : {size_t(24), size_t(32784)}) {
     try {
       cb->setThreadgroupMemory(0, bad);

@@ -1,0 +1,150 @@
+// kernel_contracts.cpp: the contracts of the built-in kernels, one function
+// each, read from the kernels' own parameter structs (metal/md_sampling.h).
+#include "kernel_contracts.h"
+
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "md_sampling.h"
+
+namespace md {
+namespace {
+
+// One command as a contract sees it.
+class Contract {
+ public:
+  Contract(const DispatchCmd& cmd, const uint8_t* params, uint64_t movedSlot)
+      : cmd_(cmd), params_(params), movedSlot_(movedSlot) {}
+
+  // The kernel's params struct T at [[buffer(index)]]; false (with the
+  // problem kept) if the command does not pass one.
+  template <class T>
+  bool params(uint32_t index, const char* type, T& out) {
+    if (cmd_.paramsSize < sizeof(T) || cmd_.paramsIndex != index) {
+      fail(std::string("takes a ") + std::to_string(sizeof(T)) + "-byte " + type + " at [[buffer(" +
+           std::to_string(index) + ")]], but the command passes " + std::to_string(cmd_.paramsSize) +
+           " bytes of params at [[buffer(" + std::to_string(cmd_.paramsIndex) + ")]]");
+      return false;
+    }
+    std::memcpy(&out, params_, sizeof(T));
+    return true;
+  }
+
+  // [[buffer(index)]] must be bound and hold `bytes` from where it points.
+  void needs(uint32_t index, uint64_t bytes, const char* what) {
+    if (!problem_.empty()) return;
+    const BufferBinding* b = nullptr;
+    for (uint32_t i = 0; i < cmd_.bufferCount; ++i)
+      if (cmd_.buffers[i].index == index) b = &cmd_.buffers[i];
+    if (!b) return fail("buffer " + std::to_string(index) + " (" + what + ") is not bound");
+    const bool moved = (cmd_.patch.rule == PatchRule::TokenOffset || cmd_.patch.rule == PatchRule::ArgmaxOutput ||
+                        cmd_.patch.rule == PatchRule::SampledToken) && cmd_.patch.buffer == index;
+    const uint64_t from = b->offset + (moved ? 4 * movedSlot_ : 0);
+    const uint64_t length = b->buffer->length();
+    if (from > length || bytes > length - from)
+      fail("buffer " + std::to_string(index) + " (" + what + ") needs " + std::to_string(bytes) + " bytes from byte " +
+           std::to_string(from) + ", but the buffer has " + std::to_string(length));
+  }
+
+  void check(bool ok, const std::string& problem) {
+    if (!ok) fail(problem);
+  }
+  uint64_t groups() const { return cmd_.threadgroups; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  void fail(const std::string& problem) {
+    if (problem_.empty()) problem_ = cmd_.pipeline->name() + ": " + problem;
+  }
+
+  const DispatchCmd& cmd_;
+  const uint8_t* params_;
+  uint64_t movedSlot_;
+  std::string problem_;
+};
+
+// argmax.metal: one row of vocab_size logits per threadgroup, its token to tokens[group].
+void argmax(Contract& c, uint64_t logitBytes) {
+  md_argmax_params p;
+  if (!c.params(1, "md_argmax_params", p)) return;
+  c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  c.needs(0, logitBytes * p.vocab_size * c.groups(), "logits: vocab_size per threadgroup");
+  c.needs(2, 4 * c.groups(), "tokens: one per threadgroup");
+}
+
+// sampling.metal: row r = group at position + r, with history_count + r tokens of history.
+void sample(Contract& c) {
+  md_sampling_params p;
+  if (!c.params(1, "md_sampling_params", p)) return;
+  c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  const uint64_t rows = c.groups(), vocab = p.vocab_size;
+  c.needs(0, 2 * vocab * rows, "logits: vocab_size halves per row");
+  const uint64_t history = uint64_t(p.history_count) + rows - 1;
+  if (history > 0) c.needs(2, 4 * history, "history: history_count + rows - 1 tokens");
+  if (p.bias_count > 0) c.needs(3, sizeof(md_bias_entry) * uint64_t(p.bias_count), "bias: bias_count entries");
+  c.needs(4, 2 * vocab * rows, "edited: vocab_size halves per row");
+  c.needs(5, 4 * uint64_t(MD_HALF_KEY_BINS) * rows, "histogram: one bin per float16 key per row");
+  c.needs(6, 4 * rows, "tokens: one per row");
+}
+
+// bigram.metal
+void embed(Contract& c) {
+  md_bigram_params p;
+  if (!c.params(2, "md_bigram_params", p)) return;
+  c.needs(0, 4, "token");
+  c.needs(1, 2 * uint64_t(p.vocab_size) * p.dim, "embedding: vocab_size x dim halves");
+  c.needs(3, 2 * uint64_t(p.dim), "hidden: dim halves");
+}
+void lmHead(Contract& c) {
+  md_bigram_params p;
+  if (!c.params(2, "md_bigram_params", p)) return;
+  c.needs(0, 2 * uint64_t(p.vocab_size) * p.dim, "head: vocab_size x dim halves");
+  c.needs(1, 2 * uint64_t(p.dim), "hidden: dim halves");
+  c.needs(3, 2 * uint64_t(p.vocab_size), "logits: vocab_size halves");
+}
+
+// probes.metal
+void fpContractProbe(Contract& c) {
+  c.needs(0, 12, "inputs: three floats");
+  c.needs(1, 4, "output: one float");
+}
+void noiseCells(Contract& c) {
+  md_probe_range r;
+  if (!c.params(0, "md_probe_range", r)) return;
+  c.needs(1, 4 * uint64_t(r.count), "output: count floats");
+}
+void expValues(Contract& c) {
+  md_probe_range r;
+  if (!c.params(0, "md_probe_range", r)) return;
+  c.needs(1, 4 * uint64_t(r.count), "input: count floats");
+  c.needs(2, 4 * uint64_t(r.count), "output: count floats");
+}
+
+const std::map<std::string, std::function<void(Contract&)>>& contracts() {
+  static const std::map<std::string, std::function<void(Contract&)>> all = {
+      {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
+      {"md_argmax_f32", [](Contract& c) { argmax(c, 4); }},
+      {"md_sample_f16", sample},
+      {"md_embed_f16", embed},
+      {"md_lm_head_f16", lmHead},
+      {"md_fp_contract_probe", fpContractProbe},
+      {"md_noise_cells", noiseCells},
+      {"md_exp_values", expValues},
+  };
+  return all;
+}
+
+}  // namespace
+
+std::string kernelContractProblem(const DispatchCmd& cmd, const uint8_t* params, uint64_t movedSlot) {
+  auto it = contracts().find(cmd.pipeline->name());
+  if (it == contracts().end()) return "";
+  Contract contract(cmd, params, movedSlot);
+  // The built-in kernels declare their threadgroup memory themselves.
+  contract.check(cmd.threadgroupMemory == 0, "takes no threadgroup memory argument");
+  it->second(contract);
+  return contract.problem();
+}
+
+}  // namespace md
