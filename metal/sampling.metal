@@ -11,6 +11,8 @@
 //   4 edited     R x V halves of scratch: the row after bias and penalties
 //   5 histogram  R x MD_HALF_KEY_BINS uints of scratch
 //   6 tokens     R uints out: the token, or MD_NO_TOKEN if all is -inf
+//   7 marks      R x V uints of scratch: per token, which bias entry is its
+//                first, then how often it is in the penalty window
 //
 // The kernel writes the token itself rather than float32 scores for an
 // argmax kernel to pick from: the threadgroup already holds the row, so the
@@ -30,40 +32,53 @@ inline half md_sanitised(half h) {
   return as_type<half>(ushort(md_half_bits_of_key(md_key_of(h))));
 }
 
-// Whether token t appears in bias[0 .. j): a token listed twice keeps its
-// first bias, and only one thread writes each logit.
-inline bool md_biased_earlier(device const md_bias_entry* bias, uint j, uint t) {
-  for (uint i = 0; i < j; ++i)
-    if (bias[i].token == t) return true;
-  return false;
-}
-
 // Steps 1-2 into `edited`: a sanitised copy of the row, then the bias, then
-// the penalties, each by one thread per distinct token.
-inline void md_apply_edits(device const half* input, device half* edited, constant md_sampling_params& params,
-                           device const uint* history, uint history_start, uint history_end, bool penalties,
-                           device const md_bias_entry* bias, uint tid, uint threads) {
+// the penalties, each applied once per distinct token. Linear in the bias
+// list and the window: `marks` (one uint per token, zeroed here) records
+// which bias entry of a token comes first and how often a token is in the
+// window, where a scan of the list per entry would be quadratic.
+inline void md_apply_edits(device const half* input, device half* edited, device atomic_uint* marks,
+                           constant md_sampling_params& params, device const uint* history, uint history_start,
+                           uint history_end, bool penalties, device const md_bias_entry* bias, uint tid,
+                           uint threads) {
   const uint vocab = params.vocab_size;
-  for (uint i = tid; i < vocab; i += threads) edited[i] = md_sanitised(input[i]);
+  for (uint i = tid; i < vocab; i += threads) {
+    edited[i] = md_sanitised(input[i]);
+    atomic_store_explicit(&marks[i], 0u, memory_order_relaxed);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+  // A token listed twice keeps its first bias: the lowest entry j claims
+  // it (the largest ~j), and only that entry's thread writes the logit.
+  for (uint j = tid; j < params.bias_count; j += threads) {
+    uint t = bias[j].token;
+    if (t < vocab) atomic_fetch_max_explicit(&marks[t], ~j, memory_order_relaxed);
+  }
   threadgroup_barrier(mem_flags::mem_device);
   for (uint j = tid; j < params.bias_count; j += threads) {
     uint t = bias[j].token;
-    if (t < vocab && !md_biased_earlier(bias, j, t)) edited[t] = md_round_half(float(edited[t]) + bias[j].value);
+    if (t < vocab && atomic_load_explicit(&marks[t], memory_order_relaxed) == ~j)
+      edited[t] = md_round_half(float(edited[t]) + bias[j].value);
   }
   threadgroup_barrier(mem_flags::mem_device);
   if (!penalties) return;
+  for (uint j = tid; j < params.bias_count; j += threads) {
+    uint t = bias[j].token;
+    if (t < vocab) atomic_store_explicit(&marks[t], 0u, memory_order_relaxed);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+  // Count each token of the window; then one thread per distinct token takes
+  // the whole count (the exchange leaves 0 for the others) and applies it.
+  for (uint j = history_start + tid; j < history_end; j += threads) {
+    uint t = history[j];
+    if (t < vocab) atomic_fetch_add_explicit(&marks[t], 1u, memory_order_relaxed);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
   const float r = params.repeat_penalty;
   for (uint j = history_start + tid; j < history_end; j += threads) {
     uint t = history[j];
     if (t >= vocab) continue;
-    bool first = true;
-    uint count = 0;
-    for (uint i = history_start; i < history_end; ++i) {
-      if (history[i] != t) continue;
-      first = first && i >= j;
-      ++count;
-    }
-    if (!first) continue;  // the thread of t's first occurrence does the work
+    const uint count = atomic_exchange_explicit(&marks[t], 0u, memory_order_relaxed);
+    if (count == 0u) continue;  // another thread of the same token took it
     float z = float(edited[t]);
     float y = r == 1.0f ? z : (z > 0.0f ? z / r : z * r);
     float offset = float(count) * params.frequency_penalty + params.presence_penalty;
@@ -183,6 +198,7 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
                           device half* edited [[buffer(4)]],
                           device atomic_uint* histogram [[buffer(5)]],
                           device uint* tokens [[buffer(6)]],
+                          device atomic_uint* marks [[buffer(7)]],
                           MD_THREAD_IDS) {
   MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);
   MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);
@@ -204,7 +220,8 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
                          md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
   device const half* row = input;
   if (penalties || params.bias_count > 0) {
-    md_apply_edits(input, edited_row, params, history, history_start, history_end, penalties, bias, tid, threads);
+    md_apply_edits(input, edited_row, marks + ulong(group) * vocab, params, history, history_start, history_end,
+                   penalties, bias, tid, threads);
     row = edited_row;
   }
 

@@ -151,3 +151,23 @@ describe('the largest temperatures', () => {
     }
   });
 });
+
+describe.each(GPU_BACKENDS)('long penalty windows and bias lists on %s', (backend) => {
+  it('a 200,000-token window and a 50,000-entry bias list (tokens outside the vocabulary included) sample in linear time, as native does', () => {
+    const vocab = 32000;
+    const random = seededRandom(7);
+    const logits = toFloat16Array(Array.from({ length: vocab }, () => normal(random) * 3));
+    const history = Uint32Array.from({ length: 200_000 }, () => Math.floor(random() * (vocab + 100)));
+    const tokenBias = new Map<number, number>();
+    for (let i = 0; i < 50_000; i++) tokenBias.set(Math.floor(random() * vocab * 2), random() < 0.1 ? -Infinity : normal(random));
+    const options: SampleOptions = {
+      temperature: 0.8, topK: 0, topP: 0.9, seed: 3, history, tokenBias,
+      repeatPenalty: { penalty: 1.2, lastTokens: 200_000, frequencyPenalty: 0.01, presencePenalty: 0.1 },
+    };
+    const started = performance.now();
+    const token = sample(logits, { ...options, backend });
+    const ms = performance.now() - started;
+    expect(token).toBe(sample(logits, { ...options, backend: 'native' }));
+    console.log(`${backend}: window 200000, bias 50000: ${ms.toFixed(0)} ms`);
+  });
+});

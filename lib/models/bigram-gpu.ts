@@ -55,7 +55,7 @@ export class BigramChain {
   readonly #head: GpuBuffer;
   readonly #hidden: GpuBuffer;
   readonly #params: Uint8Array;
-  #scratch: { edited: GpuBuffer; histogram: GpuBuffer } | undefined;
+  #scratch: { edited: GpuBuffer; histogram: GpuBuffer; marks: GpuBuffer } | undefined;
   #forwardTable: DispatchTable | undefined;
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
@@ -125,6 +125,7 @@ export class BigramChain {
     this.#scratch ??= {
       edited: this.device.createBuffer(this.model.vocabSize * 2),
       histogram: this.device.createBuffer(addon.layouts.halfKeyBins * 4),
+      marks: this.device.createBuffer(this.model.vocabSize * 4),
     };
     const bias = this.device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
     return this.#forward()
@@ -137,6 +138,7 @@ export class BigramChain {
           { index: 4, buffer: this.#scratch.edited },
           { index: 5, buffer: this.#scratch.histogram },
           { index: 6, buffer: this.sequence },
+          { index: 7, buffer: this.#scratch.marks },
         ],
         params: { index: 1, bytes: packed.params },
         threadsPerThreadgroup: this.#rowThreads('md_sample_f16'),
@@ -184,7 +186,7 @@ export class BigramChain {
     if (this.#busy()) throw new Error('dispose: a chain is running on this sequence');
     this.greedyTable.dispose();
     this.#forwardTable?.dispose();
-    for (const buffer of [this.sequence, this.logits, this.#hidden, this.#scratch?.edited, this.#scratch?.histogram]) buffer?.dispose();
+    for (const buffer of [this.sequence, this.logits, this.#hidden, this.#scratch?.edited, this.#scratch?.histogram, this.#scratch?.marks]) buffer?.dispose();
   }
 
   /** Chunks submitted to the GPU and not finished yet. */

@@ -86,6 +86,7 @@ void sample(Contract& c) {
   c.needs(4, 2 * vocab * rows, "edited: vocab_size halves per row");
   c.needs(5, 4 * uint64_t(MD_HALF_KEY_BINS) * rows, "histogram: one bin per float16 key per row");
   c.needs(6, 4 * rows, "tokens: one per row");
+  c.needs(7, 4 * vocab * rows, "marks: one uint per token per row");
 }
 
 // bigram.metal

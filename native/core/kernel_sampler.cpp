@@ -21,7 +21,7 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
 
 // The device buffers of one sampling step, grown as needed and reused.
 struct KernelSampler::Staging {
-  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens;
+  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks;
 };
 
 // Idle Staging sets, shared with the completions of steps in flight.
@@ -111,6 +111,7 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
     commands->setBuffer(4, ensure(device_, staging.edited, rowBytes * rows), 0);
     commands->setBuffer(5, ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
     commands->setBuffer(6, tokens, 0);
+    commands->setBuffer(7, ensure(device_, staging.marks, size_t(row.size) * 4 * rows), 0);
     commands->dispatch(rows, threadsFor(sampler, row.size));
   }
   return commands;

@@ -240,6 +240,8 @@ enum memory_order { memory_order_relaxed };
 template <class A> uint32_t atomic_fetch_add_explicit(A* object, uint32_t operand, memory_order order);
 template <class A> void atomic_store_explicit(A* object, uint32_t operand, memory_order order);
 template <class A> uint32_t atomic_load_explicit(A* object, memory_order order);
+template <class A> uint32_t atomic_fetch_max_explicit(A* object, uint32_t operand, memory_order order);
+template <class A> uint32_t atomic_exchange_explicit(A* object, uint32_t operand, memory_order order);
 #else
 template <class A> inline auto atomic_fetch_add_explicit(A* object, decltype(object->value) operand, memory_order) {
   return __atomic_fetch_add(&object->value, operand, __ATOMIC_RELAXED);
@@ -249,5 +251,15 @@ template <class A> inline void atomic_store_explicit(A* object, decltype(object-
 }
 template <class A> inline auto atomic_load_explicit(A* object, memory_order) {
   return __atomic_load_n(&object->value, __ATOMIC_RELAXED);
+}
+template <class A> inline auto atomic_exchange_explicit(A* object, decltype(object->value) operand, memory_order) {
+  return __atomic_exchange_n(&object->value, operand, __ATOMIC_RELAXED);
+}
+template <class A> inline auto atomic_fetch_max_explicit(A* object, decltype(object->value) operand, memory_order) {
+  auto seen = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
+  while (seen < operand && !__atomic_compare_exchange_n(&object->value, &seen, operand, true, __ATOMIC_RELAXED,
+                                                         __ATOMIC_RELAXED)) {
+  }
+  return seen;
 }
 #endif
