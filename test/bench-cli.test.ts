@@ -131,9 +131,21 @@ describe('--out', () => {
     expect(stdout).toContain(`wrote ${file}`);
     const svg = readFileSync(file, 'utf8');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
-    // The background, then 8 sampler bars (4 configs x 2 backends) and 4 decode bars (no chain on the CPU).
-    expect(svg.match(/<rect /g)).toHaveLength(1 + 8 + 4);
+    // 8 sampler bars (4 configs x 2 backends) and 4 decode bars (no chain on the CPU).
+    expect(svg.match(/class="bar"/g)).toHaveLength(8 + 4);
     expect(svg).toContain('V=64 default chain');
+    // Axes with ticks in µs and tokens/s, and a legend of the backends in each chart.
+    expect(svg.match(/class="tick"/g)!.length).toBeGreaterThanOrEqual(4);
+    expect(svg).toMatch(/>1 µs<|>10 µs<|>100 µs</);
+    expect(svg).toMatch(/>0 tokens\/s</);
+    expect(svg.match(/class="swatch"/g)).toHaveLength(2 + 2);
+    expect(svg).not.toMatch(/\d us\b/);
+    // Every text starts inside the view and its estimated width fits in it.
+    const width = Number(/viewBox="0 0 (\d+) /.exec(svg)![1]);
+    for (const [, x, anchor, text] of svg.matchAll(/<text x="([\d.]+)"[^>]*?(text-anchor="\w+")?[^>]*>([^<]*)</g)) {
+      const end = Number(x) + (anchor ? 0 : text.length * 6.2);
+      expect(end, text).toBeLessThanOrEqual(width);
+    }
   });
 
   it('writes an HTML page with the machine, the chart, the tables and the unavailable backends', async () => {

@@ -6,74 +6,137 @@ import type { BenchReport } from './report.js';
 import { reportTables, type Table } from './tables.js';
 
 const COLORS: Record<string, string> = { metal: '#d9480f', emulated: '#7048e8', native: '#1971c2', js: '#2f9e44' };
-const WIDTH = 900;
-const LABEL = 230;   // the width of the group labels on the left
-const BAR = 14;
+const WIDTH = 960;
+const LABEL = 190;       // the group labels on the left
+const VALUE_ROOM = 230;  // right of the longest bar: its value label
+const BAR = 15;
+const CHAR = 6.2;        // the width of a character at font-size 11, roughly, to keep labels inside the view
 
 const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
+interface Bar {
+  series: string;
+  /** A lighter bar of the same series (decode: one token per submission). */
+  light?: boolean;
+  value: number;
+  text: string;
+}
 interface Group {
   label: string;
-  bars: { series: string; value: number; text: string }[];
+  bars: Bar[];
+}
+interface Scale {
+  width: (v: number) => number;
+  ticks: { at: number; label: string }[];
 }
 
-// Horizontal bars, one group per row label, one bar per series; `log`
-// scales widths by log10 (sampler times span three decades).
-function barChart(title: string, groups: Group[], log: boolean, top: number): { svg: string; height: number } {
-  const values = groups.flatMap((g) => g.bars.map((b) => b.value)).filter((v) => v > 0);
-  const max = Math.max(...values);
-  const min = Math.min(...values);
-  const span = WIDTH - LABEL - 90;
-  const width = (v: number) => {
-    if (v <= 0) return 0;
-    if (!log) return (v / max) * span;
-    const low = Math.log10(min) - 0.3;
-    return ((Math.log10(v) - low) / (Math.log10(max) - low)) * span;
-  };
-  const parts = [`<text x="0" y="${top + 14}" font-weight="bold">${xml(title)}</text>`];
-  let y = top + 28;
+const span = WIDTH - LABEL - VALUE_ROOM;
+
+// Decades from below the smallest value to above the largest: sampler
+// times span several of them.
+function logScale(min: number, max: number, unit: string): Scale {
+  const low = Math.floor(Math.log10(min));
+  const high = Math.max(low + 1, Math.ceil(Math.log10(max)));
+  const width = (v: number) => (v <= 0 ? 0 : Math.max(1, ((Math.log10(v) - low) / (high - low)) * span));
+  const ticks = [];
+  for (let e = low; e <= high; e++) ticks.push({ at: 10 ** e, label: `${(10 ** e).toLocaleString('en-US')} ${unit}` });
+  return { width, ticks };
+}
+
+// From 0, in steps of 1, 2 or 5 times a power of ten.
+function linearScale(max: number, unit: string): Scale {
+  const rough = max / 5;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough)!;
+  const top = Math.ceil(max / step) * step;
+  const ticks = [];
+  for (let v = 0; v <= top + step / 2; v += step) ticks.push({ at: v, label: `${v.toLocaleString('en-US')} ${unit}` });
+  return { width: (v: number) => (v / top) * span, ticks };
+}
+
+function legend(items: { label: string; color: string; light?: boolean }[], y: number): string {
+  let x = LABEL;
+  return items
+    .map((item) => {
+      const part = `<rect class="swatch" x="${x}" y="${y - 9}" width="12" height="10" fill="${item.color}"${item.light ? ' fill-opacity="0.4"' : ''}/>` +
+        `<text x="${x + 16}" y="${y}" font-size="11">${xml(item.label)}</text>`;
+      x += 16 + item.label.length * CHAR + 18;
+      return part;
+    })
+    .join('');
+}
+
+// Horizontal bars on an axis with ticks, one group per row label, one bar
+// per series, a legend above.
+function barChart(title: string, groups: Group[], scale: Scale, legendItems: Parameters<typeof legend>[0], top: number): { svg: string; height: number } {
+  const parts = [`<text x="0" y="${top + 14}" font-weight="bold">${xml(title)}</text>`, legend(legendItems, top + 32)];
+  const axisTop = top + 44;
+  let y = axisTop + 18;
+  const rows: string[] = [];
   for (const group of groups) {
-    parts.push(`<text x="${LABEL - 8}" y="${y + 11}" text-anchor="end">${xml(group.label)}</text>`);
+    rows.push(`<text x="${LABEL - 8}" y="${y + 11}" text-anchor="end" font-size="11">${xml(group.label)}</text>`);
     for (const bar of group.bars) {
-      const w = width(bar.value);
-      parts.push(
-        `<rect x="${LABEL}" y="${y}" width="${w.toFixed(1)}" height="${BAR - 2}" fill="${COLORS[bar.series] ?? '#868e96'}"><title>${xml(`${bar.series}: ${bar.text}`)}</title></rect>`,
-        `<text x="${(LABEL + w + 4).toFixed(1)}" y="${y + 10}" font-size="10">${xml(`${bar.series} ${bar.text}`)}</text>`,
+      const w = scale.width(bar.value);
+      const color = COLORS[bar.series] ?? '#868e96';
+      rows.push(
+        `<rect class="bar" x="${LABEL}" y="${y}" width="${w.toFixed(1)}" height="${BAR - 3}" fill="${color}"${bar.light ? ' fill-opacity="0.4"' : ''}><title>${xml(`${bar.series}: ${bar.text}`)}</title></rect>`,
+        `<text x="${(LABEL + w + 4).toFixed(1)}" y="${y + 10}" font-size="10">${xml(bar.text)}</text>`,
       );
       y += BAR;
     }
-    y += 6;
+    y += 7;
   }
+  // Ticks and grid lines across the bars, labels on top.
+  for (const tick of scale.ticks) {
+    const x = LABEL + scale.width(tick.at);
+    parts.push(
+      `<line class="tick" x1="${x.toFixed(1)}" y1="${axisTop + 4}" x2="${x.toFixed(1)}" y2="${y - 4}" stroke="#dee2e6"/>`,
+      `<text x="${x.toFixed(1)}" y="${axisTop}" font-size="10" text-anchor="middle" fill="#495057">${xml(tick.label)}</text>`,
+    );
+  }
+  parts.push(...rows);
   return { svg: parts.join('\n'), height: y - top };
 }
+
+const seriesLegend = (series: string[]) => series.map((s) => ({ label: s, color: COLORS[s] ?? '#868e96' }));
 
 /** The report's charts as one SVG document. */
 export function reportSvg(report: BenchReport): string {
   const charts: { svg: string; height: number }[] = [];
-  let top = 40;
+  let top = 48;
   if (report.sampler.length > 0) {
     const groups = [...new Map(report.sampler.map((r) => [`V=${r.vocab} ${r.config}`, r])).keys()].map((label) => ({
       label,
       bars: report.sampler.filter((r) => `V=${r.vocab} ${r.config}` === label).map((r) => ({
-        series: r.backend, value: r.medianUs, text: `${r.medianUs.toFixed(1)} us`,
+        series: r.backend, value: r.medianUs, text: `${r.backend} ${r.medianUs.toFixed(1)} µs`,
       })),
     }));
-    charts.push(barChart('sampler: median us per token (log scale, shorter is faster)', groups, true, top));
-    top += charts[charts.length - 1].height + 20;
+    const values = report.sampler.map((r) => r.medianUs).filter((v) => v > 0);
+    const scale = logScale(Math.min(...values), Math.max(...values), 'µs');
+    const series = [...new Set(report.sampler.map((r) => r.backend))];
+    charts.push(barChart('sampler: median time per sample() call (log scale; shorter is faster)', groups, scale, seriesLegend(series), top));
+    top += charts[charts.length - 1].height + 24;
   }
   if (report.decode.length > 0) {
     const groups = report.decode.map((r) => ({
       label: `${r.backend} ${r.mode}`,
       bars: [
-        ...(r.chainedTokensPerSecond === null ? [] : [{ series: r.backend, value: r.chainedTokensPerSecond, text: `${r.chainedTokensPerSecond.toFixed(0)} tok/s chained` }]),
-        { series: r.backend, value: r.onePerSubmissionTokensPerSecond, text: `${r.onePerSubmissionTokensPerSecond.toFixed(0)} tok/s one per submission` },
+        ...(r.chainedTokensPerSecond === null ? [] : [{ series: r.backend, value: r.chainedTokensPerSecond, text: `${r.chainedTokensPerSecond.toFixed(0)} tokens/s chained` }]),
+        { series: r.backend, light: r.chainedTokensPerSecond !== null, value: r.onePerSubmissionTokensPerSecond, text: `${r.onePerSubmissionTokensPerSecond.toFixed(0)} tokens/s ${r.chainedTokensPerSecond === null ? 'on the CPU' : 'one per submission'}` },
       ],
     }));
-    charts.push(barChart('decode: tokens per second (longer is faster)', groups, false, top));
-    top += charts[charts.length - 1].height + 20;
+    const max = Math.max(...report.decode.flatMap((r) => [r.onePerSubmissionTokensPerSecond, r.chainedTokensPerSecond ?? 0]));
+    const series = [...new Set(report.decode.map((r) => r.backend))];
+    const gpu = report.decode.some((r) => r.chainedTokensPerSecond !== null);
+    const legendItems = [
+      ...seriesLegend(series),
+      ...(gpu ? [{ label: 'solid: chained', color: '#495057' }, { label: 'light: one token per submission', color: '#495057', light: true }] : []),
+    ];
+    charts.push(barChart('decode: tokens per second through generate() (longer is faster)', groups, linearScale(max, 'tokens/s'), legendItems, top));
+    top += charts[charts.length - 1].height + 24;
   }
   const header = `<text x="0" y="16" font-weight="bold" font-size="15">metal-decode bench</text>` +
-    `<text x="0" y="32" font-size="11">${xml(describeMachine(report.machine))}</text>`;
+    `<text x="0" y="34" font-size="11">${xml(describeMachine(report.machine))}</text>`;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top}" viewBox="0 0 ${WIDTH} ${top}" font-family="sans-serif" font-size="12">\n` +
     `<rect width="100%" height="100%" fill="white"/>\n${header}\n${charts.map((c) => c.svg).join('\n')}\n</svg>\n`;
 }
