@@ -6,6 +6,50 @@
 #include <atomic>
 
 namespace md::emu {
+namespace {
+
+// A runner holds 1,024 fiber stacks, each a memory mapping with a guard
+// page: thousands of mappings. Devices borrow runners from this process-wide
+// pool and give them back when they go, so opening and disposing devices
+// neither maps and unmaps them each time nor runs out of mappings. Never
+// destroyed: a device's queue thread may return its runners at exit.
+class RunnerPool {
+ public:
+  static RunnerPool& instance() {
+    static RunnerPool* pool = new RunnerPool;
+    return *pool;
+  }
+
+  std::unique_ptr<ThreadgroupRunner> take(FiberOrder order, uint64_t seed) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& idle = idle_[int(order)];
+      if (!idle.empty()) {
+        auto runner = std::move(idle.back());
+        idle.pop_back();
+        return runner;
+      }
+    }
+    return std::make_unique<ThreadgroupRunner>(order, seed);
+  }
+
+  void give(FiberOrder order, std::vector<std::unique_ptr<ThreadgroupRunner>>& runners) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& idle = idle_[int(order)];
+    for (auto& runner : runners)
+      if (idle.size() < kMaxIdle) idle.push_back(std::move(runner));
+    runners.clear();  // beyond kMaxIdle: unmapped here
+  }
+
+ private:
+  static constexpr size_t kMaxIdle = 16;  // a few devices' worth, per fiber order
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<ThreadgroupRunner>> idle_[3];  // by FiberOrder
+};
+
+}  // namespace
+
+EmulatedDevice::Queue::~Queue() { RunnerPool::instance().give(order_, runners_); }
 
 std::string EmulatedSubmission::waitUntilDone() {
   std::unique_lock<std::mutex> lock(mutex);
@@ -81,7 +125,7 @@ void EmulatedDevice::Queue::run(const EmulatedDispatch& d) {
   using Slot = EmulatedDispatch::Slot;
   const unsigned workers = std::max(1u, std::min<unsigned>(workers_, d.groups));
   while (runners_.size() < workers)
-    runners_.push_back(std::make_unique<ThreadgroupRunner>(order_, 0x9E3779B9u * (runners_.size() + 1)));
+    runners_.push_back(RunnerPool::instance().take(order_, 0x9E3779B9u * (runners_.size() + 1)));
 
   std::atomic<uint32_t> next{0};
   std::atomic<bool> failed{false};

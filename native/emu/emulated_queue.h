@@ -53,6 +53,8 @@ struct EmulatedSubmission {
 class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
  public:
   Queue(FiberOrder order, unsigned workers);
+  // Gives its threadgroup runners back to the process's pool.
+  ~Queue();
   // Starts the thread; it holds the queue until shutdown() and an empty queue.
   void start();
   // Queues `work`; throws DeviceError after shutdown().
@@ -70,7 +72,7 @@ class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
   const FiberOrder order_;
   const unsigned workers_;
   std::shared_ptr<FirstError> errors_ = std::make_shared<FirstError>();
-  std::vector<std::unique_ptr<ThreadgroupRunner>> runners_;  // the queue thread's only
+  std::vector<std::unique_ptr<ThreadgroupRunner>> runners_;  // the queue thread's only; borrowed from a pool
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<EmulatedSubmission>> pending_;
