@@ -52,3 +52,40 @@ describe('an abort while the model computes', () => {
     expect(next.stats.promptTokens).toBe(0);
   });
 });
+
+describe('streaming over HTTP during generate()', () => {
+  it('the first text reaches a client long before the generation ends', async () => {
+    const { createServer, get } = await import('node:http');
+    const model = BigramModel.fromSeed({ vocabSize: 4096, dim: 64, seed: 5 });
+    const server = createServer(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      const started = performance.now();
+      const tokenizer = { encode: () => [1], tokenBytes: () => new Uint8Array([120]) };  // every token reads "x"
+      const streaming = new LogitsModel({ vocabSize: 4096, logits: (tokens) => model.logits(tokens[tokens.length - 1], 'native'), tokenizer });
+      await generate(streaming, [1], { backend: 'native', maxTokens: 3000, temperature: 0.8, seed: 2, onTextChunk: (text) => void response.write(text) });
+      response.end(`\n${(performance.now() - started).toFixed(0)}`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      const { firstChunkMs, totalMs, generationMs } = await new Promise<{ firstChunkMs: number; totalMs: number; generationMs: number }>((resolve, reject) => {
+        const sent = performance.now();
+        let first = -1;
+        let body = '';
+        get({ host: '127.0.0.1', port, path: '/' }, (response) => {
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            if (first < 0 && chunk.includes('x')) first = performance.now() - sent;
+            body += chunk;
+          });
+          response.on('end', () => resolve({ firstChunkMs: first, totalMs: performance.now() - sent, generationMs: Number(body.split('\n').pop()) }));
+        }).on('error', reject);
+      });
+      expect(generationMs).toBeGreaterThan(100);  // long enough to tell streaming from buffering
+      expect(firstChunkMs).toBeGreaterThanOrEqual(0);
+      expect(firstChunkMs).toBeLessThan(totalMs / 2);
+    } finally {
+      server.close();
+    }
+  });
+});
