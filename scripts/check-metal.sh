@@ -103,6 +103,8 @@ else
   echo "   ok  for macOS 11 (the deployment target): no API newer than it without @available"
   "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 native/metal/metal_device.mm
   echo "   ok  for macOS 26: no deprecated API outside a marked fallback"
+  "$CLANG" "${macos[@]}" -target x86_64-apple-macos11.0 -D__MAC_OS_X_VERSION_MAX_ALLOWED=140000 native/metal/metal_device.mm
+  echo "   ok  with the macOS 14 SDK (Xcode 15): no API that SDK lacks"
   # Every object-returning Metal call inside an @autoreleasepool.
   ast=(-Xclang -ast-dump -Xclang -ast-dump-filter -Xclang md::metal -fno-color-diagnostics)
   "$CLANG" "${mm[@]}" -fobjc-runtime=macosx-11.0 "${ast[@]}" native/metal/metal_device.mm >"$out/metal_device.ast"
@@ -119,6 +121,9 @@ else
     $bad/unguarded_math_mode.mm
   must_fail $bad/deprecated_fast_math.mm "uses a deprecated API" "'fastMathEnabled' is deprecated" \
     "$CLANG" "${macos[@]}" -target x86_64-apple-macos26.0 $bad/deprecated_fast_math.mm
+  must_fail $bad/unguarded_math_mode.mm "uses an API the macOS 14 SDK lacks, outside an SDK check" \
+    "property 'mathMode' not found on object of type 'MTLCompileOptions *'" "$CLANG" "${macos[@]}" -target x86_64-apple-macos11.0 \
+    -D__MAC_OS_X_VERSION_MAX_ALLOWED=140000 $bad/unguarded_math_mode.mm
 fi
 
 echo "== the emulator builds with clang"

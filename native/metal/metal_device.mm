@@ -56,10 +56,16 @@ id<MTLLibrary> _Nullable compileLibrary(id<MTLDevice> device, const std::string&
     return nil;
   }
   MTLCompileOptions* options = [MTLCompileOptions new];
+  // mathMode exists in the macOS 15 SDK and later: an older Xcode must
+  // still build this file (the #if), and an older macOS must still run it
+  // (the @available).
+#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 150000
   if (@available(macOS 15.0, *)) {
     options.mathMode = MTLMathModeSafe;
     options.mathFloatingPointFunctions = MTLMathFloatingPointFunctionsPrecise;
-  } else {
+  } else
+#endif
+  {
     // Before macOS 15 this is the only switch; it is deprecated from 15 on,
     // where the branch above runs instead.
 #pragma clang diagnostic push

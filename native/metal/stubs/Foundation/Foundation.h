@@ -12,6 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The SDK these stubs stand for (Availability.h's macro): the newest by
+// default; check-metal.sh also builds against an older one (-D...=140000),
+// where the stubs leave out what that SDK lacks.
+#ifndef __MAC_OS_X_VERSION_MAX_ALLOWED
+#define __MAC_OS_X_VERSION_MAX_ALLOWED 260000
+#endif
+
 typedef signed char BOOL;
 #define YES ((BOOL)1)
 #define NO ((BOOL)0)

@@ -24,11 +24,13 @@ enum { MTLResourceStorageModeShared = 0 };
 typedef NSInteger MTLGPUFamily;
 enum { MTLGPUFamilyApple7 = 1007 };  // M1 and later
 
+#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 150000  // the macOS 15 SDK (Xcode 16) added these
 typedef NSInteger MTLMathMode;
 enum { MTLMathModeSafe = 0, MTLMathModeRelaxed = 1, MTLMathModeFast = 2 };
 
 typedef NSInteger MTLMathFloatingPointFunctions;
 enum { MTLMathFloatingPointFunctionsFast = 0, MTLMathFloatingPointFunctionsPrecise = 1 };
+#endif
 
 typedef NSUInteger MTLCommandBufferStatus;
 enum {
@@ -90,9 +92,13 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
 @end
 
 @interface MTLCompileOptions : NSObject
+#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 150000
 @property(readwrite, nonatomic) BOOL fastMathEnabled API_DEPRECATED("Use mathMode instead", macos(10.11, 15.0));
 @property(readwrite, nonatomic) MTLMathMode mathMode API_AVAILABLE(macos(15.0));
 @property(readwrite, nonatomic) MTLMathFloatingPointFunctions mathFloatingPointFunctions API_AVAILABLE(macos(15.0));
+#else
+@property(readwrite, nonatomic) BOOL fastMathEnabled;
+#endif
 @end
 
 @protocol MTLDevice <NSObject>
