@@ -1,25 +1,19 @@
 // Backend discovery and selection: no silent fallbacks.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { describe, expect, it } from 'vitest';
 
 import { BackendUnavailableError, getBackends, NoTokenError, sample, sampleAsync, selectBackend, toFloat16Array } from '../lib/index.js';
 import { resolveSampling } from '../lib/sampling-options.js';
 import { loadAddonFrom } from '../lib/native/load-addon.js';
-import { requireNativeBuilt } from './helpers.js';
+import { requireNativeBuilt, runModule } from './helpers.js';
 
 requireNativeBuilt();
-const root = fileURLToPath(new URL('..', import.meta.url));
-
-/** Runs a snippet against the built package in a fresh process with `env`. */
+/** Runs a snippet against the built package in a fresh process with `env`; its stdout as JSON. */
 function runIsolated(code: string, env: Record<string, string>): unknown {
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    cwd: root, env: { ...process.env, ...env }, encoding: 'utf8',
-  });
+  const result = runModule(code, { env });
   if (result.status !== 0) throw new Error(result.stderr);
   return JSON.parse(result.stdout);
 }

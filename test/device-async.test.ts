@@ -1,22 +1,12 @@
 // Asynchronous GPU work settles from the device's completion, not from a
 // libuv worker parked waiting for it; it survives the device being
 // disposed and the JavaScript environment being torn down.
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
 import { describe, expect, it } from 'vitest';
 
-import { requireNativeBuilt } from './helpers.js';
+import { requireNativeBuilt, runModule } from './helpers.js';
 
 requireNativeBuilt();
-const root = fileURLToPath(new URL('..', import.meta.url));
-
-/** Runs an ES module snippet against the built package in a fresh process. */
-function run(code: string, env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000,
-  });
-}
+const run = (code: string, env: Record<string, string> = {}) => runModule(code, { env });
 
 // A table that keeps the emulated device busy for about a second: the
 // noise of 2^22 cells.

@@ -1,4 +1,7 @@
 // helpers.ts: shared pieces of the vitest suites.
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
 import { getBackends, toFloat16Array } from '../lib/index.js';
 
 /** The CPU backends every behavioural test runs on; native must have built (the test command builds it). */
@@ -28,4 +31,17 @@ export const BACKEND_FORMATS: [string, Format][] = [
 
 export function row(values: number[], format: Format): Float32Array | Uint16Array {
   return format === 'float16' ? toFloat16Array(values) : Float32Array.from(values);
+}
+
+/** The checkout's root: where the built package (dist/) is. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Runs an ES module snippet in a fresh Node process (by default in the
+ * checkout, so './dist/lib/index.js' is the built package), with `env` added.
+ */
+export function runModule(code: string, options: { cwd?: string; env?: Record<string, string> } = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: options.cwd ?? ROOT, encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: 120_000,
+  });
 }

@@ -6,11 +6,11 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+import { ROOT as root, runModule } from './helpers.js';
+
 const nodeGyp =
   process.env.npm_config_node_gyp ?? join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
 
@@ -36,7 +36,7 @@ function installWithoutCompiler(env: Record<string, string> = {}) {
 
 /** Runs `code` (an ES module) against the copy's package; returns its stdout as JSON and its stderr. */
 function runInCopy(code: string): { out: unknown; stderr: string } {
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: copy, encoding: 'utf8' });
+  const result = runModule(code, { cwd: copy });
   if (result.status !== 0) throw new Error(result.stderr);
   return { out: JSON.parse(result.stdout), stderr: result.stderr };
 }

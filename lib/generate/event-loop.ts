@@ -29,18 +29,16 @@ export const ABORTED: unique symbol = Symbol('aborted');
  * promise is then left to settle unobserved (a rejection is swallowed).
  */
 export function unlessAborted<T>(promise: Promise<T> | T, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
-  if (!signal) return Promise.resolve(promise);
-  if (signal.aborted) {
-    Promise.resolve(promise).catch(() => undefined);
-    return Promise.resolve(ABORTED);
-  }
+  const result = Promise.resolve(promise);
+  if (!signal) return result;
   return new Promise((resolve, reject) => {
     const onAbort = () => {
-      Promise.resolve(promise).catch(() => undefined);
+      result.catch(() => undefined);  // nobody waits for it any more
       resolve(ABORTED);
     };
+    if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
-    Promise.resolve(promise).then(
+    result.then(
       (value) => {
         signal.removeEventListener('abort', onAbort);
         resolve(value);

@@ -21,9 +21,15 @@ export class GpuBuffer {
   #disposed = false;
 
   get byteLength(): number {
-    this.device.native;  // throws once the device is disposed: its buffers are freed with it
-    if (this.#disposed) throw new Error('This buffer was disposed');
+    this.#requireLive();
     return this.native.length;
+  }
+
+  // A buffer is freed by its own dispose() or its device's (whose `native`
+  // getter throws once it is disposed).
+  #requireLive(): void {
+    void this.device.native;
+    if (this.#disposed) throw new Error('This buffer was disposed');
   }
 
   /** Frees the buffer's memory now; chains already submitted keep it until they finish. */
@@ -114,11 +120,6 @@ export class GpuDevice {
     this.addon = addon;
     this.#native = native;
     this.#name = native.name;
-  }
-
-  /** Whether dispose() was called. */
-  get disposed(): boolean {
-    return this.#native === undefined;
   }
 
   /** e.g. "Apple M2 Pro" or "emulated (CPU fibers, forward order)". */

@@ -10,10 +10,6 @@
 namespace md {
 namespace {
 
-bool movesBuffer(PatchRule rule) {
-  return rule == PatchRule::TokenOffset || rule == PatchRule::ArgmaxOutput || rule == PatchRule::SampledToken;
-}
-
 bool writesFields(PatchRule rule) {
   return rule == PatchRule::Position || rule == PatchRule::KvLength || rule == PatchRule::PositionAndKvLength ||
          rule == PatchRule::SampledToken;
@@ -24,15 +20,6 @@ bool writesFields(PatchRule rule) {
 uint32_t requiredFields(PatchRule rule) {
   if (rule == PatchRule::PositionAndKvLength || rule == PatchRule::SampledToken) return 2;
   return writesFields(rule) ? 1 : 0;
-}
-
-// The token slot a moved binding points at in step p.
-uint64_t patchedSlot(PatchRule rule, uint64_t p) { return rule == PatchRule::TokenOffset ? p : p + 1; }
-
-const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index) {
-  for (uint32_t i = 0; i < cmd.bufferCount; ++i)
-    if (cmd.buffers[i].index == index) return &cmd.buffers[i];
-  return nullptr;
 }
 
 void writeField(uint8_t* params, uint8_t field, uint32_t value) {
@@ -65,6 +52,18 @@ void patchParams(const DispatchCmd& cmd, uint64_t p, uint8_t* out) {
 }
 
 }  // namespace
+
+bool movesBuffer(PatchRule rule) {
+  return rule == PatchRule::TokenOffset || rule == PatchRule::ArgmaxOutput || rule == PatchRule::SampledToken;
+}
+
+uint64_t patchedSlot(PatchRule rule, uint64_t p) { return rule == PatchRule::TokenOffset ? p : p + 1; }
+
+const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index) {
+  for (uint32_t i = 0; i < cmd.bufferCount; ++i)
+    if (cmd.buffers[i].index == index) return &cmd.buffers[i];
+  return nullptr;
+}
 
 const char* patchRuleName(PatchRule rule) {
   switch (rule) {
@@ -146,23 +145,21 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
   if (last + 1 > UINT32_MAX)
     throw ChainError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
                      " overflow uint32");
-  // Every moved binding must still hold a whole uint32 at the last step.
-  for (size_t c = 0; c < table.size(); ++c) {
-    const DispatchCmd& cmd = table.commands()[c];
-    if (!movesBuffer(cmd.patch.rule)) continue;
-    const BufferBinding& b = *findBinding(cmd, cmd.patch.buffer);
-    const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch.rule, last) + 4;
-    if (end > b.buffer->length())
-      throw ChainError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
-                        ") needs " + std::to_string(end) + " bytes of buffer " + std::to_string(b.index) +
-                        " for positions " + std::to_string(start) + ".." + std::to_string(last) + ", but it has " +
-                        std::to_string(b.buffer->length()));
-  }
-  // The kernels' contracts at the last step: the patched fields (position,
-  // KV or history length) only grow with p.
+  // At the last step, every moved binding must still hold a whole uint32,
+  // and every kernel's contract must hold: the patched fields (position, KV
+  // or history length) only grow with p.
   uint8_t params[kMaxInlineParams];
   for (size_t c = 0; c < table.size(); ++c) {
     const DispatchCmd& cmd = table.commands()[c];
+    if (movesBuffer(cmd.patch.rule)) {
+      const BufferBinding& b = *findBinding(cmd, cmd.patch.buffer);
+      const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch.rule, last) + 4;
+      if (end > b.buffer->length())
+        throw ChainError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
+                         ") needs " + std::to_string(end) + " bytes of buffer " + std::to_string(b.index) +
+                         " for positions " + std::to_string(start) + ".." + std::to_string(last) + ", but it has " +
+                         std::to_string(b.buffer->length()));
+    }
     patchParams(cmd, last, params);
     const std::string problem =
         kernelContractProblem(cmd, params, movesBuffer(cmd.patch.rule) ? patchedSlot(cmd.patch.rule, last) : 0);
@@ -172,8 +169,10 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
   }
 }
 
-void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
-  checkChain(table, start, n);
+namespace {
+
+// encodeChain after checkChain passed for a range holding these steps.
+void encodeSteps(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
   if (n == 0) return;
   const uint64_t last = uint64_t(start) + n - 1;
   uint8_t params[kMaxInlineParams];
@@ -195,6 +194,13 @@ void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t s
       commands.dispatch(cmd.threadgroups, cmd.threadsPerThreadgroup);
     }
   }
+}
+
+}  // namespace
+
+void encodeChain(CommandBuffer& commands, const DispatchTable& table, uint32_t start, uint32_t n) {
+  checkChain(table, start, n);
+  encodeSteps(commands, table, start, n);
 }
 
 uint32_t chainStepsPerCommandBuffer(const DispatchTable& table) {
@@ -240,7 +246,7 @@ void commitChain(Device& device, const DispatchTable& table, uint32_t start, uin
   for (uint32_t done = 0; committed < parts; ++committed, done += steps) {
     try {
       auto commands = device.newCommandBuffer();
-      encodeChain(*commands, table, start + done, std::min(steps, n - done));
+      encodeSteps(*commands, table, start + done, std::min(steps, n - done));  // checked above, whole
       commands->commit([chain](const std::string& error) { chain->partEnded(error); });
     } catch (const std::exception& e) {
       if (committed == 0) throw;  // nothing runs: the caller hears it now

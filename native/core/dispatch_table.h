@@ -73,6 +73,13 @@ struct DispatchCmd {
 };
 static_assert(std::is_trivially_copyable<DispatchCmd>::value, "DispatchCmd is plain data");
 
+// Whether `rule` moves a buffer binding each step (to token p or p + 1).
+bool movesBuffer(PatchRule rule);
+// The token slot a moved binding points at in step p.
+uint64_t patchedSlot(PatchRule rule, uint64_t p);
+// The binding of [[buffer(index)]] in `cmd`, or nullptr.
+const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index);
+
 // Why `cmd` is malformed, or an empty string: buffer indices unique and in
 // range, params within 64 bytes on an index no buffer uses, patch targets
 // that exist (a bound buffer, a 4-byte field inside the params), offsets

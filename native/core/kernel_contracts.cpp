@@ -34,12 +34,9 @@ class Contract {
   // [[buffer(index)]] must be bound and hold `bytes` from where it points.
   void needs(uint32_t index, uint64_t bytes, const char* what) {
     if (!problem_.empty()) return;
-    const BufferBinding* b = nullptr;
-    for (uint32_t i = 0; i < cmd_.bufferCount; ++i)
-      if (cmd_.buffers[i].index == index) b = &cmd_.buffers[i];
+    const BufferBinding* b = findBinding(cmd_, index);
     if (!b) return fail("buffer " + std::to_string(index) + " (" + what + ") is not bound");
-    const bool moved = (cmd_.patch.rule == PatchRule::TokenOffset || cmd_.patch.rule == PatchRule::ArgmaxOutput ||
-                        cmd_.patch.rule == PatchRule::SampledToken) && cmd_.patch.buffer == index;
+    const bool moved = movesBuffer(cmd_.patch.rule) && cmd_.patch.buffer == index;
     const uint64_t from = b->offset + (moved ? 4 * movedSlot_ : 0);
     const uint64_t length = b->buffer->length();
     if (from > length || bytes > length - from)

@@ -24,24 +24,25 @@ struct KernelSampler::Staging {
   std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks;
 };
 
-// Idle Staging sets, shared with the completions of steps in flight.
+// Idle Staging sets, shared with the completions of steps in flight (a
+// completion holds its set until it gives it back).
 class KernelSampler::StagingPool {
  public:
-  std::unique_ptr<Staging> take() {
+  std::shared_ptr<Staging> take() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (idle_.empty()) return std::make_unique<Staging>();
+    if (idle_.empty()) return std::make_shared<Staging>();
     auto staging = std::move(idle_.back());
     idle_.pop_back();
     return staging;
   }
-  void give(std::unique_ptr<Staging> staging) {
+  void give(std::shared_ptr<Staging> staging) {
     std::lock_guard<std::mutex> lock(mutex_);
     idle_.push_back(std::move(staging));
   }
 
  private:
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Staging>> idle_;
+  std::vector<std::shared_ptr<Staging>> idle_;
 };
 
 namespace {
@@ -52,8 +53,8 @@ Buffer& ensure(Device& device, std::shared_ptr<Buffer>& buffer, size_t bytes) {
   return *buffer;
 }
 
-std::vector<uint32_t> tokensOf(const Buffer& tokens, uint32_t rows) {
-  const auto* out = static_cast<const uint32_t*>(const_cast<Buffer&>(tokens).contents());
+std::vector<uint32_t> tokensOf(Buffer& tokens, uint32_t rows) {
+  const auto* out = static_cast<const uint32_t*>(tokens.contents());
   return std::vector<uint32_t>(out, out + rows);
 }
 
@@ -119,7 +120,7 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
 
 std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {
   if (rows == 0) return {};
-  std::unique_ptr<Staging> staging = pool_->take();
+  std::shared_ptr<Staging> staging = pool_->take();
   auto commands = encode(*staging, row, rows, in);
   commands->commit();
   commands->wait();
@@ -133,13 +134,13 @@ void KernelSampler::sampleAsync(const LogitsRow& row, uint32_t rows, const Sampl
     done({}, "");
     return;
   }
-  std::shared_ptr<Staging> staging(pool_->take());
+  std::shared_ptr<Staging> staging = pool_->take();
   auto commands = encode(*staging, row, rows, in);
   // The completion holds the staging buffers and the pool, not the sampler.
   commands->commit([pool = pool_, staging, rows, done = std::move(done)](const std::string& error) mutable {
     std::vector<uint32_t> tokens;
     if (error.empty()) tokens = tokensOf(*staging->tokens, rows);
-    pool->give(std::make_unique<Staging>(std::move(*staging)));
+    pool->give(std::move(staging));
     done(std::move(tokens), error);
   });
 }
