@@ -1,0 +1,44 @@
+// dot.cpp: picking the dot table for this CPU.
+#include "dot.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace md {
+
+RowDot DotTable::forType(TensorType weights) const {
+  switch (weights) {
+    case TensorType::F32: return f32;
+    case TensorType::F16: return f16;
+    case TensorType::BF16: return bf16;
+    case TensorType::Q4_0: return q4_0;
+    case TensorType::Q4_1: return q4_1;
+    case TensorType::Q5_0: return q5_0;
+    case TensorType::Q8_0: return q8_0;
+    case TensorType::Q4_K: return q4_k;
+    case TensorType::Q5_K: return q5_k;
+    case TensorType::Q6_K: return q6_k;
+    default: return nullptr;
+  }
+}
+
+const DotTable& dotTableNamed(const char* isa) {
+  const DotTable* table = nullptr;
+  if (std::strcmp(isa, "portable") == 0) table = portableDotTable();
+  else if (std::strcmp(isa, "avx2") == 0) table = avx2DotTable();
+  else if (std::strcmp(isa, "neon") == 0) table = neonDotTable();
+  else throw std::invalid_argument(std::string("MD_CPU_ISA: expected portable, avx2 or neon, got ") + isa);
+  if (table == nullptr) throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
+  return *table;
+}
+
+const DotTable& bestDotTable() {
+  if (const char* forced = std::getenv("MD_CPU_ISA"); forced != nullptr && *forced != '\0') return dotTableNamed(forced);
+  if (const DotTable* t = avx2DotTable()) return *t;
+  if (const DotTable* t = neonDotTable()) return *t;
+  return *portableDotTable();
+}
+
+}  // namespace md

@@ -1,0 +1,101 @@
+// simd_avx2.h: the dot kernels' byte-vector operations (see
+// simd_portable.h for what each does) on AVX2 + FMA + F16C. Only
+// dot_avx2.cpp includes it; that file alone is built with -mavx2.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace md::simd {
+
+struct Avx2 {
+  static constexpr const char* kName = "avx2";
+  using V = __m256i;
+  using I = __m256i;  // 8 x int32
+  using F = __m256;   // 8 x float
+
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static V splat(uint8_t x) { return _mm256_set1_epi8(char(x)); }
+  static V nibbles16(const uint8_t* p) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  }
+  static V lowNibbles(V x) { return _mm256_and_si256(x, _mm256_set1_epi8(0x0F)); }
+  static V highNibbles(V x) { return _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0F)); }
+  static V bitsToMask(uint32_t bits) {
+    // Byte i gets byte i / 8 of `bits`, then tests its bit i % 8.
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  }
+  static V testMask(V x, uint8_t m) {
+    const __m256i mask = _mm256_set1_epi8(char(m));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(x, mask), mask);
+  }
+  static V andV(V a, V c) { return _mm256_and_si256(a, c); }
+  static V orV(V a, V c) { return _mm256_or_si256(a, c); }
+  static V andNot(V a, V c) { return _mm256_andnot_si256(a, c); }
+  static V subBytes(V a, V c) { return _mm256_sub_epi8(a, c); }
+  template <int N> static V shiftRight(V x) { return _mm256_and_si256(_mm256_srli_epi16(x, N), _mm256_set1_epi8(char(0xFF >> N))); }
+  template <int N> static V shiftLeft(V x) { return _mm256_and_si256(_mm256_slli_epi16(x, N), _mm256_set1_epi8(char((0xFF << N) & 0xFF))); }
+
+  static I izero() { return _mm256_setzero_si256(); }
+  static F fzero() { return _mm256_setzero_ps(); }
+  static I dotU8S8(I acc, V u, V s, int16_t scaleLow, int16_t scaleHigh) {
+    const __m256i pairs = _mm256_maddubs_epi16(u, s);  // 16 x int16, no overflow for u <= 63
+    const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
+  }
+  static I dotS8S8(V a, V c) {
+    // maddubs needs an unsigned first operand: |a| times c with a's sign.
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+  }
+  static F fmaddI(F acc, I i, float d) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(d), acc); }
+  static int32_t hsumI(I i) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+  }
+  static float hsumF(F f) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+
+  static float dotF32(const float* a, const float* b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    return hsumF(_mm256_add_ps(acc0, acc1));
+  }
+  static float dotF16(const uint16_t* a, const uint16_t* b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    auto half8 = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
+    for (int64_t i = 0; i < n; i += 16) {
+      acc0 = _mm256_fmadd_ps(half8(a + i), half8(b + i), acc0);
+      acc1 = _mm256_fmadd_ps(half8(a + i + 8), half8(b + i + 8), acc1);
+    }
+    return hsumF(_mm256_add_ps(acc0, acc1));
+  }
+  static float dotBF16(const uint16_t* a, const uint16_t* b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    auto bf8 = [](const uint16_t* p) {
+      const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+    };
+    for (int64_t i = 0; i < n; i += 16) {
+      acc0 = _mm256_fmadd_ps(bf8(a + i), bf8(b + i), acc0);
+      acc1 = _mm256_fmadd_ps(bf8(a + i + 8), bf8(b + i + 8), acc1);
+    }
+    return hsumF(_mm256_add_ps(acc0, acc1));
+  }
+};
+
+}  // namespace md::simd

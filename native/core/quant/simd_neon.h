@@ -1,0 +1,99 @@
+// simd_neon.h: the dot kernels' byte-vector operations (see
+// simd_portable.h for what each does) on arm64 NEON. Apple's M chips have
+// the dot-product extension (sdot); without it, widening multiplies.
+#pragma once
+#include <arm_neon.h>
+
+#include <cstdint>
+
+namespace md::simd {
+
+struct Neon {
+  static constexpr const char* kName = "neon";
+  struct V { uint8x16_t lo, hi; };
+  using I = int32x4_t;
+  using F = float32x4_t;
+
+  static V load(const void* p) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    return {vld1q_u8(b), vld1q_u8(b + 16)};
+  }
+  static V splat(uint8_t x) { return {vdupq_n_u8(x), vdupq_n_u8(x)}; }
+  static V nibbles16(const uint8_t* p) {
+    const uint8x16_t raw = vld1q_u8(p);
+    return {vandq_u8(raw, vdupq_n_u8(0x0F)), vshrq_n_u8(raw, 4)};
+  }
+  static V lowNibbles(V x) { return {vandq_u8(x.lo, vdupq_n_u8(0x0F)), vandq_u8(x.hi, vdupq_n_u8(0x0F))}; }
+  static V highNibbles(V x) { return {vshrq_n_u8(x.lo, 4), vshrq_n_u8(x.hi, 4)}; }
+  static V bitsToMask(uint32_t bits) {
+    static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bit = vld1q_u8(kBit);
+    const uint8x8_t b0 = vdup_n_u8(uint8_t(bits)), b1 = vdup_n_u8(uint8_t(bits >> 8));
+    const uint8x8_t b2 = vdup_n_u8(uint8_t(bits >> 16)), b3 = vdup_n_u8(uint8_t(bits >> 24));
+    return {vtstq_u8(vcombine_u8(b0, b1), bit), vtstq_u8(vcombine_u8(b2, b3), bit)};
+  }
+  static V testMask(V x, uint8_t m) { return {vtstq_u8(x.lo, vdupq_n_u8(m)), vtstq_u8(x.hi, vdupq_n_u8(m))}; }
+  static V andV(V a, V c) { return {vandq_u8(a.lo, c.lo), vandq_u8(a.hi, c.hi)}; }
+  static V orV(V a, V c) { return {vorrq_u8(a.lo, c.lo), vorrq_u8(a.hi, c.hi)}; }
+  static V andNot(V a, V c) { return {vbicq_u8(c.lo, a.lo), vbicq_u8(c.hi, a.hi)}; }
+  static V subBytes(V a, V c) { return {vsubq_u8(a.lo, c.lo), vsubq_u8(a.hi, c.hi)}; }
+  template <int N> static V shiftRight(V x) { return {vshrq_n_u8(x.lo, N), vshrq_n_u8(x.hi, N)}; }
+  template <int N> static V shiftLeft(V x) { return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)}; }
+
+  static I izero() { return vdupq_n_s32(0); }
+  static F fzero() { return vdupq_n_f32(0); }
+
+  // Four int32 partial sums of a[i] * c[i] over 16 signed bytes.
+  static int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t c) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, a, c);
+#else
+    const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(c));
+    const int16x8_t hi = vmull_s8(vget_high_s8(a), vget_high_s8(c));
+    return vaddq_s32(acc, vaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+#endif
+  }
+  // The unsigned bytes are at most 63 here, so they read as signed too.
+  static I dotU8S8(I acc, V u, V s, int16_t scaleLow, int16_t scaleHigh) {
+    const int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u.lo), vreinterpretq_s8_u8(s.lo));
+    const int32x4_t hi = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u.hi), vreinterpretq_s8_u8(s.hi));
+    return vmlaq_n_s32(vmlaq_n_s32(acc, lo, scaleLow), hi, scaleHigh);
+  }
+  static I dotS8S8(V a, V c) {
+    const int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo));
+    return dot16(lo, vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi));
+  }
+  static F fmaddI(F acc, I i, float d) { return vfmaq_n_f32(acc, vcvtq_f32_s32(i), d); }
+  static int32_t hsumI(I i) { return vaddvq_s32(i); }
+  static float hsumF(F f) { return vaddvq_f32(f); }
+
+  static float dotF32(const float* a, const float* b, int64_t n) {
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n; i += 8) {
+      acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
+      acc1 = vfmaq_f32(acc1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    }
+    return vaddvq_f32(vaddq_f32(acc0, acc1));
+  }
+  static float dotF16(const uint16_t* a, const uint16_t* b, int64_t n) {
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n; i += 8) {
+      const float16x8_t x = vreinterpretq_f16_u16(vld1q_u16(a + i)), y = vreinterpretq_f16_u16(vld1q_u16(b + i));
+      acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(x)), vcvt_f32_f16(vget_low_f16(y)));
+      acc1 = vfmaq_f32(acc1, vcvt_f32_f16(vget_high_f16(x)), vcvt_f32_f16(vget_high_f16(y)));
+    }
+    return vaddvq_f32(vaddq_f32(acc0, acc1));
+  }
+  static float dotBF16(const uint16_t* a, const uint16_t* b, int64_t n) {
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    auto wide = [](uint16x4_t h) { return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); };
+    for (int64_t i = 0; i < n; i += 8) {
+      const uint16x8_t x = vld1q_u16(a + i), y = vld1q_u16(b + i);
+      acc0 = vfmaq_f32(acc0, wide(vget_low_u16(x)), wide(vget_low_u16(y)));
+      acc1 = vfmaq_f32(acc1, wide(vget_high_u16(x)), wide(vget_high_u16(y)));
+    }
+    return vaddvq_f32(vaddq_f32(acc0, acc1));
+  }
+};
+
+}  // namespace md::simd

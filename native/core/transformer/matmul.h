@@ -1,0 +1,45 @@
+// matmul.h: out = W x for a batch of activation rows, on a thread pool.
+// The rows are converted once per weight type to the type the dot
+// products read (Q8_0, Q8_K, F16...), then each thread takes a contiguous
+// range of weight rows and runs it against every activation row, so a
+// block of weights is read from memory once per batch, not once per token.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "../quant/dot.h"
+#include "../thread_pool.h"
+#include "weights.h"
+
+namespace md {
+
+// An activation batch (rows x cols float32) and its conversions, made on
+// first use by each weight type and reused by the next weight of the same
+// partner type (Q, K and V read one conversion).
+class ActivationRows {
+ public:
+  void reset(const float* source, int64_t rows, int64_t cols);
+  // The rows in `type`, converted in parallel on `pool` if not yet.
+  const uint8_t* in(TensorType type, ThreadPool& pool, size_t* rowBytes);
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+ private:
+  struct Slot {
+    TensorType type;
+    bool valid = false;
+    size_t rowBytes = 0;
+    std::vector<uint8_t> bytes;
+  };
+  const float* source_ = nullptr;
+  int64_t rows_ = 0, cols_ = 0;
+  std::array<Slot, 6> slots_{};
+};
+
+// out[r * w.rows + i] = dot(W row i, x row r) (+ bias[i]) for every
+// activation row r. x.cols() must equal w.cols.
+void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
+            const TensorView* bias = nullptr);
+
+}  // namespace md

@@ -1,0 +1,63 @@
+// ops.cpp
+#include "ops.h"
+
+#include <cmath>
+
+namespace md {
+
+void rmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  const float mean = float(sum / double(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale;
+  if (weight != nullptr)
+    for (int64_t i = 0; i < n; ++i) out[i] = out[i] * weight[i];
+}
+
+void ropeAngles(const ModelConfig& c, const float* factors, int64_t position, float* cosines, float* sines) {
+  // ggml's recurrence: theta_i = position * base^(-2i/dims), by repeated
+  // multiplication in float.
+  const float thetaScale = std::pow(c.ropeBase, -2.0f / float(c.ropeDims));
+  float theta = float(position);
+  for (uint32_t i = 0; i < c.ropeDims / 2; ++i) {
+    const float factor = factors != nullptr ? factors[i] : 1.0f;
+    const float angle = c.ropeFreqScale * (theta / factor);
+    cosines[i] = std::cos(angle);
+    sines[i] = std::sin(angle);
+    theta *= thetaScale;
+  }
+}
+
+void applyRope(RopeMode mode, int ropeDims, const float* cosines, const float* sines, float* head) {
+  const int pairs = ropeDims / 2;
+  for (int i = 0; i < pairs; ++i) {
+    float* a = mode == RopeMode::AdjacentPairs ? head + 2 * i : head + i;
+    float* b = mode == RopeMode::AdjacentPairs ? head + 2 * i + 1 : head + i + pairs;
+    const float x0 = *a, x1 = *b;
+    *a = x0 * cosines[i] - x1 * sines[i];
+    *b = x0 * sines[i] + x1 * cosines[i];
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inverse = float(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inverse;
+}
+
+void swiglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void addInPlace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace md

@@ -1,0 +1,71 @@
+// transformer.h: a Llama-family model's forward pass on the CPU.
+//
+// A Transformer holds the weights (views into the mapped file) and the
+// thread pool; a TransformerState is one sequence: its F16 KV cache, the
+// number of positions it holds, and its scratch. evaluate() runs a batch of
+// tokens at positions start .. start + count - 1 (start may go back: the
+// positions from start on are forgotten first) and writes the logits of
+// the last one.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../quant/dot.h"
+#include "../thread_pool.h"
+#include "matmul.h"
+#include "model_config.h"
+#include "weights.h"
+
+namespace md {
+
+class TransformerState {
+ public:
+  // contextSize positions of KV cache; batches of at most maxBatch tokens
+  // (longer prompts are evaluated in several).
+  TransformerState(const ModelConfig& config, uint32_t contextSize, uint32_t maxBatch);
+
+  uint32_t contextSize() const { return contextSize_; }
+  uint32_t length() const { return length_; }
+  size_t kvCacheBytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
+
+ private:
+  friend class Transformer;
+  void ensureScratch(const ModelConfig& c, int64_t batch, int threads);
+
+  uint32_t contextSize_, maxBatch_, length_ = 0;
+  // Per layer, per position, headCountKv * headDim float16 bits.
+  std::vector<uint16_t> keys_, values_;
+  // Scratch for a batch: residual stream, normed input, Q, K, V, attention
+  // output, FFN gate and up, one projection output, RoPE angles.
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, proj_, cos_, sin_;
+  // Per thread: attention scores and the float16 query.
+  std::vector<float> scores_;
+  std::vector<uint16_t> queryHalf_;
+  ActivationRows rows_;
+};
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& config, ModelWeights weights, int threads, const DotTable& dots);
+
+  const ModelConfig& config() const { return config_; }
+  int threads() const { return pool_.size(); }
+  const char* isa() const { return dots_.isa; }
+
+  // Throws std::out_of_range naming the argument (tokens, start, count)
+  // before changing the state when the batch does not fit or a token is
+  // not in the vocabulary. logits: vocabSize floats.
+  void evaluate(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* logits);
+
+ private:
+  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits);
+  void attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  ThreadPool pool_;
+  const DotTable& dots_;
+};
+
+}  // namespace md

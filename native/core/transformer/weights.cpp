@@ -1,0 +1,156 @@
+// weights.cpp: binding GGUF tensors to the roles of weights.h.
+#include "weights.h"
+
+#include <map>
+#include <stdexcept>
+
+namespace md {
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(message); }
+
+std::string dimsText(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+class Binder {
+ public:
+  Binder(const std::vector<TensorEntry>& entries, const uint8_t* file, uint64_t fileSize)
+      : file_(file), fileSize_(fileSize) {
+    for (const TensorEntry& e : entries)
+      if (!byName_.emplace(e.name, &e).second) fail("tensor " + e.name + ": the name appears twice in the tensor table");
+  }
+
+  // A weight matrix of `rows` rows of `cols` values (or a vector when rows == 0).
+  TensorView bind(const std::string& name, uint64_t cols, uint64_t rows, bool required, bool floatOnly) {
+    auto it = byName_.find(name);
+    if (it == byName_.end()) {
+      if (required) fail("tensor " + name + ": missing (the architecture needs it)");
+      return {};
+    }
+    used_.emplace(name, true);
+    const TensorEntry& e = *it->second;
+    const TensorTypeInfo* info = findTensorType(e.type);
+    if (info == nullptr || !info->weight)
+      fail("tensor " + name + ": type " + std::to_string(e.type) + " is not supported (supported: " + supportedTypes() + ")");
+    if (floatOnly && info->type != TensorType::F32)
+      fail("tensor " + name + ": type " + info->name + " is not supported for a norm, bias or factor vector (expected F32)");
+    const std::vector<uint64_t> expected = rows == 0 ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows};
+    if (e.dims != expected) fail("tensor " + name + ": shape " + dimsText(e.dims) + ", expected " + dimsText(expected));
+    const size_t bytesPerRow = rowBytes(*info, cols);
+    if (bytesPerRow == 0)
+      fail("tensor " + name + ": a row of " + std::to_string(cols) + " values is not a whole number of " + info->name +
+           " blocks of " + std::to_string(info->blockValues));
+    const uint64_t rowCount = rows == 0 ? 1 : rows;
+    if (rowCount > UINT64_MAX / bytesPerRow) fail("tensor " + name + ": its size overflows");
+    const uint64_t bytes = rowCount * bytesPerRow;
+    if (e.offset % 4 != 0) fail("tensor " + name + ": data offset " + std::to_string(e.offset) + " is not 4-byte aligned");
+    if (e.offset > fileSize_ || bytes > fileSize_ - e.offset)
+      fail("tensor " + name + ": bytes " + std::to_string(e.offset) + " + " + std::to_string(bytes) +
+           " run past the end of the file (" + std::to_string(fileSize_) + " bytes)");
+    TensorView v;
+    v.type = info->type;
+    v.cols = cols;
+    v.rows = rowCount;
+    v.data = file_ + e.offset;
+    v.rowBytes = bytesPerRow;
+    return v;
+  }
+
+  void checkAllUsed(const char* what) const {
+    for (const auto& [name, entry] : byName_)
+      if (used_.find(name) == used_.end()) fail("tensor " + name + ": not part of " + what + " (an unsupported variant?)");
+  }
+
+  static std::string supportedTypes() {
+    size_t count;
+    const TensorTypeInfo* types = tensorTypes(&count);
+    std::string s;
+    for (size_t i = 0; i < count; ++i)
+      if (types[i].weight) s += (s.empty() ? "" : ", ") + std::string(types[i].name);
+    return s;
+  }
+
+ private:
+  const uint8_t* file_;
+  uint64_t fileSize_;
+  std::map<std::string, const TensorEntry*> byName_;
+  std::map<std::string, bool> used_;
+};
+
+void requirePositive(const char* field, uint64_t value) {
+  if (value == 0) fail(std::string(field) + ": must be positive, got 0");
+}
+
+}  // namespace
+
+void checkConfig(const ModelConfig& c) {
+  requirePositive("vocabSize", c.vocabSize);
+  requirePositive("embeddingLength", c.embeddingLength);
+  requirePositive("blockCount", c.blockCount);
+  requirePositive("headCount", c.headCount);
+  requirePositive("headCountKv", c.headCountKv);
+  requirePositive("headDim", c.headDim);
+  requirePositive("ffnLength", c.ffnLength);
+  if (c.headCount % c.headCountKv != 0)
+    fail("headCountKv: " + std::to_string(c.headCountKv) + " does not divide headCount " + std::to_string(c.headCount));
+  if (c.ropeDims == 0 || c.ropeDims % 2 != 0 || c.ropeDims > c.headDim)
+    fail("ropeDims: expected an even number from 2 to headDim " + std::to_string(c.headDim) + ", got " + std::to_string(c.ropeDims));
+  // The dot kernels read whole 32-value blocks.
+  if (c.embeddingLength % 32 != 0) fail("embeddingLength: must be a multiple of 32, got " + std::to_string(c.embeddingLength));
+  if (c.ffnLength % 32 != 0) fail("ffnLength: must be a multiple of 32, got " + std::to_string(c.ffnLength));
+  if (c.headDim % 32 != 0) fail("headDim: must be a multiple of 32, got " + std::to_string(c.headDim));
+  if (c.ropeMode != RopeMode::AdjacentPairs && c.ropeMode != RopeMode::SplitHalves)
+    fail("ropeMode: expected 0 (adjacent pairs) or 2 (split halves), got " + std::to_string(uint32_t(c.ropeMode)));
+  if (!(c.ropeBase > 0)) fail("ropeBase: must be positive, got " + std::to_string(c.ropeBase));
+  if (!(c.ropeFreqScale > 0)) fail("ropeFreqScale: must be positive, got " + std::to_string(c.ropeFreqScale));
+  if (!(c.normEps > 0 && c.normEps < 1)) fail("normEps: expected a value in (0, 1), got " + std::to_string(c.normEps));
+  // Bounds that keep every scratch size far from overflow.
+  const uint64_t kMaxDim = 1u << 20;
+  if (c.embeddingLength > kMaxDim || c.ffnLength > kMaxDim || uint64_t(c.headCount) * c.headDim > kMaxDim ||
+      c.blockCount > 4096 || c.vocabSize > (1u << 24))
+    fail("config: a dimension is beyond what this forward pass supports (width 1048576, 4096 layers, vocabulary 16777216)");
+}
+
+ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& entries, const uint8_t* file,
+                         uint64_t fileSize) {
+  checkConfig(c);
+  Binder b(entries, file, fileSize);
+  const uint64_t d = c.embeddingLength, qDim = uint64_t(c.headCount) * c.headDim,
+                 kvDim = uint64_t(c.headCountKv) * c.headDim;
+  ModelWeights w;
+  w.tokenEmbedding = b.bind("token_embd.weight", d, c.vocabSize, true, false);
+  w.outputNorm = b.bind("output_norm.weight", d, 0, true, true);
+  w.output = b.bind("output.weight", d, c.vocabSize, false, false);
+  if (!w.output.present()) w.output = w.tokenEmbedding;  // tied embeddings
+  w.ropeFactors = b.bind("rope_freqs.weight", c.ropeDims / 2, 0, false, true);
+  w.layers.resize(c.blockCount);
+  for (uint32_t i = 0; i < c.blockCount; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[i];
+    l.attnNorm = b.bind(p + "attn_norm.weight", d, 0, true, true);
+    l.wq = b.bind(p + "attn_q.weight", d, qDim, true, false);
+    l.wk = b.bind(p + "attn_k.weight", d, kvDim, true, false);
+    l.wv = b.bind(p + "attn_v.weight", d, kvDim, true, false);
+    l.wo = b.bind(p + "attn_output.weight", qDim, d, true, false);
+    if (c.qkvBias) {
+      l.bq = b.bind(p + "attn_q.bias", qDim, 0, true, true);
+      l.bk = b.bind(p + "attn_k.bias", kvDim, 0, true, true);
+      l.bv = b.bind(p + "attn_v.bias", kvDim, 0, true, true);
+    }
+    if (c.qkNorm) {
+      l.qNorm = b.bind(p + "attn_q_norm.weight", c.headDim, 0, true, true);
+      l.kNorm = b.bind(p + "attn_k_norm.weight", c.headDim, 0, true, true);
+    }
+    l.ffnNorm = b.bind(p + "ffn_norm.weight", d, 0, true, true);
+    l.gate = b.bind(p + "ffn_gate.weight", d, c.ffnLength, true, false);
+    l.up = b.bind(p + "ffn_up.weight", d, c.ffnLength, true, false);
+    l.down = b.bind(p + "ffn_down.weight", c.ffnLength, d, true, false);
+  }
+  b.checkAllUsed("this architecture's tensors");
+  return w;
+}
+
+}  // namespace md

@@ -1,0 +1,157 @@
+// quant_dot_test.cpp: every dot kernel, on every instruction set this
+// machine runs (portable and AVX2 on x86-64; portable and NEON under
+// qemu-user for arm64), against the dot product of the dequantized rows
+// in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "float16.h"
+#include "quant/blocks.h"
+#include "quant/convert_rows.h"
+#include "quant/dot.h"
+
+namespace md {
+namespace {
+
+// Random bytes with every scale field set to a sane float16, so the values
+// are finite and of the size real weights have.
+std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
+  const TensorTypeInfo& info = tensorTypeInfo(type);
+  std::vector<uint8_t> bytes(rowBytes(info, uint64_t(n)));
+  for (uint8_t& b : bytes) b = uint8_t(rng());
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f), value(-1.f, 1.f);
+  auto half = [&](float f) { return halfFromFloat(f); };
+  const int64_t nb = n / info.blockValues;
+  uint8_t* p = bytes.data();
+  for (int64_t i = 0; i < nb; ++i, p += info.blockBytes) {
+    switch (type) {
+      case TensorType::F32: { float f = value(rng); std::memcpy(p, &f, 4); break; }
+      case TensorType::F16: { uint16_t h = half(value(rng)); std::memcpy(p, &h, 2); break; }
+      case TensorType::BF16: { uint16_t h = bf16FromFloat(value(rng)); std::memcpy(p, &h, 2); break; }
+      case TensorType::Q4_0: reinterpret_cast<blocks::Q4_0*>(p)->d = half(scale(rng)); break;
+      case TensorType::Q5_0: reinterpret_cast<blocks::Q5_0*>(p)->d = half(scale(rng)); break;
+      case TensorType::Q8_0: reinterpret_cast<blocks::Q8_0*>(p)->d = half(scale(rng)); break;
+      case TensorType::Q4_1: {
+        auto* b = reinterpret_cast<blocks::Q4_1*>(p);
+        b->d = half(scale(rng));
+        b->m = half(-scale(rng) * 8);
+        break;
+      }
+      case TensorType::Q4_K: case TensorType::Q5_K: {
+        auto* b = reinterpret_cast<blocks::Q4_K*>(p);  // d and dmin lead both layouts
+        b->d = half(scale(rng) / 16);
+        b->dmin = half(scale(rng) / 16);
+        break;
+      }
+      case TensorType::Q6_K: {
+        auto* b = reinterpret_cast<blocks::Q6_K*>(p);
+        b->d = half(scale(rng) / 64);
+        break;
+      }
+      default: ADD_FAILURE() << "randomRow: unexpected type";
+    }
+  }
+  return bytes;
+}
+
+std::vector<const DotTable*> availableTables() {
+  std::vector<const DotTable*> tables{portableDotTable()};
+  if (const DotTable* t = avx2DotTable()) tables.push_back(t);
+  if (const DotTable* t = neonDotTable()) tables.push_back(t);
+  return tables;
+}
+
+class DotKernelTest : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(DotKernelTest, EveryIsaMatchesTheDequantizedDotProduct) {
+  const TensorType type = GetParam();
+  const TensorType actType = activationTypeFor(type);
+  std::mt19937 rng(1234 + uint32_t(type));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t n : {256, 512, 2048}) {
+    const std::vector<uint8_t> w = randomRow(type, n, rng);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    std::vector<uint8_t> a(rowBytes(tensorTypeInfo(actType), uint64_t(n)));
+    quantizeActivations(actType, x.data(), a.data(), n);
+    std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
+    dequantizeRow(type, w.data(), wf.data(), n);
+    dequantizeRow(actType, a.data(), af.data(), n);
+    double expected = 0, magnitude = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      expected += double(wf[size_t(i)]) * af[size_t(i)];
+      magnitude += std::fabs(double(wf[size_t(i)]) * af[size_t(i)]);
+    }
+    // The integer parts are exact; float rounding of per-block terms (and,
+    // for Q8_1, its float16 sum term) bounds the difference.
+    const double tolerance = magnitude * (actType == TensorType::Q8_1 ? 2e-3 : 2e-5) + 1e-6;
+    for (const DotTable* table : availableTables()) {
+      const double got = table->forType(type)(w.data(), a.data(), n);
+      EXPECT_NEAR(got, expected, tolerance) << table->isa << " " << tensorTypeInfo(type).name << " n=" << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q4_0,
+                                           TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
+                                           TensorType::Q5_K, TensorType::Q6_K),
+                         [](const auto& info) { return std::string(tensorTypeInfo(info.param).name); });
+
+TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    ASSERT_NE(avx2DotTable(), nullptr);
+    EXPECT_STREQ(bestDotTable().isa, "avx2");
+  }
+#elif defined(__aarch64__)
+  ASSERT_NE(neonDotTable(), nullptr);
+  EXPECT_STREQ(bestDotTable().isa, "neon");
+#endif
+  EXPECT_STREQ(dotTableNamed("portable").isa, "portable");
+  EXPECT_THROW(dotTableNamed("sse9"), std::invalid_argument);
+}
+
+TEST(ActivationQuantizers, Q8_0RoundsToNearestEvenWithScaleMaxOver127) {
+  std::vector<float> x(32, 0.f);
+  x[0] = 127.f;   // d = 1
+  x[1] = 2.5f;    // ties to even: 2
+  x[2] = -3.5f;   // -4
+  x[3] = 0.49f;
+  blocks::Q8_0 q;
+  quantizeActivations(TensorType::Q8_0, x.data(), &q, 32);
+  EXPECT_EQ(halfToFloat(q.d), 1.f);
+  EXPECT_EQ(q.qs[0], 127);
+  EXPECT_EQ(q.qs[1], 2);
+  EXPECT_EQ(q.qs[2], -4);
+  EXPECT_EQ(q.qs[3], 0);
+}
+
+TEST(ActivationQuantizers, Q8_KMapsTheLargestMagnitudeToMinus127AndSumsGroups) {
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[size_t(i)] = float(i % 7) - 3.f;
+  x[100] = 10.f;
+  blocks::Q8_K q;
+  quantizeActivations(TensorType::Q8_K, x.data(), &q, 256);
+  EXPECT_EQ(q.qs[100], -127);
+  EXPECT_FLOAT_EQ(q.d * float(q.qs[100]), 10.f);
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int l = 0; l < 16; ++l) sum += q.qs[g * 16 + l];
+    EXPECT_EQ(q.bsums[g], sum);
+  }
+}
+
+TEST(ActivationQuantizers, BFloat16RoundsToNearestEven) {
+  EXPECT_EQ(bf16FromFloat(1.0f), 0x3F80);
+  EXPECT_EQ(bf16FromFloat(floatFromBits(0x3F808000u)), 0x3F80);  // tie, even stays
+  EXPECT_EQ(bf16FromFloat(floatFromBits(0x3F818000u)), 0x3F82);  // tie, odd rounds up
+  EXPECT_EQ(bf16ToFloat(0x4000), 2.0f);
+}
+
+}  // namespace
+}  // namespace md

@@ -1,0 +1,201 @@
+// transformer_test.cpp: the forward pass's own invariants on a tiny F32
+// model held in memory (its numbers are checked against llama.cpp and a
+// float64 reference in test/gguf-*.test.ts): a batch equals token by token,
+// a rewind forgets, threads do not change the logits, and bad tensors or
+// arguments are errors naming them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "quant/dot.h"
+#include "transformer/transformer.h"
+
+namespace md {
+namespace {
+
+struct TinyModel {
+  ModelConfig config;
+  std::vector<uint8_t> file;
+  std::vector<TensorEntry> entries;
+
+  void add(const std::string& name, std::vector<uint64_t> dims, std::mt19937& rng, bool ones = false) {
+    uint64_t count = 1;
+    for (uint64_t d : dims) count *= d;
+    std::normal_distribution<float> normal(0.f, 0.3f);
+    const size_t offset = file.size();
+    file.resize(offset + count * 4);
+    for (uint64_t i = 0; i < count; ++i) {
+      const float v = ones ? 1.f + 0.1f * normal(rng) : normal(rng);
+      std::memcpy(file.data() + offset + i * 4, &v, 4);
+    }
+    entries.push_back({name, 0, dims, offset});
+  }
+};
+
+TinyModel tinyModel(bool qwen3 = false) {
+  TinyModel m;
+  ModelConfig& c = m.config;
+  c.vocabSize = 50;
+  c.embeddingLength = 64;
+  c.blockCount = 2;
+  c.headCount = 4;
+  c.headCountKv = 2;
+  c.headDim = 32;
+  c.ffnLength = 96;
+  c.ropeDims = 32;
+  c.ropeMode = qwen3 ? RopeMode::SplitHalves : RopeMode::AdjacentPairs;
+  c.qkNorm = qwen3;
+  c.qkvBias = false;
+  std::mt19937 rng(7);
+  const uint64_t d = 64, q = 128, kv = 64;
+  m.add("token_embd.weight", {d, c.vocabSize}, rng);
+  m.add("output_norm.weight", {d}, rng, true);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    m.add(p + "attn_norm.weight", {d}, rng, true);
+    m.add(p + "attn_q.weight", {d, q}, rng);
+    m.add(p + "attn_k.weight", {d, kv}, rng);
+    m.add(p + "attn_v.weight", {d, kv}, rng);
+    m.add(p + "attn_output.weight", {q, d}, rng);
+    if (qwen3) {
+      m.add(p + "attn_q_norm.weight", {32}, rng, true);
+      m.add(p + "attn_k_norm.weight", {32}, rng, true);
+    }
+    m.add(p + "ffn_norm.weight", {d}, rng, true);
+    m.add(p + "ffn_gate.weight", {d, 96}, rng);
+    m.add(p + "ffn_up.weight", {d, 96}, rng);
+    m.add(p + "ffn_down.weight", {96, d}, rng);
+  }
+  return m;
+}
+
+Transformer makeTransformer(const TinyModel& m, int threads) {
+  return Transformer(m.config, bindWeights(m.config, m.entries, m.file.data(), m.file.size()), threads, bestDotTable());
+}
+
+float maxDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::fmax(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+TEST(Transformer, ABatchEqualsTokenByTokenAndThreadsDoNotMatter) {
+  for (bool qwen3 : {false, true}) {
+    TinyModel m = tinyModel(qwen3);
+    Transformer one = makeTransformer(m, 1), two = makeTransformer(m, 2);
+    const std::vector<uint32_t> tokens{3, 17, 42, 8, 8, 0, 49};
+    std::vector<float> batch(50), stepwise(50), threaded(50);
+    TransformerState a(m.config, 16, 512), b(m.config, 16, 512), c(m.config, 16, 3);
+    one.evaluate(a, tokens.data(), int64_t(tokens.size()), 0, batch.data());
+    for (size_t i = 0; i < tokens.size(); ++i) one.evaluate(b, &tokens[i], 1, int64_t(i), stepwise.data());
+    two.evaluate(c, tokens.data(), int64_t(tokens.size()), 0, threaded.data());  // batches of 3
+    // The attention and norms are the same ops; only the order in which
+    // threads and batches do not enter: the same bits.
+    EXPECT_EQ(maxDifference(batch, stepwise), 0.f) << "qwen3=" << qwen3;
+    EXPECT_EQ(maxDifference(batch, threaded), 0.f) << "qwen3=" << qwen3;
+    EXPECT_EQ(a.length(), tokens.size());
+    float spread = 0;
+    for (float v : batch) spread = std::fmax(spread, std::fabs(v - batch[0]));
+    EXPECT_GT(spread, 1e-3f) << "logits should depend on the token";
+  }
+}
+
+TEST(Transformer, RewindForgetsThePositionsAfterIt) {
+  TinyModel m = tinyModel();
+  Transformer t = makeTransformer(m, 2);
+  TransformerState s(m.config, 16, 512), fresh(m.config, 16, 512);
+  const std::vector<uint32_t> first{1, 2, 3, 4, 5}, replay{1, 2, 9, 9};
+  std::vector<float> rewound(50), expected(50), before(50);
+  t.evaluate(s, first.data(), 5, 0, before.data());
+  t.evaluate(s, replay.data() + 2, 2, 2, rewound.data());  // back to position 2
+  EXPECT_EQ(s.length(), 4u);
+  t.evaluate(fresh, replay.data(), 4, 0, expected.data());
+  EXPECT_EQ(maxDifference(rewound, expected), 0.f);
+  EXPECT_GT(maxDifference(rewound, before), 0.f);
+}
+
+TEST(Transformer, BadArgumentsAreErrorsNamingThemAndLeaveTheStateAlone) {
+  TinyModel m = tinyModel();
+  Transformer t = makeTransformer(m, 1);
+  TransformerState s(m.config, 4, 512);
+  std::vector<float> logits(50);
+  const uint32_t ok[2] = {1, 2}, bad[2] = {1, 50};
+  t.evaluate(s, ok, 2, 0, logits.data());
+  auto message = [&](auto call) {
+    try { call(); } catch (const std::out_of_range& e) { return std::string(e.what()); }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { t.evaluate(s, bad, 2, 2, logits.data()); }), "tokens[1]: 50 is not below the vocabulary size 50");
+  EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3, logits.data()); }), "start: position 3 is after the sequence's end (2 positions)");
+  EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3 - 0 - 1 + 0, logits.data()); }), "no error");
+  EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3, logits.data()); }), "tokens: positions 3 + 2 exceed contextSize 4");
+  EXPECT_EQ(s.length(), 4u);
+}
+
+std::string bindError(TinyModel m) {
+  try {
+    bindWeights(m.config, m.entries, m.file.data(), m.file.size());
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(BindWeights, NamesTheTensorAndTheField) {
+  TinyModel m = tinyModel();
+  EXPECT_EQ(bindError(m), "no error");
+  {
+    TinyModel x = m;
+    x.entries.erase(x.entries.begin() + 3);
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.weight: missing (the architecture needs it)");
+  }
+  {
+    TinyModel x = m;
+    x.entries[3].dims = {64, 127};
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.weight: shape [64, 127], expected [64, 128]");
+  }
+  {
+    TinyModel x = m;
+    x.entries[3].offset = x.file.size() - 64;
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.weight: bytes " + std::to_string(x.file.size() - 64) +
+                                " + 32768 run past the end of the file (" + std::to_string(x.file.size()) + " bytes)");
+  }
+  {
+    TinyModel x = m;
+    x.entries[3].offset = UINT64_MAX - 3;
+    EXPECT_NE(bindError(x).find("run past the end of the file"), std::string::npos);
+  }
+  {
+    TinyModel x = m;
+    x.entries[3].type = 7;  // Q5_1
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.weight: type 7 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16)");
+  }
+  {
+    TinyModel x = m;
+    x.entries[1].type = 1;
+    EXPECT_EQ(bindError(x), "tensor output_norm.weight: type F16 is not supported for a norm, bias or factor vector (expected F32)");
+  }
+  {
+    TinyModel x = m;
+    x.entries.push_back(x.entries[2]);
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_norm.weight: the name appears twice in the tensor table");
+  }
+  {
+    TinyModel x = m;
+    x.entries.push_back({"blk.0.attn_q.bias", 0, {128}, 0});
+    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.bias: not part of this architecture's tensors (an unsupported variant?)");
+  }
+  {
+    TinyModel x = m;
+    x.config.headCountKv = 3;
+    EXPECT_EQ(bindError(x), "headCountKv: 3 does not divide headCount 4");
+  }
+}
+
+}  // namespace
+}  // namespace md
