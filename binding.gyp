@@ -53,8 +53,21 @@
       ]
     },
     {
+      # The AVX2 dot kernels, the one file built for AVX2 (x86-64 only):
+      # the library picks them at run time when the CPU has AVX2.
+      "target_name": "md_dot_avx2",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_avx2.cpp"],
+      "conditions": [
+        ["target_arch=='x64'", {
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-mavx2", "-mfma", "-mf16c"] }
+        }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",
@@ -63,6 +76,17 @@
         "native/core/bigram_forward.cpp",
         "native/core/exact_arithmetic.cpp",
         "native/core/kernel_contracts.cpp",
+        "native/core/thread_pool.cpp",
+        "native/core/mapped_file.cpp",
+        "native/core/quant/tensor_types.cpp",
+        "native/core/quant/convert_rows.cpp",
+        "native/core/quant/dot.cpp",
+        "native/core/quant/dot_portable.cpp",
+        "native/core/quant/dot_neon.cpp",
+        "native/core/transformer/weights.cpp",
+        "native/core/transformer/ops.cpp",
+        "native/core/transformer/matmul.cpp",
+        "native/core/transformer/transformer.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",
@@ -74,7 +98,9 @@
         "native/addon/buffer_binding.cpp",
         "native/addon/table_binding.cpp",
         "native/addon/model_binding.cpp",
-        "native/addon/device_promise.cpp"
+        "native/addon/device_promise.cpp",
+        "native/addon/job_thread.cpp",
+        "native/addon/transformer_binding.cpp"
       ],
       "conditions": [
         ["OS=='mac'", {

@@ -77,8 +77,8 @@ function sameClass(error: Error): Error {
  */
 export class AbortError extends Error {
   readonly code = 'ABORT_ERR';
-  constructor(reason?: unknown) {
-    super('The generation was aborted', reason === undefined ? undefined : { cause: reason });
+  constructor(reason?: unknown, message = 'The generation was aborted') {
+    super(message, reason === undefined ? undefined : { cause: reason });
     this.name = 'AbortError';
   }
 }

@@ -27,3 +27,6 @@ export { ByteTokenizer } from './generate/byte-tokenizer.js';
 export type { Vocabulary } from './generate/vocabulary.js';
 export { LogitsModel, type LogitsFunction, type LogitsModelOptions } from './models/logits-model.js';
 export { TEXT_EOS, type TextBigramOptions } from './models/bigram-text.js';
+export { loadModel, type LoadModelOptions } from './gguf/load-model.js';
+export { GgufModel, type GgufModelInfo } from './models/gguf-model.js';
+export { GgufError } from './gguf/gguf-error.js';

@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 3;
+export const ADDON_ABI_VERSION = 4;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -95,6 +95,69 @@ export interface NativeLayouts {
   maxTemperature: number;
 }
 
+/** A GGUF tensor type the addon reads (native/core/quant/tensor_types.h). */
+export interface NativeTensorType {
+  /** GGUF's type id. */
+  id: number;
+  name: string;
+  blockValues: number;
+  blockBytes: number;
+  /** false for the activation-only types (Q8_1, Q8_K). */
+  weight: boolean;
+}
+
+/** The shape of a Llama-family model (native/core/transformer/model_config.h). */
+export interface NativeModelConfig {
+  vocabSize: number;
+  embeddingLength: number;
+  blockCount: number;
+  headCount: number;
+  headCountKv: number;
+  headDim: number;
+  ffnLength: number;
+  ropeDims: number;
+  /** 0: adjacent pairs (llama); 2: split halves (qwen2, qwen3). */
+  ropeMode: 0 | 2;
+  ropeBase: number;
+  ropeFreqScale: number;
+  normEps: number;
+  qkvBias: boolean;
+  qkNorm: boolean;
+}
+
+/** One tensor of a GGUF file: dims as GGUF's ne[0], ne[1]; offset from the start of the file. */
+export interface NativeTensorEntry {
+  name: string;
+  type: number;
+  dims: number[];
+  offset: number;
+}
+
+/** A mapped GGUF model (native/addon/transformer_binding.h). */
+export interface NativeTransformer {
+  readonly fileSize: number;
+  readonly threads: number;
+  /** The dot kernels in use: 'avx2', 'neon' or 'portable'. */
+  readonly isa: string;
+  /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
+  prefetch(begin: number, end: number): Promise<number>;
+  createSequence(contextSize: number, maxBatch: number): NativeTransformerSequence;
+  /** Lets go of the model; sequences and work in flight keep it until they end. */
+  dispose(): void;
+}
+
+/** One sequence's KV cache and logits. */
+export interface NativeTransformerSequence {
+  /** vocabSize float32 logits of the last evaluate(), over native memory (overwritten by the next). */
+  readonly logits: Float32Array;
+  readonly length: number;
+  readonly contextSize: number;
+  readonly kvCacheBytes: number;
+  /** Forgets positions >= start, then evaluates tokens there on the model's thread. */
+  evaluate(tokens: Uint32Array, start: number): Promise<void>;
+  dispose(): void;
+}
+
 export interface NativeAddon {
   readonly abiVersion: number;
   /** Where each scalar option goes in sampleRow's `slots` array; `count` is its length. */
@@ -111,4 +174,7 @@ export interface NativeAddon {
   readonly layouts: NativeLayouts;
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */
   readonly Device: new (kind: DeviceKind) => NativeDevice;
+  /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
+  readonly Transformer: new (path: string, config: NativeModelConfig, tensors: NativeTensorEntry[], threads: number, isa: 'auto' | 'avx2' | 'neon' | 'portable') => NativeTransformer;
+  readonly tensorTypes: readonly NativeTensorType[];
 }

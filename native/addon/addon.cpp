@@ -8,6 +8,7 @@
 #include "device_binding.h"
 #include "sampling_slots.h"
 #include "table_binding.h"
+#include "transformer_binding.h"
 
 namespace md::addon {
 namespace {
@@ -76,6 +77,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
   Napi::Function table = TableHandle::define(env);
   bufferConstructor_ = Napi::Persistent(buffer);
   tableConstructor_ = Napi::Persistent(table);
+  sequenceConstructor_ = Napi::Persistent(SequenceHandle::define(env));
 
   DefineAddon(exports, {
       InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
@@ -86,7 +88,9 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("patchRules", patchRules(env), napi_enumerable),
       InstanceValue("layouts", layouts(env), napi_enumerable),
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 3), napi_enumerable),
+      InstanceValue("Transformer", TransformerHandle::define(env), napi_enumerable),
+      InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 4), napi_enumerable),
   });
 }
 

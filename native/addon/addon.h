@@ -14,6 +14,7 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   // The classes native code instantiates (device.createBuffer, createTable).
   Napi::FunctionReference& bufferConstructor() { return bufferConstructor_; }
   Napi::FunctionReference& tableConstructor() { return tableConstructor_; }
+  Napi::FunctionReference& sequenceConstructor() { return sequenceConstructor_; }
 
  private:
   // sampleRow(logits, slots, history, biasTokens, biasValues) -> token id,
@@ -30,6 +31,7 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   CpuSampler sampler_;
   Napi::FunctionReference bufferConstructor_;
   Napi::FunctionReference tableConstructor_;
+  Napi::FunctionReference sequenceConstructor_;
 };
 
 }  // namespace md::addon

@@ -1,0 +1,103 @@
+// architecture.ts: what differs between the Llama-family architectures
+// (one small file each in architectures/), and the metadata keys all of
+// them share, read into the config the native forward pass takes.
+import type { MetadataValue } from '@huggingface/gguf';
+
+import type { NativeModelConfig } from '../native/contract.js';
+import { GgufError } from './gguf-error.js';
+import type { GgufHeader } from './read-header.js';
+
+export interface Architecture {
+  /** general.architecture */
+  readonly name: string;
+  /** 0: RoPE rotates adjacent pairs (llama's layout); 2: the two halves of each head (neox). */
+  readonly ropeMode: 0 | 2;
+  /** Q, K and V projections have biases (attn_q.bias...). */
+  readonly qkvBias: boolean;
+  /** Each head of Q and K is RMS-normalised before RoPE (attn_q_norm, attn_k_norm). */
+  readonly qkNorm: boolean;
+}
+
+class MetadataReader {
+  constructor(readonly header: GgufHeader, readonly prefix: string) {}
+
+  value(key: string): MetadataValue | undefined {
+    return this.header.metadata[`${this.prefix}.${key}`];
+  }
+
+  fail(key: string, detail: string): never {
+    throw new GgufError(this.header.path, `${this.prefix}.${key}`, detail);
+  }
+
+  integer(key: string, fallback?: number): number {
+    let v = this.value(key);
+    if (v === undefined) {
+      if (fallback !== undefined) return fallback;
+      this.fail(key, 'missing');
+    }
+    if (Array.isArray(v)) {
+      // Some files store a per-layer list; a uniform one is one number.
+      const first: unknown = v[0];
+      if (v.length === 0 || v.some((x: unknown) => x !== first)) this.fail(key, 'a per-layer list with differing values is not supported');
+      v = first as MetadataValue;
+    }
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) this.fail(key, `expected a positive integer, got ${String(v)}`);
+    return n;
+  }
+
+  float(key: string, fallback?: number): number {
+    const v = this.value(key);
+    if (v === undefined) {
+      if (fallback !== undefined) return fallback;
+      this.fail(key, 'missing');
+    }
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) this.fail(key, `expected a positive number, got ${String(v)}`);
+    return v;
+  }
+
+  string(key: string): string | undefined {
+    const v = this.value(key);
+    if (v !== undefined && typeof v !== 'string') this.fail(key, `expected a string, got ${String(v)}`);
+    return v;
+  }
+}
+
+/** The native config for `arch`, from the header's metadata and the embedding's shape. */
+export function readConfig(header: GgufHeader, arch: Architecture): NativeModelConfig {
+  const m = new MetadataReader(header, arch.name);
+  const embedding = header.tensors.find((t) => t.name === 'token_embd.weight');
+  if (embedding === undefined || embedding.dims.length !== 2) throw new GgufError(header.path, 'tensor token_embd.weight', 'missing, or not 2-D');
+  const embeddingLength = m.integer('embedding_length');
+  const headCount = m.integer('attention.head_count');
+  const headDim = m.integer('attention.key_length', Math.floor(embeddingLength / headCount));
+  const valueLength = m.integer('attention.value_length', headDim);
+  if (valueLength !== headDim) m.fail('attention.value_length', `${valueLength} differs from attention.key_length ${headDim}; not supported`);
+  const scaling = m.string('rope.scaling.type') ?? 'none';
+  let ropeFreqScale = 1;
+  if (scaling === 'linear') ropeFreqScale = 1 / m.float('rope.scaling.factor');
+  else if (scaling !== 'none') m.fail('rope.scaling.type', `"${scaling}" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
+  return {
+    vocabSize: embedding.dims[1],
+    embeddingLength,
+    blockCount: m.integer('block_count'),
+    headCount,
+    headCountKv: m.integer('attention.head_count_kv', headCount),
+    headDim,
+    ffnLength: m.integer('feed_forward_length'),
+    ropeDims: m.integer('rope.dimension_count', headDim),
+    ropeMode: arch.ropeMode,
+    ropeBase: m.float('rope.freq_base', 10000),
+    ropeFreqScale,
+    normEps: m.float('attention.layer_norm_rms_epsilon'),
+    qkvBias: arch.qkvBias,
+    qkNorm: arch.qkNorm,
+  };
+}
+
+/** The model's training context length, when the file says. */
+export function trainedContextLength(header: GgufHeader, arch: Architecture): number | undefined {
+  const v = header.metadata[`${arch.name}.context_length`];
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}

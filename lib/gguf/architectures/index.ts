@@ -1,0 +1,7 @@
+// index.ts: the architectures loadModel runs, by general.architecture.
+import type { Architecture } from '../architecture.js';
+import { llama } from './llama.js';
+import { qwen2 } from './qwen2.js';
+import { qwen3 } from './qwen3.js';
+
+export const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map([llama, qwen2, qwen3].map((a) => [a.name, a]));

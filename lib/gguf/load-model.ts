@@ -1,0 +1,147 @@
+// load-model.ts: loadModel(path, options): a GGUF file to a GgufModel.
+// The header is parsed in JavaScript; every problem with the file is a
+// GgufError naming it and the field, found before any weight is touched.
+// Then the addon maps the file and the pages are read in ahead of the
+// first token, in chunks, with progress and an AbortSignal between them.
+import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
+import { GgufModel } from '../models/gguf-model.js';
+import { loadAddon } from '../native/load-addon.js';
+import { isPlainObject } from '../predicates.js';
+import { readConfig, trainedContextLength } from './architecture.js';
+import { ARCHITECTURES } from './architectures/index.js';
+import { GgufError } from './gguf-error.js';
+import { physicalCores } from './physical-cores.js';
+import { readGgufHeader, type GgufHeader } from './read-header.js';
+import { GgufTokenBytes } from './token-bytes.js';
+import type { NativeAddon } from '../native/contract.js';
+import { ByteTokenizer } from '../generate/byte-tokenizer.js';
+
+export interface LoadModelOptions {
+  /** Threads of the forward pass. Default: the number of physical cores. */
+  threads?: number;
+  /** Stops loading; loadModel then rejects with an AbortError. */
+  signal?: AbortSignal;
+  /** Called with the fraction of the weights read into memory, from 0 to 1. */
+  onLoadProgress?: (progress: number) => void;
+  /**
+   * Read every weight page in while loading (default true), so the first
+   * tokens do not wait on the disk. false maps the file and returns at once.
+   */
+  prefetch?: boolean;
+  /** Tokens per prefill batch; longer prompts run in several. Default 512. */
+  batchSize?: number;
+  /** The dot-product kernels: 'auto' (default: the best this CPU has), 'avx2', 'neon' or 'portable'. */
+  cpuKernels?: 'auto' | 'avx2' | 'neon' | 'portable';
+}
+
+const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels']);
+const PREFETCH_CHUNK = 64 << 20;
+
+/** End-of-generation token ids the file names. */
+function endTokens(header: GgufHeader, vocabSize: number): number[] {
+  const ids = new Set<number>();
+  for (const key of ['tokenizer.ggml.eos_token_id', 'tokenizer.ggml.eot_token_id', 'tokenizer.ggml.eom_token_id']) {
+    const v = header.metadata[key];
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (n === undefined) continue;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= vocabSize) throw new GgufError(header.path, key, `expected a token id from 0 to ${vocabSize - 1}, got ${String(v)}`);
+    ids.add(n);
+  }
+  return [...ids];
+}
+
+function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
+  if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
+  for (const key of Object.keys(options)) {
+    if (!OPTION_NAMES.has(key)) throw invalidParameterError(`options.${key}`, `one of the options ${[...OPTION_NAMES].join(', ')}`, key, 'range');
+  }
+  const o = options as LoadModelOptions;
+  const threads = o.threads === undefined ? physicalCores() : integerInRange('threads', o.threads, 1, 256);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalidParameterError('signal', 'an AbortSignal', o.signal, 'type');
+  if (o.onLoadProgress !== undefined && typeof o.onLoadProgress !== 'function') throw invalidParameterError('onLoadProgress', 'a function (progress) => void', o.onLoadProgress, 'type');
+  if (o.prefetch !== undefined && typeof o.prefetch !== 'boolean') throw invalidParameterError('prefetch', 'a boolean', o.prefetch, 'type');
+  const batchSize = o.batchSize === undefined ? 512 : integerInRange('batchSize', o.batchSize, 1, 65536);
+  const cpuKernels = o.cpuKernels ?? 'auto';
+  if (!['auto', 'avx2', 'neon', 'portable'].includes(cpuKernels)) throw invalidParameterError('cpuKernels', "'auto', 'avx2', 'neon' or 'portable'", cpuKernels, 'range');
+  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels };
+}
+
+function typeNames(addon: NativeAddon): Map<number, string> {
+  return new Map(addon.tensorTypes.map((t) => [t.id, t.name]));
+}
+
+/**
+ * Loads a GGUF model of a Llama-family architecture (llama, qwen2, qwen3)
+ * for the CPU forward pass. Rejects with a GgufError naming the file and
+ * field for a file it cannot run, a BackendUnavailableError when the addon
+ * is missing, an AbortError when `signal` aborts.
+ */
+export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<GgufModel> {
+  if (typeof path !== 'string' || path === '') throw invalidParameterError('path', 'the path of a .gguf file', path, 'type');
+  const o = checkOptions(options);
+  const aborted = () => new AbortError(o.signal!.reason, 'Loading the model was aborted');
+  if (o.signal?.aborted) throw aborted();
+  const loaded = loadAddon();
+  if (!loaded.ok) throw new BackendUnavailableError('native', `GGUF models run in the native addon: ${loaded.reason}`);
+  const addon = loaded.addon;
+
+  const header = await readGgufHeader(path);
+  if (o.signal?.aborted) throw aborted();
+  const archName = header.metadata['general.architecture'];
+  const arch = typeof archName === 'string' ? ARCHITECTURES.get(archName) : undefined;
+  if (arch === undefined) {
+    throw new GgufError(path, 'general.architecture', `${archName === undefined ? 'missing' : JSON.stringify(archName)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`);
+  }
+  const names = typeNames(addon);
+  const weightTypes = addon.tensorTypes.filter((t) => t.weight).map((t) => t.name).join(', ');
+  const counts: Record<string, number> = {};
+  for (const t of header.tensors) {
+    const name = names.get(t.type);
+    const known = addon.tensorTypes.find((x) => x.id === t.type && x.weight);
+    if (known === undefined) throw new GgufError(path, `tensor ${t.name}`, `type ${name ?? `#${t.type}`} is not supported (supported: ${weightTypes})`);
+    counts[known.name] = (counts[known.name] ?? 0) + 1;
+  }
+  const config = readConfig(header, arch);
+  const tokenizer = GgufTokenBytes.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
+  const eosTokens = endTokens(header, config.vocabSize);
+
+  let native;
+  try {
+    native = new addon.Transformer(path, config, header.tensors, o.threads, o.cpuKernels);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const tensor = /^tensor (\S+): (.*)$/s.exec(message);
+    if (tensor) throw new GgufError(path, `tensor ${tensor[1]}`, tensor[2]);
+    if (/^MD_CPU_ISA|^cpuKernels|not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
+    const field = /^([\w.]+): (.*)$/s.exec(message);
+    if (field) throw new GgufError(path, field[1], field[2]);
+    throw new GgufError(path, 'file', message);
+  }
+  try {
+    if (o.prefetch) {
+      const total = header.fileSize - header.dataOffset;
+      for (let at = header.dataOffset; at < header.fileSize; at += PREFETCH_CHUNK) {
+        if (o.signal?.aborted) throw aborted();
+        await native.prefetch(at, Math.min(header.fileSize, at + PREFETCH_CHUNK));
+        o.onLoadProgress?.(Math.min(1, (Math.min(header.fileSize, at + PREFETCH_CHUNK) - header.dataOffset) / total));
+      }
+    }
+    if (o.signal?.aborted) throw aborted();
+    if (!o.prefetch) o.onLoadProgress?.(1);
+  } catch (error) {
+    native.dispose();
+    throw error;
+  }
+  const name = header.metadata['general.name'];
+  return new GgufModel(native, {
+    path,
+    architecture: arch.name,
+    name: typeof name === 'string' ? name : undefined,
+    config: Object.freeze({ ...config }),
+    tensorTypes: Object.freeze(counts),
+    fileSize: header.fileSize,
+    trainedContextLength: trainedContextLength(header, arch),
+    threads: native.threads,
+    cpuKernels: native.isa,
+  }, tokenizer, Object.freeze(eosTokens), o.batchSize);
+}

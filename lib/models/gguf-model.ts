@@ -1,0 +1,121 @@
+// gguf-model.ts: a GGUF Llama-family model as a DecodeModel. The weights
+// stay in the memory-mapped file; each sequence has its own F16 KV cache in
+// the addon, and every forward pass runs on the model's own thread (never
+// on the event loop). The logits a sequence returns are a view of native
+// memory that the next evaluate() overwrites.
+import { BackendUnavailableError, invalidParameterError } from '../errors.js';
+import type { BackendName } from '../backends.js';
+import type { DecodeModel, Logits, ModelSequence, Tokenizer } from '../generate/model.js';
+import type { Architecture } from '../gguf/architecture.js';
+import type { GgufHeader } from '../gguf/read-header.js';
+import type { NativeModelConfig, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import type { BackendChoice } from '../sampling-options.js';
+
+export interface GgufModelInfo {
+  path: string;
+  /** general.architecture: 'llama', 'qwen2' or 'qwen3'. */
+  architecture: string;
+  /** general.name, when the file has one. */
+  name?: string;
+  config: Readonly<NativeModelConfig>;
+  /** Tensor type name -> how many tensors of it. */
+  tensorTypes: Readonly<Record<string, number>>;
+  fileSize: number;
+  /** The context length the model was trained with, when the file says. */
+  trainedContextLength?: number;
+  threads: number;
+  /** The dot kernels: 'avx2', 'neon' or 'portable'. */
+  cpuKernels: string;
+}
+
+export class GgufModel implements DecodeModel {
+  readonly vocabSize: number;
+  readonly tokenizer: Tokenizer;
+  readonly eosTokens: readonly number[];
+  readonly info: GgufModelInfo;
+  readonly #native: NativeTransformer;
+  readonly #batchSize: number;
+  readonly #sequences = new Set<GgufSequence>();
+  #disposed = false;
+
+  /** @internal loadModel() makes models. */
+  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: Tokenizer, eosTokens: readonly number[], batchSize: number) {
+    this.#native = native;
+    this.info = info;
+    this.vocabSize = info.config.vocabSize;
+    this.tokenizer = tokenizer;
+    this.eosTokens = eosTokens;
+    this.#batchSize = batchSize;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /**
+   * The forward pass runs in the addon on the CPU, so the backend is
+   * 'native' ('auto' picks it). The GPU forward pass of GGUF models is not
+   * built yet: 'metal' and 'emulated' are errors saying so, as is 'js'.
+   */
+  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+    if (this.#disposed) throw new Error('openSequence: the model was disposed');
+    const { backend, contextSize } = options;
+    if (backend === 'metal' || backend === 'emulated') {
+      throw new BackendUnavailableError(backend, 'the GPU forward pass of GGUF models is not built yet; use backend \'native\' (the C++ forward pass on the CPU)');
+    }
+    if (backend === 'js') throw new BackendUnavailableError('js', 'a GGUF model\'s forward pass runs in the native addon; there is no TypeScript transformer');
+    if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
+    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize), contextSize, (s) => this.#sequences.delete(s));
+    this.#sequences.add(sequence);
+    return sequence;
+  }
+
+  /** Frees the KV caches of every sequence and unmaps the file once work in flight ends. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const s of [...this.#sequences]) s.dispose();
+    this.#native.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+}
+
+class GgufSequence implements ModelSequence {
+  readonly backend: BackendName = 'native';
+  readonly chain = undefined;
+  readonly #native: NativeTransformerSequence;
+  readonly #onDispose: (s: GgufSequence) => void;
+  // The forward pass in flight: an aborted generation leaves it running,
+  // and the next evaluate() waits for it instead of failing.
+  #inFlight: Promise<unknown> = Promise.resolve();
+  #disposed = false;
+
+  constructor(native: NativeTransformerSequence, readonly contextSize: number, onDispose: (s: GgufSequence) => void) {
+    this.#native = native;
+    this.#onDispose = onDispose;
+  }
+
+  /** Positions the KV cache holds. */
+  get length(): number {
+    return this.#native.length;
+  }
+
+  async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
+    await this.#inFlight.catch(() => undefined);
+    if (this.#disposed) throw new Error('evaluate: the sequence was disposed');
+    const run = this.#native.evaluate(tokens, position);
+    this.#inFlight = run;
+    await run;
+    return this.#native.logits;
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#native.dispose();
+    this.#onDispose(this);
+  }
+}

@@ -1,0 +1,328 @@
+// transformer_binding.cpp
+#include "transformer_binding.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../core/mapped_file.h"
+#include "../core/quant/dot.h"
+#include "../core/quant/tensor_types.h"
+#include "../core/transformer/transformer.h"
+#include "addon.h"
+#include "device_promise.h"
+#include "job_thread.h"
+
+namespace md::addon {
+
+struct TransformerShared {
+  std::unique_ptr<MappedFile> file;
+  std::unique_ptr<Transformer> transformer;
+  JobThread jobs;
+};
+
+struct SequenceShared {
+  SequenceShared(std::shared_ptr<TransformerShared> m, uint32_t contextSize, uint32_t maxBatch)
+      : model(std::move(m)),
+        state(model->transformer->config(), contextSize, maxBatch),
+        logits(model->transformer->config().vocabSize) {}
+  std::shared_ptr<TransformerShared> model;
+  TransformerState state;
+  std::vector<float> logits;
+  bool busy = false;  // JavaScript thread only
+};
+
+namespace {
+
+[[noreturn]] void typeError(Napi::Env env, const std::string& message) { throw Napi::TypeError::New(env, message); }
+
+double numberField(Napi::Object o, const char* where, const char* name) {
+  Napi::Value v = o.Get(name);
+  if (!v.IsNumber()) typeError(o.Env(), std::string(where) + "." + name + ": expected a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+uint64_t integerField(Napi::Object o, const char* where, const char* name, double max) {
+  const double x = numberField(o, where, name);
+  if (!(x >= 0 && x <= max && x == std::floor(x)))
+    throw Napi::RangeError::New(o.Env(), std::string(where) + "." + name + ": expected an integer from 0 to " +
+                                             std::to_string(uint64_t(max)) + ", got " + std::to_string(x));
+  return uint64_t(x);
+}
+
+bool boolField(Napi::Object o, const char* where, const char* name) {
+  Napi::Value v = o.Get(name);
+  if (!v.IsBoolean()) typeError(o.Env(), std::string(where) + "." + name + ": expected a boolean");
+  return v.As<Napi::Boolean>().Value();
+}
+
+ModelConfig parseConfig(Napi::Value value) {
+  if (!value.IsObject()) typeError(value.Env(), "Transformer: config must be an object");
+  Napi::Object o = value.As<Napi::Object>();
+  const double u32 = 4294967295.0;
+  ModelConfig c;
+  c.vocabSize = uint32_t(integerField(o, "config", "vocabSize", u32));
+  c.embeddingLength = uint32_t(integerField(o, "config", "embeddingLength", u32));
+  c.blockCount = uint32_t(integerField(o, "config", "blockCount", u32));
+  c.headCount = uint32_t(integerField(o, "config", "headCount", u32));
+  c.headCountKv = uint32_t(integerField(o, "config", "headCountKv", u32));
+  c.headDim = uint32_t(integerField(o, "config", "headDim", u32));
+  c.ffnLength = uint32_t(integerField(o, "config", "ffnLength", u32));
+  c.ropeDims = uint32_t(integerField(o, "config", "ropeDims", u32));
+  c.ropeMode = RopeMode(uint32_t(integerField(o, "config", "ropeMode", u32)));
+  c.ropeBase = float(numberField(o, "config", "ropeBase"));
+  c.ropeFreqScale = float(numberField(o, "config", "ropeFreqScale"));
+  c.normEps = float(numberField(o, "config", "normEps"));
+  c.qkvBias = boolField(o, "config", "qkvBias");
+  c.qkNorm = boolField(o, "config", "qkNorm");
+  return c;
+}
+
+std::vector<TensorEntry> parseTensors(Napi::Value value) {
+  Napi::Env env = value.Env();
+  if (!value.IsArray()) typeError(env, "Transformer: tensors must be an array");
+  Napi::Array array = value.As<Napi::Array>();
+  std::vector<TensorEntry> entries(array.Length());
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    const std::string where = "tensors[" + std::to_string(i) + "]";
+    Napi::Value item = array.Get(i);
+    if (!item.IsObject()) typeError(env, where + ": expected an object");
+    Napi::Object o = item.As<Napi::Object>();
+    Napi::Value name = o.Get("name"), dims = o.Get("dims");
+    if (!name.IsString()) typeError(env, where + ".name: expected a string");
+    if (!dims.IsArray()) typeError(env, where + ".dims: expected an array");
+    TensorEntry& e = entries[i];
+    e.name = name.As<Napi::String>().Utf8Value();
+    e.type = uint32_t(integerField(o, where.c_str(), "type", 4294967295.0));
+    e.offset = integerField(o, where.c_str(), "offset", 9007199254740991.0);
+    Napi::Array d = dims.As<Napi::Array>();
+    for (uint32_t j = 0; j < d.Length(); ++j) {
+      Napi::Value v = d.Get(j);
+      const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+      if (!(x >= 1 && x <= 9007199254740991.0 && x == std::floor(x)))
+        throw Napi::RangeError::New(env, where + ".dims[" + std::to_string(j) + "]: expected a positive integer");
+      e.dims.push_back(uint64_t(x));
+    }
+  }
+  return entries;
+}
+
+uint32_t uint32Argument(const Napi::CallbackInfo& info, size_t i, const char* method, const char* name, uint32_t min,
+                        uint32_t max) {
+  const double x = info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : NAN;
+  if (!(x >= min && x <= max && x == std::floor(x)))
+    throw Napi::RangeError::New(info.Env(), std::string(method) + ": " + name + " must be an integer from " +
+                                                std::to_string(min) + " to " + std::to_string(max));
+  return uint32_t(x);
+}
+
+}  // namespace
+
+Napi::Array tensorTypeTable(Napi::Env env) {
+  size_t count;
+  const TensorTypeInfo* types = tensorTypes(&count);
+  Napi::Array table = Napi::Array::New(env, count);
+  for (size_t i = 0; i < count; ++i) {
+    Napi::Object t = Napi::Object::New(env);
+    t.Set("id", Napi::Number::New(env, double(uint32_t(types[i].type))));
+    t.Set("name", Napi::String::New(env, types[i].name));
+    t.Set("blockValues", Napi::Number::New(env, types[i].blockValues));
+    t.Set("blockBytes", Napi::Number::New(env, types[i].blockBytes));
+    t.Set("weight", Napi::Boolean::New(env, types[i].weight));
+    table.Set(uint32_t(i), t);
+  }
+  return table;
+}
+
+// ---- Transformer ----
+
+Napi::Function TransformerHandle::define(Napi::Env env) {
+  return DefineClass(env, "Transformer",
+                     {
+                         InstanceAccessor("fileSize", &TransformerHandle::FileSize, nullptr),
+                         InstanceAccessor("threads", &TransformerHandle::Threads, nullptr),
+                         InstanceAccessor("isa", &TransformerHandle::Isa, nullptr),
+                         InstanceMethod("prefetch", &TransformerHandle::Prefetch),
+                         InstanceMethod("createSequence", &TransformerHandle::CreateSequence),
+                         InstanceMethod("dispose", &TransformerHandle::Dispose),
+                     });
+}
+
+TransformerHandle::TransformerHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TransformerHandle>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 5 || !info[0].IsString() || !info[4].IsString())
+    typeError(env, "Transformer: expected (path, config, tensors, threads, isa)");
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  const ModelConfig config = parseConfig(info[1]);
+  const std::vector<TensorEntry> tensors = parseTensors(info[2]);
+  const uint32_t threads = uint32Argument(info, 3, "Transformer", "threads", 1, 256);
+  const std::string isa = info[4].As<Napi::String>().Utf8Value();
+  auto shared = std::make_shared<TransformerShared>();
+  try {
+    const DotTable& dots = isa == "auto" ? bestDotTable() : dotTableNamed(isa.c_str());
+    shared->file = std::make_unique<MappedFile>(path);
+    ModelWeights weights = bindWeights(config, tensors, shared->file->data(), shared->file->size());
+    shared->transformer = std::make_unique<Transformer>(config, std::move(weights), int(threads), dots);
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, e.what());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+  shared_ = std::move(shared);
+}
+
+TransformerHandle::~TransformerHandle() = default;
+
+std::shared_ptr<TransformerShared> TransformerHandle::live(Napi::Env env, const char* method) const {
+  if (!shared_) throw Napi::Error::New(env, std::string(method) + ": the model was disposed");
+  return shared_;
+}
+
+Napi::Value TransformerHandle::FileSize(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(live(info.Env(), "fileSize")->file->size()));
+}
+Napi::Value TransformerHandle::Threads(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), live(info.Env(), "threads")->transformer->threads());
+}
+Napi::Value TransformerHandle::Isa(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), live(info.Env(), "isa")->transformer->isa());
+}
+
+Napi::Value TransformerHandle::Prefetch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = live(env, "prefetch");
+  auto number = [&](size_t i, const char* name) {
+    const double x = info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : -1;
+    if (!(x >= 0 && x <= 9007199254740991.0 && x == std::floor(x)))
+      throw Napi::RangeError::New(env, std::string("prefetch: ") + name + " must be a non-negative integer");
+    return uint64_t(x);
+  };
+  const uint64_t begin = number(0, "begin"), end = number(1, "end");
+  DevicePromise promise(env, "metal-decode:prefetch");
+  model->jobs.post([model, promise, begin, end]() mutable {
+    const uint64_t bytes = model->file->prefetch(begin, end);
+    promise.settle([bytes](Napi::Env env) { return Napi::Number::New(env, double(bytes)); });
+  });
+  return promise.promise();
+}
+
+Napi::Value TransformerHandle::CreateSequence(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = live(env, "createSequence");
+  const uint32_t contextSize = uint32Argument(info, 0, "createSequence", "contextSize", 1, 1u << 24);
+  const uint32_t maxBatch = uint32Argument(info, 1, "createSequence", "maxBatch", 1, 1u << 16);
+  return SequenceHandle::create(env, model, contextSize, maxBatch);
+}
+
+Napi::Value TransformerHandle::Dispose(const Napi::CallbackInfo& info) {
+  // Sequences and work in flight hold the model until they end.
+  shared_.reset();
+  return info.Env().Undefined();
+}
+
+// ---- TransformerSequence ----
+
+Napi::Function SequenceHandle::define(Napi::Env env) {
+  return DefineClass(env, "TransformerSequence",
+                     {
+                         InstanceAccessor("logits", &SequenceHandle::Logits, nullptr),
+                         InstanceAccessor("length", &SequenceHandle::Length, nullptr),
+                         InstanceAccessor("contextSize", &SequenceHandle::ContextSize, nullptr),
+                         InstanceAccessor("kvCacheBytes", &SequenceHandle::KvCacheBytes, nullptr),
+                         InstanceMethod("evaluate", &SequenceHandle::Evaluate),
+                         InstanceMethod("dispose", &SequenceHandle::Dispose),
+                     });
+}
+
+SequenceHandle::SequenceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SequenceHandle>(info) {}
+
+SequenceHandle::~SequenceHandle() {
+  if (shared_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(shared_->state.kvCacheBytes()));
+}
+
+Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerShared> model, uint32_t contextSize,
+                                    uint32_t maxBatch) {
+  std::shared_ptr<SequenceShared> shared;
+  try {
+    shared = std::make_shared<SequenceShared>(std::move(model), contextSize, maxBatch);
+  } catch (const std::bad_alloc&) {
+    throw Napi::RangeError::New(env, "createSequence: not enough memory for a KV cache of contextSize " +
+                                         std::to_string(contextSize));
+  }
+  Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->sequenceConstructor().New({});
+  SequenceHandle* handle = Napi::ObjectWrap<SequenceHandle>::Unwrap(object);
+  // The logits array keeps the sequence's memory alive as long as JS holds it.
+  auto* keep = new std::shared_ptr<SequenceShared>(shared);
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+      env, shared->logits.data(), shared->logits.size() * sizeof(float),
+      [](Napi::Env, void*, std::shared_ptr<SequenceShared>* hint) { delete hint; }, keep);
+  handle->logits_ = Napi::Persistent(Napi::Float32Array::New(env, shared->logits.size(), buffer, 0));
+  Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(shared->state.kvCacheBytes()));
+  handle->shared_ = std::move(shared);
+  return object;
+}
+
+Napi::Value SequenceHandle::Logits(const Napi::CallbackInfo& info) {
+  if (logits_.IsEmpty()) return info.Env().Undefined();
+  return logits_.Value();
+}
+Napi::Value SequenceHandle::Length(const Napi::CallbackInfo& info) {
+  if (!shared_) throw Napi::Error::New(info.Env(), "length: the sequence was disposed");
+  return Napi::Number::New(info.Env(), shared_->state.length());
+}
+Napi::Value SequenceHandle::ContextSize(const Napi::CallbackInfo& info) {
+  if (!shared_) throw Napi::Error::New(info.Env(), "contextSize: the sequence was disposed");
+  return Napi::Number::New(info.Env(), shared_->state.contextSize());
+}
+Napi::Value SequenceHandle::KvCacheBytes(const Napi::CallbackInfo& info) {
+  if (!shared_) throw Napi::Error::New(info.Env(), "kvCacheBytes: the sequence was disposed");
+  return Napi::Number::New(info.Env(), double(shared_->state.kvCacheBytes()));
+}
+
+Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!shared_) throw Napi::Error::New(env, "evaluate: the sequence was disposed");
+  if (shared_->busy) throw Napi::Error::New(env, "evaluate: a forward pass of this sequence is still running");
+  if (info.Length() != 2 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    typeError(env, "evaluate: expected (tokens: Uint32Array, start)");
+  Napi::Uint32Array array = info[0].As<Napi::Uint32Array>();
+  std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
+  const uint32_t start = uint32Argument(info, 1, "evaluate", "start", 0, 4294967295u);
+  shared_->busy = true;
+  DevicePromise promise(env, "metal-decode:forward");
+  auto sequence = shared_;
+  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start]() mutable {
+    try {
+      sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start,
+                                             sequence->logits.data());
+      promise.settle([sequence](Napi::Env env) {
+        sequence->busy = false;
+        return env.Undefined();
+      });
+    } catch (const std::out_of_range& e) {
+      std::string message = std::string("evaluate: ") + e.what();
+      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        throw Napi::RangeError::New(env, message);
+      });
+    } catch (const std::exception& e) {
+      std::string message = std::string("evaluate: ") + e.what();
+      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        throw Napi::Error::New(env, message);
+      });
+    }
+  });
+  return promise.promise();
+}
+
+Napi::Value SequenceHandle::Dispose(const Napi::CallbackInfo& info) {
+  if (shared_) Napi::MemoryManagement::AdjustExternalMemory(info.Env(), -int64_t(shared_->state.kvCacheBytes()));
+  shared_.reset();
+  logits_.Reset();
+  return info.Env().Undefined();
+}
+
+}  // namespace md::addon

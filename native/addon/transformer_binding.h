@@ -1,0 +1,65 @@
+// transformer_binding.h: a GGUF transformer in JS (new addon.Transformer)
+// and its sequences. The model maps the file and binds the weights in the
+// constructor; forward passes run on the model's job thread and settle a
+// promise; a sequence's logits are a Float32Array over native memory that
+// each evaluate() overwrites (the sampler reads them without a copy).
+#pragma once
+#include <napi.h>
+
+#include <memory>
+
+namespace md::addon {
+
+struct TransformerShared;
+struct SequenceShared;
+
+class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
+ public:
+  static Napi::Function define(Napi::Env env);
+  // new Transformer(path, config, tensors, threads, isa)
+  explicit TransformerHandle(const Napi::CallbackInfo& info);
+  ~TransformerHandle() override;
+
+  std::shared_ptr<TransformerShared> shared() const { return shared_; }
+
+ private:
+  Napi::Value FileSize(const Napi::CallbackInfo& info);
+  Napi::Value Threads(const Napi::CallbackInfo& info);
+  Napi::Value Isa(const Napi::CallbackInfo& info);
+  // prefetch(begin, end) -> Promise<number>: pages bytes in, off the JS thread.
+  Napi::Value Prefetch(const Napi::CallbackInfo& info);
+  // createSequence(contextSize, maxBatch) -> TransformerSequence
+  Napi::Value CreateSequence(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<TransformerShared> live(Napi::Env env, const char* method) const;
+
+  std::shared_ptr<TransformerShared> shared_;
+};
+
+class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
+ public:
+  static Napi::Function define(Napi::Env env);
+  explicit SequenceHandle(const Napi::CallbackInfo& info);
+  ~SequenceHandle() override;
+  static Napi::Object create(Napi::Env env, std::shared_ptr<TransformerShared> model, uint32_t contextSize,
+                             uint32_t maxBatch);
+
+ private:
+  Napi::Value Logits(const Napi::CallbackInfo& info);
+  Napi::Value Length(const Napi::CallbackInfo& info);
+  Napi::Value ContextSize(const Napi::CallbackInfo& info);
+  Napi::Value KvCacheBytes(const Napi::CallbackInfo& info);
+  // evaluate(tokens: Uint32Array, start) -> Promise<void>: RangeError
+  // naming the argument for tokens or positions that do not fit.
+  Napi::Value Evaluate(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<SequenceShared> shared_;
+  Napi::Reference<Napi::Float32Array> logits_;
+};
+
+// addon.tensorTypes: [{ id, name, blockValues, blockBytes, weight }]
+Napi::Array tensorTypeTable(Napi::Env env);
+
+}  // namespace md::addon

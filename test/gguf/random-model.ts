@@ -1,0 +1,214 @@
+// random-model.ts: Llama-family GGUF files with random weights, for the
+// tests and the benchmark. Quantized tensors are random blocks (every bit
+// pattern a real file could hold) with their scales calibrated so each
+// matrix has the spread a trained one has; the vocabulary is byte-level
+// BPE (256 byte symbols, then plain pieces and control tokens), which
+// llama.cpp loads as any gpt2-type vocabulary.
+import { float16FromNumber } from '../../lib/float16.js';
+import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from './dequantize.js';
+import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
+
+export type ArchName = 'llama' | 'qwen2' | 'qwen3';
+
+export interface ModelShape {
+  vocab: number;
+  d: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  ff: number;
+}
+
+export interface RandomModelSpec {
+  arch: ArchName;
+  /** The type of every matrix (norms, biases and rope factors are F32). */
+  type: TypeName;
+  shape: ModelShape;
+  seed: number;
+  /** No output.weight: the LM head is token_embd (Llama 3.2 1B, SmolLM2). Default false. */
+  tied?: boolean;
+  /** llama only: a rope_freqs.weight tensor of llama3-style factors. Default false. */
+  ropeFactors?: boolean;
+  /** Spread of the logits, about. Default 3. */
+  logitScale?: number;
+}
+
+/** mulberry32: a small seeded generator, the same numbers on every machine. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function normal(next: () => number): number {
+  const u = Math.max(next(), 1e-12);
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * next());
+}
+
+/** A shape small enough for tests whose widths fit `type`'s blocks (256 values for the K types). */
+export function tinyShape(arch: ArchName, type: TypeName): ModelShape {
+  const k = BLOCK[type][0] === 256;
+  const d = k ? 256 : 128;
+  // qwen3's head_dim is not d / heads: test that.
+  const heads = arch === 'qwen3' ? (k ? 8 : 4) : 4;
+  const headDim = arch === 'qwen3' ? 64 : d / heads;
+  return { vocab: 300, d, layers: 2, heads, kvHeads: 2, headDim, ff: k ? 512 : 256 };
+}
+
+/** Random `rows` x `cols` of `type` whose values have standard deviation sigma. */
+export function randomMatrix(type: TypeName, cols: number, rows: number, sigma: number, next: () => number): Uint8Array {
+  const bytes = new Uint8Array(rowBytes(type, cols) * rows);
+  const view = new DataView(bytes.buffer);
+  if (type === 'F32' || type === 'F16' || type === 'BF16') {
+    for (let i = 0; i < cols * rows; i++) {
+      const v = normal(next) * sigma;
+      if (type === 'F32') view.setFloat32(4 * i, v, true);
+      else if (type === 'F16') view.setUint16(2 * i, float16FromNumber(v), true);
+      else view.setUint16(2 * i, bf16FromNumber(v), true);
+    }
+    return bytes;
+  }
+  for (let i = 0; i < bytes.length; i += 4) view.setUint32(i, (next() * 4294967296) >>> 0, true);
+  // Unit scales (dmin centring the K types' values, m the Q4_1 ones), then
+  // one factor for the whole matrix from the spread of its first rows.
+  const [, size] = BLOCK[type];
+  for (let p = 0; p < bytes.length; p += size) {
+    const set = (at: number, v: number) => view.setUint16(p + at, float16FromNumber(v), true);
+    if (type === 'Q6_K') set(208, 1);
+    else set(0, 1);
+    if (type === 'Q4_1') set(2, -7.5);
+    if (type === 'Q4_K' || type === 'Q5_K') set(2, type === 'Q4_K' ? 7.5 : 15.5);
+  }
+  const sampleRows = Math.min(rows, 8);
+  const sample = dequantize(type, bytes, 0, sampleRows * cols);
+  let sum = 0, sq = 0;
+  for (const v of sample) { sum += v; sq += v * v; }
+  const mean = sum / sample.length;
+  const std = Math.sqrt(Math.max(sq / sample.length - mean * mean, 1e-30));
+  rescaleBlocks(type, bytes, sigma / std);
+  return bytes;
+}
+
+/** Scales rows from `fromRow` on by `factor` (in place). */
+function scaleRows(type: TypeName, bytes: Uint8Array, cols: number, fromRow: number, factor: number): void {
+  const part = bytes.subarray(fromRow * rowBytes(type, cols));
+  const view = new DataView(part.buffer, part.byteOffset, part.byteLength);
+  if (type === 'F32') for (let i = 0; i < part.length; i += 4) view.setFloat32(i, view.getFloat32(i, true) * factor, true);
+  else if (type === 'F16' || type === 'BF16') {
+    const values = dequantize(type, part, 0, part.length / 2);
+    values.forEach((v, i) => view.setUint16(2 * i, type === 'F16' ? float16FromNumber(v * factor) : bf16FromNumber(v * factor), true));
+  } else rescaleBlocks(type, part, factor);
+}
+
+function bf16FromNumber(v: number): number {
+  const u = new Uint32Array(new Float32Array([v]).buffer)[0];
+  return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+function f32(values: ArrayLike<number>): Uint8Array {
+  return new Uint8Array(Float32Array.from(values).buffer);
+}
+
+/** GPT-2's byte-level symbol for each byte. */
+export function byteSymbols(): string[] {
+  const keep: number[] = [];
+  for (let b = 33; b <= 126; b++) keep.push(b);
+  for (let b = 161; b <= 172; b++) keep.push(b);
+  for (let b = 174; b <= 255; b++) keep.push(b);
+  const symbols = new Array<string>(256);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) symbols[b] = String.fromCodePoint(keep.includes(b) ? b : 256 + extra++);
+  return symbols;
+}
+
+/** Token strings and types: bytes, then "t<n>" pieces, then 4 control tokens at the end. */
+export function vocabulary(size: number): { tokens: string[]; types: number[]; eos: number } {
+  const tokens = byteSymbols();
+  while (tokens.length < size - 4) tokens.push(`t${tokens.length}`);
+  tokens.push('<|begin_of_text|>', '<|end_of_text|>', '<|im_start|>', '<|im_end|>');
+  const types = tokens.map((_, i) => (i >= size - 4 ? 3 : 1));
+  return { tokens: tokens.slice(0, size), types: types.slice(0, size), eos: size - 3 };
+}
+
+export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, GgufValue>; tensors: GgufTensorSpec[] } {
+  const { arch, type, shape: s } = spec;
+  const next = rng(spec.seed);
+  const q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
+  const tensors: GgufTensorSpec[] = [];
+  const matrix = (name: string, cols: number, rows: number, sigma: number) => {
+    const data = randomMatrix(type, cols, rows, sigma, next);
+    // The 4 control tokens (end of text among them) get small logits, so
+    // greedy runs are long: their LM-head rows are scaled down.
+    if (name === 'output.weight' || (name === 'token_embd.weight' && spec.tied)) scaleRows(type, data, cols, rows - 4, 0.1);
+    tensors.push({ name, type: TYPE[type], dims: [cols, rows], data });
+  };
+  const vector = (name: string, n: number, f: () => number) =>
+    tensors.push({ name, type: TYPE.F32, dims: [n], data: f32(Array.from({ length: n }, f)) });
+  const norm = () => 1 + 0.1 * normal(next);
+  const logitScale = spec.logitScale ?? 3;
+
+  matrix('token_embd.weight', s.d, s.vocab, spec.tied ? logitScale / Math.sqrt(s.d) : 1);
+  vector('output_norm.weight', s.d, norm);
+  if (!spec.tied) matrix('output.weight', s.d, s.vocab, logitScale / Math.sqrt(s.d));
+  if (spec.ropeFactors) vector('rope_freqs.weight', s.headDim / 2, () => 1 + 7 * next());
+  for (let l = 0; l < s.layers; l++) {
+    const p = `blk.${l}.`;
+    vector(`${p}attn_norm.weight`, s.d, norm);
+    matrix(`${p}attn_q.weight`, s.d, q, 1 / Math.sqrt(s.d));
+    matrix(`${p}attn_k.weight`, s.d, kv, 1 / Math.sqrt(s.d));
+    matrix(`${p}attn_v.weight`, s.d, kv, 1 / Math.sqrt(s.d));
+    if (arch === 'qwen2') {
+      vector(`${p}attn_q.bias`, q, () => 0.1 * normal(next));
+      vector(`${p}attn_k.bias`, kv, () => 0.1 * normal(next));
+      vector(`${p}attn_v.bias`, kv, () => 0.1 * normal(next));
+    }
+    if (arch === 'qwen3') {
+      vector(`${p}attn_q_norm.weight`, s.headDim, norm);
+      vector(`${p}attn_k_norm.weight`, s.headDim, norm);
+    }
+    matrix(`${p}attn_output.weight`, q, s.d, 0.5 / Math.sqrt(q));
+    vector(`${p}ffn_norm.weight`, s.d, norm);
+    matrix(`${p}ffn_gate.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
+    matrix(`${p}ffn_up.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
+    matrix(`${p}ffn_down.weight`, s.ff, s.d, 0.5 / Math.sqrt(s.ff));
+  }
+
+  const { tokens, types, eos } = vocabulary(s.vocab);
+  const metadata: Record<string, GgufValue> = {
+    'general.architecture': { type: 'string', value: arch },
+    'general.name': { type: 'string', value: `random ${arch} ${type} seed ${spec.seed}` },
+    [`${arch}.context_length`]: { type: 'u32', value: 4096 },
+    [`${arch}.embedding_length`]: { type: 'u32', value: s.d },
+    [`${arch}.block_count`]: { type: 'u32', value: s.layers },
+    [`${arch}.feed_forward_length`]: { type: 'u32', value: s.ff },
+    [`${arch}.attention.head_count`]: { type: 'u32', value: s.heads },
+    [`${arch}.attention.head_count_kv`]: { type: 'u32', value: s.kvHeads },
+    [`${arch}.attention.layer_norm_rms_epsilon`]: { type: 'f32', value: arch === 'llama' ? 1e-5 : 1e-6 },
+    [`${arch}.rope.freq_base`]: { type: 'f32', value: arch === 'llama' ? 500000 : 1000000 },
+    [`${arch}.rope.dimension_count`]: { type: 'u32', value: s.headDim },
+    'tokenizer.ggml.model': { type: 'string', value: 'gpt2' },
+    'tokenizer.ggml.pre': { type: 'string', value: 'default' },
+    'tokenizer.ggml.tokens': { type: 'strings', value: tokens },
+    'tokenizer.ggml.token_type': { type: 'i32s', value: types },
+    'tokenizer.ggml.merges': { type: 'strings', value: [] },
+    'tokenizer.ggml.bos_token_id': { type: 'u32', value: s.vocab - 4 },
+    'tokenizer.ggml.eos_token_id': { type: 'u32', value: eos },
+    'tokenizer.ggml.add_bos_token': { type: 'bool', value: false },
+  };
+  if (arch === 'qwen3') {
+    metadata[`${arch}.attention.key_length`] = { type: 'u32', value: s.headDim };
+    metadata[`${arch}.attention.value_length`] = { type: 'u32', value: s.headDim };
+  }
+  return { metadata, tensors };
+}
+
+export async function writeRandomModel(path: string, spec: RandomModelSpec): Promise<void> {
+  const { metadata, tensors } = modelTensors(spec);
+  await writeGguf(path, metadata, tensors);
+}
