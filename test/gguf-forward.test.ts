@@ -1,0 +1,182 @@
+// gguf-forward.test.ts: the CPU forward pass's own contracts: a batched
+// prefill equals token by token, a rewind forgets, thread counts and
+// kernels agree, the float64 reference agrees op by op, the event loop runs
+// during a forward pass, and bad calls are errors that name the argument.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
+import { generate, loadModel, Session, type GgufModel } from '../lib/index.js';
+import { modelTensors, writeRandomModel } from './gguf/random-model.js';
+import { referenceForward } from './gguf/reference-forward.js';
+import { TENSOR_TYPES, VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+const dir = mkdtempSync(join(tmpdir(), 'md-forward-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const PROMPT = Array.from({ length: 20 }, (_, i) => (i * 53 + 7) % 296);
+
+async function rowsOf(model: GgufModel, chunks: number[][], start = 0): Promise<Float32Array> {
+  const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
+  let position = start;
+  let last = new Float32Array();
+  for (const chunk of chunks) {
+    last = Float32Array.from(await sequence.evaluate(Uint32Array.from(chunk), position));
+    position += chunk.length;
+  }
+  sequence.dispose();
+  return last;
+}
+
+function maxDifference(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
+  test.each(TENSOR_TYPES)('%s: one batch, token by token, batches of 3 and 2 threads give the same logits; a rewind forgets', async (type) => {
+    const path = join(dir, `${variant}-${type}.gguf`);
+    await writeRandomModel(path, variantSpec(variant, type, 5));
+    const one = await loadModel(path, { threads: 1 });
+    const split = await loadModel(path, { threads: 2, batchSize: 3 });
+    try {
+      const batch = await rowsOf(one, [PROMPT]);
+      const stepwise = await rowsOf(one, PROMPT.map((t) => [t]));
+      const threaded = await rowsOf(split, [PROMPT]);
+      // The same float operations in the same order: the same bits.
+      expect(maxDifference(batch, stepwise)).toBe(0);
+      expect(maxDifference(batch, threaded)).toBe(0);
+
+      const sequence = one.openSequence({ backend: 'native', contextSize: 64 });
+      await sequence.evaluate(Uint32Array.from([...PROMPT.slice(0, 12), 1, 2, 3]), 0);
+      const rewound = Float32Array.from(await sequence.evaluate(Uint32Array.from(PROMPT.slice(12)), 12));
+      expect(maxDifference(rewound, batch)).toBe(0);
+      sequence.dispose();
+    } finally {
+      one.dispose();
+      split.dispose();
+    }
+  });
+});
+
+describe('the float64 reference forward', () => {
+  // Every weight dequantized, no activation rounding, no F16 KV cache: the
+  // addon differs from it by the F16 cache (F32 weights: measured 1e-4 to
+  // 2.4e-4 of the logits' spread, max |logit|), the activations rounded to
+  // F16 / BF16 (3e-4 / 3e-3) or quantized to Q8 (4e-3 to 1.8e-2). The
+  // bounds are about twice the worst measured.
+  const RELATIVE = { F32: 5e-4, F16: 1e-3, BF16: 6e-3, Q8_0: 3e-2, Q4_0: 3e-2, Q4_1: 3e-2, Q5_0: 3e-2, Q4_K: 3e-2, Q5_K: 3e-2, Q6_K: 3e-2 } as const;
+  test.each(Object.keys(VARIANTS) as VariantName[])('%s: every type within its stated distance of the reference', async (variant) => {
+    for (const type of TENSOR_TYPES) {
+      const spec = variantSpec(variant, type, 9);
+      const path = join(dir, `reference-${variant}-${type}.gguf`);
+      await writeRandomModel(path, spec);
+      const model = await loadModel(path, { threads: 2 });
+      const tokens = PROMPT.slice(0, 6);
+      const ours = await rowsOf(model, [tokens]);
+      model.dispose();
+      const { metadata, tensors } = modelTensors(spec);
+      const base = metadata[`${spec.arch}.rope.freq_base`].value as number;
+      const eps = metadata[`${spec.arch}.attention.layer_norm_rms_epsilon`].value as number;
+      const { logits } = referenceForward(tensors, { arch: spec.arch, shape: spec.shape, ropeBase: base, eps: Math.fround(eps) }, tokens);
+      const expected = logits[tokens.length - 1];
+      const spread = Math.max(...expected.map(Math.abs));
+      expect(maxDifference(ours, expected) / spread, `${variant} ${type}`).toBeLessThan(RELATIVE[type]);
+    }
+  });
+});
+
+describe('kernels and threads', () => {
+  let path: string;
+  beforeAll(async () => {
+    path = join(dir, 'kernels-q4k.gguf');
+    await writeRandomModel(path, variantSpec('qwen2', 'Q4_K', 3));
+  });
+
+  test('the portable kernels agree with the SIMD ones within float32 summation order', async () => {
+    const simd = await loadModel(path, { threads: 2 });
+    const portable = await loadModel(path, { threads: 2, cpuKernels: 'portable' });
+    try {
+      expect(portable.info.cpuKernels).toBe('portable');
+      expect(['avx2', 'neon']).toContain(simd.info.cpuKernels);
+      const a = await rowsOf(simd, [PROMPT.slice(0, 4)]);
+      const b = await rowsOf(portable, [PROMPT.slice(0, 4)]);
+      expect(maxDifference(a, b)).toBeLessThan(0.3);
+    } finally {
+      simd.dispose();
+      portable.dispose();
+    }
+  });
+
+  test('threads defaults to the physical cores; generate() and Session run on the model', async () => {
+    const model = await loadModel(path);
+    try {
+      expect(model.info.threads).toBeGreaterThanOrEqual(1);
+      const once = await generate(model, PROMPT.slice(0, 3), { temperature: 0, maxTokens: 8 });
+      const session = new Session(model, { contextSize: 64 });
+      const first = await session.generate(PROMPT.slice(0, 3), { temperature: 0, maxTokens: 4 });
+      const second = await session.generate([], { temperature: 0, maxTokens: 4 });
+      expect([...first.tokens, ...second.tokens]).toEqual(once.tokens);
+      const sampled = await generate(model, PROMPT.slice(0, 3), { temperature: 0.8, seed: 42, maxTokens: 8 });
+      const again = await generate(model, PROMPT.slice(0, 3), { temperature: 0.8, seed: 42, maxTokens: 8 });
+      expect(sampled.tokens).toEqual(again.tokens);
+      session.dispose();
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('the event loop keeps turning during a long forward pass', async () => {
+    const big = join(dir, 'wide.gguf');
+    await writeRandomModel(big, { arch: 'llama', type: 'Q8_0', seed: 1, shape: { vocab: 2048, d: 512, layers: 8, heads: 8, kvHeads: 4, headDim: 64, ff: 2048 } });
+    const model = await loadModel(big, { threads: 1 });
+    try {
+      const sequence = model.openSequence({ backend: 'native', contextSize: 512 });
+      const started = Date.now();
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 5);
+      await sequence.evaluate(Uint32Array.from({ length: 256 }, (_, i) => i), 0);
+      clearInterval(timer);
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThan(50);  // long enough to tell
+      expect(ticks).toBeGreaterThan(elapsed / 5 / 3);
+      sequence.dispose();
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+describe('errors name the argument', () => {
+  let model: GgufModel;
+  beforeAll(async () => {
+    const path = join(dir, 'errors.gguf');
+    await writeRandomModel(path, variantSpec('llama2', 'Q8_0', 2));
+    model = await loadModel(path, { threads: 1 });
+  });
+  afterAll(() => model.dispose());
+
+  test('tokens outside the vocabulary, positions past the end or the context', async () => {
+    const sequence = model.openSequence({ backend: 'native', contextSize: 8 });
+    await expect(sequence.evaluate(Uint32Array.of(1, 300), 0)).rejects.toThrow(new RangeError('evaluate: tokens[1]: 300 is not below the vocabulary size 300'));
+    await expect(sequence.evaluate(Uint32Array.of(1), 1)).rejects.toThrow(new RangeError('evaluate: start: position 1 is after the sequence\'s end (0 positions)'));
+    await expect(sequence.evaluate(new Uint32Array(9), 0)).rejects.toThrow(new RangeError('evaluate: tokens: positions 0 + 9 exceed contextSize 8'));
+    await sequence.evaluate(Uint32Array.of(1, 2), 0);  // still usable
+    sequence.dispose();
+    await expect(sequence.evaluate(Uint32Array.of(1), 0)).rejects.toThrow('evaluate: the sequence was disposed');
+  });
+
+  test('a GPU or js backend says why it cannot run a GGUF model', () => {
+    expect(() => model.openSequence({ backend: 'emulated', contextSize: 8 })).toThrow(/The emulated backend is not available: the GPU forward pass of GGUF models is not built yet/);
+    expect(() => model.openSequence({ backend: 'js', contextSize: 8 })).toThrow(/The js backend is not available: a GGUF model's forward pass runs in the native addon/);
+  });
+
+  test('a prompt longer than the context is a RangeError from generate()', async () => {
+    await expect(generate(model, new Array(40).fill(1), { contextSize: 16, maxTokens: 1 })).rejects.toThrow(RangeError);
+  });
+});
