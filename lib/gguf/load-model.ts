@@ -3,6 +3,8 @@
 // GgufError naming it and the field, found before any weight is touched.
 // Then the addon maps the file and the pages are read in ahead of the
 // first token, in chunks, with progress and an AbortSignal between them.
+import { GGMLQuantizationType } from '@huggingface/gguf';
+
 import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
 import { GgufModel } from '../models/gguf-model.js';
 import { loadAddon } from '../native/load-addon.js';
@@ -66,8 +68,9 @@ function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal
   return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels };
 }
 
-function typeNames(addon: NativeAddon): Map<number, string> {
-  return new Map(addon.tensorTypes.map((t) => [t.id, t.name]));
+/** A tensor type's name: the addon's, else GGUF's (types this package does not read). */
+function typeName(addon: NativeAddon, id: number): string {
+  return addon.tensorTypes.find((t) => t.id === id)?.name ?? (GGMLQuantizationType as unknown as Record<number, string>)[id] ?? `#${id}`;
 }
 
 /**
@@ -92,13 +95,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (arch === undefined) {
     throw new GgufError(path, 'general.architecture', `${archName === undefined ? 'missing' : JSON.stringify(archName)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`);
   }
-  const names = typeNames(addon);
   const weightTypes = addon.tensorTypes.filter((t) => t.weight).map((t) => t.name).join(', ');
   const counts: Record<string, number> = {};
   for (const t of header.tensors) {
-    const name = names.get(t.type);
     const known = addon.tensorTypes.find((x) => x.id === t.type && x.weight);
-    if (known === undefined) throw new GgufError(path, `tensor ${t.name}`, `type ${name ?? `#${t.type}`} is not supported (supported: ${weightTypes})`);
+    if (known === undefined) throw new GgufError(path, `tensor ${t.name}`, `type ${typeName(addon, t.type)} is not supported (supported: ${weightTypes})`);
     counts[known.name] = (counts[known.name] ?? 0) + 1;
   }
   const config = readConfig(header, arch);

@@ -2,7 +2,7 @@
 // @huggingface/gguf (a maintained parser with limits on counts, string
 // lengths and nesting). Only the header is read; the tensor data stays on
 // disk for the addon to map.
-import { stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 
 import { gguf, type MetadataValue } from '@huggingface/gguf';
 
@@ -25,6 +25,26 @@ function safeNumber(path: string, field: string, value: bigint | number): number
   return n;
 }
 
+// Each tensor-table entry takes at least 24 bytes and each metadata entry
+// 13 (GGUF v2/v3), so counts the file cannot hold are refused before the
+// parser spends time on them.
+async function checkCounts(path: string, fileSize: number): Promise<void> {
+  const file = await open(path, 'r');
+  const head = Buffer.alloc(24);
+  try {
+    await file.read(head, 0, 24, 0);
+  } finally {
+    await file.close();
+  }
+  if (fileSize < 24 || head.toString('latin1', 0, 4) !== 'GGUF') throw new GgufError(path, 'header', 'not a GGUF file (no GGUF magic number)');
+  const version = head.readUInt32LE(4);
+  if (version !== 2 && version !== 3) throw new GgufError(path, 'header', `GGUF version ${version} is not supported (supported: 2, 3)`);
+  const tensors = head.readBigUInt64LE(8), entries = head.readBigUInt64LE(16);
+  if (tensors * 24n + entries * 13n > BigInt(fileSize)) {
+    throw new GgufError(path, 'header', `${tensors} tensors and ${entries} metadata entries cannot fit in ${fileSize} bytes (truncated or corrupt)`);
+  }
+}
+
 export async function readGgufHeader(path: string): Promise<GgufHeader> {
   let fileSize: number;
   try {
@@ -35,6 +55,7 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
     if (error instanceof GgufError) throw error;
     throw new GgufError(path, 'file', `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
+  await checkCounts(path, fileSize);
   let parsed: Awaited<ReturnType<typeof gguf>>;
   try {
     parsed = await gguf(path, { allowLocalFile: true });
