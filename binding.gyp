@@ -66,8 +66,32 @@
       ]
     },
     {
+      # The same with AVX-VNNI (picked when CPUID has it).
+      "target_name": "md_dot_avx_vnni",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_avx_vnni.cpp"],
+      "conditions": [
+        ["target_arch=='x64'", {
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni"] }
+        }]
+      ]
+    },
+    {
+      # And for AVX-512 VL/BW/VNNI (picked when the CPU has them).
+      "target_name": "md_dot_avx512",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_avx512.cpp"],
+      "conditions": [
+        ["target_arch=='x64'", {
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni"] }
+        }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels", "md_dot_avx2"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",

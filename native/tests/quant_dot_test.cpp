@@ -61,6 +61,8 @@ std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
 std::vector<const DotTable*> availableTables() {
   std::vector<const DotTable*> tables{portableDotTable()};
   if (const DotTable* t = avx2DotTable()) tables.push_back(t);
+  if (const DotTable* t = avxVnniDotTable()) tables.push_back(t);
+  if (const DotTable* t = avx512DotTable()) tables.push_back(t);
   if (const DotTable* t = neonDotTable()) tables.push_back(t);
   return tables;
 }
@@ -90,9 +92,41 @@ TEST_P(DotKernelTest, EveryIsaMatchesTheDequantizedDotProduct) {
     // for Q8_1, its float16 sum term) bounds the difference.
     const double tolerance = magnitude * (actType == TensorType::Q8_1 ? 2e-3 : 2e-5) + 1e-6;
     for (const DotTable* table : availableTables()) {
-      const double got = table->forType(type)(w.data(), a.data(), n);
+      const double got = table->dot(type, w.data(), a.data(), n);
       EXPECT_NEAR(got, expected, tolerance) << table->isa << " " << tensorTypeInfo(type).name << " n=" << n;
     }
+  }
+}
+
+TEST_P(DotKernelTest, EveryTileShapeGivesTheBitsOfItsRowDots) {
+  const TensorType type = GetParam();
+  const TensorType actType = activationTypeFor(type);
+  std::mt19937 rng(99 + uint32_t(type));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t n = 512;
+  const size_t wBytes = rowBytes(tensorTypeInfo(type), n), aBytes = rowBytes(tensorTypeInfo(actType), n);
+  std::vector<uint8_t> w, a;
+  for (int r = 0; r < kTileRows; ++r) {
+    const std::vector<uint8_t> row = randomRow(type, n, rng);
+    w.insert(w.end(), row.begin(), row.end());
+  }
+  for (int t = 0; t < kTileTokens; ++t) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    std::vector<uint8_t> q(aBytes);
+    quantizeActivations(actType, x.data(), q.data(), n);
+    a.insert(a.end(), q.begin(), q.end());
+  }
+  for (const DotTable* table : availableTables()) {
+    for (int rows = 1; rows <= kTileRows; ++rows)
+      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+        float out[kTileRows * kTileTokens];
+        table->forType(type)(w.data(), wBytes, rows, a.data(), aBytes, tokens, n, out, kTileTokens);
+        for (int r = 0; r < rows; ++r)
+          for (int t = 0; t < tokens; ++t)
+            EXPECT_EQ(out[r * kTileTokens + t], table->dot(type, w.data() + r * wBytes, a.data() + t * aBytes, n))
+                << table->isa << " " << tensorTypeInfo(type).name << " tile " << rows << "x" << tokens << " at " << r << "," << t;
+      }
   }
 }
 
@@ -106,7 +140,7 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
     ASSERT_NE(avx2DotTable(), nullptr);
-    EXPECT_STREQ(bestDotTable().isa, "avx2");
+    EXPECT_STREQ(bestDotTable().isa, avx512DotTable() != nullptr ? "avx512" : avxVnniDotTable() != nullptr ? "avx-vnni" : "avx2");
   }
 #elif defined(__aarch64__)
   ASSERT_NE(neonDotTable(), nullptr);

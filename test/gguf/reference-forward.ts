@@ -7,7 +7,7 @@ import { dequantize, TYPE, type TypeName } from './dequantize.js';
 import type { GgufTensorSpec } from './gguf-writer.js';
 import type { ArchName, ModelShape } from './random-model.js';
 
-const TYPE_NAMES = new Map(Object.entries(TYPE).map(([name, id]) => [id, name as TypeName]));
+const TYPE_NAMES = new Map<number, TypeName>(Object.entries(TYPE).map(([name, id]) => [id, name as TypeName]));
 
 export interface ReferenceOptions {
   arch: ArchName;
@@ -80,13 +80,13 @@ export function referenceForward(tensors: readonly GgufTensorSpec[], o: Referenc
   const logits: Float64Array[] = [];
   let trace: Float64Array[] = [];
   tokens.forEach((token, position) => {
-    let x = Float64Array.from(embedding.row(token));
+    let x: Float64Array = Float64Array.from(embedding.row(token));
     trace = [];
     for (const L of layers) {
       const xn = rmsNorm(x, L.attnNorm, o.eps);
       const q = addBias(L.wq.times(xn), L.bq), k = addBias(L.wk.times(xn), L.bk), v = addBias(L.wv.times(xn), L.bv);
       const heads = (m: Float64Array, n: number, norm?: Float64Array) => Array.from({ length: n }, (_, h) => {
-        let part = m.slice(h * hd, (h + 1) * hd);
+        let part: Float64Array = m.slice(h * hd, (h + 1) * hd);
         if (norm) part = rmsNorm(part, norm, o.eps);
         rope(part, position, o, factors);
         return part;

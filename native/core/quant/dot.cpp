@@ -8,7 +8,7 @@
 
 namespace md {
 
-RowDot DotTable::forType(TensorType weights) const {
+TileDot DotTable::forType(TensorType weights) const {
   switch (weights) {
     case TensorType::F32: return f32;
     case TensorType::F16: return f16;
@@ -24,18 +24,28 @@ RowDot DotTable::forType(TensorType weights) const {
   }
 }
 
+float DotTable::dot(TensorType weights, const void* w, const void* a, int64_t n) const {
+  float out;
+  forType(weights)(static_cast<const uint8_t*>(w), 0, 1, static_cast<const uint8_t*>(a), 0, 1, n, &out, 1);
+  return out;
+}
+
 const DotTable& dotTableNamed(const char* isa) {
   const DotTable* table = nullptr;
   if (std::strcmp(isa, "portable") == 0) table = portableDotTable();
   else if (std::strcmp(isa, "avx2") == 0) table = avx2DotTable();
+  else if (std::strcmp(isa, "avx-vnni") == 0) table = avxVnniDotTable();
+  else if (std::strcmp(isa, "avx512") == 0) table = avx512DotTable();
   else if (std::strcmp(isa, "neon") == 0) table = neonDotTable();
-  else throw std::invalid_argument(std::string("MD_CPU_ISA: expected portable, avx2 or neon, got ") + isa);
+  else throw std::invalid_argument(std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512 or neon, got ") + isa);
   if (table == nullptr) throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
   return *table;
 }
 
 const DotTable& bestDotTable() {
   if (const char* forced = std::getenv("MD_CPU_ISA"); forced != nullptr && *forced != '\0') return dotTableNamed(forced);
+  if (const DotTable* t = avx512DotTable()) return *t;
+  if (const DotTable* t = avxVnniDotTable()) return *t;
   if (const DotTable* t = avx2DotTable()) return *t;
   if (const DotTable* t = neonDotTable()) return *t;
   return *portableDotTable();

@@ -1,29 +1,45 @@
-// dot.h: the dot product of one weight row with one activation row, per
-// weight type, on the best instruction set this CPU has. The activation
-// row is already in the weight type's partner type (activationTypeFor).
+// dot.h: dot products of weight rows with activation rows, per weight
+// type, on the best instruction set this CPU has. The activation rows are
+// already in the weight type's partner type (activationTypeFor).
+//
+// A tile computes up to kTileRows weight rows against up to kTileTokens
+// activation rows at once: each weight block is unpacked once for every
+// token of the tile and each activation block loaded once for every row,
+// which is what makes a batched prefill a matrix-matrix product.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "tensor_types.h"
 
 namespace md {
 
-using RowDot = float (*)(const void* weights, const void* activations, int64_t n);
+constexpr int kTileRows = 8;
+constexpr int kTileTokens = 4;
+
+// out[r * outStride + t] = dot(weight row r, activation row t) for
+// r < rows <= kTileRows and t < tokens <= kTileTokens; rows of n values.
+using TileDot = void (*)(const uint8_t* weights, size_t weightStride, int rows, const uint8_t* activations,
+                         size_t activationStride, int tokens, int64_t n, float* out, size_t outStride);
 
 struct DotTable {
-  const char* isa;  // "avx2", "neon" or "portable"
-  RowDot f32, f16, bf16, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k;
+  const char* isa;  // "avx512", "avx-vnni", "avx2", "neon" or "portable"
+  TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k;
 
   // nullptr for a type without a dot product (activation-only types).
-  RowDot forType(TensorType weights) const;
+  TileDot forType(TensorType weights) const;
+  // One weight row with one activation row.
+  float dot(TensorType weights, const void* w, const void* a, int64_t n) const;
 };
 
 // Each is nullptr when this build or this CPU lacks the instruction set.
 const DotTable* portableDotTable();
 const DotTable* avx2DotTable();
+const DotTable* avxVnniDotTable();
+const DotTable* avx512DotTable();
 const DotTable* neonDotTable();
 
-// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|neon picks one
+// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|neon picks one
 // (an error when it is not available here).
 const DotTable& bestDotTable();
 const DotTable& dotTableNamed(const char* isa);  // throws std::invalid_argument

@@ -1,11 +1,16 @@
-// dot_kernels.h: each weight type's dot product, written once over the
+// dot_kernels.h: each weight type's dot products, written once over the
 // byte-vector operations of a SIMD backend (simd_portable.h, simd_avx2.h,
-// simd_neon.h). The integer parts are exact, so the backends differ only
-// in the order the per-block float terms are summed.
+// simd_neon.h), as tiles of R weight rows x T activation rows. The integer
+// parts are exact; per (row, token) the block terms are summed in block
+// order into one accumulator, as llama.cpp's CPU kernels sum them, so the
+// backends differ only in how the accumulator's lanes are added up.
+//
+// Only the backend's TU includes this (it may be built for AVX2): helpers
+// here are members of the template, never shared inline functions, so the
+// linker cannot hand AVX2 code to the portable path.
 #pragma once
 #include <cstring>
 
-#include "../float16.h"
 #include "blocks.h"
 #include "dot.h"
 
@@ -14,139 +19,284 @@ namespace md {
 template <class S>
 struct DotKernels {
   using V = typename S::V;
-  static float h(uint16_t bits) { return halfToFloat(bits); }
+  using I = typename S::I;
+  using F = typename S::F;
 
-  static float f32(const void* w, const void* a, int64_t n) {
-    return S::dotF32(static_cast<const float*>(w), static_cast<const float*>(a), n);
-  }
-  static float f16(const void* w, const void* a, int64_t n) {
-    return S::dotF16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a), n);
-  }
-  static float bf16(const void* w, const void* a, int64_t n) {
-    return S::dotBF16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a), n);
-  }
-
-  // The 0/1 types against Q8_0 (Q8_1): per block, an exact int sum times
-  // the two scales.
-  template <class Block, class Unpack>
-  static float q8Blocks(const Block* x, const blocks::Q8_0* y, int64_t nb, Unpack unpack) {
-    typename S::F acc = S::fzero();
-    for (int64_t i = 0; i < nb; ++i)
-      acc = S::fmaddI(acc, S::dotS8S8(unpack(x[i]), S::load(y[i].qs)), h(x[i].d) * h(y[i].d));
-    return S::hsumF(acc);
-  }
-  static float q8_0(const void* w, const void* a, int64_t n) {
-    return q8Blocks(static_cast<const blocks::Q8_0*>(w), static_cast<const blocks::Q8_0*>(a), n / blocks::kBlock,
-                    [](const blocks::Q8_0& b) { return S::load(b.qs); });
-  }
-  static float q4_0(const void* w, const void* a, int64_t n) {
-    return q8Blocks(static_cast<const blocks::Q4_0*>(w), static_cast<const blocks::Q8_0*>(a), n / blocks::kBlock,
-                    [](const blocks::Q4_0& b) { return S::subBytes(S::nibbles16(b.qs), S::splat(8)); });
-  }
-  static float q5_0(const void* w, const void* a, int64_t n) {
-    // q - 16 as a byte: the nibble, with 0xF0 set where the fifth bit is clear.
-    return q8Blocks(static_cast<const blocks::Q5_0*>(w), static_cast<const blocks::Q8_0*>(a), n / blocks::kBlock,
-                    [](const blocks::Q5_0& b) {
-                      uint32_t qh;
-                      std::memcpy(&qh, b.qh, 4);
-                      return S::orV(S::nibbles16(b.qs), S::andNot(S::bitsToMask(qh), S::splat(0xF0)));
-                    });
-  }
-  static float q4_1(const void* w, const void* a, int64_t n) {
-    const auto* x = static_cast<const blocks::Q4_1*>(w);
-    const auto* y = static_cast<const blocks::Q8_1*>(a);
-    typename S::F acc = S::fzero();
-    float mins = 0;
-    for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
-      acc = S::fmaddI(acc, S::dotU8S8(S::izero(), S::nibbles16(x[i].qs), S::load(y[i].qs), 1, 1), h(x[i].d) * h(y[i].d));
-      mins += h(x[i].m) * h(y[i].s);
-    }
-    return S::hsumF(acc) + mins;
-  }
-
-  // The K types against Q8_K: per super-block, an exact int sum of the
-  // sub-block products times their 6-bit scales, minus the mins term.
   template <class Block>
-  static int32_t minsTerm(const Block& x, const blocks::Q8_K& y) {
+  static const Block* block(const uint8_t* base, size_t stride, int row) {
+    return reinterpret_cast<const Block*>(base + size_t(row) * stride);
+  }
+
+  // Several weight rows stream at once, more than the hardware prefetcher
+  // follows well. A tile's rows are followed in memory by the next tile's
+  // (matmul walks the rows in order), so each load asks for the byte
+  // `ahead` further on: the same block of the next tile.
+  static void prefetch(const void* p, size_t ahead) { __builtin_prefetch(static_cast<const char*>(p) + ahead); }
+
+  // Sub-block j's 6-bit scale and min of a Q4_K or Q5_K block.
+  static void scaleMin(int j, const uint8_t* q, int16_t* scale, int16_t* min) {
+    if (j < 4) {
+      *scale = q[j] & 63;
+      *min = q[j + 4] & 63;
+    } else {
+      *scale = int16_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+      *min = int16_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+
+  // ---- The 0/1 types against Q8_0 (Q4_1 against Q8_1) ----
+
+  struct Q8_0Format {
+    using Block = blocks::Q8_0;
+    static V unpack(const Block& b) { return S::load(b.qs); }
+  };
+  struct Q4_0Format {
+    using Block = blocks::Q4_0;
+    static V unpack(const Block& b) { return S::subBytes(S::nibbles16(b.qs), S::splat(8)); }
+  };
+  struct Q5_0Format {
+    using Block = blocks::Q5_0;
+    // q - 16 as a byte: the nibble, with 0xF0 set where the fifth bit is clear.
+    static V unpack(const Block& b) {
+      uint32_t qh;
+      std::memcpy(&qh, b.qh, 4);
+      return S::orV(S::nibbles16(b.qs), S::andNot(S::bitsToMask(qh), S::splat(0xF0)));
+    }
+  };
+
+  template <class Format, int R, int T>
+  static void q8Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using Block = typename Format::Block;
+    F acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
+      V wv[R];
+      float wd[R];
+      for (int r = 0; r < R; ++r) {
+        const Block& b = block<Block>(w, ws, r)[i];
+        prefetch(&b, R * ws);
+        wv[r] = Format::unpack(b);
+        wd[r] = S::half(b.d);
+      }
+      for (int t = 0; t < T; ++t) {
+        const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
+        const V av = S::load(y.qs);
+        const float ad = S::half(y.d);
+        for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotS8S8(wv[r], av), wd[r] * ad);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
+  }
+
+  template <int R, int T>
+  static void q4_1Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    F acc[R][T];
+    float mins[R][T] = {};
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
+      V wv[R];
+      float wd[R], wm[R];
+      for (int r = 0; r < R; ++r) {
+        const blocks::Q4_1& b = block<blocks::Q4_1>(w, ws, r)[i];
+        prefetch(&b, R * ws);
+        wv[r] = S::nibbles16(b.qs);
+        wd[r] = S::half(b.d);
+        wm[r] = S::half(b.m);
+      }
+      for (int t = 0; t < T; ++t) {
+        const blocks::Q8_1& y = block<blocks::Q8_1>(a, as, t)[i];
+        const V av = S::load(y.qs);
+        const float ad = S::half(y.d), as1 = S::half(y.s);
+        for (int r = 0; r < R; ++r) {
+          acc[r][t] = S::fmaddI(acc[r][t], S::dotU8S8(S::izero(), wv[r], av, 1, 1), wd[r] * ad);
+          mins[r][t] += wm[r] * as1;
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]) + mins[r][t];
+  }
+
+  // ---- The K types against Q8_K: per super-block, an exact int sum of the
+  // sub-block products times their scales, minus the mins term ----
+
+  template <class Block>
+  static int32_t minsTerm(const int16_t* mins, const blocks::Q8_K& y) {
     int32_t sum = 0;
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      blocks::scaleMinK4(j, x.scales, &sc, &m);
-      sum += int32_t(m) * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
-    }
+    for (int j = 0; j < 8; ++j) sum += int32_t(mins[j]) * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
     return sum;
   }
-  static float q4_k(const void* w, const void* a, int64_t n) {
-    const auto* x = static_cast<const blocks::Q4_K*>(w);
-    const auto* y = static_cast<const blocks::Q8_K*>(a);
-    float sum = 0;
-    for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
-      typename S::I isum = S::izero();
-      for (int j = 0; j < 4; ++j) {
-        uint8_t sc1, m1, sc2, m2;
-        blocks::scaleMinK4(2 * j, x[i].scales, &sc1, &m1);
-        blocks::scaleMinK4(2 * j + 1, x[i].scales, &sc2, &m2);
-        const V raw = S::load(x[i].qs + 32 * j);
-        isum = S::dotU8S8(isum, S::lowNibbles(raw), S::load(y[i].qs + 64 * j), sc1, sc1);
-        isum = S::dotU8S8(isum, S::highNibbles(raw), S::load(y[i].qs + 64 * j + 32), sc2, sc2);
-      }
-      sum += y[i].d * h(x[i].d) * float(S::hsumI(isum)) - y[i].d * h(x[i].dmin) * float(minsTerm(x[i], y[i]));
-    }
-    return sum;
-  }
-  static float q5_k(const void* w, const void* a, int64_t n) {
-    const auto* x = static_cast<const blocks::Q5_K*>(w);
-    const auto* y = static_cast<const blocks::Q8_K*>(a);
+
+  // Q4_K and Q5_K: fifth bits from qh for Q5_K.
+  template <class Block, bool kFive, int R, int T>
+  static void k45Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    float sum[R][T] = {};
     const V sixteen = S::splat(16);
-    float sum = 0;
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
-      const V qh = S::load(x[i].qh);
-      typename S::I isum = S::izero();
+      int16_t sc[R][8], mn[R][8];
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < 8; ++j) scaleMin(j, block<Block>(w, ws, r)[i].scales, &sc[r][j], &mn[r][j]);
+      I isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < 4; ++j) {
-        uint8_t sc1, m1, sc2, m2;
-        blocks::scaleMinK4(2 * j, x[i].scales, &sc1, &m1);
-        blocks::scaleMinK4(2 * j + 1, x[i].scales, &sc2, &m2);
-        const V raw = S::load(x[i].qs + 32 * j);
-        const V lo = S::orV(S::lowNibbles(raw), S::andV(S::testMask(qh, uint8_t(1u << (2 * j))), sixteen));
-        const V hi = S::orV(S::highNibbles(raw), S::andV(S::testMask(qh, uint8_t(2u << (2 * j))), sixteen));
-        isum = S::dotU8S8(isum, lo, S::load(y[i].qs + 64 * j), sc1, sc1);
-        isum = S::dotU8S8(isum, hi, S::load(y[i].qs + 64 * j + 32), sc2, sc2);
+        V lo[R], hi[R];
+        for (int r = 0; r < R; ++r) {
+          const Block& b = block<Block>(w, ws, r)[i];
+          prefetch(b.qs + 32 * j, R * ws);
+          const V raw = S::load(b.qs + 32 * j);
+          lo[r] = S::lowNibbles(raw);
+          hi[r] = S::highNibbles(raw);
+          if constexpr (kFive) {
+            const V qh = S::load(b.qh);
+            lo[r] = S::orV(lo[r], S::andV(S::testMask(qh, uint8_t(1u << (2 * j))), sixteen));
+            hi[r] = S::orV(hi[r], S::andV(S::testMask(qh, uint8_t(2u << (2 * j))), sixteen));
+          }
+        }
+        for (int t = 0; t < T; ++t) {
+          const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+          const V alo = S::load(y.qs + 64 * j), ahi = S::load(y.qs + 64 * j + 32);
+          for (int r = 0; r < R; ++r) {
+            isum[r][t] = S::dotU8S8(isum[r][t], lo[r], alo, sc[r][2 * j], sc[r][2 * j]);
+            isum[r][t] = S::dotU8S8(isum[r][t], hi[r], ahi, sc[r][2 * j + 1], sc[r][2 * j + 1]);
+          }
+        }
       }
-      sum += y[i].d * h(x[i].d) * float(S::hsumI(isum)) - y[i].d * h(x[i].dmin) * float(minsTerm(x[i], y[i]));
+      for (int r = 0; r < R; ++r) {
+        const Block& b = block<Block>(w, ws, r)[i];
+        const float d = S::half(b.d), dmin = S::half(b.dmin);
+        for (int t = 0; t < T; ++t) {
+          const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+          sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(minsTerm<Block>(mn[r], y));
+        }
+      }
     }
-    return sum;
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
-  static float q6_k(const void* w, const void* a, int64_t n) {
-    const auto* x = static_cast<const blocks::Q6_K*>(w);
-    const auto* y = static_cast<const blocks::Q8_K*>(a);
+
+  template <int R, int T>
+  static void q6_kTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    float sum[R][T] = {};
     const V three = S::splat(3);
-    float sum = 0;
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
-      typename S::I isum = S::izero();
+      I isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
-        const uint8_t* ql = x[i].ql + 64 * half;
-        const int8_t* sc = x[i].scales + 8 * half;
-        const int8_t* q8 = y[i].qs + 128 * half;
-        const V raw0 = S::load(ql), raw1 = S::load(ql + 32), hb = S::load(x[i].qh + 32 * half);
-        // Unsigned 6-bit values; the -32 offset is taken out below via bsums.
-        const V q1 = S::orV(S::lowNibbles(raw0), S::template shiftLeft<4>(S::andV(hb, three)));
-        const V q2 = S::orV(S::lowNibbles(raw1), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
-        const V q3 = S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
-        const V q4 = S::orV(S::highNibbles(raw1), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
-        isum = S::dotU8S8(isum, q1, S::load(q8), sc[0], sc[1]);
-        isum = S::dotU8S8(isum, q2, S::load(q8 + 32), sc[2], sc[3]);
-        isum = S::dotU8S8(isum, q3, S::load(q8 + 64), sc[4], sc[5]);
-        isum = S::dotU8S8(isum, q4, S::load(q8 + 96), sc[6], sc[7]);
+        V q[R][4];
+        for (int r = 0; r < R; ++r) {
+          const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
+          prefetch(b.ql + 64 * half, R * ws);
+          prefetch(b.qh + 32 * half, R * ws);
+          const uint8_t* ql = b.ql + 64 * half;
+          const V raw0 = S::load(ql), raw1 = S::load(ql + 32), hb = S::load(b.qh + 32 * half);
+          // Unsigned 6-bit values; the -32 offset is taken out below via bsums.
+          q[r][0] = S::orV(S::lowNibbles(raw0), S::template shiftLeft<4>(S::andV(hb, three)));
+          q[r][1] = S::orV(S::lowNibbles(raw1), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
+          q[r][2] = S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
+          q[r][3] = S::orV(S::highNibbles(raw1), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
+        }
+        for (int t = 0; t < T; ++t) {
+          const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
+          for (int u = 0; u < 4; ++u) {
+            const V av = S::load(q8 + 32 * u);
+            for (int r = 0; r < R; ++r) {
+              const int8_t* sc = block<blocks::Q6_K>(w, ws, r)[i].scales + 8 * half + 2 * u;
+              isum[r][t] = S::dotU8S8(isum[r][t], q[r][u], av, sc[0], sc[1]);
+            }
+          }
+        }
       }
-      int32_t offset = 0;
-      for (int j = 0; j < 16; ++j) offset += int32_t(x[i].scales[j]) * y[i].bsums[j];
-      sum += y[i].d * h(x[i].d) * float(S::hsumI(isum) - 32 * offset);
+      for (int r = 0; r < R; ++r) {
+        const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
+        const float d = S::half(b.d);
+        for (int t = 0; t < T; ++t) {
+          const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+          int32_t offset = 0;
+          for (int j = 0; j < 16; ++j) offset += int32_t(b.scales[j]) * y.bsums[j];
+          sum[r][t] += y.d * d * float(S::hsumI(isum[r][t]) - 32 * offset);
+        }
+      }
     }
-    return sum;
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
+
+  // ---- Float rows: one row dot per pair ----
+
+  template <int Kind, int R, int T>
+  static void floatTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        const void* x = w + size_t(r) * ws;
+        const void* y = a + size_t(t) * as;
+        float v;
+        if constexpr (Kind == 0) v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
+        else if constexpr (Kind == 1) v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        else v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        out[size_t(r) * os + size_t(t)] = v;
+      }
+  }
+
+  // ---- Dispatch on the tile's actual shape ----
+
+  template <template <int, int> class Kernel>
+  static void dispatch(const uint8_t* w, size_t ws, int rows, const uint8_t* a, size_t as, int tokens, int64_t n,
+                       float* out, size_t os) {
+    static_assert(kTileRows == 8 && kTileTokens == 4, "dispatch covers 8 x 1 and 4 x 4 tiles");
+    if (tokens == 1) {
+      switch (rows) {
+        case 1: return Kernel<1, 1>::run(w, ws, a, as, n, out, os);
+        case 2: return Kernel<2, 1>::run(w, ws, a, as, n, out, os);
+        case 3: return Kernel<3, 1>::run(w, ws, a, as, n, out, os);
+        case 4: return Kernel<4, 1>::run(w, ws, a, as, n, out, os);
+        case 5: return Kernel<5, 1>::run(w, ws, a, as, n, out, os);
+        case 6: return Kernel<6, 1>::run(w, ws, a, as, n, out, os);
+        case 7: return Kernel<7, 1>::run(w, ws, a, as, n, out, os);
+        default: return Kernel<8, 1>::run(w, ws, a, as, n, out, os);
+      }
+    }
+    // Several tokens: 4 x 4 tiles, each weight block unpacked once for 4
+    // tokens and each activation block loaded once for 4 rows.
+    for (int r = 0; r < rows; r += 4) {
+      const uint8_t* wr = w + size_t(r) * ws;
+      float* o = out + size_t(r) * os;
+      const int rr = rows - r < 4 ? rows - r : 4;
+      switch ((rr - 1) * 4 + (tokens - 1)) {
+        case 1: Kernel<1, 2>::run(wr, ws, a, as, n, o, os); break;
+        case 2: Kernel<1, 3>::run(wr, ws, a, as, n, o, os); break;
+        case 3: Kernel<1, 4>::run(wr, ws, a, as, n, o, os); break;
+        case 5: Kernel<2, 2>::run(wr, ws, a, as, n, o, os); break;
+        case 6: Kernel<2, 3>::run(wr, ws, a, as, n, o, os); break;
+        case 7: Kernel<2, 4>::run(wr, ws, a, as, n, o, os); break;
+        case 9: Kernel<3, 2>::run(wr, ws, a, as, n, o, os); break;
+        case 10: Kernel<3, 3>::run(wr, ws, a, as, n, o, os); break;
+        case 11: Kernel<3, 4>::run(wr, ws, a, as, n, o, os); break;
+        case 13: Kernel<4, 2>::run(wr, ws, a, as, n, o, os); break;
+        case 14: Kernel<4, 3>::run(wr, ws, a, as, n, o, os); break;
+        default: Kernel<4, 4>::run(wr, ws, a, as, n, o, os); break;
+      }
+    }
+  }
+
+  template <int R, int T> struct Q8_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q8_0Format, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q4_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q4_0Format, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q5_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q5_0Format, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q4_1K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q4_1Tile<R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q4_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { k45Tile<blocks::Q4_K, false, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q5_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { k45Tile<blocks::Q5_K, true, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct Q6_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q6_kTile<R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct F32K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<0, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct F16K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<1, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T> struct BF16K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<2, R, T>(w, ws, a, as, n, o, os); } };
 
   static DotTable table() {
-    return {S::kName, &f32, &f16, &bf16, &q4_0, &q4_1, &q5_0, &q8_0, &q4_k, &q5_k, &q6_k};
+    return {S::kName, &dispatch<F32K>, &dispatch<F16K>, &dispatch<BF16K>, &dispatch<Q4_0K>, &dispatch<Q4_1K>,
+            &dispatch<Q5_0K>, &dispatch<Q8_0K>, &dispatch<Q4_KK>, &dispatch<Q5_KK>, &dispatch<Q6_KK>};
   }
 };
 

@@ -14,6 +14,7 @@ struct Avx2 {
   using I = __m256i;  // 8 x int32
   using F = __m256;   // 8 x float
 
+  static float half(uint16_t bits) { return _cvtsh_ss(bits); }
   static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static V splat(uint8_t x) { return _mm256_set1_epi8(char(x)); }
   static V nibbles16(const uint8_t* p) {

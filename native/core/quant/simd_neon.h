@@ -5,6 +5,7 @@
 #include <arm_neon.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace md::simd {
 
@@ -14,6 +15,11 @@ struct Neon {
   using I = int32x4_t;
   using F = float32x4_t;
 
+  static float half(uint16_t bits) {
+    __fp16 h;
+    std::memcpy(&h, &bits, 2);
+    return float(h);
+  }
   static V load(const void* p) {
     const uint8_t* b = static_cast<const uint8_t*>(p);
     return {vld1q_u8(b), vld1q_u8(b + 16)};

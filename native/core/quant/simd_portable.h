@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../float16.h"
+
 namespace md::simd {
 
 struct Portable {
@@ -13,6 +15,7 @@ struct Portable {
   using I = int32_t;
   using F = float;
 
+  static float half(uint16_t bits) { return halfToFloat(bits); }
   static V load(const void* p) { V v; std::memcpy(v.b, p, 32); return v; }
   static V splat(uint8_t x) { V v; std::memset(v.b, x, 32); return v; }
   // 16 bytes -> their low nibbles, then their high nibbles.

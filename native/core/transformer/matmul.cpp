@@ -62,20 +62,26 @@ const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* row
 void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
             const TensorView* bias) {
   if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matmul: activation width differs from the weights'");
-  const RowDot dot = dots.forType(w.type);
+  const TileDot tile = dots.forType(w.type);
   size_t stride;
   const uint8_t* act = x.in(activationTypeFor(w.type), pool, &stride);
   const int64_t rows = int64_t(w.rows), batch = x.rows(), cols = x.cols();
   const float* b = bias != nullptr && bias->present() ? reinterpret_cast<const float*>(bias->data) : nullptr;
-  pool.run([&](int t) {
+  pool.run([&](int thread) {
     int64_t begin, end;
-    ThreadPool::split(rows, t, pool.size(), &begin, &end);
+    ThreadPool::split(rows, thread, pool.size(), &begin, &end);
+    float part[kTileRows * kTileTokens];
     for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
       const int64_t r1 = std::min(end, r0 + kRowBlock);
-      for (int64_t i = 0; i < batch; ++i) {
-        const uint8_t* a = act + size_t(i) * stride;
-        float* o = out + i * rows;
-        for (int64_t r = r0; r < r1; ++r) o[r] = dot(w.row(uint64_t(r)), a, cols) + (b ? b[r] : 0.f);
+      for (int64_t t0 = 0; t0 < batch; t0 += kTileTokens) {
+        const int tokens = int(std::min<int64_t>(kTileTokens, batch - t0));
+        for (int64_t r = r0; r < r1; r += kTileRows) {
+          const int count = int(std::min<int64_t>(kTileRows, r1 - r));
+          tile(w.row(uint64_t(r)), w.rowBytes, count, act + size_t(t0) * stride, stride, tokens, cols, part, kTileTokens);
+          for (int i = 0; i < count; ++i)
+            for (int t = 0; t < tokens; ++t)
+              out[(t0 + t) * rows + r + i] = part[i * kTileTokens + t] + (b ? b[r + i] : 0.f);
+        }
       }
     }
   });

@@ -164,7 +164,8 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   // query and the softmax weights are rounded to float16 before their
   // products with K and V.
   const float scale = 1.0f / std::sqrt(float(hd));
-  const RowDot dotHalf = dots_.f16;
+  const TileDot dotHalf = dots_.f16;
+  const size_t keyStride = size_t(kvDim) * sizeof(uint16_t);
   pool_.run([&](int thread) {
     float* scores = s.scores_.data() + size_t(thread) * s.contextSize_;
     uint16_t* qHalf = s.queryHalf_.data() + size_t(thread) * size_t(hd);
@@ -175,8 +176,12 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
       const int64_t positions = start + t + 1;
       const float* q = s.q_.data() + t * qDim + h * hd;
       for (int64_t i = 0; i < hd; ++i) qHalf[i] = halfFromFloat(q[i]);
-      for (int64_t j = 0; j < positions; ++j)
-        scores[j] = dotHalf(keys + size_t(j) * size_t(kvDim) + size_t(g * hd), qHalf, hd) * scale;
+      for (int64_t j = 0; j < positions; j += kTileRows) {
+        const int rows = int(std::min<int64_t>(kTileRows, positions - j));
+        dotHalf(reinterpret_cast<const uint8_t*>(keys + size_t(j) * size_t(kvDim) + size_t(g * hd)), keyStride, rows,
+                reinterpret_cast<const uint8_t*>(qHalf), 0, 1, hd, scores + j, 1);
+      }
+      for (int64_t j = 0; j < positions; ++j) scores[j] *= scale;
       softmax(scores, positions);
       float* out = s.attn_.data() + t * qDim + h * hd;
       std::fill(out, out + hd, 0.f);

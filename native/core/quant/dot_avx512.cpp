@@ -1,0 +1,43 @@
+// dot_avx512.cpp: the AVX-VNNI kernels built for AVX-512 (VL, BW, VNNI):
+// still 256-bit vectors, but 32 of them, so the 4 x 4 and 8 x 1 tiles keep
+// every accumulator in a register, and VNNI's vpdpbusd on any AVX-512 VNNI
+// CPU (Ice Lake, Cascade Lake, Zen 4...) whether or not it has AVX-VNNI.
+// Built with the AVX-512 flags (this file only); offered only when the CPU
+// has them.
+#include "dot.h"
+
+#if defined(__x86_64__) && defined(__AVX512VL__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include "dot_kernels.h"
+#include "simd_avx2.h"
+
+namespace md {
+namespace simd {
+
+struct Avx512 : Avx2 {
+  static constexpr const char* kName = "avx512";
+  static I dotU8S8(I acc, V u, V s, int16_t scaleLow, int16_t scaleHigh) {
+    const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scales);
+  }
+  static I dotS8S8(V a, V c) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));
+  }
+};
+
+}  // namespace simd
+
+const DotTable* avx512DotTable() {
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                                __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx512f") &&
+                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vnni");
+  static const DotTable table = DotKernels<simd::Avx512>::table();
+  return supported ? &table : nullptr;
+}
+
+}  // namespace md
+#else
+namespace md {
+const DotTable* avx512DotTable() { return nullptr; }
+}  // namespace md
+#endif

@@ -1,0 +1,50 @@
+// dot_avx_vnni.cpp: the dot kernels on AVX2 with AVX-VNNI (Alder Lake,
+// Sapphire Rapids and later): vpdpbusd does the byte products and their sum
+// in one instruction, vpdpwssd the scaled sums of the K types. The same
+// int32 lanes as the AVX2 kernels, so the same bits. Built with -mavxvnni
+// (this file only); offered only when CPUID says the CPU has it.
+#include "dot.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__AVXVNNI__)
+#include <cpuid.h>
+
+#include "dot_kernels.h"
+#include "simd_avx2.h"
+
+namespace md {
+namespace simd {
+
+struct AvxVnni : Avx2 {
+  static constexpr const char* kName = "avx-vnni";
+  static I dotU8S8(I acc, V u, V s, int16_t scaleLow, int16_t scaleHigh) {
+    const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
+    return _mm256_dpwssd_avx_epi32(acc, _mm256_maddubs_epi16(u, s), scales);
+  }
+  static I dotS8S8(V a, V c) {
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));
+  }
+};
+
+}  // namespace simd
+
+namespace {
+bool cpuHasAvxVnni() {
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) return false;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return (a >> 4) & 1u;  // CPUID.(EAX=7,ECX=1):EAX[4] = AVX-VNNI
+}
+}  // namespace
+
+const DotTable* avxVnniDotTable() {
+  static const bool supported = cpuHasAvxVnni();
+  static const DotTable table = DotKernels<simd::AvxVnni>::table();
+  return supported ? &table : nullptr;
+}
+
+}  // namespace md
+#else
+namespace md {
+const DotTable* avxVnniDotTable() { return nullptr; }
+}  // namespace md
+#endif

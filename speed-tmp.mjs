@@ -1,0 +1,27 @@
+import { loadModel } from '/work/main/dist/lib/index.js';
+import { getLlama } from 'node-llama-cpp';
+const path = process.argv[2];
+const P = 64, N = 32;
+const prompt = Array.from({ length: P }, (_, i) => (i * 7919) % 120000);
+const model = await loadModel(path, { threads: 2 });
+const seq = model.openSequence({ backend: 'native', contextSize: 256 });
+let t = performance.now();
+await seq.evaluate(Uint32Array.from(prompt), 0);
+const prefill = performance.now() - t;
+t = performance.now();
+for (let i = 0; i < N; i++) await seq.evaluate(Uint32Array.of(5 + i), P + i);
+const decode = performance.now() - t;
+console.log(`ours: prefill ${(P / prefill * 1000).toFixed(1)} tok/s, decode ${(N / decode * 1000).toFixed(2)} tok/s, rss ${(process.memoryUsage().rss/1e6).toFixed(0)} MB`);
+model.dispose();
+const llama = await getLlama({ gpu: false, build: 'never' });
+const lm = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+const ctx = await lm.createContext({ contextSize: 256, threads: 2, batchSize: 512, flashAttention: false });
+const s = ctx.getSequence();
+t = performance.now();
+await s.evaluateWithoutGeneratingNewTokens(prompt);
+const lp = performance.now() - t;
+t = performance.now();
+let n = 0;
+for await (const tok of s.evaluate([5], { temperature: 0 })) { if (++n === N) break; }
+const ld = performance.now() - t;
+console.log(`llama.cpp: prefill ${(P / lp * 1000).toFixed(1)} tok/s, decode ${(N / ld * 1000).toFixed(2)} tok/s`);

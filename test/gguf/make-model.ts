@@ -1,0 +1,47 @@
+// make-model.ts: writes a random-weight GGUF model from the command line,
+// for the benchmark (bench/README.md) and for trying the package without
+// downloading weights. Built to dist/test/gguf/make-model.js:
+//   node dist/test/gguf/make-model.js --shape llama-3.2-1b --type Q4_0 --out llama-1b-q4_0.gguf
+import { parseArgs } from 'node:util';
+
+import type { TypeName } from './dequantize.js';
+import { BLOCK } from './dequantize.js';
+import { tinyShape, writeRandomModel, type ArchName, type ModelShape } from './random-model.js';
+
+export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: boolean; ropeFactors: boolean }> = {
+  // Llama 3.2 1B: d 2048, 16 layers, 32 heads, 8 KV heads, FFN 8192, V 128256, tied embeddings.
+  'llama-3.2-1b': { arch: 'llama', shape: { vocab: 128256, d: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ff: 8192 }, tied: true, ropeFactors: true },
+  // Qwen3 0.6B: d 1024, 28 layers, 16 heads of 128, 8 KV heads, FFN 3072, V 151936, tied.
+  'qwen3-0.6b': { arch: 'qwen3', shape: { vocab: 151936, d: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ff: 3072 }, tied: true, ropeFactors: false },
+  // A small model that still takes visible time per token.
+  'small': { arch: 'llama', shape: { vocab: 4096, d: 512, layers: 4, heads: 8, kvHeads: 4, headDim: 64, ff: 1536 }, tied: false, ropeFactors: false },
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { shape: { type: 'string', default: 'small' }, type: { type: 'string', default: 'Q4_0' }, out: { type: 'string' }, seed: { type: 'string', default: '1' } },
+  });
+  const type = values.type as TypeName;
+  if (!(type in BLOCK)) throw new Error(`--type: expected one of ${Object.keys(BLOCK).join(', ')}, got ${values.type}`);
+  const shapeName = values.shape!;
+  const known = SHAPES[shapeName];
+  const [arch, tiny] = shapeName.startsWith('tiny-') ? [shapeName.slice(5) as ArchName, true] : [known?.arch, false];
+  if (!known && !tiny) throw new Error(`--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3'].join(', ')}, got ${shapeName}`);
+  if (!values.out) throw new Error('--out: the file to write is required');
+  await writeRandomModel(values.out, {
+    arch: arch!,
+    type,
+    shape: tiny ? tinyShape(arch!, type) : known.shape,
+    seed: Number(values.seed),
+    tied: known?.tied ?? false,
+    ropeFactors: known?.ropeFactors ?? false,
+  });
+  console.log(`wrote ${values.out}`);
+}
+
+if (process.argv[1]?.endsWith('make-model.js')) {
+  main().catch((error: unknown) => {
+    console.error(`make-model: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(2);
+  });
+}
