@@ -33,15 +33,19 @@ struct DotKernels {
   // `ahead` further on: the same block of the next tile.
   static void prefetch(const void* p, size_t ahead) { __builtin_prefetch(static_cast<const char*>(p) + ahead); }
 
-  // Sub-block j's 6-bit scale and min of a Q4_K or Q5_K block.
-  static void scaleMin(int j, const uint8_t* q, int16_t* scale, int16_t* min) {
-    if (j < 4) {
-      *scale = q[j] & 63;
-      *min = q[j + 4] & 63;
-    } else {
-      *scale = int16_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-      *min = int16_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
+  // The 8 6-bit scales (bytes 0-7 of out) and mins (bytes 8-15) of a Q4_K
+  // or Q5_K block, unpacked four at a time in 32-bit words (the layout of
+  // blocks::scaleMinK4).
+  static void scalesAndMins(const uint8_t* q, uint8_t out[16]) {
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t u[4];
+    std::memcpy(u, q, 12);
+    u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+    const uint32_t mins = u[1] & low6;
+    u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+    u[2] = mins;
+    u[0] &= low6;
+    std::memcpy(out, u, 16);
   }
 
   // ---- The 0/1 types against Q8_0 (Q4_1 against Q8_1) ----
@@ -123,8 +127,7 @@ struct DotKernels {
   // ---- The K types against Q8_K: per super-block, an exact int sum of the
   // sub-block products times their scales, minus the mins term ----
 
-  template <class Block>
-  static int32_t minsTerm(const int16_t* mins, const blocks::Q8_K& y) {
+  static int32_t minsTerm(const uint8_t* mins, const blocks::Q8_K& y) {
     int32_t sum = 0;
     for (int j = 0; j < 8; ++j) sum += int32_t(mins[j]) * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
     return sum;
@@ -136,9 +139,8 @@ struct DotKernels {
     float sum[R][T] = {};
     const V sixteen = S::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
-      int16_t sc[R][8], mn[R][8];
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < 8; ++j) scaleMin(j, block<Block>(w, ws, r)[i].scales, &sc[r][j], &mn[r][j]);
+      uint8_t sm[R][16];  // scales, then mins
+      for (int r = 0; r < R; ++r) scalesAndMins(block<Block>(w, ws, r)[i].scales, sm[r]);
       I isum[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
@@ -160,8 +162,8 @@ struct DotKernels {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           const V alo = S::load(y.qs + 64 * j), ahi = S::load(y.qs + 64 * j + 32);
           for (int r = 0; r < R; ++r) {
-            isum[r][t] = S::dotU8S8(isum[r][t], lo[r], alo, sc[r][2 * j], sc[r][2 * j]);
-            isum[r][t] = S::dotU8S8(isum[r][t], hi[r], ahi, sc[r][2 * j + 1], sc[r][2 * j + 1]);
+            isum[r][t] = S::dotU8S8(isum[r][t], lo[r], alo, sm[r][2 * j], sm[r][2 * j]);
+            isum[r][t] = S::dotU8S8(isum[r][t], hi[r], ahi, sm[r][2 * j + 1], sm[r][2 * j + 1]);
           }
         }
       }
@@ -170,7 +172,7 @@ struct DotKernels {
         const float d = S::half(b.d), dmin = S::half(b.dmin);
         for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
-          sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(minsTerm<Block>(mn[r], y));
+          sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(minsTerm(sm[r] + 8, y));
         }
       }
     }
