@@ -20,6 +20,10 @@ struct AvxVnni : Avx2 {
     const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
     return _mm256_dpwssd_avx_epi32(acc, _mm256_maddubs_epi16(u, s), scales);
   }
+  static I dotU8S8Add(I acc, V u, V s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+  static I negatedOffset(V s, uint8_t k) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), splat(k), s));
+  }
   static I dotS8S8(V a, V c) {
     return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));
   }

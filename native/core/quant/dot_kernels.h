@@ -50,21 +50,28 @@ struct DotKernels {
 
   // ---- The 0/1 types against Q8_0 (Q4_1 against Q8_1) ----
 
+  // unpack() gives the quants as unsigned bytes q; the value is q - kOffset.
+  // With an offset, sum((q - k) a) is computed as sum(q a) on top of
+  // -k sum(a) per lane (the same int32 lanes, one product per byte fewer);
+  // Q8_0's signed quants take the sign trick instead.
   struct Q8_0Format {
     using Block = blocks::Q8_0;
+    static constexpr uint8_t kOffset = 0;
     static V unpack(const Block& b) { return S::load(b.qs); }
   };
   struct Q4_0Format {
     using Block = blocks::Q4_0;
-    static V unpack(const Block& b) { return S::subBytes(S::nibbles16(b.qs), S::splat(8)); }
+    static constexpr uint8_t kOffset = 8;
+    static V unpack(const Block& b) { return S::nibbles16(b.qs); }
   };
   struct Q5_0Format {
     using Block = blocks::Q5_0;
-    // q - 16 as a byte: the nibble, with 0xF0 set where the fifth bit is clear.
+    static constexpr uint8_t kOffset = 16;
+    // The nibble with its fifth bit: 0..31.
     static V unpack(const Block& b) {
       uint32_t qh;
       std::memcpy(&qh, b.qh, 4);
-      return S::orV(S::nibbles16(b.qs), S::andNot(S::bitsToMask(qh), S::splat(0xF0)));
+      return S::orV(S::nibbles16(b.qs), S::andV(S::bitsToMask(qh), S::splat(0x10)));
     }
   };
 
@@ -87,7 +94,12 @@ struct DotKernels {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         const V av = S::load(y.qs);
         const float ad = S::half(y.d);
-        for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotS8S8(wv[r], av), wd[r] * ad);
+        if constexpr (Format::kOffset > 0) {
+          const I offset = S::negatedOffset(av, Format::kOffset);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotU8S8Add(offset, wv[r], av), wd[r] * ad);
+        } else {
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotS8S8(wv[r], av), wd[r] * ad);
+        }
       }
     }
     for (int r = 0; r < R; ++r)

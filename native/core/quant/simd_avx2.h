@@ -49,6 +49,13 @@ struct Avx2 {
     const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
   }
+  // Lane j: the sum of bytes 4j..4j+3 of u * s (u unsigned, at most 127).
+  static I dotU8S8Add(I acc, V u, V s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  }
+  static I negatedOffset(V s, uint8_t k) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(), dotU8S8Add(_mm256_setzero_si256(), splat(k), s));
+  }
   static I dotS8S8(V a, V c) {
     // maddubs needs an unsigned first operand: |a| times c with a's sign.
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));

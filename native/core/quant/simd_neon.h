@@ -65,6 +65,14 @@ struct Neon {
     const int32x4_t hi = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u.hi), vreinterpretq_s8_u8(s.hi));
     return vmlaq_n_s32(vmlaq_n_s32(acc, lo, scaleLow), hi, scaleHigh);
   }
+  static I dotU8S8Add(I acc, V u, V s) {
+    acc = dot16(acc, vreinterpretq_s8_u8(u.lo), vreinterpretq_s8_u8(s.lo));
+    return dot16(acc, vreinterpretq_s8_u8(u.hi), vreinterpretq_s8_u8(s.hi));
+  }
+  static I negatedOffset(V s, uint8_t k) {
+    const int8x16_t minusK = vdupq_n_s8(int8_t(-int(k)));
+    return dot16(dot16(vdupq_n_s32(0), minusK, vreinterpretq_s8_u8(s.lo)), minusK, vreinterpretq_s8_u8(s.hi));
+  }
   static I dotS8S8(V a, V c) {
     const int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo));
     return dot16(lo, vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi));

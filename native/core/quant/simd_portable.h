@@ -47,6 +47,17 @@ struct Portable {
     for (int i = 16; i < 32; ++i) hi += int32_t(u.b[i]) * int8_t(s.b[i]);
     return acc + lo * scaleLow + hi * scaleHigh;
   }
+  // acc + sum(u[i] * s[i]), u unsigned bytes below 128, s signed.
+  static I dotU8S8Add(I acc, V u, V s) {
+    for (int i = 0; i < 32; ++i) acc += int32_t(u.b[i]) * int8_t(s.b[i]);
+    return acc;
+  }
+  // -k * sum(s[i]), in the lanes dotU8S8Add adds to.
+  static I negatedOffset(V s, uint8_t k) {
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += int8_t(s.b[i]);
+    return -int32_t(k) * sum;
+  }
   // sum(a[i] * c[i]), both signed bytes in -127..127.
   static I dotS8S8(V a, V c) {
     int32_t sum = 0;
