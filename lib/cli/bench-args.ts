@@ -6,7 +6,9 @@ import { parseArgs } from 'node:util';
 
 import type { BackendName } from '../backends.js';
 import type { BenchSettings, ScenarioName } from '../bench/report.js';
+import type { ModelBenchSettings } from '../bench/model-bench.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
+import { physicalCores } from '../gguf/physical-cores.js';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -16,6 +18,7 @@ export class UsageError extends Error {
 }
 
 export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
+       metal-decode bench model --model FILE [options]
 
 Scenarios (default: all):
   sampler   us per sample() call, median and p90, per backend x V x config,
@@ -37,7 +40,71 @@ Options:
   --json             print the report as JSON (schema: bench/report.schema.json)
   --out FILE         also write a chart: FILE.svg, or FILE.html with the tables
   --no-progress      no progress bar (it is drawn only on a terminal anyway)
-  -h, --help         this text`;
+  -h, --help         this text
+
+  model     a GGUF model on the CPU forward pass: prefill and decode tokens/s and
+            the time to the first token, and llama.cpp's (node-llama-cpp, when
+            installed) on the same file and threads, with the ratios and the
+            resident memory
+  --model FILE       the .gguf file (required)
+  --threads N        forward-pass threads for both engines (default: the physical cores)
+  --prompt N         prompt tokens (default 128)
+  --tokens N         generated tokens (default 64)
+  --runs N           timed runs after one warm-up; medians are reported (default 3)
+  --compare WHAT     llama.cpp (an error if node-llama-cpp is missing), none, or auto
+                     (default: llama.cpp when installed, else a line saying why not)
+  --json             print the result as JSON`;
+
+export interface ModelBenchArgs {
+  help: boolean;
+  json: boolean;
+  settings: ModelBenchSettings;
+}
+
+/** The arguments after `bench model`. */
+export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: attachNegativeValues(argv),
+      allowPositionals: false,
+      strict: true,
+      options: {
+        model: { type: 'string' },
+        threads: { type: 'string' },
+        prompt: { type: 'string' },
+        tokens: { type: 'string' },
+        runs: { type: 'string' },
+        compare: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values } = parsed;
+  const help = values.help ?? false;
+  const model = values.model;
+  if (!help) {
+    if (model === undefined) throw new UsageError('Expected a .gguf file for --model but received nothing');
+    if (!existsSync(model) || !statSync(model).isFile()) throw new UsageError(`Expected a .gguf file for --model but received ${JSON.stringify(model)} (no such file)`);
+  }
+  const compare = values.compare ?? 'auto';
+  if (compare !== 'auto' && compare !== 'llama.cpp' && compare !== 'none') throw new UsageError(`Expected llama.cpp, none or auto for --compare but received ${JSON.stringify(compare)}`);
+  return {
+    help,
+    json: values.json ?? false,
+    settings: {
+      model: model ?? '',
+      threads: integer('threads', values.threads, physicalCores(), 256),
+      promptTokens: integer('prompt', values.prompt, 128, 65536),
+      generatedTokens: integer('tokens', values.tokens, 64, 65536, 2),
+      runs: integer('runs', values.runs, 3, 1000),
+      compare,
+    },
+  };
+}
 
 export interface BenchArgs {
   help: boolean;

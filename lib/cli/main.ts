@@ -14,7 +14,8 @@ import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type Decod
 import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
-import { BENCH_USAGE, parseBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
+import { benchModel, modelBenchTables } from '../bench/model-bench.js';
+import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, UsageError, type BenchArgs, type ModelBenchArgs } from './bench-args.js';
 
 export interface Output {
   write(text: string): void;
@@ -24,7 +25,7 @@ export interface Output {
 const USAGE = `Usage: metal-decode <command>
 
 Commands:
-  bench     measure the samplers and the decode loop on this machine (metal-decode bench --help)`;
+  bench     measure the samplers, the decode loop and GGUF models on this machine (metal-decode bench --help)`;
 
 /** Runs the command line `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[], stdout: Output = process.stdout, stderr: Output = process.stderr): Promise<number> {
@@ -37,6 +38,7 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
     stderr.write(`metal-decode: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
     return 2;
   }
+  if (rest[0] === 'model') return modelBench(rest.slice(1), stdout, stderr);
   let args: BenchArgs;
   try {
     args = parseBenchArgs(rest);
@@ -50,6 +52,33 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
     return 0;
   }
   return bench(args, stdout, stderr);
+}
+
+async function modelBench(argv: string[], stdout: Output, stderr: Output): Promise<number> {
+  let args: ModelBenchArgs;
+  try {
+    args = parseModelBenchArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    stderr.write(`metal-decode bench model: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
+    return 2;
+  }
+  if (args.help) {
+    stdout.write(`${BENCH_USAGE}\n`);
+    return 0;
+  }
+  const log = args.json ? stderr : stdout;
+  log.write(`machine: ${describeMachine(machineInfo())}\n`);
+  let result;
+  try {
+    result = await benchModel(args.settings);
+  } catch (error) {
+    stderr.write(`metal-decode bench model: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else for (const table of modelBenchTables(result)) stdout.write(`\n${tableText(table)}\n`);
+  return 0;
 }
 
 async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<number> {

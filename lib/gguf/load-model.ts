@@ -32,10 +32,16 @@ export interface LoadModelOptions {
   prefetch?: boolean;
   /** Tokens per prefill batch; longer prompts run in several. Default 512. */
   batchSize?: number;
-  /** The dot-product kernels: 'auto' (default: the best this CPU has), 'avx2', 'neon' or 'portable'. */
-  cpuKernels?: 'auto' | 'avx2' | 'neon' | 'portable';
+  /**
+   * The dot-product kernels: 'auto' (default: the best this CPU has), or one
+   * by name ('avx512', 'avx-vnni' and 'avx2' on x86-64, 'neon' on arm64,
+   * 'portable' anywhere); a name this CPU cannot run is a RangeError.
+   */
+  cpuKernels?: CpuKernels;
 }
 
+export type CpuKernels = 'auto' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
+const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
 const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels']);
 const PREFETCH_CHUNK = 64 << 20;
 
@@ -64,7 +70,7 @@ function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal
   if (o.prefetch !== undefined && typeof o.prefetch !== 'boolean') throw invalidParameterError('prefetch', 'a boolean', o.prefetch, 'type');
   const batchSize = o.batchSize === undefined ? 512 : integerInRange('batchSize', o.batchSize, 1, 65536);
   const cpuKernels = o.cpuKernels ?? 'auto';
-  if (!['auto', 'avx2', 'neon', 'portable'].includes(cpuKernels)) throw invalidParameterError('cpuKernels', "'auto', 'avx2', 'neon' or 'portable'", cpuKernels, 'range');
+  if (!CPU_KERNELS.includes(cpuKernels)) throw invalidParameterError('cpuKernels', CPU_KERNELS.map((k) => `'${k}'`).join(', '), cpuKernels, 'range');
   return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels };
 }
 
@@ -113,7 +119,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const message = error instanceof Error ? error.message : String(error);
     const tensor = /^tensor (\S+): (.*)$/s.exec(message);
     if (tensor) throw new GgufError(path, `tensor ${tensor[1]}`, tensor[2]);
-    if (/^MD_CPU_ISA|^cpuKernels|not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
+    if (/not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
     const field = /^([\w.]+): (.*)$/s.exec(message);
     if (field) throw new GgufError(path, field[1], field[2]);
     throw new GgufError(path, 'file', message);

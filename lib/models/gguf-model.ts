@@ -24,7 +24,7 @@ export interface GgufModelInfo {
   /** The context length the model was trained with, when the file says. */
   trainedContextLength?: number;
   threads: number;
-  /** The dot kernels: 'avx2', 'neon' or 'portable'. */
+  /** The dot kernels: 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
   cpuKernels: string;
 }
 
@@ -57,7 +57,7 @@ export class GgufModel implements DecodeModel {
    * 'native' ('auto' picks it). The GPU forward pass of GGUF models is not
    * built yet: 'metal' and 'emulated' are errors saying so, as is 'js'.
    */
-  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+  openSequence(options: { backend: BackendChoice; contextSize: number }): GgufSequence {
     if (this.#disposed) throw new Error('openSequence: the model was disposed');
     const { backend, contextSize } = options;
     if (backend === 'metal' || backend === 'emulated') {
@@ -83,7 +83,8 @@ export class GgufModel implements DecodeModel {
   }
 }
 
-class GgufSequence implements ModelSequence {
+/** One sequence of a GgufModel: its KV cache and logits in the addon. */
+export class GgufSequence implements ModelSequence {
   readonly backend: BackendName = 'native';
   readonly chain = undefined;
   readonly #native: NativeTransformerSequence;
@@ -93,6 +94,7 @@ class GgufSequence implements ModelSequence {
   #inFlight: Promise<unknown> = Promise.resolve();
   #disposed = false;
 
+  /** @internal GgufModel.openSequence() makes sequences. */
   constructor(native: NativeTransformerSequence, readonly contextSize: number, onDispose: (s: GgufSequence) => void) {
     this.#native = native;
     this.#onDispose = onDispose;
@@ -101,6 +103,11 @@ class GgufSequence implements ModelSequence {
   /** Positions the KV cache holds. */
   get length(): number {
     return this.#native.length;
+  }
+
+  /** Bytes of the F16 KV cache (contextSize positions). */
+  get kvCacheBytes(): number {
+    return this.#native.kvCacheBytes;
   }
 
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {

@@ -137,7 +137,7 @@ export interface NativeTensorEntry {
 export interface NativeTransformer {
   readonly fileSize: number;
   readonly threads: number;
-  /** The dot kernels in use: 'avx2', 'neon' or 'portable'. */
+  /** The dot kernels in use: 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
   readonly isa: string;
   /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
   prefetch(begin: number, end: number): Promise<number>;
@@ -175,6 +175,6 @@ export interface NativeAddon {
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */
   readonly Device: new (kind: DeviceKind) => NativeDevice;
   /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
-  readonly Transformer: new (path: string, config: NativeModelConfig, tensors: NativeTensorEntry[], threads: number, isa: 'auto' | 'avx2' | 'neon' | 'portable') => NativeTransformer;
+  readonly Transformer: new (path: string, config: NativeModelConfig, tensors: NativeTensorEntry[], threads: number, isa: string) => NativeTransformer;
   readonly tensorTypes: readonly NativeTensorType[];
 }

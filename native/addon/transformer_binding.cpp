@@ -26,10 +26,12 @@ struct SequenceShared {
   SequenceShared(std::shared_ptr<TransformerShared> m, uint32_t contextSize, uint32_t maxBatch)
       : model(std::move(m)),
         state(model->transformer->config(), contextSize, maxBatch),
-        logits(model->transformer->config().vocabSize) {}
+        logits(std::make_shared<std::vector<float>>(model->transformer->config().vocabSize)) {}
   std::shared_ptr<TransformerShared> model;
   TransformerState state;
-  std::vector<float> logits;
+  // Shared with the Float32Array over it, which may outlive the sequence:
+  // disposing frees the KV cache at once, the logits when JS lets go.
+  std::shared_ptr<std::vector<float>> logits;
   bool busy = false;  // JavaScript thread only
 };
 
@@ -252,12 +254,11 @@ Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerSh
   }
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->sequenceConstructor().New({});
   SequenceHandle* handle = Napi::ObjectWrap<SequenceHandle>::Unwrap(object);
-  // The logits array keeps the sequence's memory alive as long as JS holds it.
-  auto* keep = new std::shared_ptr<SequenceShared>(shared);
+  auto* keep = new std::shared_ptr<std::vector<float>>(shared->logits);
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-      env, shared->logits.data(), shared->logits.size() * sizeof(float),
-      [](Napi::Env, void*, std::shared_ptr<SequenceShared>* hint) { delete hint; }, keep);
-  handle->logits_ = Napi::Persistent(Napi::Float32Array::New(env, shared->logits.size(), buffer, 0));
+      env, shared->logits->data(), shared->logits->size() * sizeof(float),
+      [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
+  handle->logits_ = Napi::Persistent(Napi::Float32Array::New(env, shared->logits->size(), buffer, 0));
   Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(shared->state.kvCacheBytes()));
   handle->shared_ = std::move(shared);
   return object;
@@ -296,7 +297,7 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
   sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start]() mutable {
     try {
       sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start,
-                                             sequence->logits.data());
+                                             sequence->logits->data());
       promise.settle([sequence](Napi::Env env) {
         sequence->busy = false;
         return env.Undefined();

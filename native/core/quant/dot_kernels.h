@@ -83,22 +83,23 @@ struct DotKernels {
       for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
-      float wd[R];
+      const Block* rowBlocks[R];
       for (int r = 0; r < R; ++r) {
-        const Block& b = block<Block>(w, ws, r)[i];
-        prefetch(&b, R * ws);
-        wv[r] = Format::unpack(b);
-        wd[r] = S::half(b.d);
+        rowBlocks[r] = &block<Block>(w, ws, r)[i];
+        prefetch(rowBlocks[r], R * ws);
+        wv[r] = Format::unpack(*rowBlocks[r]);
       }
+      // The R weight scales, converted at once.
+      const typename S::template Scales<R> wd = S::template scales<R>(rowBlocks);
       for (int t = 0; t < T; ++t) {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         const V av = S::load(y.qs);
-        const float ad = S::half(y.d);
+        const typename S::template Scales<R> d = S::times(wd, S::half(y.d));
         if constexpr (Format::kOffset > 0) {
           const I offset = S::negatedOffset(av, Format::kOffset);
-          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotU8S8Add(offset, wv[r], av), wd[r] * ad);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
         } else {
-          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddI(acc[r][t], S::dotS8S8(wv[r], av), wd[r] * ad);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
         }
       }
     }

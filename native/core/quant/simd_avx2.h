@@ -61,6 +61,25 @@ struct Avx2 {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(c, a));
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
+  // The float16 scales (field d) of R blocks as R floats in one vector.
+  template <int R> struct Scales { __m256 v; };
+  template <int R, class Block>
+  static Scales<R> scales(const Block* const* blocks) {
+    __m128i bits = _mm_setzero_si128();
+    if constexpr (R > 0) bits = _mm_insert_epi16(bits, blocks[0]->d, 0);
+    if constexpr (R > 1) bits = _mm_insert_epi16(bits, blocks[1]->d, 1);
+    if constexpr (R > 2) bits = _mm_insert_epi16(bits, blocks[2]->d, 2);
+    if constexpr (R > 3) bits = _mm_insert_epi16(bits, blocks[3]->d, 3);
+    if constexpr (R > 4) bits = _mm_insert_epi16(bits, blocks[4]->d, 4);
+    if constexpr (R > 5) bits = _mm_insert_epi16(bits, blocks[5]->d, 5);
+    if constexpr (R > 6) bits = _mm_insert_epi16(bits, blocks[6]->d, 6);
+    if constexpr (R > 7) bits = _mm_insert_epi16(bits, blocks[7]->d, 7);
+    return {_mm256_cvtph_ps(bits)};
+  }
+  template <int R> static Scales<R> times(Scales<R> s, float m) { return {_mm256_mul_ps(s.v, _mm256_set1_ps(m))}; }
+  template <int R> static F fmaddScale(F acc, I i, Scales<R> s, int r) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_permutevar8x32_ps(s.v, _mm256_set1_epi32(r)), acc);
+  }
   static F fmaddI(F acc, I i, float d) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(d), acc); }
   static int32_t hsumI(I i) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));

@@ -77,6 +77,19 @@ struct Neon {
     const int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo));
     return dot16(lo, vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi));
   }
+  // The float16 scales (field d) of R blocks as R floats.
+  template <int R> struct Scales { float v[R]; };
+  template <int R, class Block>
+  static Scales<R> scales(const Block* const* blocks) {
+    Scales<R> s;
+    for (int r = 0; r < R; ++r) s.v[r] = half(blocks[r]->d);
+    return s;
+  }
+  template <int R> static Scales<R> times(Scales<R> s, float m) {
+    for (int r = 0; r < R; ++r) s.v[r] *= m;
+    return s;
+  }
+  template <int R> static F fmaddScale(F acc, I i, const Scales<R>& s, int r) { return fmaddI(acc, i, s.v[r]); }
   static F fmaddI(F acc, I i, float d) { return vfmaq_n_f32(acc, vcvtq_f32_s32(i), d); }
   static int32_t hsumI(I i) { return vaddvq_s32(i); }
   static float hsumF(F f) { return vaddvq_f32(f); }

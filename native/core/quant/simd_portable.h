@@ -64,6 +64,19 @@ struct Portable {
     for (int i = 0; i < 32; ++i) sum += int32_t(int8_t(a.b[i])) * int8_t(c.b[i]);
     return sum;
   }
+  // The float16 scales (field d) of R blocks as R floats.
+  template <int R> struct Scales { float v[R]; };
+  template <int R, class Block>
+  static Scales<R> scales(const Block* const* blocks) {
+    Scales<R> s;
+    for (int r = 0; r < R; ++r) s.v[r] = halfToFloat(blocks[r]->d);
+    return s;
+  }
+  template <int R> static Scales<R> times(Scales<R> s, float m) {
+    for (int r = 0; r < R; ++r) s.v[r] *= m;
+    return s;
+  }
+  template <int R> static F fmaddScale(F acc, I i, const Scales<R>& s, int r) { return fmaddI(acc, i, s.v[r]); }
   static F fmaddI(F acc, I i, float d) { return acc + float(i) * d; }
   static int32_t hsumI(I i) { return i; }
   static float hsumF(F f) { return f; }

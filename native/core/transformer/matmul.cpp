@@ -59,28 +59,52 @@ const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* row
   return slot.bytes.data();
 }
 
-void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
-            const TensorView* bias) {
-  if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matmul: activation width differs from the weights'");
-  const TileDot tile = dots.forType(w.type);
-  size_t stride;
-  const uint8_t* act = x.in(activationTypeFor(w.type), pool, &stride);
-  const int64_t rows = int64_t(w.rows), batch = x.rows(), cols = x.cols();
-  const float* b = bias != nullptr && bias->present() ? reinterpret_cast<const float*>(bias->data) : nullptr;
+void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x) {
+  struct Prepared {
+    const TensorView* w;
+    float* out;
+    const float* bias;
+    TileDot tile;
+    const uint8_t* act;
+    size_t stride;
+    int64_t firstRow;  // in the concatenated range
+  };
+  Prepared prepared[4];
+  if (jobs.size() > 4) throw std::logic_error("matmul: at most 4 products per pass");
+  int count = 0;
+  int64_t total = 0;
+  for (const MatmulJob& job : jobs) {
+    if (uint64_t(x.cols()) != job.weights->cols) throw std::logic_error("matmul: activation width differs from the weights'");
+    Prepared& p = prepared[count++];
+    p.w = job.weights;
+    p.out = job.out;
+    p.bias = job.bias != nullptr && job.bias->present() ? reinterpret_cast<const float*>(job.bias->data) : nullptr;
+    p.tile = dots.forType(job.weights->type);
+    p.act = x.in(activationTypeFor(job.weights->type), pool, &p.stride);
+    p.firstRow = total;
+    total += int64_t(job.weights->rows);
+  }
+  const int64_t batch = x.rows(), cols = x.cols();
   pool.run([&](int thread) {
     int64_t begin, end;
-    ThreadPool::split(rows, thread, pool.size(), &begin, &end);
+    ThreadPool::split(total, thread, pool.size(), &begin, &end);
     float part[kTileRows * kTileTokens];
-    for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
-      const int64_t r1 = std::min(end, r0 + kRowBlock);
-      for (int64_t t0 = 0; t0 < batch; t0 += kTileTokens) {
-        const int tokens = int(std::min<int64_t>(kTileTokens, batch - t0));
-        for (int64_t r = r0; r < r1; r += kTileRows) {
-          const int count = int(std::min<int64_t>(kTileRows, r1 - r));
-          tile(w.row(uint64_t(r)), w.rowBytes, count, act + size_t(t0) * stride, stride, tokens, cols, part, kTileTokens);
-          for (int i = 0; i < count; ++i)
-            for (int t = 0; t < tokens; ++t)
-              out[(t0 + t) * rows + r + i] = part[i * kTileTokens + t] + (b ? b[r + i] : 0.f);
+    for (int j = 0; j < count; ++j) {
+      const Prepared& p = prepared[j];
+      const int64_t rows = int64_t(p.w->rows);
+      const int64_t from = std::max<int64_t>(begin - p.firstRow, 0), to = std::min<int64_t>(end - p.firstRow, rows);
+      for (int64_t r0 = from; r0 < to; r0 += kRowBlock) {
+        const int64_t r1 = std::min(to, r0 + kRowBlock);
+        for (int64_t t0 = 0; t0 < batch; t0 += kTileTokens) {
+          const int tokens = int(std::min<int64_t>(kTileTokens, batch - t0));
+          for (int64_t r = r0; r < r1; r += kTileRows) {
+            const int n = int(std::min<int64_t>(kTileRows, r1 - r));
+            p.tile(p.w->row(uint64_t(r)), p.w->rowBytes, n, p.act + size_t(t0) * p.stride, p.stride, tokens, cols, part,
+                   kTileTokens);
+            for (int i = 0; i < n; ++i)
+              for (int t = 0; t < tokens; ++t)
+                p.out[(t0 + t) * rows + r + i] = part[i * kTileTokens + t] + (p.bias ? p.bias[r + i] : 0.f);
+          }
         }
       }
     }

@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "../quant/dot.h"
@@ -37,9 +38,22 @@ class ActivationRows {
   std::array<Slot, 6> slots_{};
 };
 
-// out[r * w.rows + i] = dot(W row i, x row r) (+ bias[i]) for every
-// activation row r. x.cols() must equal w.cols.
-void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
-            const TensorView* bias = nullptr);
+// One product of a batch: out[r * w.rows + i] = dot(W row i, x row r)
+// (+ bias[i]) for every activation row r.
+struct MatmulJob {
+  const TensorView* weights;
+  float* out;
+  const TensorView* bias = nullptr;
+};
+
+// Several products of the same activations (Q, K and V; gate and up) in one
+// pass of the pool: the rows of all of them are split across the threads
+// as one range, so the threads meet once, not once per matrix.
+void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x);
+
+inline void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
+                   const TensorView* bias = nullptr) {
+  matmul(pool, dots, {MatmulJob{&w, out, bias}}, x);
+}
 
 }  // namespace md

@@ -91,6 +91,7 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
     ropeAngles(c, floats(weights_.ropeFactors), start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
   }
   auto normRows = [&](const float* weight) {
+    if (count == 1) return rmsNorm(s.x_.data(), weight, s.xn_.data(), d, c.normEps);
     pool_.run([&](int thread) {
       int64_t begin, end;
       ThreadPool::split(count, thread, pool_.size(), &begin, &end);
@@ -101,9 +102,7 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
     const LayerWeights& w = weights_.layers[layer];
     normRows(floats(w.attnNorm));
     s.rows_.reset(s.xn_.data(), count, d);
-    matmul(pool_, dots_, w.wq, s.rows_, s.q_.data(), &w.bq);
-    matmul(pool_, dots_, w.wk, s.rows_, s.k_.data(), &w.bk);
-    matmul(pool_, dots_, w.wv, s.rows_, s.v_.data(), &w.bv);
+    matmul(pool_, dots_, {{&w.wq, s.q_.data(), &w.bq}, {&w.wk, s.k_.data(), &w.bk}, {&w.wv, s.v_.data(), &w.bv}}, s.rows_);
     attention(s, layer, count, start);
     s.rows_.reset(s.attn_.data(), count, qDim);
     matmul(pool_, dots_, w.wo, s.rows_, s.proj_.data());
@@ -111,8 +110,7 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
 
     normRows(floats(w.ffnNorm));
     s.rows_.reset(s.xn_.data(), count, d);
-    matmul(pool_, dots_, w.gate, s.rows_, s.gate_.data());
-    matmul(pool_, dots_, w.up, s.rows_, s.up_.data());
+    matmul(pool_, dots_, {{&w.gate, s.gate_.data()}, {&w.up, s.up_.data()}}, s.rows_);
     swiglu(s.gate_.data(), s.up_.data(), count * f);
     s.rows_.reset(s.gate_.data(), count, f);
     matmul(pool_, dots_, w.down, s.rows_, s.proj_.data());
@@ -134,30 +132,35 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   uint16_t* values = s.values_.data() + layerBase;
 
   // Per token: Q/K norms, RoPE, and the K and V cache rows of its position.
-  pool_.run([&](int thread) {
-    int64_t begin, end;
-    ThreadPool::split(count, thread, pool_.size(), &begin, &end);
-    for (int64_t t = begin; t < end; ++t) {
-      float* q = s.q_.data() + t * qDim;
-      float* k = s.k_.data() + t * kvDim;
-      const float* cosines = s.cos_.data() + t * pairs;
-      const float* sines = s.sin_.data() + t * pairs;
-      for (uint32_t h = 0; h < c.headCount; ++h) {
-        if (c.qkNorm) rmsNorm(q + h * hd, floats(w.qNorm), q + h * hd, hd, c.normEps);
-        applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + h * hd);
-      }
-      for (uint32_t h = 0; h < c.headCountKv; ++h) {
-        if (c.qkNorm) rmsNorm(k + h * hd, floats(w.kNorm), k + h * hd, hd, c.normEps);
-        applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + h * hd);
-      }
-      const size_t row = size_t(start + t) * size_t(kvDim);
-      const float* v = s.v_.data() + t * kvDim;
-      for (int64_t i = 0; i < kvDim; ++i) {
-        keys[row + size_t(i)] = halfFromFloat(k[i]);
-        values[row + size_t(i)] = halfFromFloat(v[i]);
-      }
+  auto prepare = [&](int64_t t) {
+    float* q = s.q_.data() + t * qDim;
+    float* k = s.k_.data() + t * kvDim;
+    const float* cosines = s.cos_.data() + t * pairs;
+    const float* sines = s.sin_.data() + t * pairs;
+    for (uint32_t h = 0; h < c.headCount; ++h) {
+      if (c.qkNorm) rmsNorm(q + h * hd, floats(w.qNorm), q + h * hd, hd, c.normEps);
+      applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + h * hd);
     }
-  });
+    for (uint32_t h = 0; h < c.headCountKv; ++h) {
+      if (c.qkNorm) rmsNorm(k + h * hd, floats(w.kNorm), k + h * hd, hd, c.normEps);
+      applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + h * hd);
+    }
+    const size_t row = size_t(start + t) * size_t(kvDim);
+    const float* v = s.v_.data() + t * kvDim;
+    for (int64_t i = 0; i < kvDim; ++i) {
+      keys[row + size_t(i)] = halfFromFloat(k[i]);
+      values[row + size_t(i)] = halfFromFloat(v[i]);
+    }
+  };
+  if (count == 1) {
+    prepare(0);
+  } else {
+    pool_.run([&](int thread) {
+      int64_t begin, end;
+      ThreadPool::split(count, thread, pool_.size(), &begin, &end);
+      for (int64_t t = begin; t < end; ++t) prepare(t);
+    });
+  }
 
   // Per (token, head): scores against every earlier position, softmax, and
   // the weighted sum of values. As llama.cpp does with an F16 cache, the

@@ -1,0 +1,186 @@
+// model-bench.ts: `metal-decode bench model --model FILE`: prefill and
+// decode tokens/s and the time to the first token of a GGUF model on this
+// package's CPU forward pass, and of llama.cpp (node-llama-cpp, when it is
+// installed) on the same file with the same threads, in one run, so the
+// ratios compare like with like. Medians over --runs runs.
+import { statSync } from 'node:fs';
+
+import { generate } from '../generate/session.js';
+import { loadModel } from '../gguf/load-model.js';
+import { median } from './stats.js';
+import type { Table } from './tables.js';
+
+export interface ModelBenchSettings {
+  model: string;
+  threads: number;
+  promptTokens: number;
+  generatedTokens: number;
+  runs: number;
+  /** 'auto': llama.cpp when node-llama-cpp is installed, saying why not otherwise. */
+  compare: 'auto' | 'llama.cpp' | 'none';
+}
+
+export interface EngineResult {
+  engine: string;
+  /** null when the engine did not run; `note` says why. */
+  prefillTokensPerSecond: number | null;
+  decodeTokensPerSecond: number | null;
+  timeToFirstTokenMs: number | null;
+  note: string;
+}
+
+export interface ModelBenchResult {
+  settings: ModelBenchSettings;
+  fileBytes: number;
+  kvCacheBytes: number;
+  /** Resident memory this package added (loaded, prompt evaluated, tokens generated). */
+  residentBytes: number;
+  engines: EngineResult[];
+  /** this package / llama.cpp, when both ran. */
+  ratios: { prefill: number; decode: number; timeToFirstToken: number } | null;
+}
+
+/** A prompt of valid, varied token ids (the same for both engines). */
+function promptOf(count: number, vocab: number): number[] {
+  return Array.from({ length: count }, (_, i) => (i * 7919 + 13) % Math.max(1, vocab - 8));
+}
+
+interface Timings { prefill: number[]; decode: number[]; ttft: number[] }
+
+function summary(engine: string, t: Timings, prompt: number, note: string): EngineResult {
+  return {
+    engine,
+    prefillTokensPerSecond: prompt / (median(t.prefill) / 1000),
+    decodeTokensPerSecond: 1000 / median(t.decode),
+    timeToFirstTokenMs: median(t.ttft),
+    note,
+  };
+}
+
+async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number }> {
+  const before = process.memoryUsage().rss;
+  const model = await loadModel(s.model, { threads: s.threads });
+  const contextSize = s.promptTokens + s.generatedTokens + 8;
+  const prompt = promptOf(s.promptTokens, model.vocabSize);
+  // End-of-text tokens are biased away: every run generates the same count.
+  const tokenBias = Object.fromEntries(model.eosTokens.map((t) => [String(t), -Infinity]));
+  const t: Timings = { prefill: [], decode: [], ttft: [] };
+  let kvCacheBytes = 0;
+  try {
+    for (let run = 0; run < s.runs + 1; run++) {
+      const sequence = model.openSequence({ backend: 'native', contextSize });
+      const start = performance.now();
+      await sequence.evaluate(Uint32Array.from(prompt), 0);
+      const prefill = performance.now() - start;
+      kvCacheBytes = sequence.kvCacheBytes;
+      sequence.dispose();
+      const stamps: number[] = [];
+      const began = performance.now();
+      await generate(model, prompt, { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, onToken: () => void stamps.push(performance.now()) });
+      if (run === 0) continue;  // warm-up
+      t.prefill.push(prefill);
+      t.ttft.push(stamps[0] - began);
+      t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
+    }
+    const residentBytes = process.memoryUsage().rss - before;
+    return { result: summary('metal-decode', t, s.promptTokens, `${model.info.cpuKernels} kernels, ${model.info.threads} threads`), kvCacheBytes, residentBytes, vocab: model.vocabSize };
+  } finally {
+    model.dispose();
+  }
+}
+
+async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<EngineResult> {
+  let llamaCpp: typeof import('node-llama-cpp');
+  try {
+    llamaCpp = await import('node-llama-cpp');
+  } catch (error) {
+    const reason = `node-llama-cpp is not installed (npm install node-llama-cpp to compare): ${(error as Error).message.split('\n')[0]}`;
+    if (s.compare === 'llama.cpp') throw new Error(reason);
+    return { engine: 'llama.cpp', prefillTokensPerSecond: null, decodeTokensPerSecond: null, timeToFirstTokenMs: null, note: reason };
+  }
+  const llama = await llamaCpp.getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: llamaCpp.LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: s.model, gpuLayers: 0 });
+  const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
+  const t: Timings = { prefill: [], decode: [], ttft: [] };
+  try {
+    for (let run = 0; run < s.runs + 1; run++) {
+      const context = await model.createContext({ contextSize: s.promptTokens + s.generatedTokens + 8, threads: s.threads, batchSize: 512, flashAttention: false });
+      try {
+        const sequence = context.getSequence();
+        let start = performance.now();
+        await sequence.evaluateWithoutGeneratingNewTokens(prompt);
+        const prefill = performance.now() - start;
+        await sequence.clearHistory();
+        const stamps: number[] = [];
+        start = performance.now();
+        for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
+          void token;
+          stamps.push(performance.now());
+          if (stamps.length === s.generatedTokens) break;
+        }
+        if (run === 0) continue;
+        t.prefill.push(prefill);
+        t.ttft.push(stamps[0] - start);
+        t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
+      } finally {
+        await context.dispose();
+      }
+    }
+  } finally {
+    await model.dispose();
+  }
+  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, CPU build picked by ggml for this CPU, ${s.threads} threads`);
+}
+
+// node-llama-cpp's exports map hides its package.json: find it from the entry point.
+async function llamaCppVersion(): Promise<string> {
+  try {
+    const { readFileSync, existsSync } = await import('node:fs');
+    const { dirname, join } = await import('node:path');
+    const { fileURLToPath } = await import('node:url');
+    for (let dir = dirname(fileURLToPath(import.meta.resolve('node-llama-cpp'))); dir !== dirname(dir); dir = dirname(dir)) {
+      const manifest = join(dir, 'package.json');
+      if (existsSync(manifest)) {
+        const { name, version } = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string; version: string };
+        if (name === 'node-llama-cpp') return version;
+      }
+    }
+  } catch {
+    // not found: say so below
+  }
+  return '(version unknown)';
+}
+
+export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResult> {
+  const fileBytes = statSync(s.model).size;
+  const ours = await benchOurs(s);
+  const engines = [ours.result];
+  if (s.compare !== 'none') engines.push(await benchLlamaCpp(s, ours.vocab));
+  const theirs = engines[1];
+  const ratios = theirs?.prefillTokensPerSecond
+    ? {
+      prefill: ours.result.prefillTokensPerSecond! / theirs.prefillTokensPerSecond,
+      decode: ours.result.decodeTokensPerSecond! / theirs.decodeTokensPerSecond!,
+      timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
+    }
+    : null;
+  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios };
+}
+
+export function modelBenchTables(r: ModelBenchResult): Table[] {
+  const n = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
+  const mb = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`;
+  const speed: Table = {
+    title: `model: ${r.settings.model}, prompt ${r.settings.promptTokens} tokens, ${r.settings.generatedTokens} generated, median of ${r.settings.runs} runs`,
+    header: ['engine', 'prefill tok/s', 'decode tok/s', 'first token ms', 'notes'],
+    rows: r.engines.map((e) => [e.engine, n(e.prefillTokensPerSecond), n(e.decodeTokensPerSecond, 2), n(e.timeToFirstTokenMs, 0), e.note]),
+  };
+  if (r.ratios) speed.rows.push(['ratio', `${r.ratios.prefill.toFixed(2)}x`, `${r.ratios.decode.toFixed(2)}x`, `${r.ratios.timeToFirstToken.toFixed(2)}x`, 'metal-decode / llama.cpp (higher is better; first token: lower)']);
+  const budget = r.fileBytes + r.kvCacheBytes;
+  const memory: Table = {
+    title: 'resident memory this package added',
+    header: ['resident', 'file + KV cache', 'ratio'],
+    rows: [[mb(r.residentBytes), `${mb(r.fileBytes)} + ${mb(r.kvCacheBytes)}`, `${(r.residentBytes / budget).toFixed(2)}x`]],
+  };
+  return [speed, memory];
+}
