@@ -105,6 +105,7 @@
         "native/core/quant/tensor_types.cpp",
         "native/core/quant/convert_rows.cpp",
         "native/core/quant/dot.cpp",
+        "native/core/quant/cpu_features.cpp",
         "native/core/quant/dot_portable.cpp",
         "native/core/quant/dot_neon.cpp",
         "native/core/transformer/weights.cpp",

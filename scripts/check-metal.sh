@@ -140,6 +140,17 @@ echo "== portability: fiber.cpp on ucontext, with only the feature macros it def
   -o "$out/fiber-ucontext.o"
 echo "   ok  native/emu/fiber.cpp (ucontext, strict feature macros)"
 
+echo "== portability: the x86-64 kernel files with clang (Apple's compiler on Intel Macs), one instruction set each"
+isa_flags=(-std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off -Inative/core)
+"$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -c native/core/quant/dot_avx2.cpp -o "$out/dot_avx2.o"
+"$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavxvnni -c native/core/quant/dot_avx_vnni.cpp -o "$out/dot_avx_vnni.o"
+"$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512vnni \
+  -c native/core/quant/dot_avx512.cpp -o "$out/dot_avx512.o"
+node scripts/check-isa-symbols.mjs "$out/dot_avx2.o:Avx2" "$out/dot_avx_vnni.o:AvxVnni" "$out/dot_avx512.o:Avx512"
+"$CLANG" -std=c++17 -O0 -mavx2 -Inative/core -c native/tests/isa/shared_inline_error.cpp -o "$out/shared_inline_error.o"
+must_fail native/tests/isa/shared_inline_error.cpp "defines a shared inline function in an AVX2 object" \
+  'defines the shared symbol "md::halfToFloat(unsigned short)"' node scripts/check-isa-symbols.mjs "$out/shared_inline_error.o:Avx2"
+
 echo "== shell scripts: shellcheck (the Mac-only first-run script included)"
 if ! command -v shellcheck >/dev/null; then
   echo "check-metal: shellcheck is missing. Debian/Ubuntu: apt-get install shellcheck; macOS: brew install shellcheck" >&2

@@ -4,14 +4,14 @@
 #include "dot.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "cpu_features.h"
 #include "dot_kernels.h"
 #include "simd_avx2.h"
 
 namespace md {
 
 const DotTable* avx2DotTable() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
+  static const bool supported = cpuHasAvx2();
   static const DotTable table = DotKernels<simd::Avx2>::table();
   return supported ? &table : nullptr;
 }

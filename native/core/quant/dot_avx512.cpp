@@ -7,6 +7,7 @@
 #include "dot.h"
 
 #if defined(__x86_64__) && defined(__AVX512VL__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include "cpu_features.h"
 #include "dot_kernels.h"
 #include "simd_avx2.h"
 
@@ -31,10 +32,7 @@ struct Avx512 : Avx2 {
 }  // namespace simd
 
 const DotTable* avx512DotTable() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx512f") &&
-                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-                                __builtin_cpu_supports("avx512vnni");
+  static const bool supported = cpuHasAvx512Vnni();
   static const DotTable table = DotKernels<simd::Avx512>::table();
   return supported ? &table : nullptr;
 }

@@ -2,12 +2,11 @@
 // Sapphire Rapids and later): vpdpbusd does the byte products and their sum
 // in one instruction, vpdpwssd the scaled sums of the K types. The same
 // int32 lanes as the AVX2 kernels, so the same bits. Built with -mavxvnni
-// (this file only); offered only when CPUID says the CPU has it.
+// (this file only); offered only when the CPU has it (cpu_features.h).
 #include "dot.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__AVXVNNI__)
-#include <cpuid.h>
-
+#include "cpu_features.h"
 #include "dot_kernels.h"
 #include "simd_avx2.h"
 
@@ -30,15 +29,6 @@ struct AvxVnni : Avx2 {
 };
 
 }  // namespace simd
-
-namespace {
-bool cpuHasAvxVnni() {
-  unsigned a, b, c, d;
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) return false;
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-  return (a >> 4) & 1u;  // CPUID.(EAX=7,ECX=1):EAX[4] = AVX-VNNI
-}
-}  // namespace
 
 const DotTable* avxVnniDotTable() {
   static const bool supported = cpuHasAvxVnni();

@@ -1,0 +1,56 @@
+// cpu_features.cpp
+#include "cpu_features.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+#include <cstdint>
+
+namespace md {
+namespace {
+
+struct Features {
+  bool avx2 = false, avxVnni = false, avx512Vnni = false;
+};
+
+uint64_t xgetbv0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (uint64_t(edx) << 32) | eax;
+}
+
+Features detect() {
+  Features f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+  if (!(osxsave && avx && fma && f16c)) return f;
+  const uint64_t xcr0 = xgetbv0();
+  if ((xcr0 & 0x6) != 0x6) return f;  // the OS saves XMM and YMM
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  f.avx2 = (b >> 5) & 1;
+  const bool avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+  f.avx512Vnni = f.avx2 && avx512f && avx512bw && avx512vl && vnni && (xcr0 & 0xE0) == 0xE0;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxVnni = f.avx2 && ((a >> 4) & 1);
+  return f;
+}
+
+const Features& features() {
+  static const Features f = detect();
+  return f;
+}
+
+}  // namespace
+
+bool cpuHasAvx2() { return features().avx2; }
+bool cpuHasAvxVnni() { return features().avxVnni; }
+bool cpuHasAvx512Vnni() { return features().avx512Vnni; }
+
+}  // namespace md
+#else
+namespace md {
+bool cpuHasAvx2() { return false; }
+bool cpuHasAvxVnni() { return false; }
+bool cpuHasAvx512Vnni() { return false; }
+}  // namespace md
+#endif
