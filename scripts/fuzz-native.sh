@@ -33,3 +33,19 @@ mkdir -p "$out/sampler_corpus"
   exit 1
 }
 grep -E "^Done|#[0-9]+.*DONE" "$out/sampler_fuzz.log" | tail -1
+
+transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp native/core/quant/convert_rows.cpp
+             native/core/quant/cpu_features.cpp native/core/quant/dot.cpp native/core/quant/dot_portable.cpp
+             native/core/quant/dot_avx2.cpp native/core/quant/dot_avx_vnni.cpp native/core/quant/dot_avx512.cpp
+             native/core/quant/dot_neon.cpp native/core/transformer/weights.cpp native/core/transformer/ops.cpp
+             native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp)
+echo "== weights_fuzz: the GGUF tensor binder and a forward pass over what it accepts, ${seconds} s"
+"$CLANG" "${flags[@]}" -pthread native/tests/fuzz/weights_fuzz.cpp "${transformer[@]}" -o "$out/weights_fuzz"
+mkdir -p "$out/weights_corpus"
+"$out/weights_fuzz" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$out/" "$out/weights_corpus" 2>"$out/weights_fuzz.log" || {
+  tail -n 40 "$out/weights_fuzz.log" >&2
+  echo "fuzz-native: weights_fuzz found a problem; the input is in $out/" >&2
+  exit 1
+}
+grep -E "^Done|#[0-9]+.*DONE" "$out/weights_fuzz.log" | tail -1
