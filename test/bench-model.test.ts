@@ -1,0 +1,67 @@
+// `metal-decode bench model`: its argument errors, and a short run on a
+// small random-weight model against llama.cpp, in tables and as JSON.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { ModelBenchResult } from '../lib/bench/model-bench.js';
+import { main } from '../lib/cli/main.js';
+import { writeRandomModel } from './gguf/random-model.js';
+import { variantSpec } from './gguf/variants.js';
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+const dir = mkdtempSync(join(tmpdir(), 'md-bench-model-'));
+const model = join(dir, 'tiny.gguf');
+beforeAll(() => writeRandomModel(model, variantSpec('llama2', 'Q4_0', 1)));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function run(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('arguments', () => {
+  it.each([
+    [['bench', 'model'], 'Expected a .gguf file for --model but received nothing'],
+    [['bench', 'model', '--model', '/no/such.gguf'], 'Expected a .gguf file for --model but received "/no/such.gguf" (no such file)'],
+    [['bench', 'model', '--model', 'package.json', '--threads', '0'], 'Expected an integer from 1 to 256 for --threads but received "0"'],
+    [['bench', 'model', '--model', 'package.json', '--tokens', '1'], 'Expected an integer from 2 to 65536 for --tokens but received "1"'],
+    [['bench', 'model', '--model', 'package.json', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
+  ])('%j', async (argv, message) => {
+    const { code, stderr } = await run(...argv);
+    expect(code).toBe(2);
+    expect(stderr).toContain(message);
+  });
+
+  it('a file that is not a model is exit code 1 with the GgufError', async () => {
+    const { code, stderr } = await run('bench', 'model', '--model', 'package.json', '--compare', 'none');
+    expect(code).toBe(1);
+    expect(stderr).toContain('package.json: header: not a GGUF file');
+  });
+});
+
+it('measures both engines on the same file and prints the ratios and memory', async () => {
+  const { code, stdout } = await run('bench', 'model', '--model', model, '--threads', '1', '--prompt', '16', '--tokens', '8', '--runs', '1');
+  expect(code).toBe(0);
+  expect(stdout).toMatch(/^metal-decode +\d+\.\d +\d+\.\d\d +\d+ +\w+ kernels, 1 threads$/m);
+  expect(stdout).toMatch(/^llama\.cpp +\d+\.\d +\d+\.\d\d +\d+ +node-llama-cpp \d+\.\d+\.\d+/m);
+  expect(stdout).toMatch(/^ratio +\d+\.\d\dx +\d+\.\d\dx +\d+\.\d\dx/m);
+  expect(stdout).toContain('resident memory this package added');
+});
+
+it('--json gives the result with every number; --compare none leaves llama.cpp out', async () => {
+  const { code, stdout } = await run('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '4', '--runs', '1', '--compare', 'none', '--json');
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout) as ModelBenchResult;
+  expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode']);
+  expect(result.ratios).toBeNull();
+  expect(result.engines[0].prefillTokensPerSecond).toBeGreaterThan(0);
+  expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
+  expect(result.fileBytes).toBeGreaterThan(0);
+  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // K and V, F16, positions x layers x KV heads x head dim
+});
