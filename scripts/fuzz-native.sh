@@ -22,17 +22,24 @@ if ! echo "$probe" | "$CLANG" "${flags[@]}" -x c++ - -o "$out/probe" 2>"$out/pro
   exit 1
 fi
 
-core=(native/core/cpu_sampler.cpp native/core/noise_block.cpp)
-echo "== sampler_fuzz: the C++ sampler against the reference sampler, ${seconds} s"
-"$CLANG" "${flags[@]}" native/tests/fuzz/sampler_fuzz.cpp "${core[@]}" -o "$out/sampler_fuzz"
-mkdir -p "$out/sampler_corpus"
-"$out/sampler_fuzz" -max_total_time="$seconds" -max_len=20000 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$out/" "$out/sampler_corpus" 2>"$out/sampler_fuzz.log" || {
-  tail -n 40 "$out/sampler_fuzz.log" >&2
-  echo "fuzz-native: sampler_fuzz found a problem; the input is in $out/" >&2
-  exit 1
+# run_fuzzer NAME MAX_LEN SOURCES...: builds native/tests/fuzz/NAME.cpp with the
+# sources and runs it for $seconds seconds on its corpus in build-fuzz/.
+run_fuzzer() {
+  local name=$1 max_len=$2
+  shift 2
+  "$CLANG" "${flags[@]}" -pthread "native/tests/fuzz/$name.cpp" "$@" -o "$out/$name"
+  mkdir -p "$out/${name}_corpus"
+  "$out/$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/" "$out/${name}_corpus" 2>"$out/$name.log" || {
+    tail -n 40 "$out/$name.log" >&2
+    echo "fuzz-native: $name found a problem; the input is in $out/" >&2
+    exit 1
+  }
+  grep -E "^Done|#[0-9]+.*DONE" "$out/$name.log" | tail -1
 }
-grep -E "^Done|#[0-9]+.*DONE" "$out/sampler_fuzz.log" | tail -1
+
+echo "== sampler_fuzz: the C++ sampler against the reference sampler, ${seconds} s"
+run_fuzzer sampler_fuzz 20000 native/core/cpu_sampler.cpp native/core/noise_block.cpp
 
 transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp native/core/quant/convert_rows.cpp
              native/core/quant/cpu_features.cpp native/core/quant/dot.cpp native/core/quant/dot_portable.cpp
@@ -40,12 +47,4 @@ transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp nati
              native/core/quant/dot_neon.cpp native/core/transformer/weights.cpp native/core/transformer/ops.cpp
              native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp)
 echo "== weights_fuzz: the GGUF tensor binder and a forward pass over what it accepts, ${seconds} s"
-"$CLANG" "${flags[@]}" -pthread native/tests/fuzz/weights_fuzz.cpp "${transformer[@]}" -o "$out/weights_fuzz"
-mkdir -p "$out/weights_corpus"
-"$out/weights_fuzz" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$out/" "$out/weights_corpus" 2>"$out/weights_fuzz.log" || {
-  tail -n 40 "$out/weights_fuzz.log" >&2
-  echo "fuzz-native: weights_fuzz found a problem; the input is in $out/" >&2
-  exit 1
-}
-grep -E "^Done|#[0-9]+.*DONE" "$out/weights_fuzz.log" | tail -1
+run_fuzzer weights_fuzz 8192 "${transformer[@]}"

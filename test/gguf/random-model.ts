@@ -4,6 +4,7 @@
 // matrix has the spread a trained one has; the vocabulary is byte-level
 // BPE (256 byte symbols, then plain pieces and control tokens), which
 // llama.cpp loads as any gpt2-type vocabulary.
+import { normal, seededRandom } from '../../lib/bench/logit-rows.js';
 import { float16FromNumber } from '../../lib/float16.js';
 import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from './dequantize.js';
 import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
@@ -34,22 +35,8 @@ export interface RandomModelSpec {
   logitScale?: number;
 }
 
-/** mulberry32: a small seeded generator, the same numbers on every machine. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function normal(next: () => number): number {
-  const u = Math.max(next(), 1e-12);
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * next());
-}
+/** The seeded generator of the benchmark's rows (mulberry32): the same numbers on every machine. */
+export const rng = seededRandom;
 
 /** A shape small enough for tests whose widths fit `type`'s blocks (256 values for the K types). */
 export function tinyShape(arch: ArchName, type: TypeName): ModelShape {

@@ -57,7 +57,9 @@ void dequantizeQ8_0(const Q8_0* b, float* y, int64_t nb) {
   }
 }
 
-void dequantizeQ4_K(const Q4_K* b, float* y, int64_t nb) {
+// Q4_K and Q5_K: the same scales and mins; Q5_K adds a fifth bit from qh.
+template <class Block, bool kFive>
+void dequantizeK45(const Block* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = h(b[i].d), dmin = h(b[i].dmin);
     const uint8_t* q = b[i].qs;
@@ -66,24 +68,12 @@ void dequantizeQ4_K(const Q4_K* b, float* y, int64_t nb) {
       scaleMinK4(2 * j, b[i].scales, &sc1, &m1);
       scaleMinK4(2 * j + 1, b[i].scales, &sc2, &m2);
       const float d1 = d * sc1, min1 = dmin * m1, d2 = d * sc2, min2 = dmin * m2;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - min1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - min2;
-    }
-  }
-}
-
-void dequantizeQ5_K(const Q5_K* b, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h(b[i].d), dmin = h(b[i].dmin);
-    const uint8_t* q = b[i].qs;
-    for (int j = 0; j < kSuperBlock / 64; ++j, q += 32) {
-      uint8_t sc1, m1, sc2, m2;
-      scaleMinK4(2 * j, b[i].scales, &sc1, &m1);
-      scaleMinK4(2 * j + 1, b[i].scales, &sc2, &m2);
-      const float d1 = d * sc1, min1 = dmin * m1, d2 = d * sc2, min2 = dmin * m2;
-      const uint8_t lowBit = uint8_t(1u << (2 * j)), highBit = uint8_t(2u << (2 * j));
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float((q[l] & 0xF) + ((b[i].qh[l] & lowBit) ? 16 : 0)) - min1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float((q[l] >> 4) + ((b[i].qh[l] & highBit) ? 16 : 0)) - min2;
+      auto fifth = [&](int l, int bit) -> int {
+        if constexpr (kFive) return (b[i].qh[l] >> bit) & 1 ? 16 : 0;
+        return 0;
+      };
+      for (int l = 0; l < 32; ++l) *y++ = d1 * float((q[l] & 0xF) + fifth(l, 2 * j)) - min1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * float((q[l] >> 4) + fifth(l, 2 * j + 1)) - min2;
     }
   }
 }
@@ -198,8 +188,8 @@ void dequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
     case TensorType::Q4_1: return dequantizeQ4_1(static_cast<const Q4_1*>(src), dst, nb);
     case TensorType::Q5_0: return dequantizeQ5_0(static_cast<const Q5_0*>(src), dst, nb);
     case TensorType::Q8_0: return dequantizeQ8_0(static_cast<const Q8_0*>(src), dst, nb);
-    case TensorType::Q4_K: return dequantizeQ4_K(static_cast<const Q4_K*>(src), dst, nb);
-    case TensorType::Q5_K: return dequantizeQ5_K(static_cast<const Q5_K*>(src), dst, nb);
+    case TensorType::Q4_K: return dequantizeK45<Q4_K, false>(static_cast<const Q4_K*>(src), dst, nb);
+    case TensorType::Q5_K: return dequantizeK45<Q5_K, true>(static_cast<const Q5_K*>(src), dst, nb);
     case TensorType::Q6_K: return dequantizeQ6_K(static_cast<const Q6_K*>(src), dst, nb);
     case TensorType::Q8_1: {
       const Q8_1* b = static_cast<const Q8_1*>(src);
