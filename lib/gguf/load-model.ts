@@ -6,17 +6,17 @@
 import { GGMLQuantizationType } from '@huggingface/gguf';
 
 import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
+import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import { GgufModel } from '../models/gguf-model.js';
+import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
-import { readConfig, trainedContextLength } from './architecture.js';
+import { readConfig, trainedContextLength, type Architecture } from './architecture.js';
 import { ARCHITECTURES } from './architectures/index.js';
 import { GgufError } from './gguf-error.js';
 import { physicalCores } from './physical-cores.js';
 import { readGgufHeader, type GgufHeader } from './read-header.js';
 import { GgufTokenBytes } from './token-bytes.js';
-import type { NativeAddon } from '../native/contract.js';
-import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 
 export interface LoadModelOptions {
   /** Threads of the forward pass. Default: the number of physical cores. */
@@ -79,6 +79,59 @@ function typeName(addon: NativeAddon, id: number): string {
   return addon.tensorTypes.find((t) => t.id === id)?.name ?? (GGMLQuantizationType as unknown as Record<number, string>)[id] ?? `#${id}`;
 }
 
+type CheckedOptions = ReturnType<typeof checkOptions>;
+
+function architectureOf(header: GgufHeader): Architecture {
+  const name = header.metadata['general.architecture'];
+  const arch = typeof name === 'string' ? ARCHITECTURES.get(name) : undefined;
+  if (arch === undefined) {
+    throw new GgufError(header.path, 'general.architecture', `${name === undefined ? 'missing' : JSON.stringify(name)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`);
+  }
+  return arch;
+}
+
+/** Tensor type name -> count; a GgufError for the first tensor of a type the addon does not read. */
+function tensorTypeCounts(header: GgufHeader, addon: NativeAddon): Record<string, number> {
+  const weightTypes = addon.tensorTypes.filter((t) => t.weight).map((t) => t.name).join(', ');
+  const counts: Record<string, number> = {};
+  for (const t of header.tensors) {
+    const known = addon.tensorTypes.find((x) => x.id === t.type && x.weight);
+    if (known === undefined) throw new GgufError(header.path, `tensor ${t.name}`, `type ${typeName(addon, t.type)} is not supported (supported: ${weightTypes})`);
+    counts[known.name] = (counts[known.name] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** The addon's model over the mapped file; its refusals as GgufErrors naming the tensor or field. */
+function openTransformer(addon: NativeAddon, header: GgufHeader, config: NativeModelConfig, o: CheckedOptions): NativeTransformer {
+  try {
+    return new addon.Transformer(header.path, config, header.tensors, o.threads, o.cpuKernels);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const tensor = /^tensor (\S+): (.*)$/s.exec(message);
+    if (tensor) throw new GgufError(header.path, `tensor ${tensor[1]}`, tensor[2]);
+    if (/not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
+    const field = /^([\w.]+): (.*)$/s.exec(message);
+    if (field) throw new GgufError(header.path, field[1], field[2]);
+    throw new GgufError(header.path, 'file', message);
+  }
+}
+
+/** Reads the weights into memory a chunk per job, reporting progress and checking the signal between chunks. */
+async function prefetchWeights(native: NativeTransformer, header: GgufHeader, o: CheckedOptions, aborted: () => Error): Promise<void> {
+  if (!o.prefetch) {
+    o.onLoadProgress?.(1);
+    return;
+  }
+  const total = header.fileSize - header.dataOffset;
+  for (let at = header.dataOffset; at < header.fileSize; at += PREFETCH_CHUNK) {
+    if (o.signal?.aborted) throw aborted();
+    const end = Math.min(header.fileSize, at + PREFETCH_CHUNK);
+    await native.prefetch(at, end);
+    o.onLoadProgress?.(Math.min(1, (end - header.dataOffset) / total));
+  }
+}
+
 /**
  * Loads a GGUF model of a Llama-family architecture (llama, qwen2, qwen3)
  * for the CPU forward pass. Rejects with a GgufError naming the file and
@@ -96,45 +149,16 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
 
   const header = await readGgufHeader(path);
   if (o.signal?.aborted) throw aborted();
-  const archName = header.metadata['general.architecture'];
-  const arch = typeof archName === 'string' ? ARCHITECTURES.get(archName) : undefined;
-  if (arch === undefined) {
-    throw new GgufError(path, 'general.architecture', `${archName === undefined ? 'missing' : JSON.stringify(archName)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`);
-  }
-  const weightTypes = addon.tensorTypes.filter((t) => t.weight).map((t) => t.name).join(', ');
-  const counts: Record<string, number> = {};
-  for (const t of header.tensors) {
-    const known = addon.tensorTypes.find((x) => x.id === t.type && x.weight);
-    if (known === undefined) throw new GgufError(path, `tensor ${t.name}`, `type ${typeName(addon, t.type)} is not supported (supported: ${weightTypes})`);
-    counts[known.name] = (counts[known.name] ?? 0) + 1;
-  }
+  const arch = architectureOf(header);
+  const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
   const tokenizer = GgufTokenBytes.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
   const eosTokens = endTokens(header, config.vocabSize);
 
-  let native;
+  const native = openTransformer(addon, header, config, o);
   try {
-    native = new addon.Transformer(path, config, header.tensors, o.threads, o.cpuKernels);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const tensor = /^tensor (\S+): (.*)$/s.exec(message);
-    if (tensor) throw new GgufError(path, `tensor ${tensor[1]}`, tensor[2]);
-    if (/not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
-    const field = /^([\w.]+): (.*)$/s.exec(message);
-    if (field) throw new GgufError(path, field[1], field[2]);
-    throw new GgufError(path, 'file', message);
-  }
-  try {
-    if (o.prefetch) {
-      const total = header.fileSize - header.dataOffset;
-      for (let at = header.dataOffset; at < header.fileSize; at += PREFETCH_CHUNK) {
-        if (o.signal?.aborted) throw aborted();
-        await native.prefetch(at, Math.min(header.fileSize, at + PREFETCH_CHUNK));
-        o.onLoadProgress?.(Math.min(1, (Math.min(header.fileSize, at + PREFETCH_CHUNK) - header.dataOffset) / total));
-      }
-    }
+    await prefetchWeights(native, header, o, aborted);
     if (o.signal?.aborted) throw aborted();
-    if (!o.prefetch) o.onLoadProgress?.(1);
   } catch (error) {
     native.dispose();
     throw error;

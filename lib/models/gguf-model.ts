@@ -6,8 +6,6 @@
 import { BackendUnavailableError, invalidParameterError } from '../errors.js';
 import type { BackendName } from '../backends.js';
 import type { DecodeModel, Logits, ModelSequence, Tokenizer } from '../generate/model.js';
-import type { Architecture } from '../gguf/architecture.js';
-import type { GgufHeader } from '../gguf/read-header.js';
 import type { NativeModelConfig, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import type { BackendChoice } from '../sampling-options.js';
 
