@@ -90,8 +90,20 @@
       ]
     },
     {
+      # And AMX for batched products (picked when the CPU and OS allow it).
+      "target_name": "md_dot_amx",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_amx.cpp"],
+      "conditions": [
+        ["target_arch=='x64'", {
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni", "-mamx-tile", "-mamx-int8"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni", "-mamx-tile", "-mamx-int8"] }
+        }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",

@@ -146,7 +146,10 @@ isa_flags=(-std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off -Inative/core)
 "$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavxvnni -c native/core/quant/dot_avx_vnni.cpp -o "$out/dot_avx_vnni.o"
 "$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512vnni \
   -c native/core/quant/dot_avx512.cpp -o "$out/dot_avx512.o"
-node scripts/check-isa-symbols.mjs "$out/dot_avx2.o:Avx2" "$out/dot_avx_vnni.o:AvxVnni" "$out/dot_avx512.o:Avx512"
+"$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512vnni -mamx-tile -mamx-int8 \
+  -c native/core/quant/dot_amx.cpp -o "$out/dot_amx.o"
+node scripts/check-isa-symbols.mjs "$out/dot_avx2.o:Avx2" "$out/dot_avx_vnni.o:AvxVnni" "$out/dot_avx512.o:Avx512" \
+  "$out/dot_amx.o:Amx"
 "$CLANG" -std=c++17 -O0 -mavx2 -Inative/core -c native/tests/isa/shared_inline_error.cpp -o "$out/shared_inline_error.o"
 must_fail native/tests/isa/shared_inline_error.cpp "defines a shared inline function in an AVX2 object" \
   'defines the shared symbol "md::halfToFloat(unsigned short)"' node scripts/check-isa-symbols.mjs "$out/shared_inline_error.o:Avx2"

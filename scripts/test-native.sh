@@ -21,6 +21,6 @@ cmake --build "$build_dir" -j"$(nproc 2>/dev/null || echo 2)"
 if [ "$(uname -m)" = "x86_64" ]; then
   objects="$build_dir/CMakeFiles/md_core.dir/native/core/quant"
   node scripts/check-isa-symbols.mjs "$objects/dot_avx2.cpp.o:Avx2" "$objects/dot_avx_vnni.cpp.o:AvxVnni" \
-    "$objects/dot_avx512.cpp.o:Avx512"
+    "$objects/dot_avx512.cpp.o:Avx512" "$objects/dot_amx.cpp.o:Amx"
 fi
 ctest --test-dir "$build_dir" --output-on-failure

@@ -20,6 +20,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const PROMPT = Array.from({ length: 20 }, (_, i) => (i * 53 + 7) % 296);
 
+// The best kernels of this machine, except AMX (see below): 'auto' unless
+// AMX is what auto picks.
+let EXACT_KERNELS: 'auto' | 'avx512' = 'auto';
+let HAS_AMX = false;
+beforeAll(async () => {
+  const probe = join(dir, 'probe.gguf');
+  await writeRandomModel(probe, variantSpec('llama2', 'Q8_0', 1));
+  const model = await loadModel(probe, { threads: 1 });
+  HAS_AMX = model.info.cpuKernels === 'amx';
+  if (HAS_AMX) EXACT_KERNELS = 'avx512';
+  model.dispose();
+});
+
 async function rowsOf(model: GgufModel, chunks: number[][], start = 0): Promise<Float32Array> {
   const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
   let position = start;
@@ -42,8 +55,12 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
   test.each(TENSOR_TYPES)('%s: one batch, token by token, batches of 3 and 2 threads give the same logits; a rewind forgets', async (type) => {
     const path = join(dir, `${variant}-${type}.gguf`);
     await writeRandomModel(path, variantSpec(variant, type, 5));
-    const one = await loadModel(path, { threads: 1 });
-    const split = await loadModel(path, { threads: 2, batchSize: 3 });
+    // The vector kernels, where AMX would take the batches: the exact
+    // equalities below are theirs (AMX sums a block in another order; its
+    // own test is further down).
+    const cpuKernels = EXACT_KERNELS;
+    const one = await loadModel(path, { threads: 1, cpuKernels });
+    const split = await loadModel(path, { threads: 2, batchSize: 3, cpuKernels });
     try {
       const batch = await rowsOf(one, [PROMPT]);
       const stepwise = await rowsOf(one, PROMPT.map((t) => [t]));
@@ -103,13 +120,35 @@ describe('kernels and threads', () => {
     const portable = await loadModel(path, { threads: 2, cpuKernels: 'portable' });
     try {
       expect(portable.info.cpuKernels).toBe('portable');
-      expect(['avx512', 'avx-vnni', 'avx2', 'neon']).toContain(simd.info.cpuKernels);
+      expect(['amx', 'avx512', 'avx-vnni', 'avx2', 'neon']).toContain(simd.info.cpuKernels);
       const a = await rowsOf(simd, [PROMPT.slice(0, 4)]);
       const b = await rowsOf(portable, [PROMPT.slice(0, 4)]);
       expect(maxDifference(a, b)).toBeLessThan(0.3);
     } finally {
       simd.dispose();
       portable.dispose();
+    }
+  });
+
+  test('AMX batched products (where this CPU has them) agree with the vector kernels within the quantized tolerance', async () => {
+    if (!HAS_AMX) {
+      // Nothing to compare on a CPU without AMX; the C++ suite says which tables ran.
+      expect(EXACT_KERNELS).toBe('auto');
+      return;
+    }
+    for (const type of ['Q4_0', 'Q5_0', 'Q8_0'] as const) {
+      const path = join(dir, `amx-${type}.gguf`);
+      await writeRandomModel(path, variantSpec('qwen3', type, 8));
+      const amx = await loadModel(path, { threads: 2, cpuKernels: 'amx' });
+      const vector = await loadModel(path, { threads: 2, cpuKernels: 'avx512' });
+      try {
+        const prompt = Array.from({ length: 40 }, (_, i) => (i * 31 + 3) % 296);
+        // 40 tokens: 32 through the matrix units, 8 through the tiles.
+        expect(maxDifference(await rowsOf(amx, [prompt]), await rowsOf(vector, [prompt])), type).toBeLessThan(0.3);
+      } finally {
+        amx.dispose();
+        vector.dispose();
+      }
     }
   });
 

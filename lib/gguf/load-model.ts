@@ -34,14 +34,15 @@ export interface LoadModelOptions {
   batchSize?: number;
   /**
    * The dot-product kernels: 'auto' (default: the best this CPU has), or one
-   * by name ('avx512', 'avx-vnni' and 'avx2' on x86-64, 'neon' on arm64,
-   * 'portable' anywhere); a name this CPU cannot run is a RangeError.
+   * by name ('amx' (AVX-512 with AMX for batches), 'avx512', 'avx-vnni' and
+   * 'avx2' on x86-64, 'neon' on arm64, 'portable' anywhere); a name this CPU
+   * cannot run is a RangeError.
    */
   cpuKernels?: CpuKernels;
 }
 
-export type CpuKernels = 'auto' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
-const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
+export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
+const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
 const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels']);
 const PREFETCH_CHUNK = 64 << 20;
 

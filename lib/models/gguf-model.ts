@@ -22,7 +22,7 @@ export interface GgufModelInfo {
   /** The context length the model was trained with, when the file says. */
   trainedContextLength?: number;
   threads: number;
-  /** The dot kernels: 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
+  /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
   cpuKernels: string;
 }
 

@@ -137,7 +137,7 @@ export interface NativeTensorEntry {
 export interface NativeTransformer {
   readonly fileSize: number;
   readonly threads: number;
-  /** The dot kernels in use: 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
+  /** The dot kernels in use: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
   readonly isa: string;
   /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
   prefetch(begin: number, end: number): Promise<number>;

@@ -64,6 +64,7 @@ std::vector<const DotTable*> availableTables() {
   if (const DotTable* t = avx2DotTable()) tables.push_back(t);
   if (const DotTable* t = avxVnniDotTable()) tables.push_back(t);
   if (const DotTable* t = avx512DotTable()) tables.push_back(t);
+  if (const DotTable* t = amxDotTable()) tables.push_back(t);
   if (const DotTable* t = neonDotTable()) tables.push_back(t);
   return tables;
 }
@@ -137,11 +138,47 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
                                            TensorType::Q5_K, TensorType::Q6_K),
                          [](const auto& info) { return std::string(tensorTypeInfo(info.param).name); });
 
+TEST(DotTables, MatrixUnitsAgreeWithTheRowDotsWithinFloatSummationOrder) {
+  const DotTable* amx = amxDotTable();
+  if (amx == nullptr) {
+    // No AMX on this CPU: no table offers a matrix product.
+    for (const DotTable* t : availableTables()) EXPECT_EQ(t->matrix, nullptr) << t->isa;
+    return;
+  }
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t n = 512, rows = 32, tokens = 32;
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0}) {
+    const size_t wBytes = rowBytes(tensorTypeInfo(type), n), aBytes = rowBytes(tensorTypeInfo(TensorType::Q8_0), n);
+    std::vector<uint8_t> w, a(aBytes * tokens);
+    for (int r = 0; r < rows; ++r) {
+      const std::vector<uint8_t> row = randomRow(type, n, rng);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = normal(rng);
+      quantizeActivations(TensorType::Q8_0, x.data(), a.data() + t * aBytes, n);
+    }
+    std::vector<float> out(rows * tokens);
+    ASSERT_TRUE(amx->matrix(type, w.data(), wBytes, rows, a.data(), aBytes, tokens, n, out.data(), rows));
+    for (int t = 0; t < tokens; ++t)
+      for (int r = 0; r < rows; ++r) {
+        const float expected = amx->dot(type, w.data() + r * wBytes, a.data() + t * aBytes, n);
+        EXPECT_NEAR(out[t * rows + r], expected, 1e-4f * (1.f + std::fabs(expected))) << tensorTypeInfo(type).name;
+      }
+    EXPECT_FALSE(amx->matrix(TensorType::Q4_K, w.data(), wBytes, rows, a.data(), aBytes, tokens, n, out.data(), rows));
+  }
+}
+
 TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
 #if defined(__x86_64__)
   if (cpuHasAvx2()) {
     ASSERT_NE(avx2DotTable(), nullptr);
-    EXPECT_STREQ(bestDotTable().isa, avx512DotTable() != nullptr ? "avx512" : avxVnniDotTable() != nullptr ? "avx-vnni" : "avx2");
+    EXPECT_STREQ(bestDotTable().isa, amxDotTable() != nullptr      ? "amx"
+                                     : avx512DotTable() != nullptr ? "avx512"
+                                     : avxVnniDotTable() != nullptr ? "avx-vnni"
+                                                                    : "avx2");
   }
 #elif defined(__aarch64__)
   ASSERT_NE(neonDotTable(), nullptr);

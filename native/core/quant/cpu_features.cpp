@@ -5,13 +5,27 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace md {
 namespace {
 
 struct Features {
-  bool avx2 = false, avxVnni = false, avx512Vnni = false;
+  bool avx2 = false, avxVnni = false, avx512Vnni = false, amx = false;
 };
+
+// Linux hands out AMX's large register state only on request.
+bool requestAmxState() {
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 uint64_t xgetbv0() {
   uint32_t eax, edx;
@@ -31,7 +45,9 @@ Features detect() {
   f.avx2 = (b >> 5) & 1;
   const bool avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
   f.avx512Vnni = f.avx2 && avx512f && avx512bw && avx512vl && vnni && (xcr0 & 0xE0) == 0xE0;
+  const bool amxTile = (d >> 24) & 1, amxInt8 = (d >> 25) & 1;
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxVnni = f.avx2 && ((a >> 4) & 1);
+  f.amx = f.avx512Vnni && amxTile && amxInt8 && (xcr0 & 0x60000) == 0x60000 && requestAmxState();
   return f;
 }
 
@@ -45,6 +61,7 @@ const Features& features() {
 bool cpuHasAvx2() { return features().avx2; }
 bool cpuHasAvxVnni() { return features().avxVnni; }
 bool cpuHasAvx512Vnni() { return features().avx512Vnni; }
+bool cpuHasAmx() { return features().amx; }
 
 }  // namespace md
 #else
@@ -52,5 +69,6 @@ namespace md {
 bool cpuHasAvx2() { return false; }
 bool cpuHasAvxVnni() { return false; }
 bool cpuHasAvx512Vnni() { return false; }
+bool cpuHasAmx() { return false; }
 }  // namespace md
 #endif

@@ -22,9 +22,19 @@ constexpr int kTileTokens = 4;
 using TileDot = void (*)(const uint8_t* weights, size_t weightStride, int rows, const uint8_t* activations,
                          size_t activationStride, int tokens, int64_t n, float* out, size_t outStride);
 
+// A block of a batched product on matrix units (AMX): out[t * outStride +
+// r] = dot(weight row r, activation row t) for rows and tokens both
+// multiples of 16. Returns false, computing nothing, for a type it does not
+// take. Its sums are exact per block but added in another order than the
+// tiles', so its results differ from theirs in the last bits.
+using MatrixProduct = bool (*)(TensorType type, const uint8_t* weights, size_t weightStride, int64_t rows,
+                               const uint8_t* activations, size_t activationStride, int64_t tokens, int64_t n,
+                               float* out, size_t outStride);
+
 struct DotTable {
-  const char* isa;  // "avx512", "avx-vnni", "avx2", "neon" or "portable"
+  const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon" or "portable"
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k;
+  MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
 
   // nullptr for a type without a dot product (activation-only types).
   TileDot forType(TensorType weights) const;
@@ -37,9 +47,10 @@ const DotTable* portableDotTable();
 const DotTable* avx2DotTable();
 const DotTable* avxVnniDotTable();
 const DotTable* avx512DotTable();
+const DotTable* amxDotTable();  // the AVX-512 table with AMX for batches
 const DotTable* neonDotTable();
 
-// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|neon picks one
+// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|amx|neon picks one
 // (an error when it is not available here).
 const DotTable& bestDotTable();
 const DotTable& dotTableNamed(const char* isa);  // throws std::invalid_argument

@@ -93,19 +93,38 @@ void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<Matmul
       const Prepared& p = prepared[j];
       const int64_t rows = int64_t(p.w->rows);
       const int64_t from = std::max<int64_t>(begin - p.firstRow, 0), to = std::min<int64_t>(end - p.firstRow, rows);
-      for (int64_t r0 = from; r0 < to; r0 += kRowBlock) {
-        const int64_t r1 = std::min(to, r0 + kRowBlock);
-        for (int64_t t0 = 0; t0 < batch; t0 += kTileTokens) {
-          const int tokens = int(std::min<int64_t>(kTileTokens, batch - t0));
-          for (int64_t r = r0; r < r1; r += kTileRows) {
-            const int n = int(std::min<int64_t>(kTileRows, r1 - r));
-            p.tile(p.w->row(uint64_t(r)), p.w->rowBytes, n, p.act + size_t(t0) * p.stride, p.stride, tokens, cols, part,
-                   kTileTokens);
-            for (int i = 0; i < n; ++i)
-              for (int t = 0; t < tokens; ++t)
-                p.out[(t0 + t) * rows + r + i] = part[i * kTileTokens + t] + (p.bias ? p.bias[r + i] : 0.f);
+      if (from >= to) continue;
+      // Rows [r0, r1) x tokens [t0, t1) with the vector tiles.
+      auto tiles = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+        for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+          const int64_t re = std::min(r1, rb + kRowBlock);
+          for (int64_t t = t0; t < t1; t += kTileTokens) {
+            const int tokens = int(std::min<int64_t>(kTileTokens, t1 - t));
+            for (int64_t r = rb; r < re; r += kTileRows) {
+              const int n = int(std::min<int64_t>(kTileRows, re - r));
+              p.tile(p.w->row(uint64_t(r)), p.w->rowBytes, n, p.act + size_t(t) * p.stride, p.stride, tokens, cols, part,
+                     kTileTokens);
+              for (int i = 0; i < n; ++i)
+                for (int k = 0; k < tokens; ++k)
+                  p.out[(t + k) * rows + r + i] = part[i * kTileTokens + k] + (p.bias ? p.bias[r + i] : 0.f);
+            }
           }
         }
+      };
+      // Matrix units take the 16 x 16-aligned part of a batch, the tiles the edges.
+      constexpr int64_t kGrid = 16;
+      const int64_t a0 = (from + kGrid - 1) / kGrid * kGrid, a1 = to / kGrid * kGrid, tb = batch / kGrid * kGrid;
+      if (dots.matrix != nullptr && tb > 0 && a1 > a0 &&
+          dots.matrix(p.w->type, p.w->row(uint64_t(a0)), p.w->rowBytes, a1 - a0, p.act, p.stride, tb, cols, p.out + a0,
+                      size_t(rows))) {
+        if (p.bias)
+          for (int64_t t = 0; t < tb; ++t)
+            for (int64_t r = a0; r < a1; ++r) p.out[t * rows + r] += p.bias[r];
+        tiles(from, a0, 0, batch);
+        tiles(a1, to, 0, batch);
+        tiles(a0, a1, tb, batch);
+      } else {
+        tiles(from, to, 0, batch);
       }
     }
   });
