@@ -136,7 +136,7 @@ describe('kernels and threads', () => {
       expect(EXACT_KERNELS).toBe('auto');
       return;
     }
-    for (const type of ['Q4_0', 'Q5_0', 'Q8_0'] as const) {
+    for (const type of ['Q4_0', 'Q5_0', 'Q8_0', 'Q4_K', 'Q5_K'] as const) {
       const path = join(dir, `amx-${type}.gguf`);
       await writeRandomModel(path, variantSpec('qwen3', type, 8));
       const amx = await loadModel(path, { threads: 2, cpuKernels: 'amx' });

@@ -1,4 +1,4 @@
-// dot_amx.cpp: batched products of Q4_0, Q5_0 and Q8_0 weights on AMX, the
+// dot_amx.cpp: batched products of Q4_0, Q5_0, Q8_0, Q4_K and Q5_K weights on AMX, the
 // matrix units of Intel Xeons since Sapphire Rapids. A tile multiply adds
 // up a 16 x 16 grid of 32-byte dot products (16 weight rows x 16 tokens,
 // one block) in one instruction; the block scales are applied to the grid
@@ -176,10 +176,134 @@ void product(const uint8_t* w, size_t ws, int64_t rows, const PackedActivations&
   }
 }
 
+// ---- Q4_K and Q5_K against Q8_K ----
+
+// Q8_K activations of 16 tokens per group and super-block: the 8 sub-block
+// tiles (VNNI order), the 16 scales, and the 16 tokens' sums of each pair
+// of 16-value groups (what the mins multiply).
+struct PackedSuperBlocks {
+  Scratch<int8_t> tiles;     // [group][superblock][8][8][64]
+  Scratch<float> scales;     // [group][superblock][16]
+  Scratch<int32_t> pairSums; // [group][superblock][8][16]
+  bool pack(const uint8_t* a, size_t as, int64_t tokens, int64_t nsb) {
+    const int64_t groups = tokens / kTile;
+    if (!tiles.resize(size_t(groups * nsb) * 8 * 512) || !scales.resize(size_t(groups * nsb) * kTile) ||
+        !pairSums.resize(size_t(groups * nsb) * 8 * kTile))
+      return false;
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t t = 0; t < kTile; ++t) {
+        const auto* row = reinterpret_cast<const blocks::Q8_K*>(a + size_t(g * kTile + t) * as);
+        for (int64_t b = 0; b < nsb; ++b) {
+          const size_t at = size_t(g * nsb + b);
+          for (int j = 0; j < 8; ++j) {
+            int8_t* tile = tiles.data() + (at * 8 + size_t(j)) * 512;
+            for (int r = 0; r < 8; ++r) std::memcpy(tile + r * 64 + t * 4, row[b].qs + 32 * j + 4 * r, 4);
+            pairSums.data()[(at * 8 + size_t(j)) * kTile + size_t(t)] = row[b].bsums[2 * j] + row[b].bsums[2 * j + 1];
+          }
+          scales.data()[at * kTile + size_t(t)] = row[b].d;
+        }
+      }
+    return true;
+  }
+};
+
+// The 8 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K/Q5_K block.
+void scalesAndMins(const uint8_t* q, uint8_t out[16]) {
+  constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  uint32_t u[4];
+  std::memcpy(u, q, 12);
+  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+  const uint32_t mins = u[1] & low6;
+  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+  u[2] = mins;
+  u[0] &= low6;
+  std::memcpy(out, u, 16);
+}
+
+// Sub-block j of a Q4_K/Q5_K block as 32 unsigned quants.
+template <class Block>
+void unpackSubBlock(const Block& b, int j, uint8_t* out) {
+  const uint8_t* q = b.qs + 32 * (j / 2);
+  const int shift = (j % 2) * 4;
+  for (int l = 0; l < 32; ++l) {
+    uint8_t v = uint8_t((q[l] >> shift) & 0xF);
+    if constexpr (sizeof(Block) == sizeof(blocks::Q5_K)) v = uint8_t(v | (((b.qh[l] >> j) & 1) << 4));
+    out[l] = v;
+  }
+}
+
+// Per (row, token) and super-block: the exact int sum of the scaled
+// sub-block products and the exact mins term, then the float combination
+// the vector kernels compute, in their order: the same bits.
+template <class Block>
+void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks& act, UnpackedRows& u,
+              int64_t groups, int64_t nsb, float* out, size_t os) {
+  uint8_t* unpacked = u.quants.data();  // [superblock][8][16][32]
+  alignas(64) int32_t grid[kTile * kTile];
+  alignas(64) float result[kTile * kTile];
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (int64_t b = 0; b < nsb; ++b)
+      for (int m = 0; m < kTile; ++m) {
+        const Block& blk = reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b];
+        for (int j = 0; j < 8; ++j)
+          unpackSubBlock(blk, j, unpacked + ((size_t(b) * 8 + size_t(j)) * kTile + size_t(m)) * blocks::kBlock);
+      }
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512 sum[kTile];
+      for (int m = 0; m < kTile; ++m) sum[m] = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nsb; ++b) {
+        const size_t at = size_t(g * nsb + b);
+        uint8_t sm[kTile][16];
+        for (int m = 0; m < kTile; ++m) scalesAndMins(reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b].scales, sm[m]);
+        __m512i isum[kTile], mins[kTile];
+        for (int m = 0; m < kTile; ++m) isum[m] = mins[m] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+          _tile_zero(0);
+          _tile_loadd(1, unpacked + (size_t(b) * 8 + size_t(j)) * kTile * blocks::kBlock, blocks::kBlock);
+          _tile_loadd(2, act.tiles.data() + (at * 8 + size_t(j)) * 512, 64);
+          _tile_dpbusd(0, 1, 2);
+          _tile_stored(0, grid, kTile * 4);
+          const __m512i pairs = _mm512_loadu_si512(act.pairSums.data() + (at * 8 + size_t(j)) * kTile);
+          for (int m = 0; m < kTile; ++m) {
+            isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(_mm512_load_si512(grid + m * kTile), _mm512_set1_epi32(sm[m][j])));
+            mins[m] = _mm512_add_epi32(mins[m], _mm512_mullo_epi32(pairs, _mm512_set1_epi32(sm[m][8 + j])));
+          }
+        }
+        const __m512 yd = _mm512_loadu_ps(act.scales.data() + at * kTile);
+        for (int m = 0; m < kTile; ++m) {
+          const Block& blk = reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b];
+          const __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.d))), _mm512_cvtepi32_ps(isum[m]));
+          const __m512 offset = _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.dmin))), _mm512_cvtepi32_ps(mins[m]));
+          sum[m] = _mm512_add_ps(sum[m], _mm512_sub_ps(scaled, offset));
+        }
+      }
+      for (int m = 0; m < kTile; ++m) _mm512_store_ps(result + m * kTile, sum[m]);
+      for (int m = 0; m < kTile; ++m)
+        for (int t = 0; t < kTile; ++t) out[size_t(g * kTile + t) * os + size_t(r0 + m)] = result[m * kTile + t];
+    }
+  }
+}
+
+bool amxProductK(TensorType type, const uint8_t* w, size_t ws, int64_t rows, const uint8_t* a, size_t as,
+                 int64_t tokens, int64_t n, float* out, size_t os) {
+  thread_local PackedSuperBlocks act;
+  thread_local UnpackedRows unpacked;
+  const int64_t nsb = n / blocks::kSuperBlock, groups = tokens / kTile;
+  if (!act.pack(a, as, tokens, nsb) || !unpacked.quants.resize(size_t(nsb) * 8 * kTile * blocks::kBlock)) return false;
+  configureTiles();
+  if (type == TensorType::Q4_K) productK<blocks::Q4_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
+  else productK<blocks::Q5_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
+  _tile_release();
+  return true;
+}
+
 bool amxProduct(TensorType type, const uint8_t* w, size_t ws, int64_t rows, const uint8_t* a, size_t as,
                 int64_t tokens, int64_t n, float* out, size_t os) {
+  if (rows % kTile != 0 || tokens % kTile != 0) return false;
+  if (type == TensorType::Q4_K || type == TensorType::Q5_K)
+    return n % blocks::kSuperBlock == 0 && amxProductK(type, w, ws, rows, a, as, tokens, n, out, os);
   if (type != TensorType::Q4_0 && type != TensorType::Q5_0 && type != TensorType::Q8_0) return false;
-  if (rows % kTile != 0 || tokens % kTile != 0 || n % blocks::kBlock != 0) return false;
+  if (n % blocks::kBlock != 0) return false;
   thread_local PackedActivations act;
   thread_local UnpackedRows unpacked;
   const int64_t nb = n / blocks::kBlock, groups = tokens / kTile;
