@@ -208,6 +208,9 @@ struct PackedSuperBlocks {
 };
 
 // The 8 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K/Q5_K block.
+// The vector kernels' copy (DotKernels::scalesAndMins) is a member of their
+// template; using it here would instantiate that template with this file's
+// AMX flags, a shared symbol the ISA check refuses. So it is written again.
 void scalesAndMins(const uint8_t* q, uint8_t out[16]) {
   constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
   uint32_t u[4];
