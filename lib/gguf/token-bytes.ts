@@ -1,12 +1,14 @@
-// token-bytes.ts: the bytes each token of a GGUF vocabulary stands for,
-// from tokenizer.ggml.tokens: byte-level BPE symbols (gpt2) or
-// SentencePiece pieces with the ▁ space marker and <0xNN> byte tokens
-// (llama). Control tokens read as empty text. Encoding text needs the
-// model's full tokenizer (merges, pre-tokenizer), which this does not have:
-// prompts are token ids for now.
+// token-bytes.ts: a GGUF vocabulary as the decode loop's Tokenizer. Each
+// token's bytes come from tokenizer.ggml.tokens: byte-level BPE symbols
+// (gpt2) or SentencePiece pieces with the ▁ space marker and <0xNN> byte
+// tokens (llama); control tokens read as empty text. Text is encoded by the
+// byte-level BPE of lib/tokenizers (gpt2 files), with special tokens read
+// as text, so user text cannot inject a turn marker. SentencePiece
+// encoding is not built yet.
 import type { MetadataValue } from '@huggingface/gguf';
 
 import type { Tokenizer } from '../generate/model.js';
+import { bpeEncoder, bpeVocabulary, type BpeVocabulary } from '../tokenizers/gguf-bpe.js';
 import { GgufError } from './gguf-error.js';
 
 /** tokenizer.ggml.token_type values. */
@@ -37,12 +39,15 @@ export class GgufTokenBytes implements Tokenizer {
   readonly #types: ArrayLike<number> | undefined;
   readonly #model: 'gpt2' | 'llama';
   readonly #cache: (Uint8Array | undefined)[];
+  readonly #bpe: BpeVocabulary | undefined;
+  #encode: ((text: string) => number[]) | undefined;
 
-  private constructor(pieces: readonly string[], types: ArrayLike<number> | undefined, model: 'gpt2' | 'llama') {
+  private constructor(pieces: readonly string[], types: ArrayLike<number> | undefined, model: 'gpt2' | 'llama', bpe?: BpeVocabulary) {
     this.#pieces = pieces;
     this.#types = types;
     this.#model = model;
     this.#cache = new Array(pieces.length);
+    this.#bpe = bpe;
   }
 
   /** undefined when the file has no vocabulary; GgufError when it has a malformed one. */
@@ -57,11 +62,17 @@ export class GgufTokenBytes implements Tokenizer {
     if (types !== undefined && (!Array.isArray(types) || types.length !== vocabSize || types.some((t) => typeof t !== 'number'))) {
       throw new GgufError(path, 'tokenizer.ggml.token_type', `expected ${vocabSize} numbers`);
     }
-    return new GgufTokenBytes(pieces as string[], types as number[] | undefined, model);
+    const bpe = model === 'gpt2' ? bpeVocabulary(path, metadata) : undefined;
+    return new GgufTokenBytes(pieces as string[], types as number[] | undefined, model, bpe);
   }
 
-  encode(_text: string): ArrayLike<number> {
-    throw new Error('encode: text prompts for GGUF models need the model\'s tokenizer, which is not built yet; pass the prompt as token ids');
+  /** The ids of `text`, special tokens read as text; built on first use (a large vocabulary takes a second or two). */
+  encode(text: string): ArrayLike<number> {
+    if (this.#bpe === undefined) {
+      throw new Error('encode: this model\'s SentencePiece tokenizer (tokenizer.ggml.model "llama") is not built yet; pass the prompt as token ids');
+    }
+    this.#encode ??= bpeEncoder(this.#bpe, false);
+    return this.#encode(text);
   }
 
   tokenBytes(token: number): Uint8Array {

@@ -33,6 +33,8 @@ export interface RandomModelSpec {
   ropeFactors?: boolean;
   /** Spread of the logits, about. Default 3. */
   logitScale?: number;
+  /** tokenizer.* metadata of a real vocabulary (real-vocab.ts); shape.vocab must be its size. Default: the synthetic byte-level one. */
+  vocabulary?: Record<string, GgufValue>;
 }
 
 /** The seeded generator of the benchmark's rows (mulberry32): the same numbers on every machine. */
@@ -167,7 +169,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   }
 
   const { tokens, types, eos } = vocabulary(s.vocab);
-  const metadata: Record<string, GgufValue> = {
+  let metadata: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: arch },
     'general.name': { type: 'string', value: `random ${arch} ${type} seed ${spec.seed}` },
     [`${arch}.context_length`]: { type: 'u32', value: 4096 },
@@ -188,6 +190,10 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     'tokenizer.ggml.eos_token_id': { type: 'u32', value: eos },
     'tokenizer.ggml.add_bos_token': { type: 'bool', value: false },
   };
+  if (spec.vocabulary) {
+    metadata = Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith('tokenizer.')));
+    Object.assign(metadata, spec.vocabulary);
+  }
   if (arch === 'qwen3') {
     metadata[`${arch}.attention.key_length`] = { type: 'u32', value: s.headDim };
     metadata[`${arch}.attention.value_length`] = { type: 'u32', value: s.headDim };
