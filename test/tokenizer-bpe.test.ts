@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 
 import { readGgufHeader } from '../lib/gguf/read-header.js';
-import { GgufTokenBytes } from '../lib/gguf/token-bytes.js';
+import { GgufTokenizer } from '../lib/gguf/gguf-tokenizer.js';
 import { bpeEncoder, bpeVocabulary } from '../lib/tokenizers/gguf-bpe.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
@@ -51,7 +51,7 @@ describe.each([
       // The model's tokenizer encodes as the plain encoder, and its token
       // bytes give the text's UTF-8 back (some strings are cut inside a
       // surrogate pair on purpose: their bytes are U+FFFD's, as encoded).
-      const tokenizer = GgufTokenBytes.fromMetadata(path, header.metadata, vocabulary.tokens.length)!;
+      const tokenizer = GgufTokenizer.fromMetadata(path, header.metadata, vocabulary.tokens.length)!;
       for (const text of STRINGS) {
         const ids = Array.from(tokenizer.encode(text));
         expect(ids).toEqual(plain(text));

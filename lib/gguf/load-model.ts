@@ -16,7 +16,7 @@ import { ARCHITECTURES } from './architectures/index.js';
 import { GgufError } from './gguf-error.js';
 import { physicalCores } from './physical-cores.js';
 import { readGgufHeader, type GgufHeader } from './read-header.js';
-import { GgufTokenBytes } from './token-bytes.js';
+import { GgufTokenizer } from './gguf-tokenizer.js';
 
 export interface LoadModelOptions {
   /** Threads of the forward pass. Default: the number of physical cores. */
@@ -153,7 +153,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const arch = architectureOf(header);
   const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
-  const tokenizer = GgufTokenBytes.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
+  const tokenizer = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
   const eosTokens = endTokens(header, config.vocabSize);
 
   const native = openTransformer(addon, header, config, o);

@@ -1,4 +1,4 @@
-// token-bytes.ts: a GGUF vocabulary as the decode loop's Tokenizer. Each
+// gguf-tokenizer.ts: a GGUF vocabulary as the decode loop's Tokenizer. Each
 // token's bytes come from tokenizer.ggml.tokens: byte-level BPE symbols
 // (gpt2) or SentencePiece pieces with the ▁ space marker and <0xNN> byte
 // tokens (llama); control tokens read as empty text. Text is encoded by the
@@ -34,7 +34,7 @@ function byteLevelDecoder(): Map<number, number> {
   return new Map(codePoints.map((c, i) => [c, bytes[i]]));
 }
 
-export class GgufTokenBytes implements Tokenizer {
+export class GgufTokenizer implements Tokenizer {
   readonly #pieces: readonly string[];
   readonly #types: ArrayLike<number> | undefined;
   readonly #model: 'gpt2' | 'llama';
@@ -51,7 +51,7 @@ export class GgufTokenBytes implements Tokenizer {
   }
 
   /** undefined when the file has no vocabulary; GgufError when it has a malformed one. */
-  static fromMetadata(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufTokenBytes | undefined {
+  static fromMetadata(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufTokenizer | undefined {
     const pieces = metadata['tokenizer.ggml.tokens'];
     if (pieces === undefined) return undefined;
     if (!Array.isArray(pieces) || pieces.some((p) => typeof p !== 'string')) throw new GgufError(path, 'tokenizer.ggml.tokens', 'expected an array of strings');
@@ -63,7 +63,7 @@ export class GgufTokenBytes implements Tokenizer {
       throw new GgufError(path, 'tokenizer.ggml.token_type', `expected ${vocabSize} numbers`);
     }
     const bpe = model === 'gpt2' ? bpeVocabulary(path, metadata) : undefined;
-    return new GgufTokenBytes(pieces as string[], types as number[] | undefined, model, bpe);
+    return new GgufTokenizer(pieces as string[], types as number[] | undefined, model, bpe);
   }
 
   /** The ids of `text`, special tokens read as text; built on first use (a large vocabulary takes a second or two). */
