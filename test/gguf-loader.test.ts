@@ -83,6 +83,8 @@ describe('a file loadModel cannot run is a GgufError naming the file and the fie
     expect((await loadError(heads)).message).toBe(`${heads}: headCountKv: 3 does not divide headCount 4`);
     const yarn = await variant('yarn', (m) => { m.metadata['llama.rope.scaling.type'] = { type: 'string', value: 'yarn' }; });
     expect((await loadError(yarn)).message).toBe(`${yarn}: llama.rope.scaling.type: "yarn" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
+    const template = await variant('template', (m) => { m.metadata['tokenizer.chat_template'] = { type: 'string', value: '{% if %}' }; });
+    expect((await loadError(template)).message).toMatch(new RegExp(`^${template}: tokenizer\\.chat_template: the chat template does not parse`));
     const vocab = await variant('vocab', (m) => { m.metadata['tokenizer.ggml.eos_token_id'] = { type: 'u32', value: 5000 }; });
     expect((await loadError(vocab)).message).toBe(`${vocab}: tokenizer.ggml.eos_token_id: expected a token id from 0 to 299, got 5000`);
   });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 
 import { readGgufHeader } from '../lib/gguf/read-header.js';
+import { loadModel } from '../lib/index.js';
 import { GgufTokenizer } from '../lib/gguf/gguf-tokenizer.js';
 import { bpeEncoder, bpeVocabulary } from '../lib/tokenizers/gguf-bpe.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
@@ -34,6 +35,10 @@ describe.each([
       shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
     });
     const header = await readGgufHeader(path);
+    // The file's chat template comes with the model, parsed.
+    const loaded = await loadModel(path, { threads: 1, prefetch: false });
+    expect(loaded.chatTemplate?.render([{ role: 'user', content: 'hi' }])).toContain('hi');
+    loaded.dispose();
     const v = bpeVocabulary(path, header.metadata);
     const plain = bpeEncoder(v, false), special = bpeEncoder(v, true);
     const model = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });

@@ -8,6 +8,7 @@ import { GGMLQuantizationType } from '@huggingface/gguf';
 import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
 import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import { GgufModel } from '../models/gguf-model.js';
+import { ChatTemplate } from '../tokenizers/chat-template.js';
 import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
@@ -155,6 +156,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const config = readConfig(header, arch);
   const tokenizer = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
   const eosTokens = endTokens(header, config.vocabSize);
+  const chatTemplate = chatTemplateOf(header);
 
   const native = openTransformer(addon, header, config, o);
   try {
@@ -175,5 +177,17 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     trainedContextLength: trainedContextLength(header, arch),
     threads: native.threads,
     cpuKernels: native.isa,
-  }, tokenizer, Object.freeze(eosTokens), o.batchSize);
+  }, tokenizer, Object.freeze(eosTokens), o.batchSize, chatTemplate);
+}
+
+/** The file's chat template, parsed; undefined when it has none. */
+function chatTemplateOf(header: GgufHeader): ChatTemplate | undefined {
+  const source = header.metadata['tokenizer.chat_template'];
+  if (source === undefined) return undefined;
+  if (typeof source !== 'string') throw new GgufError(header.path, 'tokenizer.chat_template', 'expected a string');
+  try {
+    return new ChatTemplate(source, header.path);
+  } catch (error) {
+    throw new GgufError(header.path, 'tokenizer.chat_template', (error as Error).message.replace(`${header.path}: `, ''));
+  }
 }

@@ -8,6 +8,7 @@ import type { BackendName } from '../backends.js';
 import type { DecodeModel, Logits, ModelSequence, Tokenizer } from '../generate/model.js';
 import type { NativeModelConfig, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import type { BackendChoice } from '../sampling-options.js';
+import type { ChatTemplate } from '../tokenizers/chat-template.js';
 
 export interface GgufModelInfo {
   path: string;
@@ -31,14 +32,18 @@ export class GgufModel implements DecodeModel {
   readonly tokenizer: Tokenizer;
   readonly eosTokens: readonly number[];
   readonly info: GgufModelInfo;
+  /** The file's chat template (tokenizer.chat_template), when it has one. */
+  readonly chatTemplate: ChatTemplate | undefined;
   readonly #native: NativeTransformer;
   readonly #batchSize: number;
   readonly #sequences = new Set<GgufSequence>();
   #disposed = false;
 
   /** @internal loadModel() makes models. */
-  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: Tokenizer, eosTokens: readonly number[], batchSize: number) {
+  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: Tokenizer, eosTokens: readonly number[], batchSize: number,
+    chatTemplate?: ChatTemplate) {
     this.#native = native;
+    this.chatTemplate = chatTemplate;
     this.info = info;
     this.vocabSize = info.config.vocabSize;
     this.tokenizer = tokenizer;

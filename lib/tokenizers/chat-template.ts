@@ -1,0 +1,45 @@
+// chat-template.ts: a model's chat template (tokenizer.chat_template, the
+// Jinja template of its tokenizer_config.json) rendered with
+// @huggingface/jinja, the engine Hugging Face's JavaScript libraries use.
+// The result is text with the template's own special tokens in it, to be
+// encoded with special tokens parsed.
+import { Template } from '@huggingface/jinja';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+}
+
+export interface RenderOptions {
+  /** End with the start of an assistant turn (default true). */
+  addGenerationPrompt?: boolean;
+  /** The text of the BOS and EOS tokens, which some templates print. */
+  bosToken?: string;
+  eosToken?: string;
+}
+
+/** A parsed template; parse errors are reported once, here, naming the template. */
+export class ChatTemplate {
+  readonly #template: Template;
+
+  constructor(readonly source: string, readonly origin: string) {
+    try {
+      this.#template = new Template(source);
+    } catch (error) {
+      throw new Error(`${origin}: the chat template does not parse (${error instanceof Error ? error.message : String(error)})`, { cause: error });
+    }
+  }
+
+  render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
+    try {
+      return this.#template.render({
+        messages,
+        add_generation_prompt: options.addGenerationPrompt ?? true,
+        bos_token: options.bosToken ?? '',
+        eos_token: options.eosToken ?? '',
+      });
+    } catch (error) {
+      throw new Error(`${this.origin}: the chat template failed to render (${error instanceof Error ? error.message : String(error)})`, { cause: error });
+    }
+  }
+}
