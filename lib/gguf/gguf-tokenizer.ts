@@ -8,11 +8,9 @@
 import type { MetadataValue } from '@huggingface/gguf';
 
 import type { Tokenizer } from '../generate/model.js';
-import { bpeEncoder, bpeVocabulary, type BpeVocabulary } from '../tokenizers/gguf-bpe.js';
+import { bpeEncoder, bpeVocabulary, TOKEN_TYPE, type BpeVocabulary } from '../tokenizers/gguf-bpe.js';
 import { GgufError } from './gguf-error.js';
 
-/** tokenizer.ggml.token_type values. */
-const TOKEN_TYPE_CONTROL = 3;
 
 const EMPTY = new Uint8Array(0);
 let byteLevel: Map<number, number> | undefined;
@@ -80,7 +78,7 @@ export class GgufTokenizer implements Tokenizer {
     if (cached !== undefined) return cached;
     const piece = this.#pieces[token];
     let bytes: Uint8Array = EMPTY;
-    if (piece !== undefined && this.#types?.[token] !== TOKEN_TYPE_CONTROL) {
+    if (piece !== undefined && this.#types?.[token] !== TOKEN_TYPE.control) {
       bytes = this.#model === 'gpt2' ? byteLevelBytes(piece) : sentencePieceBytes(piece);
     }
     this.#cache[token] = bytes;

@@ -3,6 +3,7 @@
 // against tensor_types.cpp's table, so the two cannot drift apart.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 namespace md::blocks {
 
@@ -32,7 +33,7 @@ struct Q8_1 {
 };
 struct Q4_K {
   uint16_t d, dmin;         // super-block scales of the 6-bit sub-block scales and mins
-  uint8_t scales[12];       // 8 scales and 8 mins, 6 bits each (see scaleMinK4)
+  uint8_t scales[12];       // 8 scales and 8 mins, 6 bits each (see scalesAndMinsK4)
   uint8_t qs[kSuperBlock / 2];
 };
 struct Q5_K {
@@ -58,15 +59,20 @@ static_assert(sizeof(Q4_0) == 18 && sizeof(Q4_1) == 20 && sizeof(Q5_0) == 22 && 
 static_assert(sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176 && sizeof(Q6_K) == 210 && sizeof(Q8_K) == 292,
               "K block layouts");
 
-// Sub-block j's 6-bit scale and min of a Q4_K or Q5_K block.
-inline void scaleMinK4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
-  if (j < 4) {
-    *scale = q[j] & 63;
-    *min = q[j + 4] & 63;
-  } else {
-    *scale = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *min = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
+// The 8 6-bit scales (out[0..7]) and mins (out[8..15]) of a Q4_K or Q5_K
+// block, unpacked four at a time in 32-bit words. `static`: every file
+// that uses it gets its own copy, so a file built for AVX-512 or AMX never
+// shares its build of it with portable code (scripts/check-isa-symbols.mjs).
+static inline void scalesAndMinsK4(const uint8_t* q, uint8_t out[16]) {
+  constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  uint32_t u[4];
+  std::memcpy(u, q, 12);
+  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+  const uint32_t mins = u[1] & low6;
+  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+  u[2] = mins;
+  u[0] &= low6;
+  std::memcpy(out, u, 16);
 }
 
 }  // namespace md::blocks

@@ -63,11 +63,10 @@ void dequantizeK45(const Block* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = h(b[i].d), dmin = h(b[i].dmin);
     const uint8_t* q = b[i].qs;
+    uint8_t sm[16];  // scales, then mins
+    scalesAndMinsK4(b[i].scales, sm);
     for (int j = 0; j < kSuperBlock / 64; ++j, q += 32) {
-      uint8_t sc1, m1, sc2, m2;
-      scaleMinK4(2 * j, b[i].scales, &sc1, &m1);
-      scaleMinK4(2 * j + 1, b[i].scales, &sc2, &m2);
-      const float d1 = d * sc1, min1 = dmin * m1, d2 = d * sc2, min2 = dmin * m2;
+      const float d1 = d * sm[2 * j], min1 = dmin * sm[8 + 2 * j], d2 = d * sm[2 * j + 1], min2 = dmin * sm[9 + 2 * j];
       auto fifth = [&](int l, int bit) -> int {
         if constexpr (kFive) return (b[i].qh[l] >> bit) & 1 ? 16 : 0;
         return 0;

@@ -9,6 +9,11 @@
 #include "dot.h"
 
 #if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__)
+// GCC 12 warns inside its own _mm512_cvtepi32_ps (an "undefined" source
+// vector it leaves uninitialised on purpose); nothing here is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdlib>
@@ -207,22 +212,6 @@ struct PackedSuperBlocks {
   }
 };
 
-// The 8 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K/Q5_K block.
-// The vector kernels' copy (DotKernels::scalesAndMins) is a member of their
-// template; using it here would instantiate that template with this file's
-// AMX flags, a shared symbol the ISA check refuses. So it is written again.
-void scalesAndMins(const uint8_t* q, uint8_t out[16]) {
-  constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-  uint32_t u[4];
-  std::memcpy(u, q, 12);
-  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
-  const uint32_t mins = u[1] & low6;
-  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
-  u[2] = mins;
-  u[0] &= low6;
-  std::memcpy(out, u, 16);
-}
-
 // Sub-block j of a Q4_K/Q5_K block as 32 unsigned quants.
 template <class Block>
 void unpackSubBlock(const Block& b, int j, uint8_t* out) {
@@ -257,7 +246,7 @@ void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks
       for (int64_t b = 0; b < nsb; ++b) {
         const size_t at = size_t(g * nsb + b);
         uint8_t sm[kTile][16];
-        for (int m = 0; m < kTile; ++m) scalesAndMins(reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b].scales, sm[m]);
+        for (int m = 0; m < kTile; ++m) blocks::scalesAndMinsK4(reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b].scales, sm[m]);
         __m512i isum[kTile], mins[kTile];
         for (int m = 0; m < kTile; ++m) isum[m] = mins[m] = _mm512_setzero_si512();
         for (int j = 0; j < 8; ++j) {

@@ -34,21 +34,6 @@ struct DotKernels {
   // no better, on the 1B benchmark models).
   static void prefetch(const void* p, size_t ahead) { __builtin_prefetch(static_cast<const char*>(p) + ahead); }
 
-  // The 8 6-bit scales (bytes 0-7 of out) and mins (bytes 8-15) of a Q4_K
-  // or Q5_K block, unpacked four at a time in 32-bit words (the layout of
-  // blocks::scaleMinK4).
-  static void scalesAndMins(const uint8_t* q, uint8_t out[16]) {
-    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-    uint32_t u[4];
-    std::memcpy(u, q, 12);
-    u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
-    const uint32_t mins = u[1] & low6;
-    u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
-    u[2] = mins;
-    u[0] &= low6;
-    std::memcpy(out, u, 16);
-  }
-
   // ---- The 0/1 types against Q8_0 (Q4_1 against Q8_1) ----
 
   // unpack() gives the quants as unsigned bytes q; the value is q - kOffset.
@@ -154,7 +139,7 @@ struct DotKernels {
     const V sixteen = S::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       uint8_t sm[R][16];  // scales, then mins
-      for (int r = 0; r < R; ++r) scalesAndMins(block<Block>(w, ws, r)[i].scales, sm[r]);
+      for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
       I isum[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
