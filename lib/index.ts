@@ -30,4 +30,5 @@ export { TEXT_EOS, type TextBigramOptions } from './models/bigram-text.js';
 export { loadModel, type LoadModelOptions } from './gguf/load-model.js';
 export { GgufModel, type GgufModelInfo } from './models/gguf-model.js';
 export { GgufError } from './gguf/gguf-error.js';
+export { GgufTokenizer, type DecodeOptions, type EncodeOptions } from './gguf/gguf-tokenizer.js';
 export { ChatTemplate, type ChatMessage, type RenderOptions } from './tokenizers/chat-template.js';

@@ -106,7 +106,7 @@ describe('options, progress and abort', () => {
     expect(seen[seen.length - 1]).toBe(1);
     expect([...seen].sort((a, b) => a - b)).toEqual(seen);
     expect(model.info).toMatchObject({ path: good, architecture: 'llama', fileSize: readFileSync(good).length, trainedContextLength: 4096 });
-    expect(model.eosTokens).toEqual([297]);
+    expect(model.eosTokens).toEqual([297, 299]);  // the file's EOS, and <|im_end|> by its text (as llama.cpp)
     expect(new TextDecoder().decode(model.tokenizer.tokenBytes(72))).toBe('H');  // byte-level symbol of 'H'
     expect(model.tokenizer.tokenBytes(297).length).toBe(0);  // a control token reads as nothing
     model.dispose();

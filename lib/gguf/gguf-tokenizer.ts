@@ -1,18 +1,43 @@
-// gguf-tokenizer.ts: a GGUF vocabulary as the decode loop's Tokenizer. Each
-// token's bytes come from tokenizer.ggml.tokens: byte-level BPE symbols
-// (gpt2) or SentencePiece pieces with the ▁ space marker and <0xNN> byte
-// tokens (llama); control tokens read as empty text. Text is encoded by the
-// byte-level BPE of lib/tokenizers (gpt2 files), with special tokens read
-// as text, so user text cannot inject a turn marker. SentencePiece
-// encoding is not built yet.
+// gguf-tokenizer.ts: a GGUF file's vocabulary as the decode loop's
+// Tokenizer, with llama.cpp's behaviour: byte-level BPE (gpt2) or
+// SentencePiece (llama) encoding, special tokens read from the text only
+// when asked (parse_special), and token bytes for streaming: byte-level
+// symbols, ▁ as a space, <0xNN> byte tokens, control tokens as empty text.
 import type { MetadataValue } from '@huggingface/gguf';
 
 import type { Tokenizer } from '../generate/model.js';
-import { bpeEncoder, bpeVocabulary, TOKEN_TYPE, type BpeVocabulary } from '../tokenizers/gguf-bpe.js';
-import { GgufError } from './gguf-error.js';
+import { invalidParameterError } from '../errors.js';
+import { isPlainObject } from '../predicates.js';
+import { cleanSpaces } from '../tokenizers/clean-spaces.js';
+import { bpeEncoder } from '../tokenizers/gguf-bpe.js';
+import { readVocabulary, type GgufVocabulary } from '../tokenizers/gguf-vocabulary.js';
+import { sentencePieceEncoder } from '../tokenizers/sentencepiece.js';
+import { isSpecial, TOKEN_TYPE } from '../tokenizers/token-types.js';
+import { checkKnownKeys } from '../sampling-options.js';
 
+export interface EncodeOptions {
+  /**
+   * Read the texts of control tokens (<|im_start|>, <|eot_id|>, ...) as
+   * those tokens, as llama.cpp's parse_special. Default false: they are
+   * text, so user input cannot inject a turn marker. Turn this on only for
+   * text your code wrote, such as a rendered chat template.
+   */
+  special?: boolean;
+  /**
+   * The text continues text already in the sequence: a SentencePiece
+   * vocabulary then puts no space before it. Default false.
+   */
+  afterText?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Give control tokens their text instead of none. Default false. */
+  special?: boolean;
+}
 
 const EMPTY = new Uint8Array(0);
+// ignoreBOM: a U+FEFF token is text like any other.
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 let byteLevel: Map<number, number> | undefined;
 
 // GPT-2's byte-level alphabet: each byte as a printable code point.
@@ -32,57 +57,109 @@ function byteLevelDecoder(): Map<number, number> {
   return new Map(codePoints.map((c, i) => [c, bytes[i]]));
 }
 
-export class GgufTokenizer implements Tokenizer {
-  readonly #pieces: readonly string[];
-  readonly #types: ArrayLike<number> | undefined;
-  readonly #model: 'gpt2' | 'llama';
-  readonly #cache: (Uint8Array | undefined)[];
-  readonly #bpe: BpeVocabulary | undefined;
-  #encode: ((text: string) => number[]) | undefined;
+function checkOptions(name: string, options: unknown, keys: string[]): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (!isPlainObject(options)) throw invalidParameterError(name, 'a plain object', options, 'type');
+  checkKnownKeys(options, new Set(keys), `${name}.`);
+  for (const key of keys) {
+    const value = options[key];
+    if (value !== undefined && typeof value !== 'boolean') throw invalidParameterError(`${name}.${key}`, 'a boolean', value, 'type');
+  }
+  return options;
+}
 
-  private constructor(pieces: readonly string[], types: ArrayLike<number> | undefined, model: 'gpt2' | 'llama', bpe?: BpeVocabulary) {
-    this.#pieces = pieces;
-    this.#types = types;
-    this.#model = model;
-    this.#cache = new Array(pieces.length);
-    this.#bpe = bpe;
+export class GgufTokenizer implements Tokenizer {
+  readonly #v: GgufVocabulary;
+  readonly #cache: (Uint8Array | undefined)[];
+  readonly #encoders: Map<boolean, (text: string, afterText?: boolean) => number[]> = new Map();
+
+  private constructor(vocabulary: GgufVocabulary) {
+    this.#v = vocabulary;
+    this.#cache = new Array(vocabulary.tokens.length);
   }
 
   /** undefined when the file has no vocabulary; GgufError when it has a malformed one. */
   static fromMetadata(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufTokenizer | undefined {
-    const pieces = metadata['tokenizer.ggml.tokens'];
-    if (pieces === undefined) return undefined;
-    if (!Array.isArray(pieces) || pieces.some((p) => typeof p !== 'string')) throw new GgufError(path, 'tokenizer.ggml.tokens', 'expected an array of strings');
-    if (pieces.length !== vocabSize) throw new GgufError(path, 'tokenizer.ggml.tokens', `${pieces.length} tokens, but token_embd.weight has ${vocabSize} rows`);
-    const model = metadata['tokenizer.ggml.model'];
-    if (model !== 'gpt2' && model !== 'llama') throw new GgufError(path, 'tokenizer.ggml.model', `"${String(model)}" is not supported (supported: gpt2, llama)`);
-    const types = metadata['tokenizer.ggml.token_type'];
-    if (types !== undefined && (!Array.isArray(types) || types.length !== vocabSize || types.some((t) => typeof t !== 'number'))) {
-      throw new GgufError(path, 'tokenizer.ggml.token_type', `expected ${vocabSize} numbers`);
-    }
-    const bpe = model === 'gpt2' ? bpeVocabulary(path, metadata) : undefined;
-    return new GgufTokenizer(pieces as string[], types as number[] | undefined, model, bpe);
+    const vocabulary = readVocabulary(path, metadata, vocabSize);
+    return vocabulary && new GgufTokenizer(vocabulary);
   }
 
-  /** The ids of `text`, special tokens read as text; built on first use (a large vocabulary takes a second or two). */
-  encode(text: string): ArrayLike<number> {
-    if (this.#bpe === undefined) {
-      throw new Error('encode: this model\'s SentencePiece tokenizer (tokenizer.ggml.model "llama") is not built yet; pass the prompt as token ids');
-    }
-    this.#encode ??= bpeEncoder(this.#bpe, false);
-    return this.#encode(text);
+  /** 'gpt2' (byte-level BPE) or 'llama' (SentencePiece): tokenizer.ggml.model. */
+  get kind(): 'gpt2' | 'llama' {
+    return this.#v.model;
   }
 
+  /** The token a text prompt starting a sequence begins with (tokenizer.ggml.add_bos_token), if any. */
+  get bosToken(): number | undefined {
+    return this.#v.bos;
+  }
+
+  /** Every token that ends generation (EOS, EOT, <|im_end|>, <|eot_id|>, ...), as llama.cpp finds them. */
+  get endOfGenerationTokens(): readonly number[] {
+    return this.#v.endOfGeneration;
+  }
+
+  /** The text of a token as the vocabulary spells it (its piece, not its bytes). */
+  tokenText(token: number): string | undefined {
+    return this.#v.tokens[token];
+  }
+
+  /**
+   * The ids of `text`, without BOS (a Session adds it at the start of a
+   * sequence). The encoder is built on first use; a large vocabulary takes
+   * a few hundred milliseconds.
+   */
+  encode(text: string, options?: EncodeOptions): number[] {
+    if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
+    const o = checkOptions('options', options, ['special', 'afterText']);
+    const special = o.special === true;
+    let encoder = this.#encoders.get(special);
+    if (encoder === undefined) {
+      encoder = this.#v.model === 'llama' ? sentencePieceEncoder(this.#v, special) : bpeEncoder(this.#v, special);
+      this.#encoders.set(special, encoder);
+    }
+    return encoder(text, o.afterText === true);
+  }
+
+  /**
+   * The text of `tokens`, as llama.cpp's detokenize: control tokens empty
+   * unless `special`, a SentencePiece vocabulary's leading space (the one
+   * encode() puts before the text) removed, and for most byte-level BPE
+   * vocabularies (Llama 3's, GPT-2's; not Qwen's or SmolLM's) the space
+   * before punctuation and contractions removed, as Hugging Face's
+   * clean_up_tokenization_spaces.
+   */
+  decode(tokens: ArrayLike<number>, options?: DecodeOptions): string {
+    const special = checkOptions('options', options, ['special']).special === true;
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < tokens.length; i++) {
+      const id = tokens[i];
+      if (!Number.isInteger(id) || id < 0 || id >= this.#v.tokens.length) {
+        throw invalidParameterError(`tokens[${i}]`, `a token id from 0 to ${this.#v.tokens.length - 1}`, id, 'range');
+      }
+      let bytes = special ? this.#bytes(id, true) : this.tokenBytes(id);
+      if (i === 0 && this.#v.addSpacePrefix && bytes[0] === 0x20) bytes = bytes.subarray(1);
+      parts.push(bytes);
+    }
+    const text = UTF8.decode(Buffer.concat(parts));
+    return this.#v.cleanSpaces ? cleanSpaces(text) : text;
+  }
+
+  /** The UTF-8 bytes `token` stands for in generated text; empty for control tokens. */
   tokenBytes(token: number): Uint8Array {
-    const cached = this.#cache[token];
-    if (cached !== undefined) return cached;
-    const piece = this.#pieces[token];
-    let bytes: Uint8Array = EMPTY;
-    if (piece !== undefined && this.#types?.[token] !== TOKEN_TYPE.control) {
-      bytes = this.#model === 'gpt2' ? byteLevelBytes(piece) : sentencePieceBytes(piece);
-    }
-    this.#cache[token] = bytes;
-    return bytes;
+    return (this.#cache[token] ??= this.#bytes(token, false));
+  }
+
+  // llama.cpp's token_to_piece.
+  #bytes(token: number, special: boolean): Uint8Array {
+    const piece = this.#v.tokens[token];
+    const type = this.#v.types[token];
+    if (piece === undefined) return EMPTY;
+    if (isSpecial(type)) return special ? Buffer.from(piece, 'utf8') : EMPTY;
+    if (type === TOKEN_TYPE.userDefined) return Buffer.from(piece, 'utf8');
+    if (type === TOKEN_TYPE.byte) return byteTokenBytes(piece);
+    if (type !== TOKEN_TYPE.normal) return EMPTY;
+    return this.#v.model === 'gpt2' ? byteLevelBytes(piece) : Buffer.from(piece.replaceAll('\u2581', ' '), 'utf8');
   }
 }
 
@@ -97,8 +174,7 @@ function byteLevelBytes(piece: string): Uint8Array {
   return Uint8Array.from(out);
 }
 
-function sentencePieceBytes(piece: string): Uint8Array {
+function byteTokenBytes(piece: string): Uint8Array {
   const byte = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
-  if (byte) return Uint8Array.of(parseInt(byte[1], 16));
-  return Buffer.from(piece.replaceAll('\u2581', ' '), 'utf8');
+  return byte ? Uint8Array.of(parseInt(byte[1], 16)) : Buffer.from(piece, 'utf8');
 }

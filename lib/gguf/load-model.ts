@@ -9,6 +9,7 @@ import { AbortError, BackendUnavailableError, integerInRange, invalidParameterEr
 import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import { GgufModel } from '../models/gguf-model.js';
 import { ChatTemplate } from '../tokenizers/chat-template.js';
+import { endOfGenerationTokens } from '../tokenizers/gguf-vocabulary.js';
 import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
@@ -46,19 +47,6 @@ export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon
 const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
 const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels']);
 const PREFETCH_CHUNK = 64 << 20;
-
-/** End-of-generation token ids the file names. */
-function endTokens(header: GgufHeader, vocabSize: number): number[] {
-  const ids = new Set<number>();
-  for (const key of ['tokenizer.ggml.eos_token_id', 'tokenizer.ggml.eot_token_id', 'tokenizer.ggml.eom_token_id']) {
-    const v = header.metadata[key];
-    const n = typeof v === 'bigint' ? Number(v) : v;
-    if (n === undefined) continue;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= vocabSize) throw new GgufError(header.path, key, `expected a token id from 0 to ${vocabSize - 1}, got ${String(v)}`);
-    ids.add(n);
-  }
-  return [...ids];
-}
 
 function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
   if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
@@ -154,8 +142,9 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const arch = architectureOf(header);
   const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
-  const tokenizer = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize) ?? new ByteTokenizer();
-  const eosTokens = endTokens(header, config.vocabSize);
+  const vocabulary = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize);
+  const tokenizer = vocabulary ?? new ByteTokenizer();
+  const eosTokens = vocabulary?.endOfGenerationTokens ?? endOfGenerationTokens(path, header.metadata, [], config.vocabSize);
   const chatTemplate = chatTemplateOf(header);
 
   const native = openTransformer(addon, header, config, o);

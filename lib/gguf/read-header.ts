@@ -8,6 +8,10 @@ import { gguf, type MetadataValue } from '@huggingface/gguf';
 
 import type { NativeTensorEntry } from '../native/contract.js';
 import { GgufError } from './gguf-error.js';
+import { readStringArray } from './read-string-array.js';
+
+// Token texts, read again exactly (see read-string-array.ts).
+const TOKENS = 'tokenizer.ggml.tokens';
 
 export interface GgufHeader {
   path: string;
@@ -71,5 +75,7 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
     dims: t.shape.map((d, i) => safeNumber(path, `tensor ${t.name} dims[${i}]`, d)),
     offset: dataOffset + safeNumber(path, `tensor ${t.name} offset`, t.offset),
   }));
-  return { path, fileSize, metadata: parsed.metadata as Record<string, MetadataValue>, tensors, dataOffset };
+  const metadata = { ...parsed.metadata } as Record<string, MetadataValue>;
+  if (Array.isArray(metadata[TOKENS])) metadata[TOKENS] = (await readStringArray(path, TOKENS, dataOffset)) ?? metadata[TOKENS];
+  return { path, fileSize, metadata, tensors, dataOffset };
 }

@@ -5,7 +5,9 @@
 // memory that the next evaluate() overwrites.
 import { BackendUnavailableError, invalidParameterError } from '../errors.js';
 import type { BackendName } from '../backends.js';
-import type { DecodeModel, Logits, ModelSequence, Tokenizer } from '../generate/model.js';
+import type { ByteTokenizer } from '../generate/byte-tokenizer.js';
+import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
+import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
 import type { NativeModelConfig, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import type { BackendChoice } from '../sampling-options.js';
 import type { ChatTemplate } from '../tokenizers/chat-template.js';
@@ -29,7 +31,8 @@ export interface GgufModelInfo {
 
 export class GgufModel implements DecodeModel {
   readonly vocabSize: number;
-  readonly tokenizer: Tokenizer;
+  /** The file's vocabulary; a ByteTokenizer when the file has none. */
+  readonly tokenizer: GgufTokenizer | ByteTokenizer;
   readonly eosTokens: readonly number[];
   readonly info: GgufModelInfo;
   /** The file's chat template (tokenizer.chat_template), when it has one. */
@@ -40,7 +43,7 @@ export class GgufModel implements DecodeModel {
   #disposed = false;
 
   /** @internal loadModel() makes models. */
-  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: Tokenizer, eosTokens: readonly number[], batchSize: number,
+  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: GgufTokenizer | ByteTokenizer, eosTokens: readonly number[], batchSize: number,
     chatTemplate?: ChatTemplate) {
     this.#native = native;
     this.chatTemplate = chatTemplate;

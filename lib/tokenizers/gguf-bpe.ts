@@ -4,51 +4,24 @@
 // the text are read as tokens only when the caller asks (as llama.cpp's
 // parse_special), user-defined tokens always (as llama.cpp).
 import { Tokenizer } from '@huggingface/tokenizers';
-import type { MetadataValue } from '@huggingface/gguf';
 
-import { GgufError } from '../gguf/gguf-error.js';
-import { CONTROL_LOOKING_TEXTS } from './control-looking.js';
+import type { GgufVocabulary } from './gguf-vocabulary.js';
+import { isSpecial, TOKEN_TYPE } from './token-types.js';
 import { IGNORES_MERGES, PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
 
-/** tokenizer.ggml.token_type values. */
-export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
-
-export interface BpeVocabulary {
-  tokens: readonly string[];
-  types: ArrayLike<number>;
-  merges: readonly string[];
-  pre: string;
-}
-
-export function bpeVocabulary(path: string, metadata: Readonly<Record<string, MetadataValue>>): BpeVocabulary {
-  const tokens = metadata['tokenizer.ggml.tokens'] as string[];
-  const types = (metadata['tokenizer.ggml.token_type'] as number[] | undefined) ?? new Array(tokens.length).fill(TOKEN_TYPE.normal);
-  const merges = metadata['tokenizer.ggml.merges'];
-  if (!Array.isArray(merges) || merges.some((m) => typeof m !== 'string')) throw new GgufError(path, 'tokenizer.ggml.merges', 'expected an array of strings');
-  const pre = metadata['tokenizer.ggml.pre'] ?? 'default';
-  if (typeof pre !== 'string' || !(pre in PRE_TOKENIZER_SPLITS)) {
-    throw new GgufError(path, 'tokenizer.ggml.pre', `${JSON.stringify(pre)} is not supported (supported: ${Object.keys(PRE_TOKENIZER_SPLITS).join(', ')})`);
-  }
-  return { tokens, types, merges: merges as string[], pre };
-}
-
 /** An encoder for the vocabulary; `special`: control tokens in the text are tokens. */
-export function bpeEncoder(v: BpeVocabulary, special: boolean): (text: string) => number[] {
+export function bpeEncoder(v: GgufVocabulary, special: boolean): (text: string) => number[] {
   const vocab: Record<string, number> = {};
   const added: object[] = [];
-  const addToken = (id: number, content: string, control: boolean) =>
-    added.push({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: control });
   v.tokens.forEach((token, id) => {
+    const fileType = v.fileTypes[id];
+    // Tokens typed normal in the file stay reachable by merges, even when
+    // their text makes them control (llama.cpp merges over every text).
+    if (fileType !== TOKEN_TYPE.control && fileType !== TOKEN_TYPE.userDefined && fileType !== TOKEN_TYPE.unused) vocab[token] = id;
     const type = v.types[id];
-    if (type === TOKEN_TYPE.control || type === TOKEN_TYPE.userDefined) {
-      if (type === TOKEN_TYPE.userDefined || special) addToken(id, token, type === TOKEN_TYPE.control);
-      return;
+    if (type === TOKEN_TYPE.userDefined || (special && isSpecial(type))) {
+      added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type !== TOKEN_TYPE.userDefined });
     }
-    if (type === TOKEN_TYPE.unused) return;
-    vocab[token] = id;
-    // A normal token with a control-looking text stays reachable by merges
-    // and is also a whole token when special tokens are parsed.
-    if (special && CONTROL_LOOKING_TEXTS.has(token)) addToken(id, token, true);
   });
   const splits = PRE_TOKENIZER_SPLITS[v.pre].map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }));
   const tokenizer = new Tokenizer({

@@ -1,0 +1,136 @@
+// gguf-vocabulary.ts: the tokenizer.* metadata of a GGUF file, checked and
+// read once, as llama.cpp's llama-vocab.cpp reads it: the token texts and
+// types (with the control-looking texts promoted to control, as llama.cpp
+// promotes them), SentencePiece scores or BPE merges, whether text prompts
+// start with BOS and a space, and every end-of-generation token.
+import type { MetadataValue } from '@huggingface/gguf';
+
+import { GgufError } from '../gguf/gguf-error.js';
+import { CONTROL_LOOKING_TEXTS, END_OF_GENERATION_TEXTS, FILL_IN_THE_MIDDLE_END_TEXTS } from './control-looking.js';
+import { PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
+import { TOKEN_TYPE } from './token-types.js';
+
+
+/** tokenizer.ggml.model: byte-level BPE ('gpt2') or SentencePiece ('llama'). */
+export type VocabularyModel = 'gpt2' | 'llama';
+
+export interface GgufVocabulary {
+  model: VocabularyModel;
+  tokens: readonly string[];
+  /** Token types as the file gives them. */
+  fileTypes: ArrayLike<number>;
+  /** Token types as the tokenizer treats them: control-looking texts are control. */
+  types: Uint8Array;
+  /** SentencePiece merge priorities (tokenizer.ggml.scores; all 0 when absent, as llama.cpp). */
+  scores: ArrayLike<number> | undefined;
+  /** Byte-level BPE merges, "left right" by rank. */
+  merges: readonly string[] | undefined;
+  /** The pre-tokenizer of a BPE vocabulary (tokenizer.ggml.pre). */
+  pre: string;
+  /** The token a text prompt starts with, when the file says to add one. */
+  bos: number | undefined;
+  /** SentencePiece: a space is put before the text (tokenizer.ggml.add_space_prefix, default true). */
+  addSpacePrefix: boolean;
+  /** Decoded text gets llama.cpp's space clean-up (byte-level BPE except Qwen 2 and SmolLM pre-tokenizers). */
+  cleanSpaces: boolean;
+  /** Every token that ends generation. */
+  endOfGeneration: readonly number[];
+}
+
+function tokenId(path: string, metadata: Readonly<Record<string, MetadataValue>>, key: string, vocabSize: number): number | undefined {
+  const v = metadata[key];
+  if (v === undefined) return undefined;
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= vocabSize) {
+    throw new GgufError(path, key, `expected a token id from 0 to ${vocabSize - 1}, got ${String(v)}`);
+  }
+  return n;
+}
+
+function flag(path: string, metadata: Readonly<Record<string, MetadataValue>>, key: string, fallback: boolean): boolean {
+  const v = metadata[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'boolean') throw new GgufError(path, key, `expected a boolean, got ${String(v)}`);
+  return v;
+}
+
+function stringArray(path: string, metadata: Readonly<Record<string, MetadataValue>>, key: string): string[] {
+  const v = metadata[key];
+  if (!Array.isArray(v) || v.some((m) => typeof m !== 'string')) throw new GgufError(path, key, 'expected an array of strings');
+  return v as string[];
+}
+
+// Byte-level BPE pre-tokenizers whose text llama.cpp decodes without the clean-up.
+const KEEPS_SPACES: ReadonlySet<string> = new Set(['qwen2', 'smollm']);
+
+/** The vocabulary of a file; undefined when it has none (no tokenizer.ggml.tokens). */
+export function readVocabulary(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufVocabulary | undefined {
+  if (metadata['tokenizer.ggml.tokens'] === undefined) return undefined;
+  const tokens = stringArray(path, metadata, 'tokenizer.ggml.tokens');
+  if (tokens.length !== vocabSize) throw new GgufError(path, 'tokenizer.ggml.tokens', `${tokens.length} tokens, but token_embd.weight has ${vocabSize} rows`);
+  const model = metadata['tokenizer.ggml.model'];
+  if (model !== 'gpt2' && model !== 'llama') throw new GgufError(path, 'tokenizer.ggml.model', `${JSON.stringify(model ?? null)} is not supported (supported: gpt2, llama)`);
+
+  const rawTypes = metadata['tokenizer.ggml.token_type'];
+  if (rawTypes !== undefined && (!Array.isArray(rawTypes) || rawTypes.length !== vocabSize || rawTypes.some((t) => typeof t !== 'number'))) {
+    throw new GgufError(path, 'tokenizer.ggml.token_type', `expected ${vocabSize} numbers`);
+  }
+  const fileTypes = (rawTypes as number[] | undefined) ?? new Array<number>(vocabSize).fill(TOKEN_TYPE.normal);
+  const types = Uint8Array.from(fileTypes, (t, id) => (CONTROL_LOOKING_TEXTS.has(tokens[id]) ? TOKEN_TYPE.control : t));
+
+  let scores: ArrayLike<number> | undefined;
+  let merges: string[] | undefined;
+  let pre = 'default';
+  if (model === 'llama') {
+    const s = metadata['tokenizer.ggml.scores'];
+    if (s !== undefined && (!Array.isArray(s) || s.length !== vocabSize || s.some((x) => typeof x !== 'number'))) {
+      throw new GgufError(path, 'tokenizer.ggml.scores', `expected ${vocabSize} numbers`);
+    }
+    scores = (s as number[] | undefined) ?? new Float32Array(vocabSize);
+  } else {
+    merges = stringArray(path, metadata, 'tokenizer.ggml.merges');
+    const name = metadata['tokenizer.ggml.pre'] ?? 'default';
+    if (typeof name !== 'string' || !(name in PRE_TOKENIZER_SPLITS)) {
+      throw new GgufError(path, 'tokenizer.ggml.pre', `${JSON.stringify(name)} is not supported (supported: ${Object.keys(PRE_TOKENIZER_SPLITS).join(', ')})`);
+    }
+    pre = name;
+  }
+
+  // llama.cpp's defaults: SentencePiece files add BOS (id 1); of the BPE
+  // pre-tokenizers here, Llama 3's does; the file's flag overrides both.
+  const addBos = flag(path, metadata, 'tokenizer.ggml.add_bos_token', model === 'llama' || pre === 'llama-bpe');
+  const bosId = tokenId(path, metadata, 'tokenizer.ggml.bos_token_id', vocabSize) ?? (model === 'llama' ? 1 : undefined);
+  if (addBos && bosId === undefined) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
+  if (addBos && bosId! >= vocabSize) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', `expected a token id from 0 to ${vocabSize - 1}, got ${bosId}`);
+
+  return {
+    model, tokens, fileTypes, types, scores, merges, pre,
+    bos: addBos ? bosId : undefined,
+    addSpacePrefix: model === 'llama' && flag(path, metadata, 'tokenizer.ggml.add_space_prefix', true),
+    cleanSpaces: model === 'gpt2' && !KEEPS_SPACES.has(pre),
+    endOfGeneration: endOfGenerationTokens(path, metadata, tokens, vocabSize),
+  };
+}
+
+/**
+ * llama.cpp's end-of-generation set: the EOS, EOT and EOM ids the file
+ * names, every token whose text ends a turn (<|eot_id|>, <|im_end|>, ...),
+ * and the fill-in-the-middle padding and separator tokens. `tokens` is
+ * empty for a file without a vocabulary: then only the ids it names.
+ */
+export function endOfGenerationTokens(path: string, metadata: Readonly<Record<string, MetadataValue>>, tokens: readonly string[], vocabSize: number): number[] {
+  const ids = new Set<number>();
+  tokens.forEach((text, id) => {
+    if (END_OF_GENERATION_TEXTS.has(text)) ids.add(id);
+  });
+  for (const [key, texts] of Object.entries(FILL_IN_THE_MIDDLE_END_TEXTS)) {
+    const named = tokenId(path, metadata, `tokenizer.ggml.${key}_token_id`, vocabSize);
+    if (named !== undefined) ids.add(named);
+    else tokens.forEach((text, id) => texts.includes(text) && ids.add(id));
+  }
+  for (const key of ['eos', 'eot', 'eom']) {
+    const id = tokenId(path, metadata, `tokenizer.ggml.${key}_token_id`, vocabSize);
+    if (id !== undefined) ids.add(id);
+  }
+  return [...ids].sort((a, b) => a - b);
+}

