@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'vitest';
 
 import { ChatTemplate, type ChatMessage } from '../lib/tokenizers/chat-template.js';
+import { llamaCppRender } from './gguf/llama-cpp-template.js';
 import { realVocabulary } from './gguf/real-vocab.js';
 
 const CONVERSATION: ChatMessage[] = [
@@ -46,4 +47,47 @@ test('a template that does not parse, or fails to render, is an error naming it'
   expect(() => new ChatTemplate('{% for m in messages %}{{ m.content }', 'model.gguf')).toThrow(/^model\.gguf: the chat template does not parse/);
   const failing = new ChatTemplate("{{ raise_exception('no system role') }}", 'model.gguf');
   expect(() => failing.render(CONVERSATION)).toThrow(/^model\.gguf: the chat template failed to render/);
+});
+
+// SmolLM2's template (HuggingFaceTB/SmolLM2-1.7B-Instruct): ChatML with a default system prompt.
+const SMOLLM2 = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+describe('the same text as llama.cpp\'s template engine (llama_chat_apply_template)', () => {
+  const conversations: ChatMessage[][] = [
+    CONVERSATION,
+    [{ role: 'user', content: 'Just one question?' }],
+    [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: '  spaced  ' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: '日本語 🙂\nline two' }],
+  ];
+  // Where llama.cpp's built-in formats cannot render what the model's own
+  // template does, the case is left out: SmolLM2's default system prompt
+  // (llama.cpp renders plain ChatML), and the first Llama 3 template's
+  // assistant header, which it prints even without add_generation_prompt.
+  // llama.cpp leaves BOS to the tokenizer there (bos_token '').
+  test.each([
+    ['Qwen 3', realVocabulary('qwen3').chatTemplate!, () => true],
+    ['SmolLM2', SMOLLM2, (messages: ChatMessage[]) => messages[0].role === 'system'],
+    ['Llama 3', realVocabulary('llama3').chatTemplate!, (_: ChatMessage[], addGenerationPrompt: boolean) => addGenerationPrompt],
+  ] as const)('%s', (name, source, renderable) => {
+    const template = new ChatTemplate(source, name);
+    let compared = 0;
+    for (const messages of conversations) {
+      for (const addGenerationPrompt of [true, false]) {
+        if (!renderable(messages, addGenerationPrompt)) continue;
+        const theirs = llamaCppRender(source, messages, addGenerationPrompt);
+        expect(theirs, `llama.cpp recognises the ${name} template`).toBeDefined();
+        expect(template.render(messages, { addGenerationPrompt })).toBe(theirs);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThanOrEqual(3);
+  });
+
+  test('Llama 2: the model\'s template, which llama.cpp\'s built-in [INST] format only approximates', () => {
+    const source = realVocabulary('llama2').chatTemplate!;
+    const ours = new ChatTemplate(source, 'Llama 2').render(CONVERSATION, { bosToken: '<s>', eosToken: '</s>' });
+    // BOS before every [INST], a space either side of each reply (Hugging Face's template).
+    expect(ours).toBe('<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi <|im_end|> there [/INST] Hello. </s><s>[INST] Bye? [/INST]');
+    // llama.cpp's: no BOS text, no spaces around the reply.
+    expect(llamaCppRender(source, CONVERSATION, true)).toBe('[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi <|im_end|> there [/INST]Hello.</s>[INST] Bye? [/INST]');
+  });
 });

@@ -79,7 +79,9 @@ describe.each([
       }
       expect(pieces.slice(0, 5)).toEqual([]);
       expect(ours.eosTokens).toEqual(eog);
-      expect(tokenizer.bosToken).toBe(vocabulary.addBos ? vocabulary.bos : undefined);
+      expect([tokenizer.bosToken, tokenizer.addBosToken, tokenizer.eosToken]).toEqual([vocabulary.bos, vocabulary.addBos, vocabulary.eos]);
+      expect([tokenizer.bosToken, tokenizer.eosToken]).toEqual([Number(theirs.tokens.bos), Number(theirs.tokens.eos)]);
+      expect(tokenizer.addBosToken).toBe(theirs.tokens.shouldPrependBosToken);
       // The model's template came with the file, parsed.
       if (vocabulary.chatTemplate) expect(ours.chatTemplate?.render([{ role: 'user', content: 'hi' }])).toContain('hi');
     } finally {

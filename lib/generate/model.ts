@@ -25,6 +25,8 @@ export interface DecodeModel {
   readonly tokenizer: Tokenizer;
   /** Tokens that end generation (end of sequence / end of turn). */
   readonly eosTokens: readonly number[];
+  /** Put before a text prompt given to an empty sequence (the model's BOS, when its tokenizer adds one). */
+  readonly bosToken?: number;
   /**
    * Per-sequence state on a backend. 'auto' is the model's choice; a backend
    * named explicitly that cannot run is a BackendUnavailableError, never a

@@ -59,9 +59,24 @@ export class Session {
    * are checked now; the generation starts when it is iterated or awaited.
    */
   generate(prompt: Prompt, options?: GenerateOptions): Generation {
-    const tokens = encodePrompt(this.model, prompt);
+    const tokens = encodePrompt(this.model, prompt, this.#state.length === 0);
     const resolved = resolveGenerate(options);
     return new Generation(() => this.#start(tokens, resolved));
+  }
+
+  /**
+   * Forgets the tokens from position `length` on: the next generate()
+   * continues after the first `length` tokens, which the model does not
+   * evaluate again.
+   */
+  rewind(length: number): void {
+    if (this.#disposed) throw new Error('This Session was disposed');
+    if (this.#running) throw new SessionBusyError('This Session is generating; rewind it after the generation ends');
+    if (!isInteger(length) || length < 0 || length > this.#state.length) {
+      throw invalidParameterError('length', `an integer from 0 to ${this.#state.length} (the tokens the session holds)`, length, isInteger(length) ? 'range' : 'type');
+    }
+    this.#state.rewind(length);
+    this.#state.utf8.reset();
   }
 
   /** Frees the sequence. Throws while a generation runs (stop it, or use `await using` / Symbol.asyncDispose). */
@@ -116,7 +131,7 @@ export class Session {
   static oneShot(model: DecodeModel, prompt: Prompt, options: OneShotGenerateOptions | undefined): Generation {
     checkModel(model);
     const { backend, contextSize, generate } = resolveOneShot(options);
-    const tokens = encodePrompt(model, prompt);
+    const tokens = encodePrompt(model, prompt, true);
     // Opened now, so a backend that cannot run is an error from generate() itself.
     const session = new Session(model, { backend, contextSize });
     return new Generation(() => {
@@ -152,7 +167,9 @@ function checkModel(model: unknown): asserts model is DecodeModel {
   }
 }
 
-function encodePrompt(model: DecodeModel, prompt: unknown): Uint32Array {
+// A text prompt starting a sequence gets the model's BOS first (unless the
+// text already begins with it); token prompts are used as given.
+function encodePrompt(model: DecodeModel, prompt: unknown, startsSequence: boolean): Uint32Array {
   let ids: ArrayLike<number>;
   let name: string;
   if (typeof prompt === 'string') {
@@ -162,6 +179,8 @@ function encodePrompt(model: DecodeModel, prompt: unknown): Uint32Array {
       throw invalidParameterError('the tokenizer\'s encode() result', 'an array of token ids', encoded, 'type');
     }
     ids = encoded as ArrayLike<number>;
+    const bos = model.bosToken;
+    if (startsSequence && bos !== undefined && ids[0] !== bos) ids = [bos, ...Array.from(ids)];
     name = 'the encoded prompt';
   } else if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) {
     ids = prompt as ArrayLike<number>;

@@ -12,6 +12,7 @@ import { cleanSpaces } from '../tokenizers/clean-spaces.js';
 import { bpeEncoder } from '../tokenizers/gguf-bpe.js';
 import { readVocabulary, type GgufVocabulary } from '../tokenizers/gguf-vocabulary.js';
 import { sentencePieceEncoder } from '../tokenizers/sentencepiece.js';
+import { specialTokens } from '../tokenizers/special-tokens.js';
 import { isSpecial, TOKEN_TYPE } from '../tokenizers/token-types.js';
 import { checkKnownKeys } from '../sampling-options.js';
 
@@ -71,6 +72,7 @@ function checkOptions(name: string, options: unknown, keys: string[]): Record<st
 export class GgufTokenizer implements Tokenizer {
   readonly #v: GgufVocabulary;
   readonly #cache: (Uint8Array | undefined)[];
+  #specialTexts: string[] | undefined;
   readonly #encoders: Map<boolean, (text: string, afterText?: boolean) => number[]> = new Map();
 
   private constructor(vocabulary: GgufVocabulary) {
@@ -89,14 +91,29 @@ export class GgufTokenizer implements Tokenizer {
     return this.#v.model;
   }
 
-  /** The token a text prompt starting a sequence begins with (tokenizer.ggml.add_bos_token), if any. */
+  /** The beginning-of-sequence token (tokenizer.ggml.bos_token_id). */
   get bosToken(): number | undefined {
     return this.#v.bos;
+  }
+
+  /** Whether a text prompt that starts a sequence begins with bosToken (tokenizer.ggml.add_bos_token). */
+  get addBosToken(): boolean {
+    return this.#v.addBos;
+  }
+
+  /** The end-of-sequence token (tokenizer.ggml.eos_token_id); endOfGenerationTokens has every token that ends a reply. */
+  get eosToken(): number | undefined {
+    return this.#v.eos;
   }
 
   /** Every token that ends generation (EOS, EOT, <|im_end|>, <|eot_id|>, ...), as llama.cpp finds them. */
   get endOfGenerationTokens(): readonly number[] {
     return this.#v.endOfGeneration;
+  }
+
+  /** The texts of the control tokens encode() finds when special tokens are parsed, longest first. */
+  specialTexts(): readonly string[] {
+    return (this.#specialTexts ??= specialTokens(this.#v, true).filter(({ id }) => isSpecial(this.#v.types[id])).map(({ text }) => text));
   }
 
   /** The text of a token as the vocabulary spells it (its piece, not its bytes). */

@@ -34,6 +34,7 @@ export class GgufModel implements DecodeModel {
   /** The file's vocabulary; a ByteTokenizer when the file has none. */
   readonly tokenizer: GgufTokenizer | ByteTokenizer;
   readonly eosTokens: readonly number[];
+  readonly bosToken: number | undefined;
   readonly info: GgufModelInfo;
   /** The file's chat template (tokenizer.chat_template), when it has one. */
   readonly chatTemplate: ChatTemplate | undefined;
@@ -51,6 +52,7 @@ export class GgufModel implements DecodeModel {
     this.vocabSize = info.config.vocabSize;
     this.tokenizer = tokenizer;
     this.eosTokens = eosTokens;
+    this.bosToken = 'addBosToken' in tokenizer && tokenizer.addBosToken ? tokenizer.bosToken : undefined;
     this.#batchSize = batchSize;
   }
 

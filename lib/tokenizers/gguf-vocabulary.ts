@@ -27,8 +27,12 @@ export interface GgufVocabulary {
   merges: readonly string[] | undefined;
   /** The pre-tokenizer of a BPE vocabulary (tokenizer.ggml.pre). */
   pre: string;
-  /** The token a text prompt starts with, when the file says to add one. */
+  /** The beginning-of-sequence token (tokenizer.ggml.bos_token_id). */
   bos: number | undefined;
+  /** Whether a text prompt starts with it (tokenizer.ggml.add_bos_token). */
+  addBos: boolean;
+  /** The end-of-sequence token (tokenizer.ggml.eos_token_id). */
+  eos: number | undefined;
   /** SentencePiece: a space is put before the text (tokenizer.ggml.add_space_prefix, default true). */
   addSpacePrefix: boolean;
   /** Decoded text gets llama.cpp's space clean-up (byte-level BPE except Qwen 2 and SmolLM pre-tokenizers). */
@@ -98,14 +102,16 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
 
   // llama.cpp's defaults: SentencePiece files add BOS (id 1); of the BPE
   // pre-tokenizers here, Llama 3's does; the file's flag overrides both.
+  const bos = tokenId(path, metadata, 'tokenizer.ggml.bos_token_id', vocabSize) ?? (model === 'llama' ? 1 : undefined);
+  const addBosFlag = metadata['tokenizer.ggml.add_bos_token'] !== undefined;
   const addBos = flag(path, metadata, 'tokenizer.ggml.add_bos_token', model === 'llama' || pre === 'llama-bpe');
-  const bosId = tokenId(path, metadata, 'tokenizer.ggml.bos_token_id', vocabSize) ?? (model === 'llama' ? 1 : undefined);
-  if (addBos && bosId === undefined) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
-  if (addBos && bosId! >= vocabSize) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', `expected a token id from 0 to ${vocabSize - 1}, got ${bosId}`);
+  if (addBosFlag && addBos && bos === undefined) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
 
   return {
     model, tokens, fileTypes, types, scores, merges, pre,
-    bos: addBos ? bosId : undefined,
+    bos,
+    addBos: addBos && bos !== undefined,
+    eos: tokenId(path, metadata, 'tokenizer.ggml.eos_token_id', vocabSize) ?? (model === 'llama' ? 2 : undefined),
     addSpacePrefix: model === 'llama' && flag(path, metadata, 'tokenizer.ggml.add_space_prefix', true),
     cleanSpaces: model === 'gpt2' && !KEEPS_SPACES.has(pre),
     endOfGeneration: endOfGenerationTokens(path, metadata, tokens, vocabSize),

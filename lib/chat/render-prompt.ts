@@ -1,0 +1,65 @@
+// render-prompt.ts: a conversation rendered with its chat template, as the
+// pieces to encode. The template's own text (turn markers, BOS) is encoded
+// with special tokens parsed; the messages' text never is, so a user who
+// types "<|im_start|>system" sends that text, not a turn marker (as
+// node-llama-cpp keeps user text apart from its special tokens).
+//
+// Special-token texts inside a message are swapped for private-use
+// placeholders before rendering (templates strip and split messages, so
+// the message cannot be found again afterwards) and become text pieces
+// where they land in the rendering.
+import type { ChatMessage, ChatTemplate, RenderOptions } from '../tokenizers/chat-template.js';
+
+export interface PromptPiece {
+  text: string;
+  /** Parse special tokens: the template's text (true) or a message's special-looking text (false). */
+  special: boolean;
+}
+
+export interface RenderedPrompt {
+  /** The rendering, with each message's text as written. */
+  text: string;
+  /** The same text in pieces, in order. */
+  pieces: PromptPiece[];
+}
+
+const OPEN = '\u{F0000}', CLOSE = '\u{F0001}';
+const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
+
+/** `specialTexts`: the texts of the tokens special parsing would find, longest first. */
+export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], specialTexts: readonly string[], options: RenderOptions): RenderedPrompt {
+  const swapped: string[] = [];
+  const guarded = history.map((message) => {
+    if (!specialTexts.some((t) => message.content.includes(t))) return message;
+    let content = message.content;
+    for (const t of specialTexts) {
+      if (!content.includes(t)) continue;
+      content = content.split(t).join(`${OPEN}${swapped.length}${CLOSE}`);
+      swapped.push(t);
+    }
+    return { ...message, content };
+  });
+  const rendered = template.render(guarded, options);
+  if (swapped.length === 0) return { text: rendered, pieces: [{ text: rendered, special: true }] };
+  const pieces: PromptPiece[] = [];
+  let at = 0;
+  for (const match of rendered.matchAll(PLACEHOLDER)) {
+    if (match.index > at) pieces.push({ text: rendered.slice(at, match.index), special: true });
+    pieces.push({ text: swapped[Number(match[1])], special: false });
+    at = match.index + match[0].length;
+  }
+  if (at < rendered.length) pieces.push({ text: rendered.slice(at), special: true });
+  return { text: pieces.map((p) => p.text).join(''), pieces };
+}
+
+/** The pieces of the text from character `offset` on. */
+export function piecesFrom(prompt: RenderedPrompt, offset: number): PromptPiece[] {
+  const out: PromptPiece[] = [];
+  let at = 0;
+  for (const piece of prompt.pieces) {
+    const end = at + piece.text.length;
+    if (end > offset) out.push(at >= offset ? piece : { ...piece, text: piece.text.slice(offset - at) });
+    at = end;
+  }
+  return out;
+}
