@@ -32,5 +32,6 @@ export { GgufModel, type GgufModelInfo } from './models/gguf-model.js';
 export { GgufError } from './gguf/gguf-error.js';
 export { GgufTokenizer, type DecodeOptions, type EncodeOptions } from './gguf/gguf-tokenizer.js';
 export { ChatTemplate, type ChatMessage, type RenderOptions } from './tokenizers/chat-template.js';
-export { ChatSession, type ChatModel, type ChatPromptResult, type ChatSessionOptions, type ChatTokenizer } from './chat/chat-session.js';
+export { ChatSession, type ChatModel, type ChatPromptResult, type ChatSessionOptions } from './chat/chat-session.js';
+export type { ChatTokenizer } from './chat/chat-tokenizer.js';
 export type { ChatHistoryInput, NodeLlamaCppHistoryItem } from './chat/chat-history.js';

@@ -18,18 +18,8 @@ import { Session, type SessionOptions } from '../generate/session.js';
 import { isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
 import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
-import { piecesFrom, renderPrompt, type PromptPiece, type RenderedPrompt } from './render-prompt.js';
-
-/** What a ChatSession needs of a model's tokenizer (a GgufModel's has it all). */
-export interface ChatTokenizer {
-  encode(text: string, options?: { special?: boolean; afterText?: boolean }): ArrayLike<number>;
-  tokenBytes(token: number): Uint8Array;
-  tokenText(token: number): string | undefined;
-  /** The texts special-token parsing finds, longest first. */
-  specialTexts(): readonly string[];
-  readonly bosToken: number | undefined;
-  readonly eosToken: number | undefined;
-}
+import type { ChatTokenizer } from './chat-tokenizer.js';
+import { encodePieces, piecesFrom, renderPrompt, type RenderedPrompt } from './render-prompt.js';
 
 /** A model a ChatSession can talk to: a DecodeModel with a chat template and a full tokenizer. */
 export interface ChatModel extends DecodeModel {
@@ -174,21 +164,7 @@ export class ChatSession {
   }
 
   #render(history: readonly ChatMessage[]): RenderedPrompt {
-    const text = (id: number | undefined) => (id === undefined ? '' : this.#tokenizer.tokenText(id) ?? '');
-    return renderPrompt(this.#template, history, this.#tokenizer.specialTexts(),
-      { addGenerationPrompt: true, bosToken: text(this.#tokenizer.bosToken), eosToken: text(this.#tokenizer.eosToken) });
-  }
-
-  // The pieces' tokens in order. SentencePiece puts a space before text
-  // only at the start and after a special token.
-  #encode(pieces: readonly PromptPiece[], lastToken: number | undefined): number[] {
-    const out: number[] = [];
-    for (const piece of pieces) {
-      const last = out.length > 0 ? out[out.length - 1] : lastToken;
-      const afterText = last !== undefined && this.#tokenizer.tokenBytes(last).length > 0;
-      for (const t of Array.from(this.#tokenizer.encode(piece.text, { special: piece.special, afterText }))) out.push(t);
-    }
-    return out;
+    return renderPrompt(this.#template, history, this.#tokenizer);
   }
 
   // The tokens to append to the sequence for `rendered`, rewinding it first
@@ -198,9 +174,9 @@ export class ChatSession {
     const heldText = this.#heldText;
     if (heldText !== undefined && held.length > 0 && rendered.text.startsWith(heldText)) {
       // Only the turn markers and the new message.
-      return Uint32Array.from(this.#encode(piecesFrom(rendered, heldText.length), held[held.length - 1]));
+      return Uint32Array.from(encodePieces(this.#tokenizer, piecesFrom(rendered, heldText.length), held[held.length - 1]));
     }
-    const encoded = this.#encode(rendered.pieces, undefined);
+    const encoded = encodePieces(this.#tokenizer, rendered.pieces, undefined);
     const bos = this.model.bosToken;
     const all = bos !== undefined && encoded[0] !== bos ? [bos, ...encoded] : encoded;
     let same = 0;

@@ -9,6 +9,7 @@
 // the message cannot be found again afterwards) and become text pieces
 // where they land in the rendering.
 import type { ChatMessage, ChatTemplate, RenderOptions } from '../tokenizers/chat-template.js';
+import type { ChatTokenizer } from './chat-tokenizer.js';
 
 export interface PromptPiece {
   text: string;
@@ -26,8 +27,11 @@ export interface RenderedPrompt {
 const OPEN = '\u{F0000}', CLOSE = '\u{F0001}';
 const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
 
-/** `specialTexts`: the texts of the tokens special parsing would find, longest first. */
-export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], specialTexts: readonly string[], options: RenderOptions): RenderedPrompt {
+/** The conversation rendered, with the generation prompt, BOS and EOS texts the template may print. */
+export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer): RenderedPrompt {
+  const specialTexts = tokenizer.specialTexts();
+  const text = (id: number | undefined) => (id === undefined ? '' : tokenizer.tokenText(id) ?? '');
+  const options: RenderOptions = { addGenerationPrompt: true, bosToken: text(tokenizer.bosToken), eosToken: text(tokenizer.eosToken) };
   const swapped: string[] = [];
   const guarded = history.map((message) => {
     if (!specialTexts.some((t) => message.content.includes(t))) return message;
@@ -60,6 +64,21 @@ export function piecesFrom(prompt: RenderedPrompt, offset: number): PromptPiece[
     const end = at + piece.text.length;
     if (end > offset) out.push(at >= offset ? piece : { ...piece, text: piece.text.slice(offset - at) });
     at = end;
+  }
+  return out;
+}
+
+/**
+ * The pieces' tokens in order, after `lastToken` (the sequence's last, if
+ * any). SentencePiece puts a space before text only at the start and after
+ * a special token.
+ */
+export function encodePieces(tokenizer: ChatTokenizer, pieces: readonly PromptPiece[], lastToken: number | undefined): number[] {
+  const out: number[] = [];
+  for (const piece of pieces) {
+    const last = out.length > 0 ? out[out.length - 1] : lastToken;
+    const afterText = last !== undefined && tokenizer.tokenBytes(last).length > 0;
+    for (const t of Array.from(tokenizer.encode(piece.text, { special: piece.special, afterText }))) out.push(t);
   }
   return out;
 }

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import type { BackendName } from '../backends.js';
 import type { BenchSettings, ScenarioName } from '../bench/report.js';
 import type { ModelBenchSettings } from '../bench/model-bench.js';
+import type { TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
 import { physicalCores } from '../gguf/physical-cores.js';
 
@@ -19,6 +20,7 @@ export class UsageError extends Error {
 
 export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
        metal-decode bench model --model FILE [options]
+       metal-decode bench tokenizer --model FILE [options]
 
 Scenarios (default: all):
   sampler   us per sample() call, median and p90, per backend x V x config,
@@ -53,6 +55,16 @@ Options:
   --runs N           timed runs after one warm-up; medians are reported (default 3)
   --compare WHAT     llama.cpp (an error if node-llama-cpp is missing), none, or auto
                      (default: llama.cpp when installed, else a line saying why not)
+  --json             print the result as JSON
+
+  tokenizer a GGUF model's tokenizer: encoding and decoding 100 KB of varied text,
+            llama.cpp's tokenizer on the same text (when node-llama-cpp is
+            installed), and what a chat turn's template rendering and encoding
+            add before its first token
+  --model FILE       the .gguf file (required; it needs a vocabulary)
+  --bytes N          text to encode (default 102400)
+  --runs N           timed runs after one warm-up; medians are reported (default 10)
+  --compare WHAT     llama.cpp, none or auto (as for model)
   --json             print the result as JSON`;
 
 export interface ModelBenchArgs {
@@ -85,18 +97,12 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
   }
   const { values } = parsed;
   const help = values.help ?? false;
-  const model = values.model;
-  if (!help) {
-    if (model === undefined) throw new UsageError('Expected a .gguf file for --model but received nothing');
-    if (!existsSync(model) || !statSync(model).isFile()) throw new UsageError(`Expected a .gguf file for --model but received ${JSON.stringify(model)} (no such file)`);
-  }
-  const compare = values.compare ?? 'auto';
-  if (compare !== 'auto' && compare !== 'llama.cpp' && compare !== 'none') throw new UsageError(`Expected llama.cpp, none or auto for --compare but received ${JSON.stringify(compare)}`);
+  const compare = compareOption(values.compare);
   return {
     help,
     json: values.json ?? false,
     settings: {
-      model: model ?? '',
+      model: help ? '' : modelFile(values.model),
       threads: integer('threads', values.threads, physicalCores(), 256),
       promptTokens: integer('prompt', values.prompt, 128, 65536),
       generatedTokens: integer('tokens', values.tokens, 64, 65536, 2),
@@ -104,6 +110,58 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
       compare,
     },
   };
+}
+
+export interface TokenizerBenchArgs {
+  help: boolean;
+  json: boolean;
+  settings: TokenizerBenchSettings;
+}
+
+/** The arguments after `bench tokenizer`. */
+export function parseTokenizerBenchArgs(argv: string[]): TokenizerBenchArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: attachNegativeValues(argv),
+      allowPositionals: false,
+      strict: true,
+      options: {
+        model: { type: 'string' },
+        bytes: { type: 'string' },
+        runs: { type: 'string' },
+        compare: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values } = parsed;
+  const help = values.help ?? false;
+  return {
+    help,
+    json: values.json ?? false,
+    settings: {
+      model: help ? '' : modelFile(values.model),
+      textBytes: integer('bytes', values.bytes, 102400, 1 << 28),
+      runs: integer('runs', values.runs, 10, 1000),
+      compare: compareOption(values.compare),
+    },
+  };
+}
+
+function modelFile(model: string | undefined): string {
+  if (model === undefined) throw new UsageError('Expected a .gguf file for --model but received nothing');
+  if (!existsSync(model) || !statSync(model).isFile()) throw new UsageError(`Expected a .gguf file for --model but received ${JSON.stringify(model)} (no such file)`);
+  return model;
+}
+
+function compareOption(compare: string | undefined): 'auto' | 'llama.cpp' | 'none' {
+  if (compare === undefined) return 'auto';
+  if (compare !== 'auto' && compare !== 'llama.cpp' && compare !== 'none') throw new UsageError(`Expected llama.cpp, none or auto for --compare but received ${JSON.stringify(compare)}`);
+  return compare;
 }
 
 export interface BenchArgs {

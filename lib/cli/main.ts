@@ -15,7 +15,8 @@ import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
 import { benchModel, modelBenchTables } from '../bench/model-bench.js';
-import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, UsageError, type BenchArgs, type ModelBenchArgs } from './bench-args.js';
+import { benchTokenizer, tokenizerBenchTables } from '../bench/tokenizer-bench.js';
+import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs, type ModelBenchArgs, type TokenizerBenchArgs } from './bench-args.js';
 
 export interface Output {
   write(text: string): void;
@@ -25,7 +26,7 @@ export interface Output {
 const USAGE = `Usage: metal-decode <command>
 
 Commands:
-  bench     measure the samplers, the decode loop and GGUF models on this machine (metal-decode bench --help)`;
+  bench     measure the samplers, the decode loop, GGUF models and their tokenizers on this machine (metal-decode bench --help)`;
 
 /** Runs the command line `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[], stdout: Output = process.stdout, stderr: Output = process.stderr): Promise<number> {
@@ -39,6 +40,7 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
     return 2;
   }
   if (rest[0] === 'model') return modelBench(rest.slice(1), stdout, stderr);
+  if (rest[0] === 'tokenizer') return tokenizerBench(rest.slice(1), stdout, stderr);
   let args: BenchArgs;
   try {
     args = parseBenchArgs(rest);
@@ -78,6 +80,32 @@ async function modelBench(argv: string[], stdout: Output, stderr: Output): Promi
   }
   if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   else for (const table of modelBenchTables(result)) stdout.write(`\n${tableText(table)}\n`);
+  return 0;
+}
+
+async function tokenizerBench(argv: string[], stdout: Output, stderr: Output): Promise<number> {
+  let args: TokenizerBenchArgs;
+  try {
+    args = parseTokenizerBenchArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    stderr.write(`metal-decode bench tokenizer: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
+    return 2;
+  }
+  if (args.help) {
+    stdout.write(`${BENCH_USAGE}\n`);
+    return 0;
+  }
+  (args.json ? stderr : stdout).write(`machine: ${describeMachine(machineInfo())}\n`);
+  let result;
+  try {
+    result = await benchTokenizer(args.settings);
+  } catch (error) {
+    stderr.write(`metal-decode bench tokenizer: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else for (const table of tokenizerBenchTables(result)) stdout.write(`\n${tableText(table)}\n`);
   return 0;
 }
 
