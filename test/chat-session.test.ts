@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { ChatSession, ChatTemplate, loadModel, SessionBusyError, type GgufModel, type GgufTokenizer } from '../lib/index.js';
+import { ChatSession, ChatTemplate, loadModel, Session, SessionBusyError, type GgufModel, type GgufTokenizer } from '../lib/index.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
 
@@ -193,3 +193,29 @@ function tokenBytesText(t: GgufTokenizer, tokens: readonly number[]): string {
   return Buffer.concat(tokens.map((id) => t.tokenBytes(id))).toString('utf8');
 }
 
+
+test('text prompts on a Session: BOS first when the model adds one, only at the start; encoded asynchronously', async () => {
+  const model = await chatModel('llama2', 'llama');
+  try {
+    const t = tokenizer(model);
+    expect(model.bosToken).toBe(t.bosToken);
+    const calls: string[] = [];
+    const encodeAsync = t.encodeAsync.bind(t);
+    Object.defineProperty(t, 'encodeAsync', { value: (text: string) => (calls.push(text), encodeAsync(text)), configurable: true });
+    const session = new Session(model);
+    await session.generate('Hello world', { maxTokens: 0 });
+    expect(Array.from(session.tokens)).toEqual([model.bosToken, ...t.encode('Hello world')]);
+    await session.generate('\nMore', { maxTokens: 0 });
+    expect(Array.from(session.tokens.subarray(1))).toEqual([...t.encode('Hello world'), ...t.encode('\nMore')]);
+    expect(calls).toEqual(['Hello world', '\nMore']);
+    session.dispose();
+    // Token ids are used as given.
+    const ids = new Session(model);
+    await ids.generate([5, 6, 7], { maxTokens: 0 });
+    expect(Array.from(ids.tokens)).toEqual([5, 6, 7]);
+    ids.dispose();
+    delete (t as { encodeAsync?: unknown }).encodeAsync;
+  } finally {
+    model.dispose();
+  }
+});

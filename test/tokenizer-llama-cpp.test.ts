@@ -12,6 +12,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, test } from 'vitest';
 
+import { CHUNK_CHARS } from '../lib/gguf/gguf-tokenizer.js';
 import { loadModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
@@ -66,6 +67,22 @@ describe.each([
       }
       expect(mismatches.slice(0, 5)).toEqual([]);
       expect(mismatches.length).toBe(0);
+
+      // Long text is encoded in pieces (split after a newline before a
+      // letter): the ids are still llama.cpp's for the whole text, and
+      // encodeAsync lets timers run meanwhile.
+      const long = STRINGS.join('');
+      expect(long.length).toBeGreaterThan(4 * CHUNK_CHARS);
+      for (const special of [false, true]) {
+        const expected = [...theirs.tokenize(long, special)].map(Number);
+        expect(tokenizer.encode(long, { special })).toEqual(expected);
+        let ticks = 0;
+        const timer = setInterval(() => ticks++, 0);
+        const ids = await tokenizer.encodeAsync(long.repeat(4), { special });
+        clearInterval(timer);
+        expect(ids.slice(0, expected.length)).toEqual(expected);
+        expect(ticks).toBeGreaterThan(2);
+      }
 
       const eog: number[] = [];
       const pieces: string[] = [];

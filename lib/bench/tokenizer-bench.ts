@@ -66,6 +66,17 @@ function timed(runs: number, f: () => void): number {
   return median(times);
 }
 
+async function timedAsync(runs: number, f: () => Promise<void>): Promise<number> {
+  await f();  // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await f();
+    times.push(performance.now() - start);
+  }
+  return median(times);
+}
+
 const CONVERSATION: ChatMessage[] = [
   { role: 'system', content: 'You are a helpful assistant. Answer briefly and cite sources when you can.' },
   ...Array.from({ length: 4 }, (_, i): ChatMessage[] => [
@@ -103,8 +114,8 @@ export async function benchTokenizer(s: TokenizerBenchSettings): Promise<Tokeniz
       const rendered = renderPrompt(template, conversation, tokenizer);
       const offset = rendered.text.startsWith(held) ? held.length : 0;
       const last = ids[ids.length - 1];
-      const encodeTurnMs = timed(s.runs, () => void (newTokens = encodePieces(tokenizer, piecesFrom(rendered, offset), last).length));
-      const totalMs = timed(s.runs, () => void encodePieces(tokenizer, piecesFrom(renderPrompt(template, conversation, tokenizer), offset), last));
+      const encodeTurnMs = await timedAsync(s.runs, async () => void (newTokens = (await encodePieces(tokenizer, piecesFrom(rendered, offset), last)).length));
+      const totalMs = await timedAsync(s.runs, async () => void await encodePieces(tokenizer, piecesFrom(renderPrompt(template, conversation, tokenizer), offset), last));
       chatTurn = { renderMs, encodeMs: encodeTurnMs, totalMs, newTokens };
     }
 

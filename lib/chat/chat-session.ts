@@ -58,6 +58,8 @@ export class ChatSession {
   #history: ChatMessage[];
   // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
   #heldText: string | undefined = '';
+  // A prompt is being encoded (before its generation holds the session).
+  #encoding = false;
 
   constructor(model: ChatModel, options: ChatSessionOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
@@ -84,6 +86,10 @@ export class ChatSession {
     this.#session = new Session(model, sessionOptions);
   }
 
+  get #busy(): boolean {
+    return this.#encoding || this.#session.busy;
+  }
+
   /** The session the conversation runs on: its tokens, backend and contextSize. */
   get session(): Session {
     return this.#session;
@@ -101,16 +107,20 @@ export class ChatSession {
    */
   async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
-    if (this.#session.busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
+    if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
     const history = [...this.#history, { role: 'user' as const, content: text }];
     const rendered = this.#render(history);
-    const tokens = this.#tokensToEvaluate(rendered);
     let result: GenerationResult;
+    this.#encoding = true;
     try {
+      const tokens = await this.#tokensToEvaluate(rendered);
+      this.#encoding = false;
       result = await this.#session.generate(tokens, options);
     } catch (error) {
       this.#heldText = undefined;  // the sequence may hold part of a reply
       throw error;
+    } finally {
+      this.#encoding = false;
     }
     this.#history = [...history, { role: 'assistant', content: result.text }];
     // The sequence now holds the rendering and the reply's tokens, whose
@@ -137,7 +147,7 @@ export class ChatSession {
    * reuses as much of the sequence as still matches.
    */
   setChatHistory(history: readonly ChatHistoryInput[]): void {
-    if (this.#session.busy) throw new SessionBusyError('This ChatSession is replying; set the history after the reply ends');
+    if (this.#busy) throw new SessionBusyError('This ChatSession is replying; set the history after the reply ends');
     this.#history = checkChatHistory(history);
     this.#heldText = undefined;
   }
@@ -169,14 +179,14 @@ export class ChatSession {
 
   // The tokens to append to the sequence for `rendered`, rewinding it first
   // when it holds text the rendering does not start with.
-  #tokensToEvaluate(rendered: RenderedPrompt): Uint32Array {
+  async #tokensToEvaluate(rendered: RenderedPrompt): Promise<Uint32Array> {
     const held = this.#session.tokens;
     const heldText = this.#heldText;
     if (heldText !== undefined && held.length > 0 && rendered.text.startsWith(heldText)) {
       // Only the turn markers and the new message.
-      return Uint32Array.from(encodePieces(this.#tokenizer, piecesFrom(rendered, heldText.length), held[held.length - 1]));
+      return Uint32Array.from(await encodePieces(this.#tokenizer, piecesFrom(rendered, heldText.length), held[held.length - 1]));
     }
-    const encoded = encodePieces(this.#tokenizer, rendered.pieces, undefined);
+    const encoded = await encodePieces(this.#tokenizer, rendered.pieces, undefined);
     const bos = this.model.bosToken;
     const all = bos !== undefined && encoded[0] !== bos ? [bos, ...encoded] : encoded;
     let same = 0;

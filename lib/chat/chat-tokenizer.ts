@@ -3,6 +3,8 @@
 
 export interface ChatTokenizer {
   encode(text: string, options?: { special?: boolean; afterText?: boolean }): ArrayLike<number>;
+  /** encode(), letting the event loop turn during long text. */
+  encodeAsync?(text: string, options?: { special?: boolean; afterText?: boolean }): Promise<ArrayLike<number>>;
   tokenBytes(token: number): Uint8Array;
   tokenText(token: number): string | undefined;
   /** The texts special-token parsing finds, longest first. */

@@ -73,12 +73,13 @@ export function piecesFrom(prompt: RenderedPrompt, offset: number): PromptPiece[
  * any). SentencePiece puts a space before text only at the start and after
  * a special token.
  */
-export function encodePieces(tokenizer: ChatTokenizer, pieces: readonly PromptPiece[], lastToken: number | undefined): number[] {
+export async function encodePieces(tokenizer: ChatTokenizer, pieces: readonly PromptPiece[], lastToken: number | undefined): Promise<number[]> {
   const out: number[] = [];
   for (const piece of pieces) {
     const last = out.length > 0 ? out[out.length - 1] : lastToken;
-    const afterText = last !== undefined && tokenizer.tokenBytes(last).length > 0;
-    for (const t of Array.from(tokenizer.encode(piece.text, { special: piece.special, afterText }))) out.push(t);
+    const options = { special: piece.special, afterText: last !== undefined && tokenizer.tokenBytes(last).length > 0 };
+    const ids = tokenizer.encodeAsync ? await tokenizer.encodeAsync(piece.text, options) : tokenizer.encode(piece.text, options);
+    for (const t of Array.from(ids)) out.push(t);
   }
   return out;
 }

@@ -82,7 +82,9 @@ type Stop = { reason: StopReason; trigger?: string };
 
 export class DecodeRun {
   readonly #state: SequenceState;
-  readonly #prompt: Uint32Array;
+  #prompt: Uint32Array;
+  // A text prompt the tokenizer encodes asynchronously, when the run starts.
+  readonly #encodePrompt: (() => Promise<Uint32Array>) | undefined;
   readonly #o: ResolvedGenerate;
   readonly #eos: Set<number>;
   readonly #stream: StopTriggerStream;
@@ -100,9 +102,10 @@ export class DecodeRun {
   /** Set when the run ends, however it ends. */
   result: GenerationResult | undefined;
 
-  constructor(state: SequenceState, prompt: Uint32Array, options: ResolvedGenerate) {
+  constructor(state: SequenceState, prompt: Uint32Array | (() => Promise<Uint32Array>), options: ResolvedGenerate) {
     this.#state = state;
-    this.#prompt = prompt;
+    this.#prompt = typeof prompt === 'function' ? new Uint32Array(0) : prompt;
+    this.#encodePrompt = typeof prompt === 'function' ? prompt : undefined;
     this.#o = options;
     this.#eos = new Set(state.model.eosTokens);
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
@@ -114,11 +117,16 @@ export class DecodeRun {
   async *run(): AsyncGenerator<GeneratedToken, GenerationResult, undefined> {
     const state = this.#state;
     this.#promptEnd = state.length;
-    if (this.#prompt.length > 0) state.utf8.reset();  // a prompt starts new text
     this.#carry = state.utf8.save();
     let failed = false;
     try {
       this.#started = performance.now();
+      // Encoding a text prompt counts as prefill time (it comes before the first token).
+      if (this.#encodePrompt && !this.#o.signal?.aborted) this.#prompt = await this.#encodePrompt();
+      if (this.#prompt.length > 0) {
+        state.utf8.reset();  // a prompt starts new text
+        this.#carry = state.utf8.save();
+      }
       if (this.#o.signal?.aborted) {
         this.#stop = { reason: 'abort' };  // before anything: the session is left as it was
       } else {

@@ -14,6 +14,8 @@ export type Logits = Float32Array | Uint16Array;
 export interface Tokenizer {
   /** The token ids of `text`. */
   encode(text: string): ArrayLike<number>;
+  /** encode() without holding the event loop for long text; used for text prompts when present. */
+  encodeAsync?(text: string): Promise<ArrayLike<number>>;
   /** The UTF-8 bytes `token` stands for; empty for a control token such as end-of-sequence. */
   tokenBytes(token: number): Uint8Array;
 }

@@ -59,7 +59,7 @@ export class Session {
    * are checked now; the generation starts when it is iterated or awaited.
    */
   generate(prompt: Prompt, options?: GenerateOptions): Generation {
-    const tokens = encodePrompt(this.model, prompt, this.#state.length === 0);
+    const tokens = promptSource(this.model, prompt, () => this.#state.length === 0);
     const resolved = resolveGenerate(options);
     return new Generation(() => this.#start(tokens, resolved));
   }
@@ -101,7 +101,7 @@ export class Session {
    * @internal The tokens of a run and its result. The run takes the session
    * when it starts (the first next()) and gives it back when it ends.
    */
-  #start(prompt: Uint32Array, options: ResolvedGenerate) {
+  #start(prompt: Uint32Array | (() => Promise<Uint32Array>), options: ResolvedGenerate) {
     const run = new DecodeRun(this.#state, prompt, options);
     const exclusive = async function* (this: Session) {
       this.#acquire();
@@ -131,7 +131,7 @@ export class Session {
   static oneShot(model: DecodeModel, prompt: Prompt, options: OneShotGenerateOptions | undefined): Generation {
     checkModel(model);
     const { backend, contextSize, generate } = resolveOneShot(options);
-    const tokens = encodePrompt(model, prompt, true);
+    const tokens = promptSource(model, prompt, () => true);
     // Opened now, so a backend that cannot run is an error from generate() itself.
     const session = new Session(model, { backend, contextSize });
     return new Generation(() => {
@@ -167,27 +167,36 @@ function checkModel(model: unknown): asserts model is DecodeModel {
   }
 }
 
-// A text prompt starting a sequence gets the model's BOS first (unless the
-// text already begins with it); token prompts are used as given.
-function encodePrompt(model: DecodeModel, prompt: unknown, startsSequence: boolean): Uint32Array {
-  let ids: ArrayLike<number>;
-  let name: string;
+/**
+ * A prompt's tokens: token ids checked now; text encoded now, or when the
+ * run starts if the tokenizer has encodeAsync (long text then lets the
+ * event loop turn). A text prompt starting a sequence gets the model's BOS
+ * first, unless the text already begins with it; token ids are used as given.
+ */
+function promptSource(model: DecodeModel, prompt: unknown, startsSequence: () => boolean): Uint32Array | (() => Promise<Uint32Array>) {
   if (typeof prompt === 'string') {
-    if (typeof model.tokenizer.encode !== 'function') throw new TypeError('This model\'s tokenizer has no encode(): pass the prompt as token ids');
-    const encoded: unknown = model.tokenizer.encode(prompt);
-    if (!Array.isArray(encoded) && !(ArrayBuffer.isView(encoded) && !(encoded instanceof DataView))) {
-      throw invalidParameterError('the tokenizer\'s encode() result', 'an array of token ids', encoded, 'type');
+    const tokenizer = model.tokenizer;
+    if (typeof tokenizer.encodeAsync === 'function') {
+      return async () => encodedTokens(model, await tokenizer.encodeAsync!(prompt), startsSequence());
     }
-    ids = encoded as ArrayLike<number>;
-    const bos = model.bosToken;
-    if (startsSequence && bos !== undefined && ids[0] !== bos) ids = [bos, ...Array.from(ids)];
-    name = 'the encoded prompt';
-  } else if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) {
-    ids = prompt as ArrayLike<number>;
-    name = 'prompt';
-  } else {
-    throw invalidParameterError('prompt', 'a string or an array of token ids', prompt, 'type');
+    if (typeof tokenizer.encode !== 'function') throw new TypeError('This model\'s tokenizer has no encode(): pass the prompt as token ids');
+    return encodedTokens(model, tokenizer.encode(prompt), startsSequence());
   }
+  if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) return checkedTokens(model, prompt as ArrayLike<number>, 'prompt');
+  throw invalidParameterError('prompt', 'a string or an array of token ids', prompt, 'type');
+}
+
+function encodedTokens(model: DecodeModel, encoded: unknown, startsSequence: boolean): Uint32Array {
+  if (!Array.isArray(encoded) && !(ArrayBuffer.isView(encoded) && !(encoded instanceof DataView))) {
+    throw invalidParameterError('the tokenizer\'s encode() result', 'an array of token ids', encoded, 'type');
+  }
+  let ids = encoded as ArrayLike<number>;
+  const bos = model.bosToken;
+  if (startsSequence && bos !== undefined && ids[0] !== bos) ids = [bos, ...Array.from(ids)];
+  return checkedTokens(model, ids, 'the encoded prompt');
+}
+
+function checkedTokens(model: DecodeModel, ids: ArrayLike<number>, name: string): Uint32Array {
   const tokens = new Uint32Array(ids.length);
   for (let i = 0; i < ids.length; i++) {
     const t = ids[i];
