@@ -26,7 +26,7 @@ describe('asynchronous device work', () => {
       import { readFile } from 'node:fs/promises';
       const order = [];
       const chain = device.runChain(busy, 0, 1).then(() => order.push('chain'));
-      const token = sampleAsync(toFloat16Array(Array.from({ length: 50000 }, (_, i) => Math.sin(i))),
+      const token = sampleAsync(toFloat16Array(Array.from({ length: 262144 }, (_, i) => Math.sin(i))),
         { backend: 'emulated', temperature: 1, seed: 1 }).then(() => order.push('sample'));
       await readFile('package.json').then(() => order.push('read'));
       await Promise.all([chain, token]);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, test } from 'vitest';
 
-import { CHUNK_CHARS } from '../lib/gguf/gguf-tokenizer.js';
+import { CHUNK_CHARS } from '../lib/tokenizers/encoder.js';
 import { loadModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
@@ -69,8 +69,9 @@ describe.each([
       expect(mismatches.length).toBe(0);
 
       // Long text is encoded in pieces (split after a newline before a
-      // letter): the ids are still llama.cpp's for the whole text, and
-      // encodeAsync lets timers run meanwhile.
+      // letter): the ids are still llama.cpp's for the whole text; and
+      // encodeAsync, on the tokenizer's worker thread, gives the same ids
+      // while timers run.
       const long = STRINGS.join('');
       expect(long.length).toBeGreaterThan(4 * CHUNK_CHARS);
       for (const special of [false, true]) {

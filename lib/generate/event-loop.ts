@@ -9,13 +9,18 @@
 /** The longest the loop computes before letting the event loop turn. */
 export const TURN_EVERY_MS = 1;
 
+/** One turn of the event loop (timers, I/O), between pieces of work that each take a while. */
+export function turn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
+
 /** Gives the event loop a turn (timers, I/O) when TURN_EVERY_MS have passed since the last one. */
 export class EventLoopTurns {
   #last = performance.now();
 
   async maybeTurn(): Promise<void> {
     if (performance.now() - this.#last < TURN_EVERY_MS) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await turn();
     this.#last = performance.now();
   }
 }

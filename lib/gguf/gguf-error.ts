@@ -7,7 +7,7 @@
  */
 export class GgufError extends Error {
   readonly code = 'ERR_MD_GGUF';
-  constructor(readonly file: string, readonly field: string, detail: string) {
+  constructor(readonly file: string, readonly field: string, readonly detail: string) {
     super(`${file}: ${field}: ${detail}`);
     this.name = 'GgufError';
   }

@@ -5,14 +5,13 @@
 // symbols, ▁ as a space, <0xNN> byte tokens, control tokens as empty text.
 import type { MetadataValue } from '@huggingface/gguf';
 
-import { EventLoopTurns } from '../generate/event-loop.js';
 import type { Tokenizer } from '../generate/model.js';
 import { invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
 import { cleanSpaces } from '../tokenizers/clean-spaces.js';
-import { bpeEncoder } from '../tokenizers/gguf-bpe.js';
 import { readVocabulary, type GgufVocabulary } from '../tokenizers/gguf-vocabulary.js';
-import { sentencePieceEncoder } from '../tokenizers/sentencepiece.js';
+import { VocabularyEncoder, type EncodeRequest } from '../tokenizers/encoder.js';
+import { EncoderThread } from '../tokenizers/encoder-thread.js';
 import { specialTokens } from '../tokenizers/special-tokens.js';
 import { isSpecial, TOKEN_TYPE } from '../tokenizers/token-types.js';
 import { checkKnownKeys } from '../sampling-options.js';
@@ -38,10 +37,6 @@ export interface DecodeOptions {
 }
 
 const EMPTY = new Uint8Array(0);
-// Texts longer than this are encoded in pieces (encodeAsync turns the event loop between them).
-export const CHUNK_CHARS = 8192;
-const NEWLINE_LETTER = /\n\p{L}/u;
-const NEWLINE_BEFORE_LETTER = /\n(?=\p{L})/gu;
 // ignoreBOM: a U+FEFF token is text like any other.
 const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 let byteLevel: Map<number, number> | undefined;
@@ -78,8 +73,8 @@ export class GgufTokenizer implements Tokenizer {
   readonly #v: GgufVocabulary;
   readonly #cache: (Uint8Array | undefined)[];
   #specialTexts: string[] | undefined;
-  #splittable: boolean | undefined;
-  readonly #encoders: Map<boolean, (text: string, afterText?: boolean) => number[]> = new Map();
+  #encoder: VocabularyEncoder | undefined;
+  #thread: EncoderThread | undefined;
 
   private constructor(vocabulary: GgufVocabulary) {
     this.#v = vocabulary;
@@ -129,64 +124,34 @@ export class GgufTokenizer implements Tokenizer {
 
   /**
    * The ids of `text`, without BOS (a Session adds it at the start of a
-   * sequence). The encoder is built on first use; a large vocabulary takes
-   * a few hundred milliseconds. Encoding takes about 0.5 ms per KB on the
-   * calling thread: encodeAsync() lets the event loop turn meanwhile.
+   * sequence), on the calling thread: the first call builds the encoder (a
+   * few hundred milliseconds for a large vocabulary), and encoding takes
+   * about 0.5 ms per KB. encodeAsync() does both on a worker thread.
    */
   encode(text: string, options?: EncodeOptions): number[] {
-    const { encoder, afterText } = this.#encoder(text, options);
-    const out: number[] = [];
-    let first = true;
-    for (const chunk of this.#chunks(text)) {
-      for (const id of encoder(chunk, afterText || !first)) out.push(id);
-      first = false;
-    }
-    return out;
+    return (this.#encoder ??= new VocabularyEncoder(this.#v)).encode(this.#request(text, options));
   }
 
-  /** encode(), in pieces of about 8 KB with a turn of the event loop between them; the same ids. */
+  /** encode() on the tokenizer's worker thread: the same ids, and the event loop never waits. */
   async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
-    const { encoder, afterText } = this.#encoder(text, options);
-    const turns = new EventLoopTurns();
-    const out: number[] = [];
-    let first = true;
-    for (const chunk of this.#chunks(text)) {
-      if (!first) await turns.maybeTurn();
-      for (const id of encoder(chunk, afterText || !first)) out.push(id);
-      first = false;
-    }
-    return out;
+    const request = this.#request(text, options);
+    return Array.from(await (this.#thread ??= new EncoderThread(this.#v)).encode(request));
   }
 
-  #encoder(text: unknown, options: unknown): { encoder: (text: string, afterText?: boolean) => number[]; afterText: boolean } {
+  /** Builds the worker thread's encoders now, so the first prompt does not wait for them (loadModel calls it). */
+  prepare(): Promise<void> {
+    return (this.#thread ??= new EncoderThread(this.#v)).prepare();
+  }
+
+  /** Ends the worker thread (GgufModel.dispose() calls it). */
+  dispose(): void {
+    this.#thread?.dispose();
+  }
+
+  #request(text: unknown, options: unknown): EncodeRequest {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     const o = checkOptions('options', options, ['special', 'afterText']);
-    const special = o.special === true;
-    let encoder = this.#encoders.get(special);
-    if (encoder === undefined) {
-      encoder = this.#v.model === 'llama' ? sentencePieceEncoder(this.#v, special) : bpeEncoder(this.#v, special);
-      this.#encoders.set(special, encoder);
-    }
-    return { encoder, afterText: o.afterText === true };
-  }
-
-  // Long text in pieces that split where every encoder here splits anyway:
-  // at a newline followed by a letter (the pre-tokenizers' expressions all
-  // end a piece there, and no SentencePiece merge crosses it unless a token
-  // spells a newline and a letter; then the text stays whole).
-  *#chunks(text: string): Generator<string> {
-    this.#splittable ??= !this.#v.tokens.some((t) => NEWLINE_LETTER.test(t));
-    let at = 0;
-    const cuts = new RegExp(NEWLINE_BEFORE_LETTER);
-    while (this.#splittable && text.length - at > CHUNK_CHARS) {
-      cuts.lastIndex = at + CHUNK_CHARS;
-      const cut = cuts.exec(text);
-      if (cut === null) break;
-      const end = cut.index + 1;
-      yield text.slice(at, end);
-      at = end;
-    }
-    yield at === 0 ? text : text.slice(at);
+    return { text, special: o.special === true, afterText: o.afterText === true };
   }
 
   /**

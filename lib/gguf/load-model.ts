@@ -7,6 +7,7 @@ import { GGMLQuantizationType } from '@huggingface/gguf';
 
 import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
 import { ByteTokenizer } from '../generate/byte-tokenizer.js';
+import { turn } from '../generate/event-loop.js';
 import { GgufModel } from '../models/gguf-model.js';
 import { ChatTemplate } from '../tokenizers/chat-template.js';
 import { endOfGenerationTokens } from '../tokenizers/gguf-vocabulary.js';
@@ -17,7 +18,7 @@ import { readConfig, trainedContextLength, type Architecture } from './architect
 import { ARCHITECTURES } from './architectures/index.js';
 import { GgufError } from './gguf-error.js';
 import { physicalCores } from './physical-cores.js';
-import { readGgufHeader, type GgufHeader } from './read-header.js';
+import { readGgufHeaderOffThread, type GgufHeader } from './read-header.js';
 import { GgufTokenizer } from './gguf-tokenizer.js';
 
 export interface LoadModelOptions {
@@ -137,22 +138,32 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (!loaded.ok) throw new BackendUnavailableError('native', `GGUF models run in the native addon: ${loaded.reason}`);
   const addon = loaded.addon;
 
-  const header = await readGgufHeader(path);
+  // Each step below takes up to some tens of milliseconds for a large
+  // vocabulary, so the event loop turns between them.
+  const header = await readGgufHeaderOffThread(path);
+  await turn();
   if (o.signal?.aborted) throw aborted();
   const arch = architectureOf(header);
   const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
   const vocabulary = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize);
+  await turn();
   const tokenizer = vocabulary ?? new ByteTokenizer();
-  const eosTokens = vocabulary?.endOfGenerationTokens ?? endOfGenerationTokens(path, header.metadata, [], config.vocabSize);
+  const eosTokens = vocabulary?.endOfGenerationTokens ?? endOfGenerationTokens(path, header.metadata, new Map(), config.vocabSize);
   const chatTemplate = chatTemplateOf(header);
+  await turn();
+  if (o.signal?.aborted) throw aborted();
 
   const native = openTransformer(addon, header, config, o);
+  // The tokenizer's worker builds its encoders while the weights load; a
+  // failure there is reported by the first encodeAsync.
+  vocabulary?.prepare().catch(() => undefined);
   try {
     await prefetchWeights(native, header, o, aborted);
     if (o.signal?.aborted) throw aborted();
   } catch (error) {
     native.dispose();
+    vocabulary?.dispose();
     throw error;
   }
   const name = header.metadata['general.name'];

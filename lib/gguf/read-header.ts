@@ -9,6 +9,7 @@ import { gguf, type MetadataValue } from '@huggingface/gguf';
 import type { NativeTensorEntry } from '../native/contract.js';
 import { GgufError } from './gguf-error.js';
 import { readStringArray } from './read-string-array.js';
+import { RequestWorker } from '../request-worker.js';
 
 // Token texts, read again exactly (see read-string-array.ts).
 const TOKENS = 'tokenizer.ggml.tokens';
@@ -78,4 +79,13 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
   const metadata = { ...parsed.metadata } as Record<string, MetadataValue>;
   if (Array.isArray(metadata[TOKENS])) metadata[TOKENS] = (await readStringArray(path, TOKENS, dataOffset)) ?? metadata[TOKENS];
   return { path, fileSize, metadata, tensors, dataOffset };
+}
+
+let headerWorker: RequestWorker | undefined;
+
+/** readGgufHeader() on a worker thread shared by every load: the event loop turns while the header is parsed. */
+export function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
+  headerWorker ??= new RequestWorker('gguf/header-worker.js', undefined, (e) =>
+    e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message));
+  return headerWorker.request<GgufHeader>({ path });
 }

@@ -83,6 +83,7 @@ export class GgufModel implements DecodeModel {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const s of [...this.#sequences]) s.dispose();
+    if ('dispose' in this.tokenizer) this.tokenizer.dispose();
     this.#native.dispose();
   }
 

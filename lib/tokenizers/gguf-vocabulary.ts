@@ -80,7 +80,9 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
     throw new GgufError(path, 'tokenizer.ggml.token_type', `expected ${vocabSize} numbers`);
   }
   const fileTypes = (rawTypes as number[] | undefined) ?? new Array<number>(vocabSize).fill(TOKEN_TYPE.normal);
-  const types = Uint8Array.from(fileTypes, (t, id) => (CONTROL_LOOKING_TEXTS.has(tokens[id]) ? TOKEN_TYPE.control : t));
+  const types = Uint8Array.from(fileTypes);
+  const looking = controlLookingIds(tokens);
+  for (const ids of looking.values()) for (const id of ids) types[id] = TOKEN_TYPE.control;
 
   let scores: ArrayLike<number> | undefined;
   let merges: string[] | undefined;
@@ -114,25 +116,42 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
     eos: tokenId(path, metadata, 'tokenizer.ggml.eos_token_id', vocabSize) ?? (model === 'llama' ? 2 : undefined),
     addSpacePrefix: model === 'llama' && flag(path, metadata, 'tokenizer.ggml.add_space_prefix', true),
     cleanSpaces: model === 'gpt2' && !KEEPS_SPACES.has(pre),
-    endOfGeneration: endOfGenerationTokens(path, metadata, tokens, vocabSize),
+    endOfGeneration: endOfGenerationTokens(path, metadata, looking, vocabSize),
   };
+}
+
+// The ids of the tokens with control-looking texts, by text, in one pass
+// (every such text begins with <, [ or _, which most tokens do not).
+function controlLookingIds(tokens: readonly string[]): Map<string, number[]> {
+  const found = new Map<string, number[]>();
+  tokens.forEach((text, id) => {
+    const first = text.charCodeAt(0);
+    if ((first === 0x3c || first === 0x5b || first === 0x5f) && CONTROL_LOOKING_TEXTS.has(text)) {
+      const ids = found.get(text);
+      if (ids) ids.push(id);
+      else found.set(text, [id]);
+    }
+  });
+  return found;
 }
 
 /**
  * llama.cpp's end-of-generation set: the EOS, EOT and EOM ids the file
  * names, every token whose text ends a turn (<|eot_id|>, <|im_end|>, ...),
- * and the fill-in-the-middle padding and separator tokens. `tokens` is
- * empty for a file without a vocabulary: then only the ids it names.
+ * and the fill-in-the-middle padding and separator tokens. `looking`: the
+ * ids of the control-looking texts (empty for a file without a
+ * vocabulary: then only the ids the file names).
  */
-export function endOfGenerationTokens(path: string, metadata: Readonly<Record<string, MetadataValue>>, tokens: readonly string[], vocabSize: number): number[] {
+export function endOfGenerationTokens(path: string, metadata: Readonly<Record<string, MetadataValue>>, looking: ReadonlyMap<string, readonly number[]>, vocabSize: number): number[] {
   const ids = new Set<number>();
-  tokens.forEach((text, id) => {
-    if (END_OF_GENERATION_TEXTS.has(text)) ids.add(id);
-  });
+  const withText = (texts: Iterable<string>) => {
+    for (const text of texts) for (const id of looking.get(text) ?? []) ids.add(id);
+  };
+  withText(END_OF_GENERATION_TEXTS);
   for (const [key, texts] of Object.entries(FILL_IN_THE_MIDDLE_END_TEXTS)) {
     const named = tokenId(path, metadata, `tokenizer.ggml.${key}_token_id`, vocabSize);
     if (named !== undefined) ids.add(named);
-    else tokens.forEach((text, id) => texts.includes(text) && ids.add(id));
+    else withText(texts);
   }
   for (const key of ['eos', 'eot', 'eom']) {
     const id = tokenId(path, metadata, `tokenizer.ggml.${key}_token_id`, vocabSize);

@@ -1,0 +1,94 @@
+// request-worker.ts: a worker thread that answers requests, for work that
+// must not hold the main thread's event loop (reading a GGUF header,
+// building and running a tokenizer). Started on the first request, it
+// keeps the process open only while a request is pending. A worker that
+// dies fails the requests in flight with its error; the next request
+// starts a new one. The worker side is serveRequests().
+import { parentPort, Worker } from 'node:worker_threads';
+
+import { workerScript } from './worker-script.js';
+
+type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
+
+/** An error crossing from the worker: its class name and fields, to be rebuilt on this side. */
+export interface WorkerError {
+  name: string;
+  message: string;
+  fields?: Record<string, string>;
+}
+
+export class RequestWorker {
+  readonly #script: string;
+  readonly #workerData: unknown;
+  readonly #rebuild: (error: WorkerError) => Error;
+  #worker: Worker | undefined;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 0;
+  #disposed = false;
+
+  /** `script`: the compiled worker's path from lib/; `rebuild`: the error to throw for one the worker reports. */
+  constructor(script: string, workerData: unknown, rebuild: (error: WorkerError) => Error = (e) => new Error(e.message)) {
+    this.#script = script;
+    this.#workerData = workerData;
+    this.#rebuild = rebuild;
+  }
+
+  request<T>(message: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
+    if (this.#disposed) return Promise.reject(new Error('The worker thread was ended (its model was disposed)'));
+    const worker = this.#start();
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      worker.ref();
+      worker.postMessage({ id, message }, transfer);
+    });
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#fail(new Error('The worker thread was ended (its model was disposed) before it answered'));
+    void this.#worker?.terminate();
+    this.#worker = undefined;
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(workerScript(this.#script), { workerData: this.#workerData });
+    worker.on('message', ({ id, value, error }: { id: number; value?: unknown; error?: WorkerError }) => {
+      const pending = this.#pending.get(id);
+      this.#pending.delete(id);
+      if (this.#pending.size === 0) worker.unref();
+      if (error !== undefined) pending?.reject(this.#rebuild(error));
+      else pending?.resolve(value);
+    });
+    const lost = (error: Error) => {
+      if (this.#worker === worker) this.#worker = undefined;
+      this.#fail(error);
+    };
+    worker.on('error', (error) => lost(new Error(`A worker thread (${this.#script}) failed: ${error.message}`, { cause: error })));
+    worker.on('exit', (code) => lost(new Error(`A worker thread (${this.#script}) exited (code ${code})`)));
+    worker.unref();
+    this.#worker = worker;
+    return worker;
+  }
+
+  #fail(error: Error): void {
+    for (const { reject } of this.#pending.values()) reject(error);
+    this.#pending.clear();
+  }
+}
+
+/** The worker side: answers each request with `handle`'s value (transferring `transfer(value)`) or its error. */
+export function serveRequests<T>(handle: (message: T) => Promise<unknown> | unknown, transfer: (value: unknown) => ArrayBuffer[] = () => []): void {
+  parentPort!.on('message', async ({ id, message }: { id: number; message: T }) => {
+    try {
+      const value = await handle(message);
+      parentPort!.postMessage({ id, value }, transfer(value));
+    } catch (error) {
+      const e = error instanceof Error ? error : new Error(String(error));
+      const fields = Object.fromEntries(Object.entries(e).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+      parentPort!.postMessage({ id, error: { name: e.name, message: e.message, fields } satisfies WorkerError });
+    }
+  });
+}

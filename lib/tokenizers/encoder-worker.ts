@@ -1,0 +1,18 @@
+// encoder-worker.ts: the worker thread of encoder-thread.ts. workerData: a
+// GgufVocabulary. Requests: { request: EncodeRequest } -> the ids (a
+// transferred Uint32Array), or { prepare: true } to build the encoders.
+import { workerData } from 'node:worker_threads';
+
+import { serveRequests } from '../request-worker.js';
+import { VocabularyEncoder, type EncodeRequest } from './encoder.js';
+import type { GgufVocabulary } from './gguf-vocabulary.js';
+
+const encoder = new VocabularyEncoder(workerData as GgufVocabulary);
+
+serveRequests<{ request?: EncodeRequest; prepare?: boolean }>((message) => {
+  if (message.prepare) {
+    encoder.prepare();
+    return undefined;
+  }
+  return Uint32Array.from(encoder.encode(message.request!));
+}, (value) => (value instanceof Uint32Array ? [value.buffer as ArrayBuffer] : []));
