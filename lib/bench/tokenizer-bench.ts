@@ -152,7 +152,7 @@ export async function benchTokenizer(s: TokenizerBenchSettings): Promise<Tokeniz
 export function tokenizerBenchTables(r: TokenizerBenchResult): Table[] {
   const ms = (x: number | null) => (x === null ? '-' : x.toFixed(2));
   const rows = [
-    ['build the encoder (first use)', ms(r.buildMs), ''],
+    ['build the encoder (encode(), first use)', ms(r.buildMs), 'loadModel builds the worker\'s meanwhile'],
     [`encode ${r.settings.textBytes} bytes`, ms(r.encodeMs), `${r.tokens} tokens`],
     ['encode, special tokens parsed', ms(r.encodeSpecialMs), ''],
     ['decode', ms(r.decodeMs), ''],
