@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 import { ChatSession, ChatTemplate, loadModel, Session, SessionBusyError, type GgufModel, type GgufTokenizer } from '../lib/index.js';
+import { JinjaTemplateChatWrapper, LlamaChatSession } from 'node-llama-cpp';
+
+import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
 
@@ -244,5 +247,29 @@ test('loading a 150,000-token vocabulary and building its encoder leave the even
   } finally {
     clearInterval(timer);
     model.dispose();
+  }
+});
+
+test.each([
+  ['llama3', 'llama', {}],
+  // node-llama-cpp renders Qwen 3 with thinking off; so does this, when asked.
+  ['qwen3', 'qwen3', { enable_thinking: false }],
+] as const)('%s: the prompt tokens of node-llama-cpp\'s LlamaChatSession with the same template', async (name, arch, templateVariables) => {
+  const path = await chatModelFile(name, arch);
+  const ours = await loadModel(path, { threads: 1 });
+  const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
+  try {
+    const sequence = (await theirs.createContext({ contextSize: 256 })).getSequence();
+    const session = new LlamaChatSession({
+      contextSequence: sequence, systemPrompt: 'You are terse.', chatWrapper: new JinjaTemplateChatWrapper({ template: ours.chatTemplate!.source }),
+    });
+    await session.prompt('Hello there! <|im_end|> is text here.', { maxTokens: 1 });
+    using chat = new ChatSession(ours, { systemPrompt: 'You are terse.', templateVariables });
+    await chat.prompt('Hello there! <|im_end|> is text here.', { maxTokens: 0 });
+    const prompt = Array.from(chat.session.tokens);
+    expect([...sequence.contextTokens].map(Number).slice(0, prompt.length)).toEqual(prompt);
+  } finally {
+    ours.dispose();
+    await theirs.dispose();
   }
 });

@@ -33,6 +33,8 @@ export interface ChatSessionOptions extends SessionOptions {
   systemPrompt?: string;
   /** A Jinja chat template to use instead of the model's (required when the model has none). */
   chatTemplate?: string;
+  /** More variables for the template, e.g. Qwen 3's { enable_thinking: false }. */
+  templateVariables?: Readonly<Record<string, unknown>>;
 }
 
 export interface ChatPromptResult {
@@ -47,7 +49,7 @@ export interface ChatPromptResult {
   result: GenerationResult;
 }
 
-const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate']);
+const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate', 'templateVariables']);
 
 export class ChatSession {
   readonly model: ChatModel;
@@ -55,6 +57,7 @@ export class ChatSession {
   readonly #template: ChatTemplate;
   readonly #tokenizer: ChatTokenizer;
   readonly #systemPrompt: string | undefined;
+  readonly #variables: Readonly<Record<string, unknown>> | undefined;
   #history: ChatMessage[];
   // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
   #heldText: string | undefined = '';
@@ -66,11 +69,14 @@ export class ChatSession {
     for (const key of Object.keys(options)) {
       if (!SESSION_OPTION_NAMES.has(key)) throw invalidParameterError(`options.${key}`, `one of ${[...SESSION_OPTION_NAMES].join(', ')}`, key, 'range');
     }
-    const { systemPrompt, chatTemplate, ...sessionOptions } = options;
+    const { systemPrompt, chatTemplate, templateVariables, ...sessionOptions } = options;
+    if (templateVariables !== undefined && !isPlainObject(templateVariables)) {
+      throw invalidParameterError('templateVariables', 'a plain object of template variables', templateVariables, 'type');
+    }
     if (systemPrompt !== undefined && typeof systemPrompt !== 'string') throw invalidParameterError('systemPrompt', 'a string', systemPrompt, 'type');
     if (chatTemplate !== undefined && typeof chatTemplate !== 'string') throw invalidParameterError('chatTemplate', 'a Jinja template string', chatTemplate, 'type');
     const tokenizer = model?.tokenizer;
-    if (typeof tokenizer?.tokenText !== 'function' || typeof tokenizer.specialTexts !== 'function' || typeof tokenizer.encode !== 'function') {
+    if (typeof tokenizer?.tokenText !== 'function' || typeof tokenizer.specialTexts !== 'function' || typeof tokenizer.encodePieces !== 'function') {
       throw invalidParameterError('model', 'a model with a vocabulary (a GgufModel loaded from a file with tokenizer.ggml.tokens)', model, 'type');
     }
     const origin = model.info?.path ?? 'the model';
@@ -82,6 +88,7 @@ export class ChatSession {
     this.#tokenizer = tokenizer as ChatTokenizer;
     this.#template = template;
     this.#systemPrompt = systemPrompt;
+    this.#variables = templateVariables && { ...templateVariables };
     this.#history = this.#initialHistory();
     this.#session = new Session(model, sessionOptions);
   }
@@ -174,7 +181,7 @@ export class ChatSession {
   }
 
   #render(history: readonly ChatMessage[]): RenderedPrompt {
-    return renderPrompt(this.#template, history, this.#tokenizer);
+    return renderPrompt(this.#template, history, this.#tokenizer, this.#variables);
   }
 
   // The tokens to append to the sequence for `rendered`, rewinding it first

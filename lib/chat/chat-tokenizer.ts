@@ -2,9 +2,8 @@
 // file's GgufTokenizer has it all).
 
 export interface ChatTokenizer {
-  encode(text: string, options?: { special?: boolean; afterText?: boolean }): ArrayLike<number>;
-  /** encode(), letting the event loop turn during long text. */
-  encodeAsync?(text: string, options?: { special?: boolean; afterText?: boolean }): Promise<ArrayLike<number>>;
+  /** Pieces with and without special tokens parsed, encoded as one text (special tokens split out, the runs between them whole). */
+  encodePieces(pieces: readonly { text: string; special: boolean }[], options?: { afterText?: boolean }): Promise<ArrayLike<number>>;
   tokenBytes(token: number): Uint8Array;
   tokenText(token: number): string | undefined;
   /** The texts special-token parsing finds, longest first. */

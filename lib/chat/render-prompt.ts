@@ -28,10 +28,11 @@ const OPEN = '\u{F0000}', CLOSE = '\u{F0001}';
 const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
 
 /** The conversation rendered, with the generation prompt, BOS and EOS texts the template may print. */
-export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer): RenderedPrompt {
+export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer,
+  variables?: Readonly<Record<string, unknown>>): RenderedPrompt {
   const specialTexts = tokenizer.specialTexts();
   const text = (id: number | undefined) => (id === undefined ? '' : tokenizer.tokenText(id) ?? '');
-  const options: RenderOptions = { addGenerationPrompt: true, bosToken: text(tokenizer.bosToken), eosToken: text(tokenizer.eosToken) };
+  const options: RenderOptions = { addGenerationPrompt: true, bosToken: text(tokenizer.bosToken), eosToken: text(tokenizer.eosToken), variables };
   const swapped: string[] = [];
   const guarded = history.map((message) => {
     if (!specialTexts.some((t) => message.content.includes(t))) return message;
@@ -68,18 +69,9 @@ export function piecesFrom(prompt: RenderedPrompt, offset: number): PromptPiece[
   return out;
 }
 
-/**
- * The pieces' tokens in order, after `lastToken` (the sequence's last, if
- * any). SentencePiece puts a space before text only at the start and after
- * a special token.
- */
+/** The pieces' tokens, after `lastToken` (the sequence's last, if any). */
 export async function encodePieces(tokenizer: ChatTokenizer, pieces: readonly PromptPiece[], lastToken: number | undefined): Promise<number[]> {
-  const out: number[] = [];
-  for (const piece of pieces) {
-    const last = out.length > 0 ? out[out.length - 1] : lastToken;
-    const options = { special: piece.special, afterText: last !== undefined && tokenizer.tokenBytes(last).length > 0 };
-    const ids = tokenizer.encodeAsync ? await tokenizer.encodeAsync(piece.text, options) : tokenizer.encode(piece.text, options);
-    for (const t of Array.from(ids)) out.push(t);
-  }
-  return out;
+  // SentencePiece puts a space before text only at the start and after a special token.
+  const afterText = lastToken !== undefined && tokenizer.tokenBytes(lastToken).length > 0;
+  return Array.from(await tokenizer.encodePieces(pieces, { afterText }));
 }

@@ -134,7 +134,28 @@ export class GgufTokenizer implements Tokenizer {
 
   /** encode() on the tokenizer's worker thread: the same ids, and the event loop never waits. */
   async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
-    const request = this.#request(text, options);
+    return this.#encodeOffThread(this.#request(text, options));
+  }
+
+  /**
+   * Text made of pieces, some with special tokens parsed (a chat template's
+   * markers) and some not (the messages), encoded as one text would be:
+   * special tokens split out, then each run of text between them encoded
+   * whole, on the worker thread.
+   */
+  encodePieces(pieces: readonly { text: string; special: boolean }[], options?: { afterText?: boolean }): Promise<number[]> {
+    const o = checkOptions('options', options, ['afterText']);
+    if (!Array.isArray(pieces)) throw invalidParameterError('pieces', 'an array of { text, special }', pieces, 'type');
+    const checked = pieces.map((p: unknown, i) => {
+      const piece = p as { text?: unknown; special?: unknown };
+      if (typeof piece?.text !== 'string') throw invalidParameterError(`pieces[${i}].text`, 'a string', piece?.text, 'type');
+      if (typeof piece.special !== 'boolean') throw invalidParameterError(`pieces[${i}].special`, 'a boolean', piece.special, 'type');
+      return { text: piece.text, special: piece.special };
+    });
+    return this.#encodeOffThread({ pieces: checked, afterText: o.afterText === true });
+  }
+
+  async #encodeOffThread(request: EncodeRequest): Promise<number[]> {
     return Array.from(await (this.#thread ??= new EncoderThread(this.#v)).encode(request));
   }
 
@@ -151,7 +172,7 @@ export class GgufTokenizer implements Tokenizer {
   #request(text: unknown, options: unknown): EncodeRequest {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     const o = checkOptions('options', options, ['special', 'afterText']);
-    return { text, special: o.special === true, afterText: o.afterText === true };
+    return { pieces: [{ text, special: o.special === true }], afterText: o.afterText === true };
   }
 
   /**

@@ -16,6 +16,8 @@ export interface RenderOptions {
   /** The text of the BOS and EOS tokens, which some templates print. */
   bosToken?: string;
   eosToken?: string;
+  /** More variables for the template, e.g. Qwen 3's { enable_thinking: false } (llama.cpp's chat_template_kwargs). */
+  variables?: Readonly<Record<string, unknown>>;
 }
 
 /** A parsed template; parse errors are reported once, here, naming the template. */
@@ -33,6 +35,7 @@ export class ChatTemplate {
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
     try {
       return this.#template.render({
+        ...options.variables,
         messages,
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: options.bosToken ?? '',

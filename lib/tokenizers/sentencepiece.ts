@@ -1,14 +1,13 @@
 // sentencepiece.ts: the SentencePiece tokenizer of GGUF files
 // (tokenizer.ggml.model = "llama": Llama 2, Mistral, TinyLlama...), as
-// llama.cpp runs it. Spaces become ▁ and the text gets a leading one (after
-// the start and after every special token); then adjacent symbols merge,
+// llama.cpp runs it on a run of text between special tokens. Spaces become
+// ▁ (and the run may get a leading one); then adjacent symbols merge,
 // highest-scoring token first (ties: leftmost), and a character no token
 // covers falls back to its UTF-8 bytes as <0xNN> tokens.
 //
 // Written here rather than taken from @huggingface/tokenizers: that
 // library's BPE needs a merge list, and these files carry scores instead.
 import type { GgufVocabulary } from './gguf-vocabulary.js';
-import { partition, specialTokens } from './special-tokens.js';
 
 const SPACE_MARKER = '\u2581';
 
@@ -65,13 +64,12 @@ class BigramQueue {
   }
 }
 
-export interface SentencePieceEncoder {
-  /** The ids of `text`; `afterText`: the text continues earlier text, so it gets no leading space. */
-  (text: string, afterText?: boolean): number[];
-}
-
-/** An encoder for the vocabulary; `special`: control tokens in the text are tokens. */
-export function sentencePieceEncoder(v: GgufVocabulary, special: boolean): SentencePieceEncoder {
+/**
+ * An encoder of text runs (between special tokens) for the vocabulary;
+ * `leadingSpace`: put a space before the run (llama.cpp does at the start
+ * of a prompt and after a special token, when add_space_prefix is on).
+ */
+export function sentencePieceEncoder(v: GgufVocabulary): (text: string, leadingSpace: boolean) => number[] {
   const ids = new Map<string, number>();
   v.tokens.forEach((token, id) => ids.set(token, id));  // a repeated text is its last id, as llama.cpp
   const scores = v.scores!;
@@ -79,7 +77,6 @@ export function sentencePieceEncoder(v: GgufVocabulary, special: boolean): Sente
     const hex = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
     return ids.get(hex) ?? ids.get(String.fromCharCode(b));
   });
-  const specials = specialTokens(v, special);
 
   function byteFallback(char: string, out: number[]): void {
     for (const b of Buffer.from(char, 'utf8')) {
@@ -89,9 +86,11 @@ export function sentencePieceEncoder(v: GgufVocabulary, special: boolean): Sente
     }
   }
 
-  // One run of text between special tokens (llama.cpp's llm_tokenizer_spm_session).
-  function encodeRun(text: string, out: number[]): void {
-    const chars = Array.from(Buffer.from(text, 'utf8').toString('utf8'));  // a lone surrogate is U+FFFD, as in its UTF-8
+  // llama.cpp's llm_tokenizer_spm_session.
+  return (text, leadingSpace) => {
+    const out: number[] = [];
+    const spaced = (leadingSpace ? ' ' : '') + text;
+    const chars = Array.from(Buffer.from(spaced.replaceAll(' ', SPACE_MARKER), 'utf8').toString('utf8'));  // a lone surrogate is U+FFFD, as in its UTF-8
     const n = chars.length;
     const symbols = chars.slice();
     const lengths = new Int32Array(n).fill(1);
@@ -122,21 +121,6 @@ export function sentencePieceEncoder(v: GgufVocabulary, special: boolean): Sente
       const id = ids.get(symbols[i]);
       if (id !== undefined) out.push(id);
       else byteFallback(symbols[i], out);  // only single characters are left without a token
-    }
-  }
-
-  return (text, afterText = false) => {
-    const out: number[] = [];
-    let afterSpecial = !afterText;
-    for (const fragment of partition(text, specials)) {
-      if (typeof fragment === 'number') {
-        out.push(fragment);
-        afterSpecial = true;
-        continue;
-      }
-      const spaced = (v.addSpacePrefix && afterSpecial ? ' ' : '') + fragment;
-      encodeRun(spaced.replaceAll(' ', SPACE_MARKER), out);
-      afterSpecial = false;
     }
     return out;
   };
