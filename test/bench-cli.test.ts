@@ -10,18 +10,11 @@ import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 
 import type { BenchReport } from '../lib/bench/report.js';
-import { main } from '../lib/cli/main.js';
 import { getBackends } from '../lib/index.js';
-import { requireNativeBuilt } from './helpers.js';
+import { requireNativeBuilt, runCli } from './helpers.js';
 
 requireNativeBuilt();
 
-async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
-  return { code, stdout, stderr };
-}
 
 // Small enough to run in seconds on every backend, emulated included.
 const TINY = ['--vocab', '64', '--iterations', '2', '--tokens', '4', '--model-vocab', '64', '--dim', '8'];
@@ -44,7 +37,7 @@ describe('arguments', () => {
     [['bench', '--fast'], "Unknown option '--fast'"],
     [['bench', '--vocab'], "Option '--vocab <value>' argument missing"],
   ])('%j is a usage error (exit 2) that says what is wrong', async (argv, message) => {
-    const { code, stdout, stderr } = await run(...argv);
+    const { code, stdout, stderr } = await runCli(...argv);
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr).toContain(`metal-decode bench: ${message}`);
@@ -52,9 +45,9 @@ describe('arguments', () => {
   });
 
   it('an unknown command, no command, and --help', async () => {
-    expect(await run('benchmark')).toMatchObject({ code: 2, stderr: expect.stringContaining('metal-decode: unknown command "benchmark"') });
-    expect(await run()).toMatchObject({ code: 2, stdout: expect.stringContaining('Usage: metal-decode <command>') });
-    const help = await run('bench', '--help');
+    expect(await runCli('benchmark')).toMatchObject({ code: 2, stderr: expect.stringContaining('metal-decode: unknown command "benchmark"') });
+    expect(await runCli()).toMatchObject({ code: 2, stdout: expect.stringContaining('Usage: metal-decode <command>') });
+    const help = await runCli('bench', '--help');
     expect(help.code).toBe(0);
     for (const flag of ['--backend', '--vocab', '--iterations', '--json', '--out', '--shape', '--tokens', '--chunk', '--seed']) {
       expect(help.stdout).toContain(flag);
@@ -67,7 +60,7 @@ describe('arguments', () => {
       expect(available).toEqual(['metal', 'emulated', 'native', 'js']);  // a Mac with everything built
       return;
     }
-    const { code, stderr } = await run('bench', '--backend', unavailable.name, ...TINY);
+    const { code, stderr } = await runCli('bench', '--backend', unavailable.name, ...TINY);
     expect(code).toBe(1);
     expect(stderr).toBe(`metal-decode bench: --backend ${unavailable.name}: the ${unavailable.name} backend is not available: ${unavailable.reason}\n`);
   });
@@ -80,7 +73,7 @@ describe('--json', () => {
   const validate = ajv.compile(schema);
 
   it('prints a report that follows bench/report.schema.json, with every cell and every backend', async () => {
-    const { code, stdout, stderr } = await run('bench', ...TINY, '--json');
+    const { code, stdout, stderr } = await runCli('bench', ...TINY, '--json');
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as BenchReport;  // stdout is the JSON alone
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
@@ -104,7 +97,7 @@ describe('--json', () => {
   });
 
   it('the filters choose what is measured', async () => {
-    const { code, stdout } = await run('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--json');
+    const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as BenchReport;
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
@@ -126,7 +119,7 @@ describe('--out', () => {
 
   it('writes an SVG chart with a bar per measured cell', async () => {
     const file = join(dir, 'report.svg');
-    const { code, stdout } = await run('bench', ...TINY, '--backend', 'native', '--backend', 'js', '--out', file);
+    const { code, stdout } = await runCli('bench', ...TINY, '--backend', 'native', '--backend', 'js', '--out', file);
     expect(code).toBe(0);
     expect(stdout).toContain(`wrote ${file}`);
     const svg = readFileSync(file, 'utf8');
@@ -150,7 +143,7 @@ describe('--out', () => {
 
   it('writes an HTML page with the machine, the chart, the tables and the unavailable backends', async () => {
     const file = join(dir, 'report.html');
-    expect((await run('bench', 'decode', ...TINY, '--backend', 'native', '--out', file)).code).toBe(0);
+    expect((await runCli('bench', 'decode', ...TINY, '--backend', 'native', '--out', file)).code).toBe(0);
     const html = readFileSync(file, 'utf8');
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain('<svg');

@@ -7,10 +7,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ModelBenchResult } from '../lib/bench/model-bench.js';
-import { main } from '../lib/cli/main.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
-import { requireNativeBuilt } from './helpers.js';
+import { requireNativeBuilt, runCli } from './helpers.js';
 
 requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-bench-model-'));
@@ -18,12 +17,6 @@ const model = join(dir, 'tiny.gguf');
 beforeAll(() => writeRandomModel(model, variantSpec('llama2', 'Q4_0', 1)));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
-  return { code, stdout, stderr };
-}
 
 describe('arguments', () => {
   it.each([
@@ -33,20 +26,20 @@ describe('arguments', () => {
     [['bench', 'model', '--model', 'package.json', '--tokens', '1'], 'Expected an integer from 2 to 65536 for --tokens but received "1"'],
     [['bench', 'model', '--model', 'package.json', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
   ])('%j', async (argv, message) => {
-    const { code, stderr } = await run(...argv);
+    const { code, stderr } = await runCli(...argv);
     expect(code).toBe(2);
     expect(stderr).toContain(message);
   });
 
   it('a file that is not a model is exit code 1 with the GgufError', async () => {
-    const { code, stderr } = await run('bench', 'model', '--model', 'package.json', '--compare', 'none');
+    const { code, stderr } = await runCli('bench', 'model', '--model', 'package.json', '--compare', 'none');
     expect(code).toBe(1);
     expect(stderr).toContain('package.json: header: not a GGUF file');
   });
 });
 
 it('measures both engines on the same file and prints the ratios and memory', async () => {
-  const { code, stdout } = await run('bench', 'model', '--model', model, '--threads', '1', '--prompt', '16', '--tokens', '8', '--runs', '1');
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '16', '--tokens', '8', '--runs', '1');
   expect(code).toBe(0);
   expect(stdout).toMatch(/^metal-decode +\d+\.\d +\d+\.\d\d +\d+ +\w+ kernels, 1 threads$/m);
   expect(stdout).toMatch(/^llama\.cpp +\d+\.\d +\d+\.\d\d +\d+ +node-llama-cpp \d+\.\d+\.\d+/m);
@@ -55,7 +48,7 @@ it('measures both engines on the same file and prints the ratios and memory', as
 });
 
 it('--json gives the result with every number; --compare none leaves llama.cpp out', async () => {
-  const { code, stdout } = await run('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '4', '--runs', '1', '--compare', 'none', '--json');
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '4', '--runs', '1', '--compare', 'none', '--json');
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode']);

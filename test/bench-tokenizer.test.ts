@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { benchText, type TokenizerBenchResult } from '../lib/bench/tokenizer-bench.js';
-import { main } from '../lib/cli/main.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata } from './gguf/real-vocab.js';
 import { variantSpec } from './gguf/variants.js';
+import { runCli } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-bench-tok-'));
 const withVocabulary = join(dir, 'qwen3.gguf');
@@ -26,12 +26,6 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
-  return { code, stdout, stderr };
-}
 
 describe('arguments', () => {
   it.each([
@@ -39,7 +33,7 @@ describe('arguments', () => {
     [['bench', 'tokenizer', '--model', 'package.json', '--bytes', '0'], 'Expected an integer from 1 to 268435456 for --bytes but received "0"'],
     [['bench', 'tokenizer', '--model', 'package.json', '--compare', 'hf'], 'Expected llama.cpp, none or auto for --compare but received "hf"'],
   ])('%j', async (argv, message) => {
-    const { code, stderr } = await run(...argv);
+    const { code, stderr } = await runCli(...argv);
     expect(code).toBe(2);
     expect(stderr).toContain(message);
   });
@@ -54,7 +48,7 @@ it('the text is the size asked for, valid UTF-8, and varied', () => {
 });
 
 it('measures encode, decode, llama.cpp and a chat turn', async () => {
-  const { code, stdout } = await run('bench', 'tokenizer', '--model', withVocabulary, '--bytes', '4000', '--runs', '2', '--json');
+  const { code, stdout } = await runCli('bench', 'tokenizer', '--model', withVocabulary, '--bytes', '4000', '--runs', '2', '--json');
   expect(code).toBe(0);
   const r = JSON.parse(stdout) as TokenizerBenchResult;
   expect(r.tokenizer).toBe('byte-level BPE');
@@ -63,13 +57,13 @@ it('measures encode, decode, llama.cpp and a chat turn', async () => {
   // The next turn of the conversation is its new part alone, not the history.
   expect(r.chatTurn!.newTokens).toBeGreaterThan(5);
   expect(r.chatTurn!.newTokens).toBeLessThan(40);
-  const tables = await run('bench', 'tokenizer', '--model', withVocabulary, '--bytes', '2000', '--runs', '1', '--compare', 'none');
+  const tables = await runCli('bench', 'tokenizer', '--model', withVocabulary, '--bytes', '2000', '--runs', '1', '--compare', 'none');
   expect(tables.stdout).toContain('encode 2000 bytes');
   expect(tables.stdout).toContain('llama.cpp not compared (--compare none)');
 });
 
 it('a model without a vocabulary is an error saying so', async () => {
-  const { code, stderr } = await run('bench', 'tokenizer', '--model', without, '--compare', 'none');
+  const { code, stderr } = await runCli('bench', 'tokenizer', '--model', without, '--compare', 'none');
   expect(code).toBe(1);
   expect(stderr).toContain(`${without} has no vocabulary (tokenizer.ggml.tokens): nothing to measure`);
 });

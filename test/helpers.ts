@@ -2,6 +2,7 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
+import { main } from '../lib/cli/main.js';
 import { getBackends, toFloat16Array } from '../lib/index.js';
 
 /** The CPU backends every behavioural test runs on; native must have built (the test command builds it). */
@@ -44,4 +45,12 @@ export function runModule(code: string, options: { cwd?: string; env?: Record<st
   return spawnSync(process.execPath, ['--input-type=module', '-e', code], {
     cwd: options.cwd ?? ROOT, encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: 120_000,
   });
+}
+
+/** Runs the `metal-decode` command line in this process; resolves to its exit code and output. */
+export async function runCli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { write: (t) => void (stdout += t) }, { write: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
 }

@@ -75,41 +75,36 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: attachNegativeValues(argv),
-      allowPositionals: false,
-      strict: true,
-      options: {
-        model: { type: 'string' },
-        threads: { type: 'string' },
-        prompt: { type: 'string' },
-        tokens: { type: 'string' },
-        runs: { type: 'string' },
-        compare: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values } = parsed;
-  const help = values.help ?? false;
-  const compare = compareOption(values.compare);
+  const { help, json, values } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs']);
   return {
     help,
-    json: values.json ?? false,
+    json,
     settings: {
       model: help ? '' : modelFile(values.model),
       threads: integer('threads', values.threads, physicalCores(), 256),
       promptTokens: integer('prompt', values.prompt, 128, 65536),
       generatedTokens: integer('tokens', values.tokens, 64, 65536, 2),
       runs: integer('runs', values.runs, 3, 1000),
-      compare,
+      compare: compareOption(values.compare),
     },
   };
+}
+
+// The flags of `bench model` and `bench tokenizer`: --model, --compare,
+// --json, --help, and the string flags `names`.
+function parseFileBenchArgs(argv: string[], names: string[]): { help: boolean; json: boolean; values: Record<string, string | undefined> } {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+    model: { type: 'string' }, compare: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  };
+  for (const name of names) options[name] = { type: 'string' };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: attachNegativeValues(argv), allowPositionals: false, strict: true, options }).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { help, json, ...rest } = values;
+  return { help: help === true, json: json === true, values: rest as Record<string, string | undefined> };
 }
 
 export interface TokenizerBenchArgs {
@@ -120,29 +115,10 @@ export interface TokenizerBenchArgs {
 
 /** The arguments after `bench tokenizer`. */
 export function parseTokenizerBenchArgs(argv: string[]): TokenizerBenchArgs {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: attachNegativeValues(argv),
-      allowPositionals: false,
-      strict: true,
-      options: {
-        model: { type: 'string' },
-        bytes: { type: 'string' },
-        runs: { type: 'string' },
-        compare: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values } = parsed;
-  const help = values.help ?? false;
+  const { help, json, values } = parseFileBenchArgs(argv, ['bytes', 'runs']);
   return {
     help,
-    json: values.json ?? false,
+    json,
     settings: {
       model: help ? '' : modelFile(values.model),
       textBytes: integer('bytes', values.bytes, 102400, 1 << 28),

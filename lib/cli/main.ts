@@ -12,11 +12,11 @@ import { planDecode } from '../bench/decode-scenario.js';
 import { describeMachine, machineInfo } from '../bench/machine.js';
 import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult } from '../bench/report.js';
 import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
-import { reportTables, tableText } from '../bench/tables.js';
+import { reportTables, tableText, type Table } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
-import { benchModel, modelBenchTables } from '../bench/model-bench.js';
-import { benchTokenizer, tokenizerBenchTables } from '../bench/tokenizer-bench.js';
-import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs, type ModelBenchArgs, type TokenizerBenchArgs } from './bench-args.js';
+import { benchModel, modelBenchTables, type ModelBenchResult, type ModelBenchSettings } from '../bench/model-bench.js';
+import { benchTokenizer, tokenizerBenchTables, type TokenizerBenchResult, type TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
+import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
 
 export interface Output {
   write(text: string): void;
@@ -39,8 +39,8 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
     stderr.write(`metal-decode: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
     return 2;
   }
-  if (rest[0] === 'model') return modelBench(rest.slice(1), stdout, stderr);
-  if (rest[0] === 'tokenizer') return tokenizerBench(rest.slice(1), stdout, stderr);
+  if (rest[0] === 'model') return fileBench(MODEL_BENCH, rest.slice(1), stdout, stderr);
+  if (rest[0] === 'tokenizer') return fileBench(TOKENIZER_BENCH, rest.slice(1), stdout, stderr);
   let args: BenchArgs;
   try {
     args = parseBenchArgs(rest);
@@ -56,40 +56,26 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
   return bench(args, stdout, stderr);
 }
 
-async function modelBench(argv: string[], stdout: Output, stderr: Output): Promise<number> {
-  let args: ModelBenchArgs;
-  try {
-    args = parseModelBenchArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    stderr.write(`metal-decode bench model: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
-    return 2;
-  }
-  if (args.help) {
-    stdout.write(`${BENCH_USAGE}\n`);
-    return 0;
-  }
-  const log = args.json ? stderr : stdout;
-  log.write(`machine: ${describeMachine(machineInfo())}\n`);
-  let result;
-  try {
-    result = await benchModel(args.settings);
-  } catch (error) {
-    stderr.write(`metal-decode bench model: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
-  }
-  if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else for (const table of modelBenchTables(result)) stdout.write(`\n${tableText(table)}\n`);
-  return 0;
+interface FileBench<Settings, Result> {
+  name: string;
+  parse: (argv: string[]) => { help: boolean; json: boolean; settings: Settings };
+  run: (settings: Settings) => Promise<Result>;
+  tables: (result: Result) => Table[];
 }
 
-async function tokenizerBench(argv: string[], stdout: Output, stderr: Output): Promise<number> {
-  let args: TokenizerBenchArgs;
+const MODEL_BENCH: FileBench<ModelBenchSettings, ModelBenchResult> = { name: 'model', parse: parseModelBenchArgs, run: benchModel, tables: modelBenchTables };
+const TOKENIZER_BENCH: FileBench<TokenizerBenchSettings, TokenizerBenchResult> = {
+  name: 'tokenizer', parse: parseTokenizerBenchArgs, run: benchTokenizer, tables: tokenizerBenchTables,
+};
+
+// `bench model` and `bench tokenizer`: one file, one result, tables or JSON.
+async function fileBench<S, R>(bench: FileBench<S, R>, argv: string[], stdout: Output, stderr: Output): Promise<number> {
+  let args: ReturnType<FileBench<S, R>['parse']>;
   try {
-    args = parseTokenizerBenchArgs(argv);
+    args = bench.parse(argv);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    stderr.write(`metal-decode bench tokenizer: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
+    stderr.write(`metal-decode bench ${bench.name}: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
     return 2;
   }
   if (args.help) {
@@ -97,15 +83,15 @@ async function tokenizerBench(argv: string[], stdout: Output, stderr: Output): P
     return 0;
   }
   (args.json ? stderr : stdout).write(`machine: ${describeMachine(machineInfo())}\n`);
-  let result;
+  let result: R;
   try {
-    result = await benchTokenizer(args.settings);
+    result = await bench.run(args.settings);
   } catch (error) {
-    stderr.write(`metal-decode bench tokenizer: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr.write(`metal-decode bench ${bench.name}: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
   if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else for (const table of tokenizerBenchTables(result)) stdout.write(`\n${tableText(table)}\n`);
+  else for (const table of bench.tables(result)) stdout.write(`\n${tableText(table)}\n`);
   return 0;
 }
 
