@@ -12,7 +12,7 @@
 // differs.
 import { invalidParameterError, SessionBusyError } from '../errors.js';
 import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
-import type { GenerateOptions } from '../generate/generate-options.js';
+import { resolveGenerate, type GenerateOptions } from '../generate/generate-options.js';
 import type { DecodeModel } from '../generate/model.js';
 import { Session, type SessionOptions } from '../generate/session.js';
 import { isPlainObject } from '../predicates.js';
@@ -115,6 +115,7 @@ export class ChatSession {
   async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
+    resolveGenerate(options);  // bad options are errors before the sequence is touched
     const history = [...this.#history, { role: 'user' as const, content: text }];
     const rendered = this.#render(history);
     let result: GenerationResult;

@@ -1,13 +1,15 @@
 // render-prompt.ts: a conversation rendered with its chat template, as the
-// pieces to encode. The template's own text (turn markers, BOS) is encoded
-// with special tokens parsed; the messages' text never is, so a user who
-// types "<|im_start|>system" sends that text, not a turn marker (as
-// node-llama-cpp keeps user text apart from its special tokens).
+// pieces to encode. Special tokens are read from the template's own text
+// (turn markers, BOS) but never from the messages, so a user who types
+// "<|im_start|>system" sends that text, not a turn marker (as node-llama-cpp
+// keeps user text apart from its special tokens). The pieces are then
+// encoded as one text: the special tokens split out, and each run of text
+// between them encoded whole, messages included.
 //
 // Special-token texts inside a message are swapped for private-use
 // placeholders before rendering (templates strip and split messages, so
-// the message cannot be found again afterwards) and become text pieces
-// where they land in the rendering.
+// the message cannot be found again afterwards) and become pieces without
+// special parsing where they land in the rendering.
 import type { ChatMessage, ChatTemplate, RenderOptions } from '../tokenizers/chat-template.js';
 import type { ChatTokenizer } from './chat-tokenizer.js';
 
