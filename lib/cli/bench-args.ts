@@ -8,6 +8,7 @@ import type { BackendName } from '../backends.js';
 import type { BenchSettings, ScenarioName } from '../bench/report.js';
 import type { ModelBenchSettings } from '../bench/model-bench.js';
 import type { TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
+import type { PredictSettings } from '../bench/gpu-speed-model.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
 import { physicalCores } from '../gguf/physical-cores.js';
 
@@ -21,6 +22,7 @@ export class UsageError extends Error {
 export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
        metal-decode bench model --model FILE [options]
        metal-decode bench tokenizer --model FILE [options]
+       metal-decode bench predict --model FILE [--context N] [--json]
 
 Scenarios (default: all):
   sampler   us per sample() call, median and p90, per backend x V x config,
@@ -65,6 +67,14 @@ Options:
   --bytes N          text to encode (default 102400)
   --runs N           timed runs after one warm-up; medians are reported (default 10)
   --compare WHAT     llama.cpp, none or auto (as for model)
+  --json             print the result as JSON
+
+  predict   a GGUF model's one-token decode on the GPU, modelled: bytes of weights,
+            KV cache and logits read per token, the planned dispatches, and the
+            tokens/s each Apple silicon chip's memory bandwidth allows (and the
+            80% the Metal kernels are designed to reach)
+  --model FILE       the .gguf file (required)
+  --context N        tokens in the KV cache (default 1024)
   --json             print the result as JSON`;
 
 export interface ModelBenchArgs {
@@ -105,6 +115,19 @@ function parseFileBenchArgs(argv: string[], names: string[]): { help: boolean; j
   }
   const { help, json, ...rest } = values;
   return { help: help === true, json: json === true, values: rest as Record<string, string | undefined> };
+}
+
+export interface PredictArgs {
+  help: boolean;
+  json: boolean;
+  settings: PredictSettings;
+}
+
+/** The arguments after `bench predict`. */
+export function parsePredictArgs(argv: string[]): PredictArgs {
+  const { help, json, values } = parseFileBenchArgs(argv, ['context']);
+  if (values.compare !== undefined) throw new UsageError('bench predict has no --compare: it measures nothing, it models');
+  return { help, json, settings: { model: help ? '' : modelFile(values.model), context: integer('context', values.context, 1024, 1 << 24) } };
 }
 
 export interface TokenizerBenchArgs {

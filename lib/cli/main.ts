@@ -16,7 +16,8 @@ import { reportTables, tableText, type Table } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
 import { benchModel, modelBenchTables, type ModelBenchResult, type ModelBenchSettings } from '../bench/model-bench.js';
 import { benchTokenizer, tokenizerBenchTables, type TokenizerBenchResult, type TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
-import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
+import { predictSpeed, predictTables, type PredictResult, type PredictSettings } from '../bench/gpu-speed-model.js';
+import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parsePredictArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
 
 export interface Output {
   write(text: string): void;
@@ -41,6 +42,7 @@ export async function main(argv: string[], stdout: Output = process.stdout, stde
   }
   if (rest[0] === 'model') return fileBench(MODEL_BENCH, rest.slice(1), stdout, stderr);
   if (rest[0] === 'tokenizer') return fileBench(TOKENIZER_BENCH, rest.slice(1), stdout, stderr);
+  if (rest[0] === 'predict') return fileBench(PREDICT, rest.slice(1), stdout, stderr);
   let args: BenchArgs;
   try {
     args = parseBenchArgs(rest);
@@ -68,7 +70,9 @@ const TOKENIZER_BENCH: FileBench<TokenizerBenchSettings, TokenizerBenchResult> =
   name: 'tokenizer', parse: parseTokenizerBenchArgs, run: benchTokenizer, tables: tokenizerBenchTables,
 };
 
-// `bench model` and `bench tokenizer`: one file, one result, tables or JSON.
+const PREDICT: FileBench<PredictSettings, PredictResult> = { name: 'predict', parse: parsePredictArgs, run: predictSpeed, tables: predictTables };
+
+// `bench model`, `bench tokenizer` and `bench predict`: one file, one result, tables or JSON.
 async function fileBench<S, R>(bench: FileBench<S, R>, argv: string[], stdout: Output, stderr: Output): Promise<number> {
   let args: ReturnType<FileBench<S, R>['parse']>;
   try {

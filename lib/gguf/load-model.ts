@@ -72,7 +72,8 @@ function typeName(addon: NativeAddon, id: number): string {
 
 type CheckedOptions = ReturnType<typeof checkOptions>;
 
-function architectureOf(header: GgufHeader): Architecture {
+/** The file's architecture; a GgufError naming general.architecture when it is not one of ARCHITECTURES. */
+export function architectureOf(header: GgufHeader): Architecture {
   const name = header.metadata['general.architecture'];
   const arch = typeof name === 'string' ? ARCHITECTURES.get(name) : undefined;
   if (arch === undefined) {

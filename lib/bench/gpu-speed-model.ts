@@ -1,0 +1,146 @@
+// gpu-speed-model.ts: `metal-decode bench predict --model FILE`: what one
+// decoded token costs the GPU forward pass, and the tokens/s the memory
+// bandwidth of each Apple silicon chip allows. One-token decode is bound by
+// memory: every weight matrix is read once per token, and the KV cache up
+// to the context length. No Apple GPU runs here, so this is the model the
+// Metal kernels are designed against (each must reach 80% of the bound on
+// these chips); `metal-decode bench model` measures the real thing on a Mac.
+//
+// Bytes come from the file's tensor table (each tensor's type and shape),
+// the F16 KV cache, and the logits the sampler reads; the dispatch count
+// from the planned dispatch table (plannedDispatches below).
+import { architectureOf } from '../gguf/load-model.js';
+import { readConfig } from '../gguf/architecture.js';
+import { readGgufHeaderOffThread } from '../gguf/read-header.js';
+import type { NativeModelConfig, NativeTensorType } from '../native/contract.js';
+import { loadAddon } from '../native/load-addon.js';
+import type { Table } from './tables.js';
+
+/** Memory bandwidth as Apple publishes it, GB/s (10^9 bytes). Where a chip comes in two, the larger GPU's. */
+export const APPLE_CHIPS: readonly { chip: string; gbPerSecond: number }[] = [
+  { chip: 'M1', gbPerSecond: 68.25 }, { chip: 'M1 Pro', gbPerSecond: 200 }, { chip: 'M1 Max', gbPerSecond: 400 },
+  { chip: 'M2', gbPerSecond: 100 }, { chip: 'M2 Pro', gbPerSecond: 200 }, { chip: 'M2 Max', gbPerSecond: 400 },
+  { chip: 'M3', gbPerSecond: 100 }, { chip: 'M3 Pro', gbPerSecond: 150 }, { chip: 'M3 Max', gbPerSecond: 400 },
+  { chip: 'M4', gbPerSecond: 120 }, { chip: 'M4 Pro', gbPerSecond: 273 }, { chip: 'M4 Max', gbPerSecond: 546 },
+];
+
+/** The share of the bandwidth bound each kernel is designed to reach. */
+export const TARGET_FRACTION = 0.8;
+/** The share of a token's time at the target the dispatches' own overhead may take. */
+export const DISPATCH_SHARE = 0.1;
+
+// The sampling kernel reads the logits row about three times (maximum,
+// filters, the noisy draw), after the LM head writes it once.
+const LOGIT_PASSES = 4;
+
+export interface PredictSettings {
+  model: string;
+  /** Tokens in the KV cache when the token is decoded. */
+  context: number;
+}
+
+export interface TokenCost {
+  /** Weights read in full (every matrix and norm; the LM head; one embedding row). */
+  weightBytes: number;
+  /** K and V of every layer up to the context, F16. */
+  kvBytes: number;
+  /** The logits row, written by the LM head and read by the sampler. */
+  logitBytes: number;
+  totalBytes: number;
+  /** Commands of the planned one-token dispatch table. */
+  dispatches: number;
+}
+
+export interface PredictResult {
+  settings: PredictSettings;
+  architecture: string;
+  tensorTypes: Record<string, number>;
+  cost: TokenCost;
+  chips: {
+    chip: string; gbPerSecond: number; boundTokensPerSecond: number; targetTokensPerSecond: number;
+    /** Microseconds each dispatch's own overhead may take for all of them to stay within DISPATCH_SHARE of the target time. */
+    dispatchBudgetUs: number;
+  }[];
+}
+
+/** The one-token pass as the dispatch table will run it: one command per entry (fused where one kernel can read both). */
+export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' | 'qkNorm'>): string[] {
+  const layer = [
+    'attention norm', 'Q/K/V projections (one kernel, three matrices)', ...(config.qkNorm ? ['Q/K head norms'] : []),
+    'RoPE and the KV write', 'attention: partial sums per KV block', 'attention: the reduction',
+    'output projection + residual', 'FFN norm', 'gate/up projections + SwiGLU', 'down projection + residual',
+  ];
+  return ['embedding row', ...Array.from({ length: config.blockCount }, () => layer).flat(), 'output norm', 'LM head', 'sampler'];
+}
+
+function tensorBytes(types: readonly NativeTensorType[], type: number, dims: readonly number[]): number {
+  const t = types.find((x) => x.id === type);
+  if (t === undefined) throw new Error(`tensor type ${type} is not one this package reads`);
+  const [cols, ...rest] = dims;
+  const rows = rest.reduce((a, b) => a * b, 1);
+  return rows * Math.ceil(cols / t.blockValues) * t.blockBytes;
+}
+
+/** What one decoded token at `context` costs, from the file's tensor table and config. */
+export function tokenCost(
+  tensors: readonly { name: string; type: number; dims: readonly number[] }[], config: NativeModelConfig,
+  types: readonly NativeTensorType[], context: number,
+): TokenCost {
+  const tied = !tensors.some((t) => t.name === 'output.weight');
+  let weightBytes = 0;
+  for (const t of tensors) {
+    const bytes = tensorBytes(types, t.type, t.dims);
+    if (t.name !== 'token_embd.weight') weightBytes += bytes;
+    else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize;  // the LM head when tied, and one row
+  }
+  const kvBytes = config.blockCount * 2 * context * config.headCountKv * config.headDim * 2;
+  const logitBytes = config.vocabSize * 4 * LOGIT_PASSES;
+  return { weightBytes, kvBytes, logitBytes, totalBytes: weightBytes + kvBytes + logitBytes, dispatches: plannedDispatches(config).length };
+}
+
+export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
+  const loaded = loadAddon();
+  if (!loaded.ok) throw new Error(`the tensor type table comes from the native addon: ${loaded.reason}`);
+  const header = await readGgufHeaderOffThread(s.model);
+  const arch = architectureOf(header);
+  const config = readConfig(header, arch);
+  const types = loaded.addon.tensorTypes;
+  const cost = tokenCost(header.tensors, config, types, s.context);
+  const tensorTypes: Record<string, number> = {};
+  for (const t of header.tensors) {
+    const name = types.find((x) => x.id === t.type)?.name ?? `#${t.type}`;
+    tensorTypes[name] = (tensorTypes[name] ?? 0) + 1;
+  }
+  return {
+    settings: s, architecture: arch.name, tensorTypes, cost,
+    chips: APPLE_CHIPS.map(({ chip, gbPerSecond }) => {
+      const bound = (gbPerSecond * 1e9) / cost.totalBytes;
+      const target = bound * TARGET_FRACTION;
+      return { chip, gbPerSecond, boundTokensPerSecond: bound, targetTokensPerSecond: target, dispatchBudgetUs: (1e6 * DISPATCH_SHARE) / target / cost.dispatches };
+    }),
+  };
+}
+
+export function predictTables(r: PredictResult): Table[] {
+  const mb = (x: number) => (x / 1e6).toFixed(1);
+  const c = r.cost;
+  return [
+    {
+      title: `One decoded token of ${r.settings.model} (${r.architecture}; ${Object.entries(r.tensorTypes).map(([t, n]) => `${n} ${t}`).join(', ')}) at context ${r.settings.context}`,
+      header: ['read per token', 'MB', 'share'],
+      rows: [
+        ['weights', mb(c.weightBytes), `${((100 * c.weightBytes) / c.totalBytes).toFixed(1)}%`],
+        ['KV cache (F16)', mb(c.kvBytes), `${((100 * c.kvBytes) / c.totalBytes).toFixed(1)}%`],
+        ['logits (LM head write, sampler reads)', mb(c.logitBytes), `${((100 * c.logitBytes) / c.totalBytes).toFixed(1)}%`],
+        ['total', mb(c.totalBytes), ''],
+        ['dispatches (planned table)', String(c.dispatches), ''],
+      ],
+    },
+    {
+      title: `Modelled decode tokens/s: the bandwidth bound, the ${TARGET_FRACTION * 100}% the kernels are designed to reach, ` +
+        `and the overhead per dispatch that keeps all ${c.dispatches} within ${DISPATCH_SHARE * 100}% of a token's time`,
+      header: ['chip', 'GB/s', 'bound tok/s', 'target tok/s', 'us per dispatch'],
+      rows: r.chips.map((x) => [x.chip, String(x.gbPerSecond), x.boundTokensPerSecond.toFixed(0), x.targetTokensPerSecond.toFixed(0), x.dispatchBudgetUs.toFixed(2)]),
+    },
+  ];
+}

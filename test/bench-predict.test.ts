@@ -1,0 +1,91 @@
+// `metal-decode bench predict`: the modelled GPU decode cost of a GGUF
+// file. The bytes per token are checked against the shapes the test writer
+// used (computed here independently, from the writer's own block sizes),
+// for a tied and an untied model; the tokens/s against the bandwidth; the
+// dispatch plan against the architecture; and the argument errors.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { APPLE_CHIPS, plannedDispatches, TARGET_FRACTION, type PredictResult } from '../lib/bench/gpu-speed-model.js';
+import { rowBytes } from './gguf/dequantize.js';
+import { tinyShape, writeRandomModel } from './gguf/random-model.js';
+import { variantSpec } from './gguf/variants.js';
+import { requireNativeBuilt, runCli } from './helpers.js';
+
+requireNativeBuilt();
+const dir = mkdtempSync(join(tmpdir(), 'md-predict-'));
+const untied = join(dir, 'llama2-q8_0.gguf');
+const tied = join(dir, 'qwen3-q4_0.gguf');
+beforeAll(async () => {
+  await writeRandomModel(untied, variantSpec('llama2', 'Q8_0', 1));
+  await writeRandomModel(tied, variantSpec('qwen3', 'Q4_0', 1));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function predict(path: string, context: number): Promise<PredictResult> {
+  const { code, stdout, stderr } = await runCli('bench', 'predict', '--model', path, '--context', String(context), '--json');
+  expect(stderr).toContain('machine:');
+  expect(code).toBe(0);
+  return JSON.parse(stdout) as PredictResult;
+}
+
+// The matrices of one layer and the embedding, as the writer shapes them.
+function expectedWeightBytes(arch: 'llama' | 'qwen3', type: 'Q8_0' | 'Q4_0'): number {
+  const s = tinyShape(arch, type);
+  const q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
+  const norms = 4 * (2 * s.d + (arch === 'qwen3' ? 2 * s.headDim : 0));
+  const layer = rowBytes(type, s.d) * (q + 2 * kv + 2 * s.ff) + rowBytes(type, q) * s.d + rowBytes(type, s.ff) * s.d + norms;
+  const embedding = rowBytes(type, s.d) * s.vocab;
+  // Every layer, the output norm, one embedding row, and the LM head
+  // (output.weight, or the embedding itself when tied: the same bytes here).
+  return s.layers * layer + 4 * s.d + embedding / s.vocab + embedding;
+}
+
+describe('bytes per token', () => {
+  it.each([
+    ['untied llama, Q8_0', () => untied, 'llama', 'Q8_0'],
+    ['tied qwen3, Q4_0', () => tied, 'qwen3', 'Q4_0'],
+  ] as const)('%s: weights, KV cache and logits', async (_, path, arch, type) => {
+    const s = tinyShape(arch, type);
+    const r = await predict(path(), 100);
+    expect(r.cost.weightBytes).toBe(expectedWeightBytes(arch, type));
+    expect(r.cost.kvBytes).toBe(s.layers * 2 * 100 * s.kvHeads * s.headDim * 2);
+    expect(r.cost.logitBytes).toBe(s.vocab * 4 * 4);
+    expect(r.cost.totalBytes).toBe(r.cost.weightBytes + r.cost.kvBytes + r.cost.logitBytes);
+    expect(r.cost.weightBytes).toBeLessThan(readFileSync(path()).length);
+    // Twice the context: twice the KV bytes, the rest unchanged.
+    const longer = await predict(path(), 200);
+    expect(longer.cost.kvBytes).toBe(2 * r.cost.kvBytes);
+    expect(longer.cost.weightBytes).toBe(r.cost.weightBytes);
+  });
+});
+
+it('tokens/s: each chip\'s bandwidth over the bytes, the target 80% of it; the dispatch plan by architecture', async () => {
+  const r = await predict(tied, 64);
+  expect(r.chips.map((c) => c.chip)).toEqual(APPLE_CHIPS.map((c) => c.chip));
+  for (const c of r.chips) {
+    expect(c.boundTokensPerSecond).toBeCloseTo((c.gbPerSecond * 1e9) / r.cost.totalBytes, 6);
+    expect(c.targetTokensPerSecond).toBeCloseTo(c.boundTokensPerSecond * TARGET_FRACTION, 6);
+    expect(c.dispatchBudgetUs * r.cost.dispatches).toBeCloseTo(0.1e6 / c.targetTokensPerSecond, 6);
+  }
+  // qwen3 normalises Q and K per head: one more dispatch per layer than llama.
+  const layers = tinyShape('qwen3', 'Q4_0').layers;
+  expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: layers, qkNorm: true }).length);
+  expect(plannedDispatches({ blockCount: 3, qkNorm: true }).length - plannedDispatches({ blockCount: 3, qkNorm: false }).length).toBe(3);
+  const tables = await runCli('bench', 'predict', '--model', tied);
+  expect(tables.stdout).toContain('at context 1024');
+  expect(tables.stdout).toContain('M4 Max');
+});
+
+it.each([
+  [['bench', 'predict'], 'Expected a .gguf file for --model but received nothing'],
+  [['bench', 'predict', '--model', 'package.json', '--context', '0'], 'Expected an integer from 1 to 16777216 for --context but received "0"'],
+  [['bench', 'predict', '--model', 'package.json', '--compare', 'none'], 'bench predict has no --compare: it measures nothing, it models'],
+])('%j', async (argv, message) => {
+  const { code, stderr } = await runCli(...argv);
+  expect(code).toBe(2);
+  expect(stderr).toContain(message);
+});
