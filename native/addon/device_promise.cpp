@@ -41,14 +41,22 @@ void onEnvironmentTeardown(void* argument) {
   delete shared;
 }
 
+// Never throws: an exception leaving a thread-safe function's callback
+// ends the process. A worker thread that is terminating still runs it, but
+// every call into JavaScript then fails (node-addon-api throws an empty
+// Napi::Error): nobody is left to tell, so that failure is dropped.
 void callJs(Napi::Env env, Napi::Function, Context* context, DevicePromise::Settle* settle) {
   std::unique_ptr<DevicePromise::Settle> owned(settle);
   if (env == nullptr || context == nullptr || !owned) return;
-  Napi::HandleScope scope(env);
   try {
-    context->deferred.Resolve((*owned)(env));
-  } catch (const Napi::Error& error) {
-    context->deferred.Reject(error.Value());
+    Napi::HandleScope scope(env);
+    try {
+      context->deferred.Resolve((*owned)(env));
+    } catch (const Napi::Error& error) {
+      context->deferred.Reject(error.Value());
+    }
+  } catch (const Napi::Error&) {
+    // The environment is ending (see above).
   }
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "md_sampling.h"
+#include "md_transformer.h"
 
 namespace md {
 namespace {
@@ -119,6 +120,24 @@ void expValues(Contract& c) {
   c.needs(2, 4 * uint64_t(r.count), "output: count floats");
 }
 
+// transformer_rows.metal
+void rmsNorm(Contract& c) {
+  md_rows_params p;
+  if (!c.params(2, "md_rows_params", p)) return;
+  const uint64_t values = uint64_t(p.n) * p.rows;
+  c.needs(0, 4 * values, "x: rows x n floats");
+  c.needs(1, 4 * uint64_t(p.n), "weight: n floats");
+  c.needs(3, 4 * values, "out: rows x n floats");
+}
+// The element-wise kernels: two buffers of rows x n floats.
+void elementwise(Contract& c) {
+  md_rows_params p;
+  if (!c.params(2, "md_rows_params", p)) return;
+  const uint64_t values = uint64_t(p.n) * p.rows;
+  c.needs(0, 4 * values, "x: rows x n floats, read and written");
+  c.needs(1, 4 * values, "y: rows x n floats");
+}
+
 const std::map<std::string, std::function<void(Contract&)>>& contracts() {
   static const std::map<std::string, std::function<void(Contract&)>> all = {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
@@ -128,6 +147,9 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_lm_head_f16", lmHead},
       {"md_fp_contract_probe", fpContractProbe},
       {"md_noise_cells", noiseCells},
+      {"md_rms_norm_f32", rmsNorm},
+      {"md_swiglu_f32", elementwise},
+      {"md_add_f32", elementwise},
       {"md_exp_values", expValues},
   };
   return all;

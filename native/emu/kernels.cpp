@@ -16,6 +16,7 @@
 #include "sampling.metal"
 #include "bigram.metal"
 #include "probes.metal"
+#include "transformer_rows.metal"
 
 namespace md::emu {
 namespace {
@@ -31,6 +32,9 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_fp_contract_probe),
     MD_EMULATED_KERNEL(md_noise_cells),
     MD_EMULATED_KERNEL(md_exp_values),
+    MD_EMULATED_KERNEL(md_rms_norm_f32),
+    MD_EMULATED_KERNEL(md_swiglu_f32),
+    MD_EMULATED_KERNEL(md_add_f32),
 };
 
 }  // namespace
