@@ -141,7 +141,7 @@ echo "== portability: fiber.cpp on ucontext, with only the feature macros it def
 echo "   ok  native/emu/fiber.cpp (ucontext, strict feature macros)"
 
 echo "== portability: the x86-64 kernel files with clang (Apple's compiler on Intel Macs), one instruction set each"
-isa_flags=(-std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off -Inative/core)
+isa_flags=(-std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off -Inative/core -Imetal)
 "$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -c native/core/quant/dot_avx2.cpp -o "$out/dot_avx2.o"
 "$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavxvnni -c native/core/quant/dot_avx_vnni.cpp -o "$out/dot_avx_vnni.o"
 "$CLANG" "${isa_flags[@]}" -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512vnni \

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "md_sampling.h"
+#include "md_blocks.h"
 #include "md_transformer.h"
 
 namespace md {
@@ -138,6 +139,16 @@ void elementwise(Contract& c) {
   c.needs(1, 4 * values, "y: rows x n floats");
 }
 
+// matvec.metal: W is rows x (cols / 32) blocks of `blockBytes`.
+void matvec(Contract& c, uint64_t blockBytes) {
+  md_matvec_params p;
+  if (!c.params(2, "md_matvec_params", p)) return;
+  c.check(p.cols % MD_QK == 0, "cols " + std::to_string(p.cols) + " is not a whole number of 32-value blocks");
+  c.needs(0, uint64_t(p.rows) * (p.cols / MD_QK) * blockBytes, "w: rows x cols / 32 blocks");
+  c.needs(1, 4 * uint64_t(p.cols), "x: cols floats");
+  c.needs(3, 4 * uint64_t(p.rows), "y: rows floats");
+}
+
 const std::map<std::string, std::function<void(Contract&)>>& contracts() {
   static const std::map<std::string, std::function<void(Contract&)>> all = {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
@@ -150,6 +161,10 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_rms_norm_f32", rmsNorm},
       {"md_swiglu_f32", elementwise},
       {"md_add_f32", elementwise},
+      {"md_matvec_f32", [](Contract& c) { matvec(c, 4 * MD_QK); }},
+      {"md_matvec_f16", [](Contract& c) { matvec(c, 2 * MD_QK); }},
+      {"md_matvec_q8_0", [](Contract& c) { matvec(c, sizeof(md_block_q8_0)); }},
+      {"md_matvec_q4_0", [](Contract& c) { matvec(c, sizeof(md_block_q4_0)); }},
       {"md_exp_values", expValues},
   };
   return all;

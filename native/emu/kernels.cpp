@@ -17,6 +17,7 @@
 #include "bigram.metal"
 #include "probes.metal"
 #include "transformer_rows.metal"
+#include "matvec.metal"
 
 namespace md::emu {
 namespace {
@@ -35,6 +36,10 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_rms_norm_f32),
     MD_EMULATED_KERNEL(md_swiglu_f32),
     MD_EMULATED_KERNEL(md_add_f32),
+    MD_EMULATED_KERNEL(md_matvec_f32),
+    MD_EMULATED_KERNEL(md_matvec_f16),
+    MD_EMULATED_KERNEL(md_matvec_q8_0),
+    MD_EMULATED_KERNEL(md_matvec_q4_0),
 };
 
 }  // namespace

@@ -7,11 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "emulated_device.h"
+#include "float16.h"
 #include "kernel_contracts.h"
+#include "md_blocks.h"
 #include "md_transformer.h"
+#include "quant/convert_rows.h"
 #include "transformer/ops.h"
 
 namespace {
@@ -101,6 +105,82 @@ TEST(TransformerKernels, SwigluAndTheResidualAddMatchTheCpu) {
   EXPECT_EQ(contents(*xb, total), sum);  // one float addition each: the same bits
 }
 
+// Random rows of `type`: random quants, scales of a trained model's size.
+std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const uint32_t blocks = rows * (cols / MD_QK);
+  std::vector<uint8_t> out;
+  auto append = [&](const void* p, size_t n) { out.insert(out.end(), (const uint8_t*)p, (const uint8_t*)p + n); };
+  for (uint32_t b = 0; b < blocks; ++b) {
+    switch (type) {
+      case md::TensorType::F32:
+        for (int j = 0; j < MD_QK; ++j) { const float v = normal(rng); append(&v, 4); }
+        break;
+      case md::TensorType::F16:
+        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::halfFromFloat(normal(rng)); append(&v, 2); }
+        break;
+      case md::TensorType::Q8_0: {
+        md_block_q8_0 q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 64);
+        for (auto& v : q.qs) v = int8_t(byte(rng) - 128);
+        append(&q, sizeof q);
+        break;
+      }
+      default: {
+        md_block_q4_0 q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
+        for (auto& v : q.qs) v = uint8_t(byte(rng));
+        append(&q, sizeof q);
+      }
+    }
+  }
+  return out;
+}
+
+// y = W x on the GPU against the dequantized rows' dot products in double.
+// The kernel adds in float32: per block, then across the 32 lanes, then
+// scales by the block's d, so each result is within about (cols + 8)
+// roundings of 2^-24 of sum |w x|: the bound the test allows.
+TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
+  struct Case { md::TensorType type; const char* kernel; };
+  for (const Case& k : {Case{md::TensorType::F32, "md_matvec_f32"}, Case{md::TensorType::F16, "md_matvec_f16"},
+                        Case{md::TensorType::Q8_0, "md_matvec_q8_0"}, Case{md::TensorType::Q4_0, "md_matvec_q4_0"}}) {
+    for (auto [rows, cols, simdgroups] : {std::tuple{1u, 32u, 1u}, std::tuple{7u, 96u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u}}) {
+      const auto bytes = randomRows(k.type, rows, cols, rows * 131 + cols);
+      const auto x = normals(cols, cols + 5, 1.0f);
+      auto wb = device().newBuffer(bytes.size());
+      std::memcpy(wb->contents(), bytes.data(), bytes.size());
+      auto xb = buffer(x), yb = device().newBuffer(size_t(rows) * 4);
+      const md_matvec_params p{rows, cols};
+      const uint32_t rowsPerGroup = MD_MATVEC_ROWS * simdgroups;
+      auto cb = device().newCommandBuffer();
+      cb->setPipeline(device().pipeline(k.kernel));
+      cb->setBuffer(0, *wb, 0);
+      cb->setBuffer(1, *xb, 0);
+      cb->setBytes(2, &p, sizeof p);
+      cb->setBuffer(3, *yb, 0);
+      cb->dispatch((rows + rowsPerGroup - 1) / rowsPerGroup, 32 * simdgroups);
+      cb->commit();
+      cb->wait();
+      const auto y = contents(*yb, rows);
+      const size_t rowBytes = bytes.size() / rows;
+      std::vector<float> w(cols);
+      for (uint32_t r = 0; r < rows; ++r) {
+        md::dequantizeRow(k.type, bytes.data() + r * rowBytes, w.data(), cols);
+        double exact = 0, magnitude = 0;
+        for (uint32_t j = 0; j < cols; ++j) {
+          exact += double(w[j]) * x[j];
+          magnitude += std::fabs(double(w[j]) * x[j]);
+        }
+        ASSERT_NEAR(y[r], exact, (cols + 8) * std::ldexp(magnitude, -24) + 1e-30)
+            << k.kernel << " rows " << rows << " cols " << cols << " row " << r;
+      }
+    }
+  }
+}
+
 TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto x = device().newBuffer(4 * 64 * 2), weight = device().newBuffer(4 * 64), out = device().newBuffer(4 * 64);
   md::DispatchCmd cmd;
@@ -119,6 +199,24 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   cmd.bufferCount = 2;
   EXPECT_EQ(md::kernelContractProblem(cmd, cmd.params, 0),
             "md_add_f32: buffer 1 (y: rows x n floats) needs 512 bytes from byte 0, but the buffer has 256");
+
+  // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
+  auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
+  md::DispatchCmd mv;
+  mv.pipeline = &device().pipeline("md_matvec_q4_0");
+  mv.buffers[0] = md::BufferBinding{w.get(), 0, 0};
+  mv.buffers[1] = md::BufferBinding{vx.get(), 0, 1};
+  mv.buffers[2] = md::BufferBinding{vy.get(), 0, 3};
+  mv.bufferCount = 3;
+  md_matvec_params mp{8, 64};
+  std::memcpy(mv.params, &mp, sizeof mp);
+  mv.paramsSize = sizeof mp;
+  mv.paramsIndex = 2;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_q4_0: buffer 0 (w: rows x cols / 32 blocks) needs 288 bytes from byte 0, but the buffer has 287");
+  mp.cols = 48;
+  std::memcpy(mv.params, &mp, sizeof mp);
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
 }
 
 }  // namespace

@@ -1,58 +1,27 @@
-// blocks.h: the byte layout of each quantized block, as GGUF stores it
-// (little-endian; float16 scales as raw bits). The sizes are checked
-// against tensor_types.cpp's table, so the two cannot drift apart.
+// blocks.h: the byte layout of each quantized block, as GGUF stores it,
+// for the CPU code: the structs of metal/md_blocks.h (shared with the
+// Metal kernels) under C++ names. The sizes are checked against
+// tensor_types.cpp's table, so the two cannot drift apart.
 #pragma once
 #include <cstdint>
 #include <cstring>
 
+#include "md_blocks.h"
+
 namespace md::blocks {
 
-constexpr int kBlock = 32;      // values per block of the 0/1 types
-constexpr int kSuperBlock = 256;  // values per block of the K types
+constexpr int kBlock = MD_QK;         // values per block of the 0/1 types
+constexpr int kSuperBlock = MD_QK_K;  // values per block of the K types
 
-struct Q4_0 {
-  uint16_t d;               // scale
-  uint8_t qs[kBlock / 2];   // value j in the low nibble of qs[j], j + 16 in the high one; x = (q - 8) * d
-};
-struct Q4_1 {
-  uint16_t d, m;            // x = q * d + m
-  uint8_t qs[kBlock / 2];
-};
-struct Q5_0 {
-  uint16_t d;
-  uint8_t qh[4];            // bit j: the fifth bit of value j; x = (q - 16) * d
-  uint8_t qs[kBlock / 2];
-};
-struct Q8_0 {
-  uint16_t d;
-  int8_t qs[kBlock];
-};
-struct Q8_1 {
-  uint16_t d, s;            // s = d * sum(qs)
-  int8_t qs[kBlock];
-};
-struct Q4_K {
-  uint16_t d, dmin;         // super-block scales of the 6-bit sub-block scales and mins
-  uint8_t scales[12];       // 8 scales and 8 mins, 6 bits each (see scalesAndMinsK4)
-  uint8_t qs[kSuperBlock / 2];
-};
-struct Q5_K {
-  uint16_t d, dmin;
-  uint8_t scales[12];
-  uint8_t qh[kSuperBlock / 8];
-  uint8_t qs[kSuperBlock / 2];
-};
-struct Q6_K {
-  uint8_t ql[kSuperBlock / 2];  // low 4 bits
-  uint8_t qh[kSuperBlock / 4];  // high 2 bits
-  int8_t scales[kSuperBlock / 16];
-  uint16_t d;
-};
-struct Q8_K {
-  float d;
-  int8_t qs[kSuperBlock];
-  int16_t bsums[kSuperBlock / 16];  // sums of each 16 quants
-};
+using Q4_0 = md_block_q4_0;
+using Q4_1 = md_block_q4_1;
+using Q5_0 = md_block_q5_0;
+using Q8_0 = md_block_q8_0;
+using Q8_1 = md_block_q8_1;
+using Q4_K = md_block_q4_k;
+using Q5_K = md_block_q5_k;
+using Q6_K = md_block_q6_k;
+using Q8_K = md_block_q8_k;
 
 static_assert(sizeof(Q4_0) == 18 && sizeof(Q4_1) == 20 && sizeof(Q5_0) == 22 && sizeof(Q8_0) == 34 &&
               sizeof(Q8_1) == 36, "0/1 block layouts");

@@ -1,0 +1,103 @@
+// matvec.metal: y = W x for one activation vector, the one-token forward
+// pass's projections and LM head, with W in a GGUF type read in place
+// (F32, F16, Q8_0, Q4_0; the block layouts are metal/md_blocks.h's). The
+// CPU twin is the dequantized row's dot product (the tests compare them).
+//
+// Layout: each SIMD group computes MD_MATVEC_ROWS rows. Lane l takes blocks
+// l, l + 32, ... of those rows, so the 32 lanes read 32 consecutive blocks
+// of a row at a time (whole cache lines) and each block of x is read once
+// for all MD_MATVEC_ROWS rows; each row's 32 partial sums are added by
+// simd_sum and lane 0 writes the row. Per thread and step: MD_MATVEC_ROWS
+// blocks of W (4 x 18 bytes for Q4_0) and one block of x (128 bytes).
+// Decode is bound by reading W once; x stays in cache.
+#include "md_kernel.h"
+#include "md_blocks.h"
+#include "md_transformer.h"
+
+// Float rows as blocks of 32 values, so every type has the same loop.
+typedef struct md_block_f32 {
+  float v[MD_QK];
+} md_block_f32;
+typedef struct md_block_f16 {
+  half v[MD_QK];
+} md_block_f16;
+
+inline float md_block_dot(device const md_block_f32* b, device const float* x) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += b->v[j] * x[j];
+  return sum;
+}
+
+inline float md_block_dot(device const md_block_f16* b, device const float* x) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += float(b->v[j]) * x[j];
+  return sum;
+}
+
+inline float md_block_dot(device const md_block_q8_0* b, device const float* x) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += float(b->qs[j]) * x[j];
+  return sum * float(as_type<half>(b->d));
+}
+
+inline float md_block_dot(device const md_block_q4_0* b, device const float* x) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK / 2; ++j) {
+    const uint q = b->qs[j];
+    sum += float(int(q & 0x0fu) - 8) * x[j];
+    sum += float(int(q >> 4) - 8) * x[j + MD_QK / 2];
+  }
+  return sum * float(as_type<half>(b->d));
+}
+
+template <typename Block>
+inline void md_matvec(device const Block* w, device const float* x, device float* y, constant md_matvec_params& params,
+                      uint group, uint simd_index, uint lane, uint simdgroups) {
+  const uint blocks = params.cols / MD_QK;
+  const uint first = (group * simdgroups + simd_index) * MD_MATVEC_ROWS;
+  if (first >= params.rows) return;  // the whole SIMD group: simd_sum below needs every lane or none
+  float sums[MD_MATVEC_ROWS];
+  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) sums[r] = 0.0f;
+  for (uint b = lane; b < blocks; b += MD_SIMD_WIDTH) {
+    device const float* xb = x + ulong(b) * MD_QK;
+    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+      if (first + r < params.rows) sums[r] += md_block_dot(w + ulong(first + r) * blocks + b, xb);
+    }
+  }
+  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+    const float total = simd_sum(sums[r]);
+    if (lane == 0 && first + r < params.rows) y[first + r] = total;
+  }
+}
+
+kernel void md_matvec_f32(device const md_block_f32* w [[buffer(0)]],
+                          device const float* x [[buffer(1)]],
+                          constant md_matvec_params& params [[buffer(2)]],
+                          device float* y [[buffer(3)]],
+                          MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_f16(device const md_block_f16* w [[buffer(0)]],
+                          device const float* x [[buffer(1)]],
+                          constant md_matvec_params& params [[buffer(2)]],
+                          device float* y [[buffer(3)]],
+                          MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_q8_0(device const md_block_q8_0* w [[buffer(0)]],
+                           device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]],
+                           device float* y [[buffer(3)]],
+                           MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_q4_0(device const md_block_q4_0* w [[buffer(0)]],
+                           device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]],
+                           device float* y [[buffer(3)]],
+                           MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
