@@ -11,44 +11,8 @@
 // blocks of W (4 x 18 bytes for Q4_0) and one block of x (128 bytes).
 // Decode is bound by reading W once; x stays in cache.
 #include "md_kernel.h"
-#include "md_blocks.h"
+#include "md_block_values.h"
 #include "md_transformer.h"
-
-// Float rows as blocks of 32 values, so every type has the same loop.
-typedef struct md_block_f32 {
-  float v[MD_QK];
-} md_block_f32;
-typedef struct md_block_f16 {
-  half v[MD_QK];
-} md_block_f16;
-
-inline float md_block_dot(device const md_block_f32* b, device const float* x) {
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += b->v[j] * x[j];
-  return sum;
-}
-
-inline float md_block_dot(device const md_block_f16* b, device const float* x) {
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += float(b->v[j]) * x[j];
-  return sum;
-}
-
-inline float md_block_dot(device const md_block_q8_0* b, device const float* x) {
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += float(b->qs[j]) * x[j];
-  return sum * float(as_type<half>(b->d));
-}
-
-inline float md_block_dot(device const md_block_q4_0* b, device const float* x) {
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK / 2; ++j) {
-    const uint q = b->qs[j];
-    sum += float(int(q & 0x0fu) - 8) * x[j];
-    sum += float(int(q >> 4) - 8) * x[j + MD_QK / 2];
-  }
-  return sum * float(as_type<half>(b->d));
-}
 
 template <typename Block>
 inline void md_matvec(device const Block* w, device const float* x, device float* y, constant md_matvec_params& params,

@@ -149,6 +149,48 @@ void matvec(Contract& c, uint64_t blockBytes) {
   c.needs(3, 4 * uint64_t(p.rows), "y: rows floats");
 }
 
+// embedding.metal: a vocab_size x dim table of 32-value blocks of `blockBytes`.
+void embedRows(Contract& c, uint64_t blockBytes) {
+  md_embed_params p;
+  if (!c.params(2, "md_embed_params", p)) return;
+  c.check(p.dim % MD_QK == 0, "dim " + std::to_string(p.dim) + " is not a whole number of 32-value blocks");
+  c.needs(0, 4, "token");
+  c.needs(1, uint64_t(p.vocab_size) * (p.dim / MD_QK) * blockBytes, "table: vocab_size x dim / 32 blocks");
+  c.needs(3, 4 * uint64_t(p.dim), "out: dim floats");
+}
+
+// attention.metal
+void rope(Contract& c) {
+  md_rope_params p;
+  if (!c.params(2, "md_rope_params", p)) return;
+  c.check(p.rope_dims <= p.head_dim && p.rope_dims % 2 == 0, "rope_dims must be even and at most head_dim");
+  c.check(p.mode == 0 || p.mode == 2, "mode must be 0 (adjacent pairs) or 2 (halves)");
+  c.needs(0, 4 * uint64_t(p.heads) * p.head_dim, "x: heads x head_dim floats");
+  c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4, "factors: rope_dims / 2 floats (any buffer without factors)");
+}
+void kvStore(Contract& c) {
+  md_kv_store_params p;
+  if (!c.params(2, "md_kv_store_params", p)) return;
+  const uint64_t rows = uint64_t(p.position) + 1;
+  c.needs(0, 4 * uint64_t(p.kv_dim), "k: kv_dim floats");
+  c.needs(1, 4 * uint64_t(p.kv_dim), "v: kv_dim floats");
+  c.needs(3, 2 * rows * p.kv_dim, "keys: position + 1 rows of kv_dim halves");
+  c.needs(4, 2 * rows * p.kv_dim, "values: position + 1 rows of kv_dim halves");
+}
+void attention(Contract& c) {
+  md_attention_params p;
+  if (!c.params(3, "md_attention_params", p)) return;
+  c.check(p.kv_heads > 0 && p.heads % p.kv_heads == 0, "heads must be a multiple of kv_heads");
+  c.check(p.kv_length <= p.context, "kv_length " + std::to_string(p.kv_length) + " is past the context " + std::to_string(p.context));
+  const uint64_t cache = 2 * uint64_t(p.kv_length) * p.kv_heads * p.head_dim;
+  c.needs(0, 4 * uint64_t(p.heads) * p.head_dim, "q: heads x head_dim floats");
+  c.needs(1, cache, "keys: kv_length rows of kv_heads x head_dim halves");
+  c.needs(2, cache, "values: kv_length rows of kv_heads x head_dim halves");
+  c.needs(4, 4 * uint64_t(p.heads) * p.context, "scores: heads x context floats");
+  c.needs(5, 4 * uint64_t(p.heads) * p.head_dim, "out: heads x head_dim floats");
+  c.check(c.groups() <= p.heads, "one threadgroup per query head: at most heads threadgroups");
+}
+
 const std::map<std::string, std::function<void(Contract&)>>& contracts() {
   static const std::map<std::string, std::function<void(Contract&)>> all = {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
@@ -165,6 +207,13 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_matvec_f16", [](Contract& c) { matvec(c, 2 * MD_QK); }},
       {"md_matvec_q8_0", [](Contract& c) { matvec(c, sizeof(md_block_q8_0)); }},
       {"md_matvec_q4_0", [](Contract& c) { matvec(c, sizeof(md_block_q4_0)); }},
+      {"md_embed_rows_f32", [](Contract& c) { embedRows(c, 4 * MD_QK); }},
+      {"md_embed_rows_f16", [](Contract& c) { embedRows(c, 2 * MD_QK); }},
+      {"md_embed_rows_q8_0", [](Contract& c) { embedRows(c, sizeof(md_block_q8_0)); }},
+      {"md_embed_rows_q4_0", [](Contract& c) { embedRows(c, sizeof(md_block_q4_0)); }},
+      {"md_rope_f32", rope},
+      {"md_kv_store_f16", kvStore},
+      {"md_attention_f16", attention},
       {"md_exp_values", expValues},
   };
   return all;

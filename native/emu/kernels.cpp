@@ -18,6 +18,8 @@
 #include "probes.metal"
 #include "transformer_rows.metal"
 #include "matvec.metal"
+#include "embedding.metal"
+#include "attention.metal"
 
 namespace md::emu {
 namespace {
@@ -40,6 +42,13 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_matvec_f16),
     MD_EMULATED_KERNEL(md_matvec_q8_0),
     MD_EMULATED_KERNEL(md_matvec_q4_0),
+    MD_EMULATED_KERNEL(md_embed_rows_f32),
+    MD_EMULATED_KERNEL(md_embed_rows_f16),
+    MD_EMULATED_KERNEL(md_embed_rows_q8_0),
+    MD_EMULATED_KERNEL(md_embed_rows_q4_0),
+    MD_EMULATED_KERNEL(md_rope_f32),
+    MD_EMULATED_KERNEL(md_kv_store_f16),
+    MD_EMULATED_KERNEL(md_attention_f16),
 };
 
 }  // namespace

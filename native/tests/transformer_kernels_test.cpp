@@ -181,6 +181,134 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
   }
 }
 
+// Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
+template <class Params>
+void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params,
+             uint32_t groups, uint32_t threads) {
+  auto cb = device().newCommandBuffer();
+  cb->setPipeline(device().pipeline(kernel));
+  for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
+  cb->setBytes(paramsIndex, &params, sizeof params);
+  cb->dispatch(groups, threads);
+  cb->commit();
+  cb->wait();
+}
+
+TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
+  struct Case { md::TensorType type; const char* kernel; };
+  for (const Case& k : {Case{md::TensorType::F32, "md_embed_rows_f32"}, Case{md::TensorType::F16, "md_embed_rows_f16"},
+                        Case{md::TensorType::Q8_0, "md_embed_rows_q8_0"}, Case{md::TensorType::Q4_0, "md_embed_rows_q4_0"}}) {
+    const uint32_t vocab = 5, dim = 96;
+    const auto bytes = randomRows(k.type, vocab, dim, 17);
+    auto table = device().newBuffer(bytes.size());
+    std::memcpy(table->contents(), bytes.data(), bytes.size());
+    auto out = device().newBuffer(dim * 4);
+    for (uint32_t token : {0u, 3u, 4u, 9u}) {
+      auto tokenBuffer = device().newBuffer(4);
+      std::memcpy(tokenBuffer->contents(), &token, 4);
+      runWith(k.kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, 1, 128);
+      std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
+      if (token < vocab) md::dequantizeRow(k.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
+      EXPECT_EQ(contents(*out, dim), expected) << k.kernel << " token " << token;
+    }
+  }
+}
+
+// cos and sin are the platform's on each side (std's here, Metal's on a
+// GPU): within a few float32 ulps, so each rotated value is within about
+// 1e-6 (|x0| + |x1|) of the CPU's; the values here are below 4, hence 8e-6.
+// The angle itself is the CPU's, operation for operation.
+TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
+  for (md::RopeMode mode : {md::RopeMode::AdjacentPairs, md::RopeMode::SplitHalves}) {
+    for (uint32_t ropeDims : {64u, 32u}) {
+      for (bool withFactors : {false, true}) {
+        for (uint32_t position : {0u, 1u, 17u, 4000u}) {
+          md::ModelConfig c;
+          c.headDim = 64;
+          c.ropeDims = ropeDims;
+          c.ropeMode = mode;
+          c.ropeBase = 500000.0f;
+          c.ropeFreqScale = 0.5f;
+          const uint32_t heads = 3, pairs = ropeDims / 2;
+          std::vector<float> factors(pairs);
+          for (uint32_t i = 0; i < pairs; ++i) factors[i] = 1.0f + float(i % 7);
+          const auto x = normals(heads * c.headDim, position + ropeDims, 1.0f);
+          auto xb = buffer(x), fb = buffer(withFactors ? factors : std::vector<float>{0.0f});
+          const md_rope_params p{heads, c.headDim, ropeDims, mode == md::RopeMode::AdjacentPairs ? 0u : 2u, position,
+                                 std::pow(c.ropeBase, -2.0f / float(ropeDims)), c.ropeFreqScale, withFactors ? 1u : 0u};
+          runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}}, 2, p, 1, 128);
+          std::vector<float> cosines(pairs), sines(pairs), cpu = x;
+          md::ropeAngles(c, withFactors ? factors.data() : nullptr, position, cosines.data(), sines.data());
+          for (uint32_t h = 0; h < heads; ++h) md::applyRope(mode, int(ropeDims), cosines.data(), sines.data(), cpu.data() + h * c.headDim);
+          const auto gpu = contents(*xb, x.size());
+          for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(gpu[i], cpu[i], 8e-6f) << "position " << position << " i " << i;
+        }
+      }
+    }
+  }
+}
+
+// K and V go into the cache as float16 (exactly the CPU's rounding); the
+// attention of each query head is compared with a double reference that
+// rounds the query and the softmax weights to float16 as the kernel (and
+// llama.cpp) does. The GPU's float32 softmax can round a weight to the
+// neighbouring float16 (2^-11 relative), so the bound is 2^-10 of
+// sum |p v| per output.
+TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
+  const uint32_t heads = 4, kvHeads = 2, headDim = 32, context = 40, kvDim = kvHeads * headDim;
+  auto keys = device().newBuffer(size_t(context) * kvDim * 2), values = device().newBuffer(size_t(context) * kvDim * 2);
+  std::vector<std::vector<float>> ks, vs;
+  for (uint32_t position = 0; position < 37; ++position) {
+    ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
+    vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
+    auto kb = buffer(ks.back()), vb = buffer(vs.back());
+    runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
+            md_kv_store_params{kvDim, position}, (kvDim + 63) / 64, 64);
+  }
+  const auto* cachedKeys = static_cast<const uint16_t*>(keys->contents());
+  const auto* cachedValues = static_cast<const uint16_t*>(values->contents());
+  for (uint32_t t = 0; t < 37; ++t) {
+    for (uint32_t i = 0; i < kvDim; ++i) {
+      ASSERT_EQ(cachedKeys[t * kvDim + i], md::halfFromFloat(ks[t][i]));
+      ASSERT_EQ(cachedValues[t * kvDim + i], md::halfFromFloat(vs[t][i]));
+    }
+  }
+  for (uint32_t length : {1u, 5u, 37u}) {
+    for (uint32_t threads : {32u, 128u}) {
+      const auto q = normals(heads * headDim, length, 1.0f);
+      auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4), out = device().newBuffer(heads * headDim * 4);
+      const float scale = 1.0f / std::sqrt(float(headDim));
+      runWith("md_attention_f16", {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}}, 3,
+              md_attention_params{heads, kvHeads, headDim, length, context, scale}, heads, threads);
+      const auto gpu = contents(*out, heads * headDim);
+      for (uint32_t h = 0; h < heads; ++h) {
+        const uint32_t g = h / (heads / kvHeads);
+        std::vector<double> p(length);
+        double max = -INFINITY, sum = 0;
+        for (uint32_t t = 0; t < length; ++t) {
+          double dot = 0;
+          for (uint32_t d = 0; d < headDim; ++d)
+            dot += double(md::halfToFloat(md::halfFromFloat(q[h * headDim + d]))) * md::halfToFloat(cachedKeys[t * kvDim + g * headDim + d]);
+          p[t] = dot * scale;
+          max = std::max(max, p[t]);
+        }
+        for (double& x : p) sum += (x = std::exp(x - max));
+        for (uint32_t d = 0; d < headDim; ++d) {
+          double expected = 0, magnitude = 0;
+          for (uint32_t t = 0; t < length; ++t) {
+            const double weight = md::halfToFloat(md::halfFromFloat(float(p[t] / sum)));
+            const double v = md::halfToFloat(cachedValues[t * kvDim + g * headDim + d]);
+            expected += weight * v;
+            magnitude += std::fabs(weight * v);
+          }
+          ASSERT_NEAR(gpu[h * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
+              << "length " << length << " threads " << threads << " head " << h << " dim " << d;
+        }
+      }
+    }
+  }
+}
+
 TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto x = device().newBuffer(4 * 64 * 2), weight = device().newBuffer(4 * 64), out = device().newBuffer(4 * 64);
   md::DispatchCmd cmd;

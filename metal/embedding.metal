@@ -1,0 +1,37 @@
+// embedding.metal: the first op of a token's forward pass, its row of the
+// embedding table dequantized to float32, for every weight type the matrix
+// kernels read. One thread per value: consecutive threads read
+// consecutive values of the row (the row is read once). A token outside
+// the vocabulary (MD_NO_TOKEN after an all -inf row) gives zeros, so a
+// chain stays in bounds; the host stops at that token anyway.
+#include "md_kernel.h"
+#include "md_block_values.h"
+#include "md_transformer.h"
+
+template <typename Block>
+inline void md_embed(device const uint* token, device const Block* table, constant md_embed_params& params,
+                     device float* out, uint i) {
+  if (i >= params.dim) return;
+  const uint t = token[0];
+  out[i] = t < params.vocab_size ? md_block_value(table + ulong(t) * (params.dim / MD_QK) + i / MD_QK, i % MD_QK) : 0.0f;
+}
+
+kernel void md_embed_rows_f32(device const uint* token [[buffer(0)]], device const md_block_f32* table [[buffer(1)]],
+                              constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_f16(device const uint* token [[buffer(0)]], device const md_block_f16* table [[buffer(1)]],
+                              constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q8_0(device const uint* token [[buffer(0)]], device const md_block_q8_0* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q4_0(device const uint* token [[buffer(0)]], device const md_block_q4_0* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
