@@ -76,11 +76,24 @@ export interface NativeDevice {
   addKernelSource(source: string): void;
 }
 
+export interface NativeTransformerLayouts {
+  rows: { size: number; n: number; rows: number; eps: number };
+  matvec: { size: number; rows: number; cols: number };
+  embed: { size: number; vocabSize: number; dim: number };
+  rope: { size: number; heads: number; headDim: number; ropeDims: number; mode: number; position: number; thetaScale: number; freqScale: number; hasFactors: number };
+  kvStore: { size: number; kvDim: number; position: number };
+  attention: { size: number; heads: number; kvHeads: number; headDim: number; kvLength: number; context: number; scale: number };
+  /** Rows of W per SIMD group in the matrix-vector kernels. */
+  matvecRows: number;
+}
+
 /** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */
 export interface NativeLayouts {
   samplingParams: { size: number; position: number; historyCount: number };
   argmaxParams: { size: number; vocabSize: number };
   bigramParams: { size: number; vocabSize: number; dim: number };
+  /** The transformer kernels' params blocks (metal/md_transformer.h): each field's byte offset. */
+  transformer: NativeTransformerLayouts;
   biasEntry: number;
   /** Bins of md_sample_f16's per-row histogram scratch (uint32 each). */
   halfKeyBins: number;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "../core/dispatch_table.h"
+#include "md_transformer.h"
 #include "buffer_binding.h"
 #include "device_binding.h"
 #include "sampling_slots.h"
@@ -37,7 +38,32 @@ Napi::Object layouts(Napi::Env env) {
   bigram.Set("size", n(sizeof(md_bigram_params)));
   bigram.Set("vocabSize", n(offsetof(md_bigram_params, vocab_size)));
   bigram.Set("dim", n(offsetof(md_bigram_params, dim)));
+  // The transformer kernels' params (metal/md_transformer.h), field by field.
+  auto layout = [&](size_t size, std::initializer_list<std::pair<const char*, size_t>> fields) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("size", n(size));
+    for (auto& [name, offset] : fields) o.Set(name, n(offset));
+    return o;
+  };
+  Napi::Object transformer = Napi::Object::New(env);
+  transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
+                                                          {"eps", offsetof(md_rows_params, eps)}}));
+  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"rows", offsetof(md_matvec_params, rows)}, {"cols", offsetof(md_matvec_params, cols)}}));
+  transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)}}));
+  transformer.Set("rope", layout(sizeof(md_rope_params), {
+      {"heads", offsetof(md_rope_params, heads)}, {"headDim", offsetof(md_rope_params, head_dim)},
+      {"ropeDims", offsetof(md_rope_params, rope_dims)}, {"mode", offsetof(md_rope_params, mode)},
+      {"position", offsetof(md_rope_params, position)}, {"thetaScale", offsetof(md_rope_params, theta_scale)},
+      {"freqScale", offsetof(md_rope_params, freq_scale)}, {"hasFactors", offsetof(md_rope_params, has_factors)}}));
+  transformer.Set("kvStore", layout(sizeof(md_kv_store_params), {{"kvDim", offsetof(md_kv_store_params, kv_dim)},
+                                                                 {"position", offsetof(md_kv_store_params, position)}}));
+  transformer.Set("attention", layout(sizeof(md_attention_params), {
+      {"heads", offsetof(md_attention_params, heads)}, {"kvHeads", offsetof(md_attention_params, kv_heads)},
+      {"headDim", offsetof(md_attention_params, head_dim)}, {"kvLength", offsetof(md_attention_params, kv_length)},
+      {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)}}));
+  transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
   Napi::Object all = Napi::Object::New(env);
+  all.Set("transformer", transformer);
   all.Set("samplingParams", sampling);
   all.Set("argmaxParams", argmax);
   all.Set("bigramParams", bigram);

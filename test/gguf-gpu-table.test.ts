@@ -1,0 +1,111 @@
+// gguf-gpu-table.test.ts: a GGUF model's whole one-token forward pass as
+// one dispatch table (lib/models/gguf-forward-table.ts), run on the
+// emulated device: the same .metal kernels a Mac runs, compiled as C++.
+// Against the CPU forward pass (the one proven against llama.cpp), for
+// every architecture variant x the types the GPU kernels read:
+// - logits at every position within the CPU issue's tolerances: 0.05 for
+//   float weights, 0.3 for quantized ones (the CPU quantizes activations
+//   to Q8_0 as llama.cpp's CPU backend does; the GPU multiplies float
+//   activations, as llama.cpp's Metal backend does);
+// - each step's argmax, written by the table at p + 1, is the CPU's,
+//   unless the CPU's top two are within twice the tolerance (a near tie);
+// - a chain of 8 tokens in one submission equals 8 one-token submissions.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, test } from 'vitest';
+
+import { BackendUnavailableError, loadModel, openDevice } from '../lib/index.js';
+import { readGgufHeader } from '../lib/gguf/read-header.js';
+import { GgufForwardTable } from '../lib/models/gguf-forward-table.js';
+import { loadAddon } from '../lib/native/load-addon.js';
+import type { TypeName } from './gguf/dequantize.js';
+import { writeRandomModel } from './gguf/random-model.js';
+import { VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { requireNativeBuilt } from './helpers.js';
+
+requireNativeBuilt();
+const dir = mkdtempSync(join(tmpdir(), 'md-gpu-table-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const TYPES: TypeName[] = ['F32', 'F16', 'Q8_0', 'Q4_0'];
+const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
+const CONTEXT = 32;
+
+async function tableFor(path: string) {
+  const model = await loadModel(path, { threads: 1 });
+  const header = await readGgufHeader(path);
+  const device = openDevice('emulated');
+  const addon = loadAddon();
+  if (!addon.ok) throw new Error(addon.reason);
+  try {
+    const table = new GgufForwardTable(device, { path, config: model.info.config, tensors: header.tensors, types: addon.addon.tensorTypes }, CONTEXT);
+    return { model, device, table, close: () => (table.dispose(), device.dispose(), model.dispose()) };
+  } catch (error) {
+    device.dispose();
+    model.dispose();
+    throw error;
+  }
+}
+
+const argmax = (row: ArrayLike<number>) => {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+};
+const runnerUp = (row: ArrayLike<number>, best: number) => {
+  let second = -Infinity;
+  for (let i = 0; i < row.length; i++) if (i !== best) second = Math.max(second, row[i]);
+  return second;
+};
+
+describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
+  test.each(TYPES)('%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps', async (type) => {
+    const path = join(dir, `${variant}-${type}.gguf`);
+    await writeRandomModel(path, variantSpec(variant, type, 3));
+    const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
+    const { model, device, table, close } = await tableFor(path);
+    try {
+      const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
+      for (let p = 0; p < PROMPT.length; p++) {
+        table.tokens.write(4 * p, Uint32Array.of(PROMPT[p]));  // the previous step's argmax wrote this slot
+        await device.runChain(table.greedy, p, 1);
+        const gpu = new Float32Array(table.logits.read(0, model.vocabSize * 4));
+        const expected = Float32Array.from(await cpu.evaluate(Uint32Array.of(PROMPT[p]), p));
+        let worst = 0;
+        for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - expected[i]));
+        expect(worst, `position ${p}`).toBeLessThan(tolerance);
+        const written = table.tokens.readUint32(p + 1, 1)[0];
+        expect(written).toBe(argmax(gpu));
+        const best = argmax(expected);
+        if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
+      }
+      // 8 greedy tokens after the prompt: one submission, then 8 one-token ones on a fresh table.
+      table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
+      await device.runChain(table.greedy, PROMPT.length - 1, 8);
+      const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));
+      const fresh = await tableFor(path);
+      try {
+        fresh.table.tokens.write(0, Uint32Array.from(PROMPT));
+        for (let p = 0; p < PROMPT.length - 1; p++) {
+          await fresh.device.runChain(fresh.table.greedy, p, 1);
+          fresh.table.tokens.write(4 * (p + 1), Uint32Array.of(PROMPT[p + 1]));
+        }
+        for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
+        expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      close();
+    }
+  });
+});
+
+test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
+  const path = join(dir, 'q4_k.gguf');
+  await writeRandomModel(path, variantSpec('llama2', 'Q4_K', 3));
+  await expect(tableFor(path)).rejects.toThrow(BackendUnavailableError);
+  await expect(tableFor(path)).rejects.toThrow(/tensor token_embd\.weight is Q4_K, which has no GPU kernel yet \(the GPU reads F32, F16, Q8_0, Q4_0\)/);
+});
