@@ -1,6 +1,6 @@
 // transformer_rows.metal: the per-row and element-wise ops of the
-// transformer's forward pass on float32 activations: RMSNorm, SwiGLU and
-// the residual add. native/core/transformer/ops.h is their CPU twin, and
+// transformer's forward pass on float32 activations: RMSNorm, SwiGLU, the
+// residual add, and the logits row rounded to float16 for the sampler. native/core/transformer/ops.h is their CPU twin, and
 // the tests compare each with it (transformer_kernels_test.cpp).
 //
 // Reads per thread: RMSNorm reads its row twice with a stride of the
@@ -50,4 +50,15 @@ kernel void md_add_f32(device float* x [[buffer(0)]],
   const ulong i = ulong(group) * threads + tid;
   if (i >= ulong(params.rows) * params.n) return;
   x[i] += y[i];
+}
+
+// One thread per value: float32 logits rounded to float16 (nearest even),
+// the row the sampling kernel reads.
+kernel void md_half_from_f32(device const float* x [[buffer(0)]],
+                             device half* out [[buffer(1)]],
+                             constant md_rows_params& params [[buffer(2)]],
+                             MD_THREAD_IDS) {
+  const ulong i = ulong(group) * threads + tid;
+  if (i >= ulong(params.rows) * params.n) return;
+  out[i] = half(x[i]);
 }

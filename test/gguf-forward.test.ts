@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { generate, loadModel, Session, type GgufModel } from '../lib/index.js';
+import { BackendUnavailableError, generate, getBackends, loadModel, Session, type GgufModel } from '../lib/index.js';
 import { modelTensors, writeRandomModel } from './gguf/random-model.js';
 import { referenceForward } from './gguf/reference-forward.js';
 import { TENSOR_TYPES, VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
@@ -210,9 +210,11 @@ describe('errors name the argument', () => {
     await expect(sequence.evaluate(Uint32Array.of(1), 0)).rejects.toThrow('evaluate: the sequence was disposed');
   });
 
-  test('a GPU or js backend says why it cannot run a GGUF model', () => {
-    expect(() => model.openSequence({ backend: 'emulated', contextSize: 8 })).toThrow(/The emulated backend is not available: the GPU forward pass of GGUF models is not built yet/);
+  test('a backend that cannot run a GGUF model says why: js, and metal where Metal does not run', () => {
     expect(() => model.openSequence({ backend: 'js', contextSize: 8 })).toThrow(/The js backend is not available: a GGUF model's forward pass runs in the native addon/);
+    if (!getBackends().find((b) => b.name === 'metal')!.available) expect(() => model.openSequence({ backend: 'metal', contextSize: 8 })).toThrow(BackendUnavailableError);
+    // The emulated device runs its forward table (test/gguf-gpu-table.test.ts).
+    model.openSequence({ backend: 'emulated', contextSize: 8 }).dispose();
   });
 
   test('a prompt longer than the context is a RangeError from generate()', async () => {

@@ -9,20 +9,25 @@
 //   activations, as llama.cpp's Metal backend does);
 // - each step's argmax, written by the table at p + 1, is the CPU's,
 //   unless the CPU's top two are within twice the tolerance (a near tie);
-// - a chain of 8 tokens in one submission equals 8 one-token submissions.
+// - a chain of 8 tokens in one submission equals 8 one-token submissions;
+// - generate() and Session chain it (greedy: the CPU's tokens but at a
+//   near tie; stops rewind and resume), and a sampled token follows the
+//   exact filtered distribution of the GPU's logits (chi-square).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, test } from 'vitest';
 
-import { BackendUnavailableError, loadModel, openDevice } from '../lib/index.js';
+import { BackendUnavailableError, generate, loadModel, openDevice, Session } from '../lib/index.js';
+import { float16FromNumber, numberFromFloat16 } from '../lib/float16.js';
 import { readGgufHeader } from '../lib/gguf/read-header.js';
 import { GgufForwardTable } from '../lib/models/gguf-forward-table.js';
 import { loadAddon } from '../lib/native/load-addon.js';
 import type { TypeName } from './gguf/dequantize.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
 import { requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
@@ -108,4 +113,57 @@ test('a tensor type without a GPU kernel is an error naming the tensor and the t
   await writeRandomModel(path, variantSpec('llama2', 'Q4_K', 3));
   await expect(tableFor(path)).rejects.toThrow(BackendUnavailableError);
   await expect(tableFor(path)).rejects.toThrow(/tensor token_embd\.weight is Q4_K, which has no GPU kernel yet \(the GPU reads F32, F16, Q8_0, Q4_0\)/);
+});
+
+describe('generate() on the emulated device', () => {
+  test.each(Object.keys(VARIANTS) as VariantName[])('%s: greedy, chained, the same tokens as the CPU (but at a near tie), stops and resumes', async (variant) => {
+    const path = join(dir, `generate-${variant}.gguf`);
+    await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      const options = { temperature: 0, maxTokens: 12, contextSize: 64 } as const;
+      const gpu = await generate(model, PROMPT, { ...options, backend: 'emulated', chunkSize: 4 });
+      const cpu = await generate(model, PROMPT, { ...options, backend: 'native' });
+      expect([gpu.backend, gpu.chained, gpu.path, cpu.chained]).toEqual(['emulated', true, 'greedy', false]);
+      const first = gpu.tokens.findIndex((t, i) => t !== cpu.tokens[i]);
+      if (first >= 0) {
+        // Only where the CPU's top two are within the quantized tolerance twice over.
+        const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
+        const logits = await sequence.evaluate(Uint32Array.from([...PROMPT, ...cpu.tokens.slice(0, first)]), 0);
+        const best = argmax(logits);
+        expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
+        sequence.dispose();
+      }
+      // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
+      using session = new Session(model, { backend: 'emulated', contextSize: 64 });
+      const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });
+      const b = await session.generate([], { temperature: 0, maxTokens: 7, chunkSize: 3 });
+      expect([...a.tokens, ...b.tokens]).toEqual(gpu.tokens);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('a sampled token follows the exact filtered distribution of the GPU\'s logits (chi-square, fixed seeds)', async () => {
+    const path = join(dir, 'sampled.gguf');
+    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 9), logitScale: 1 });
+    const model = await loadModel(path, { threads: 1 });
+    const sequence = model.openSequence({ backend: 'emulated', contextSize: 16 });
+    try {
+      const filters = { temperature: 1, topK: 8, topP: 1, minP: 0 };
+      const start = PROMPT.length - 1;
+      await sequence.prefill!(Uint32Array.from(PROMPT.slice(0, start)), 0);
+      const z = Array.from(await sequence.evaluate(Uint32Array.of(PROMPT[start]), start), (x) => numberFromFloat16(float16FromNumber(x)));
+      const p = exactDistribution(z, filters);
+      const counts = new Array<number>(z.length).fill(0);
+      for (let seed = 0; seed < 800; seed++) {
+        for await (const chunk of sequence.chain!.run({ ...filters, seed }, start, 1, 1)) counts[chunk.tokens[0]]++;
+      }
+      p.forEach((pi, t) => { if (pi === 0) expect(counts[t], `token ${t} is filtered out`).toBe(0); });
+      expect(chiSquarePValue(counts, p).p).toBeGreaterThan(0.001);
+    } finally {
+      sequence.dispose();
+      model.dispose();
+    }
+  }, 120_000);
 });

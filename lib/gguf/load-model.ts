@@ -178,7 +178,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     trainedContextLength: trainedContextLength(header, arch),
     threads: native.threads,
     cpuKernels: native.isa,
-  }, tokenizer, Object.freeze(eosTokens), o.batchSize, chatTemplate);
+  }, tokenizer, Object.freeze(eosTokens), o.batchSize, header.tensors, chatTemplate);
 }
 
 /** The file's chat template, parsed; undefined when it has none. */

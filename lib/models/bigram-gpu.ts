@@ -9,13 +9,13 @@ import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-opt
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
-import { SamplingPacker } from '../native/native-sampler.js';
+import { needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
-import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
+import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
 
-/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's. */
-export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend'>;
+export type { ChainSamplingOptions } from '../gpu/sampling-command.js';
+export { needsSamplingKernel } from '../gpu/sampling-command.js';
 
 export interface BigramChainOptions {
   /** Tokens the sequence buffer holds (prompt and generated). Default 4096. */
@@ -24,11 +24,6 @@ export interface BigramChainOptions {
 
 const LM_HEAD_THREADS = 256;
 
-/** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
-export function needsSamplingKernel(s: ResolvedSampling): boolean {
-  const penalties = s.lastTokens > 0 && penaltiesOn(s);
-  return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
-}
 
 /** The bigram model's buffers and tables on one device. */
 // A model's weights on a device, uploaded once and shared by every chain
@@ -55,7 +50,7 @@ export class BigramChain {
   readonly #head: GpuBuffer;
   readonly #hidden: GpuBuffer;
   readonly #params: Uint8Array;
-  #scratch: { edited: GpuBuffer; histogram: GpuBuffer; marks: GpuBuffer } | undefined;
+  #scratch: SamplingScratch | undefined;
   #forwardTable: DispatchTable | undefined;
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
@@ -82,7 +77,7 @@ export class BigramChain {
         label: 'argmax',
         buffers: [{ index: 0, buffer: this.logits }, { index: 2, buffer: this.sequence }],
         params: { index: 1, bytes: argmax },
-        threadsPerThreadgroup: this.#rowThreads('md_argmax_f16'),
+        threadsPerThreadgroup: rowThreads(this.device, 'md_argmax_f16', model.vocabSize),
         patch: { rule: 'argmaxOutput', buffer: 2 },
       })
       .build();
@@ -112,39 +107,9 @@ export class BigramChain {
 
   /** The table that samples with `options` (temperature, filters, seed, penalties, bias) on the GPU. */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
-    for (const key of ['position', 'history', 'backend']) {
-      if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token and runs on its own device`);
-    }
-    const s = resolveSampling(options);
-    const addon = this.device.addon;
-    // The row only gives the vocabulary size; the history is the sequence buffer.
-    const [row, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(this.model.vocabSize), s);
-    slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
-    const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues);
-    const layout = addon.layouts.samplingParams;
-    this.#scratch ??= {
-      edited: this.device.createBuffer(this.model.vocabSize * 2),
-      histogram: this.device.createBuffer(addon.layouts.halfKeyBins * 4),
-      marks: this.device.createBuffer(this.model.vocabSize * 4),
-    };
-    const bias = this.device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
-    return this.#forward()
-      .add('md_sample_f16', {
-        label: 'sample',
-        buffers: [
-          { index: 0, buffer: this.logits },
-          { index: 2, buffer: this.sequence },  // the history: every token so far
-          { index: 3, buffer: bias },
-          { index: 4, buffer: this.#scratch.edited },
-          { index: 5, buffer: this.#scratch.histogram },
-          { index: 6, buffer: this.sequence },
-          { index: 7, buffer: this.#scratch.marks },
-        ],
-        params: { index: 1, bytes: packed.params },
-        threadsPerThreadgroup: this.#rowThreads('md_sample_f16'),
-        patch: { rule: 'sampledToken', buffer: 6, position: layout.position, historyCount: layout.historyCount },
-      })
-      .build();
+    this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
+    const { spec } = samplingCommand(this.device, this.logits, this.sequence, this.model.vocabSize, options, this.#scratch);
+    return this.#forward().add('md_sample_f16', spec).build();
   }
 
   /** The table for these options: the argmax table when it gives the same tokens, else sampledTable(). */
@@ -217,12 +182,5 @@ export class BigramChain {
         threadgroups: Math.ceil(this.model.vocabSize / LM_HEAD_THREADS),
         threadsPerThreadgroup: LM_HEAD_THREADS,
       });
-  }
-
-  // One threadgroup per row: one thread per token up to 1024 or the
-  // kernel's maximum, as native/core/kernel_sampler.cpp picks.
-  #rowThreads(kernel: string): number {
-    const limit = Math.floor(Math.min(1024, this.device.maxThreadsPerThreadgroup(kernel)) / 32) * 32;
-    return Math.min(limit, Math.max(32, Math.ceil(this.model.vocabSize / 32) * 32));
   }
 }

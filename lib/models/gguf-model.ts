@@ -8,7 +8,11 @@ import type { BackendName } from '../backends.js';
 import type { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
-import type { NativeModelConfig, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import { sharedDevice } from '../gpu/device.js';
+import type { NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import { loadAddon } from '../native/load-addon.js';
+import { GgufForwardTable } from './gguf-forward-table.js';
+import { GgufGpuSequence } from './gguf-gpu-sequence.js';
 import type { BackendChoice } from '../sampling-options.js';
 import type { ChatTemplate } from '../tokenizers/chat-template.js';
 
@@ -40,12 +44,16 @@ export class GgufModel implements DecodeModel {
   readonly chatTemplate: ChatTemplate | undefined;
   readonly #native: NativeTransformer;
   readonly #batchSize: number;
+  readonly #tensors: readonly NativeTensorEntry[];
   readonly #sequences = new Set<GgufSequence>();
+  // GPU sequences hold device buffers only (the weights copied in), freed with the model.
+  readonly #gpuSequences = new Set<GgufGpuSequence>();
   #disposed = false;
 
   /** @internal loadModel() makes models. */
   constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: GgufTokenizer | ByteTokenizer, eosTokens: readonly number[], batchSize: number,
-    chatTemplate?: ChatTemplate) {
+    tensors: readonly NativeTensorEntry[], chatTemplate?: ChatTemplate) {
+    this.#tensors = tensors;
     this.#native = native;
     this.chatTemplate = chatTemplate;
     this.info = info;
@@ -61,15 +69,24 @@ export class GgufModel implements DecodeModel {
   }
 
   /**
-   * The forward pass runs in the addon on the CPU, so the backend is
-   * 'native' ('auto' picks it). The GPU forward pass of GGUF models is not
-   * built yet: 'metal' and 'emulated' are errors saying so, as is 'js'.
+   * 'native' (and 'auto', which picks it): the forward pass in the addon on
+   * the CPU. 'emulated' and 'metal': the forward pass as one dispatch table
+   * on that device (in progress: F32, F16, Q8_0 and Q4_0 weights, copied
+   * into device buffers; proven on the emulator, never run on a Mac).
+   * 'js' is an error: there is no TypeScript transformer.
    */
-  openSequence(options: { backend: BackendChoice; contextSize: number }): GgufSequence {
+  openSequence(options: { backend: 'native' | 'auto'; contextSize: number }): GgufSequence;
+  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
+  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
     if (this.#disposed) throw new Error('openSequence: the model was disposed');
     const { backend, contextSize } = options;
     if (backend === 'metal' || backend === 'emulated') {
-      throw new BackendUnavailableError(backend, 'the GPU forward pass of GGUF models is not built yet; use backend \'native\' (the C++ forward pass on the CPU)');
+      const addon = loadAddon();
+      if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
+      const model = { path: this.info.path, config: this.info.config, tensors: this.#tensors, types: addon.addon.tensorTypes };
+      const sequence = new GgufGpuSequence(new GgufForwardTable(sharedDevice(backend), model, contextSize), this.vocabSize);
+      this.#gpuSequences.add(sequence);
+      return sequence;
     }
     if (backend === 'js') throw new BackendUnavailableError('js', 'a GGUF model\'s forward pass runs in the native addon; there is no TypeScript transformer');
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
@@ -83,6 +100,7 @@ export class GgufModel implements DecodeModel {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const s of [...this.#sequences]) s.dispose();
+    for (const s of this.#gpuSequences) s.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
     this.#native.dispose();
   }

@@ -139,6 +139,14 @@ void elementwise(Contract& c) {
   c.needs(1, 4 * values, "y: rows x n floats");
 }
 
+void halfFromF32(Contract& c) {
+  md_rows_params p;
+  if (!c.params(2, "md_rows_params", p)) return;
+  const uint64_t values = uint64_t(p.n) * p.rows;
+  c.needs(0, 4 * values, "x: rows x n floats");
+  c.needs(1, 2 * values, "out: rows x n halves");
+}
+
 // matvec.metal: W is rows x (cols / 32) blocks of `blockBytes`.
 void matvec(Contract& c, uint64_t blockBytes) {
   md_matvec_params p;
@@ -203,6 +211,7 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_rms_norm_f32", rmsNorm},
       {"md_swiglu_f32", elementwise},
       {"md_add_f32", elementwise},
+      {"md_half_from_f32", halfFromF32},
       {"md_matvec_f32", [](Contract& c) { matvec(c, 4 * MD_QK); }},
       {"md_matvec_f16", [](Contract& c) { matvec(c, 2 * MD_QK); }},
       {"md_matvec_q8_0", [](Contract& c) { matvec(c, sizeof(md_block_q8_0)); }},

@@ -38,6 +38,7 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_rms_norm_f32),
     MD_EMULATED_KERNEL(md_swiglu_f32),
     MD_EMULATED_KERNEL(md_add_f32),
+    MD_EMULATED_KERNEL(md_half_from_f32),
     MD_EMULATED_KERNEL(md_matvec_f32),
     MD_EMULATED_KERNEL(md_matvec_f16),
     MD_EMULATED_KERNEL(md_matvec_q8_0),

@@ -1,0 +1,77 @@
+// sampling-command.ts: the last command of a sampled chain table, shared
+// by every model's tables: md_sample_f16 over a row of float16 logits,
+// with the options packed once (temperature, filters, seed, penalties over
+// the sequence buffer, bias), writing token p + 1 into the sequence buffer
+// (the sampledToken patch), where the next step's embedding reads it.
+import { SamplingPacker } from '../native/native-sampler.js';
+import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
+import type { GpuBuffer, GpuDevice } from './device.js';
+import type { CommandSpec } from './dispatch-table.js';
+
+/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's. */
+export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend'>;
+
+/** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
+export function needsSamplingKernel(s: ResolvedSampling): boolean {
+  const penalties = s.lastTokens > 0 && penaltiesOn(s);
+  return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
+}
+
+/** The sampling kernel's per-row scratch buffers, made once per chain. */
+export interface SamplingScratch {
+  edited: GpuBuffer;
+  histogram: GpuBuffer;
+  marks: GpuBuffer;
+}
+
+export function samplingScratch(device: GpuDevice, vocabSize: number): SamplingScratch {
+  return {
+    edited: device.createBuffer(vocabSize * 2),
+    histogram: device.createBuffer(device.addon.layouts.halfKeyBins * 4),
+    marks: device.createBuffer(vocabSize * 4),
+  };
+}
+
+/** One threadgroup per row: one thread per token up to 1024 or the kernel's maximum, as native/core/kernel_sampler.cpp picks. */
+export function rowThreads(device: GpuDevice, kernel: string, vocabSize: number): number {
+  const limit = Math.floor(Math.min(1024, device.maxThreadsPerThreadgroup(kernel)) / 32) * 32;
+  return Math.min(limit, Math.max(32, Math.ceil(vocabSize / 32) * 32));
+}
+
+/**
+ * md_sample_f16 with `options` over `logits` (vocabSize halves), the
+ * history and output in `sequence`. `bias` is a buffer the command reads:
+ * the caller frees it with the table.
+ */
+export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
+  scratch: SamplingScratch): { spec: CommandSpec; bias: GpuBuffer } {
+  for (const key of ['position', 'history', 'backend']) {
+    if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token and runs on its own device`);
+  }
+  const s = resolveSampling(options);
+  const addon = device.addon;
+  // The row only gives the vocabulary size; the history is the sequence buffer.
+  const [row, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(vocabSize), s);
+  slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
+  const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues);
+  const layout = addon.layouts.samplingParams;
+  const bias = device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
+  return {
+    bias,
+    spec: {
+      label: 'sample',
+      buffers: [
+        { index: 0, buffer: logits },
+        { index: 2, buffer: sequence },  // the history: every token so far
+        { index: 3, buffer: bias },
+        { index: 4, buffer: scratch.edited },
+        { index: 5, buffer: scratch.histogram },
+        { index: 6, buffer: sequence },
+        { index: 7, buffer: scratch.marks },
+      ],
+      params: { index: 1, bytes: packed.params },
+      threadsPerThreadgroup: rowThreads(device, 'md_sample_f16', vocabSize),
+      patch: { rule: 'sampledToken', buffer: 6, position: layout.position, historyCount: layout.historyCount },
+    },
+  };
+}

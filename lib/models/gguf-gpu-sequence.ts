@@ -1,0 +1,62 @@
+// gguf-gpu-sequence.ts: a GGUF model's sequence on a GPU device (issue 16,
+// in progress): its forward pass is a GgufForwardTable, whose token buffer
+// and KV caches are the sequence's state. generate() chains it as it
+// chains the bigram model: the prompt is replayed through the one-token
+// forward table (batched prefill is not built yet), then the greedy or
+// sampled table generates chunk by chunk with no CPU round trip between
+// tokens.
+import type { BackendName } from '../backends.js';
+import type { Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import { ChainRunner, type ChainChunk } from '../gpu/chain.js';
+import type { ChainSamplingOptions } from '../gpu/sampling-command.js';
+import type { GgufForwardTable } from './gguf-forward-table.js';
+
+export class GgufGpuSequence implements ModelSequence, SequenceChain {
+  readonly backend: BackendName;
+  readonly contextSize: number;
+  readonly #table: GgufForwardTable;
+  readonly #vocabSize: number;
+  #disposed = false;
+
+  constructor(table: GgufForwardTable, vocabSize: number) {
+    this.#table = table;
+    this.#vocabSize = vocabSize;
+    this.backend = table.device.kind;
+    this.contextSize = table.contextSize;
+  }
+
+  get chain(): SequenceChain {
+    return this;
+  }
+
+  // Each step at position p reads token p, writes the KV caches at p and
+  // attends over p + 1 positions, so earlier positions stay and later ones
+  // are overwritten: a lower position is a rewind.
+  async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
+    this.#table.tokens.write(position * 4, tokens);
+    await this.#table.device.runChain(this.#table.forward, position, tokens.length);
+    return new Float32Array(this.#table.logits.read(0, this.#vocabSize * 4));
+  }
+
+  async prefill(tokens: Uint32Array, position: number): Promise<void> {
+    // The chain's first step evaluates the last token itself.
+    this.#table.tokens.write(position * 4, tokens);
+    if (tokens.length > 1) await this.#table.device.runChain(this.#table.forward, position, tokens.length - 1);
+  }
+
+  async *run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined> {
+    const table = this.#table.tableFor(sampling);
+    try {
+      yield* new ChainRunner(table, this.#table.tokens).run(start, count, { chunkSize });
+    } finally {
+      // A sampled table is made per call, with a bias buffer of its own.
+      if (table !== this.#table.greedy) table.dispose();
+    }
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#table.dispose();
+  }
+}
