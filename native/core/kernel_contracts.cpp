@@ -130,21 +130,14 @@ void rmsNorm(Contract& c) {
   c.needs(1, 4 * uint64_t(p.n), "weight: n floats");
   c.needs(3, 4 * values, "out: rows x n floats");
 }
-// The element-wise kernels: two buffers of rows x n floats.
-void elementwise(Contract& c) {
-  md_rows_params p;
-  if (!c.params(2, "md_rows_params", p)) return;
-  const uint64_t values = uint64_t(p.n) * p.rows;
-  c.needs(0, 4 * values, "x: rows x n floats, read and written");
-  c.needs(1, 4 * values, "y: rows x n floats");
-}
-
-void halfFromF32(Contract& c) {
+// The element-wise kernels: x (rows x n floats) at buffer 0, and at buffer
+// 1 rows x n values of `bytes` each, described by `what`.
+void elementwise(Contract& c, uint64_t bytes, const char* what) {
   md_rows_params p;
   if (!c.params(2, "md_rows_params", p)) return;
   const uint64_t values = uint64_t(p.n) * p.rows;
   c.needs(0, 4 * values, "x: rows x n floats");
-  c.needs(1, 2 * values, "out: rows x n halves");
+  c.needs(1, bytes * values, what);
 }
 
 // matvec.metal: W is rows x (cols / 32) blocks of `blockBytes`.
@@ -209,9 +202,9 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_fp_contract_probe", fpContractProbe},
       {"md_noise_cells", noiseCells},
       {"md_rms_norm_f32", rmsNorm},
-      {"md_swiglu_f32", elementwise},
-      {"md_add_f32", elementwise},
-      {"md_half_from_f32", halfFromF32},
+      {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
+      {"md_add_f32", [](Contract& c) { elementwise(c, 4, "y: rows x n floats"); }},
+      {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
       {"md_matvec_f32", [](Contract& c) { matvec(c, 4 * MD_QK); }},
       {"md_matvec_f16", [](Contract& c) { matvec(c, 2 * MD_QK); }},
       {"md_matvec_q8_0", [](Contract& c) { matvec(c, sizeof(md_block_q8_0)); }},

@@ -309,41 +309,34 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
   }
 }
 
+// A command of `kernel` with buffers {index, buffer} and params at [[buffer(paramsIndex)]].
+template <class Params>
+md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params) {
+  md::DispatchCmd cmd;
+  cmd.pipeline = &device().pipeline(kernel);
+  for (auto& [index, b] : buffers) cmd.buffers[cmd.bufferCount++] = md::BufferBinding{b, 0, index};
+  std::memcpy(cmd.params, &params, sizeof params);
+  cmd.paramsSize = sizeof params;
+  cmd.paramsIndex = paramsIndex;
+  return cmd;
+}
+
 TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto x = device().newBuffer(4 * 64 * 2), weight = device().newBuffer(4 * 64), out = device().newBuffer(4 * 64);
-  md::DispatchCmd cmd;
-  cmd.pipeline = &device().pipeline("md_rms_norm_f32");
-  cmd.buffers[0] = md::BufferBinding{x.get(), 0, 0};
-  cmd.buffers[1] = md::BufferBinding{weight.get(), 0, 1};
-  cmd.buffers[2] = md::BufferBinding{out.get(), 0, 3};
-  cmd.bufferCount = 3;
   const md_rows_params p{64, 2, 1e-5f, 0};
-  std::memcpy(cmd.params, &p, sizeof p);
-  cmd.paramsSize = sizeof p;
-  cmd.paramsIndex = 2;
-  EXPECT_EQ(md::kernelContractProblem(cmd, cmd.params, 0),
+  auto norm = command("md_rms_norm_f32", {{0, x.get()}, {1, weight.get()}, {3, out.get()}}, 2, p);
+  EXPECT_EQ(md::kernelContractProblem(norm, norm.params, 0),
             "md_rms_norm_f32: buffer 3 (out: rows x n floats) needs 512 bytes from byte 0, but the buffer has 256");
-  cmd.pipeline = &device().pipeline("md_add_f32");
-  cmd.bufferCount = 2;
-  EXPECT_EQ(md::kernelContractProblem(cmd, cmd.params, 0),
+  auto add = command("md_add_f32", {{0, x.get()}, {1, weight.get()}}, 2, p);
+  EXPECT_EQ(md::kernelContractProblem(add, add.params, 0),
             "md_add_f32: buffer 1 (y: rows x n floats) needs 512 bytes from byte 0, but the buffer has 256");
 
   // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
   auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
-  md::DispatchCmd mv;
-  mv.pipeline = &device().pipeline("md_matvec_q4_0");
-  mv.buffers[0] = md::BufferBinding{w.get(), 0, 0};
-  mv.buffers[1] = md::BufferBinding{vx.get(), 0, 1};
-  mv.buffers[2] = md::BufferBinding{vy.get(), 0, 3};
-  mv.bufferCount = 3;
-  md_matvec_params mp{8, 64};
-  std::memcpy(mv.params, &mp, sizeof mp);
-  mv.paramsSize = sizeof mp;
-  mv.paramsIndex = 2;
+  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{8, 64});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_q4_0: buffer 0 (w: rows x cols / 32 blocks) needs 288 bytes from byte 0, but the buffer has 287");
-  mp.cols = 48;
-  std::memcpy(mv.params, &mp, sizeof mp);
+  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{8, 48});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
 }
 
