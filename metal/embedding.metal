@@ -1,6 +1,6 @@
 // embedding.metal: the first op of a token's forward pass, its row of the
 // embedding table dequantized to float32, for every weight type the matrix
-// kernels read. One thread per value: consecutive threads read
+// kernels read (F32, F16, Q8_0, Q4_0 and the K types). One thread per value: consecutive threads read
 // consecutive values of the row (the row is read once). A token outside
 // the vocabulary (MD_NO_TOKEN after an all -inf row) gives zeros, so a
 // chain stays in bounds; the host stops at that token anyway.
@@ -13,7 +13,8 @@ inline void md_embed(device const uint* token, device const Block* table, consta
                      device float* out, uint i) {
   if (i >= params.dim) return;
   const uint t = token[0];
-  out[i] = t < params.vocab_size ? md_block_value(table + ulong(t) * (params.dim / MD_QK) + i / MD_QK, i % MD_QK) : 0.0f;
+  const uint values = md_block_values(table);
+  out[i] = t < params.vocab_size ? md_block_value(table + ulong(t) * (params.dim / values) + i / values, i % values) : 0.0f;
 }
 
 kernel void md_embed_rows_f32(device const uint* token [[buffer(0)]], device const md_block_f32* table [[buffer(1)]],
@@ -32,6 +33,21 @@ kernel void md_embed_rows_q8_0(device const uint* token [[buffer(0)]], device co
 }
 
 kernel void md_embed_rows_q4_0(device const uint* token [[buffer(0)]], device const md_block_q4_0* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q4_k(device const uint* token [[buffer(0)]], device const md_block_q4_k* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q5_k(device const uint* token [[buffer(0)]], device const md_block_q5_k* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q6_k(device const uint* token [[buffer(0)]], device const md_block_q6_k* table [[buffer(1)]],
                                constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
   md_embed(token, table, params, out, group * threads + tid);
 }

@@ -37,7 +37,7 @@ describe('DispatchTableBuilder', () => {
 
   const cases: [string, (b: DispatchTableBuilder) => unknown, string][] = [
     ['an unknown kernel', (b) => b.add('md_nope', argmax()),
-      "Expected one of the device's kernels (md_add_f32, md_argmax_f16, md_argmax_f32, md_attention_f16, md_embed_f16, md_embed_rows_f16, md_embed_rows_f32, md_embed_rows_q4_0, md_embed_rows_q8_0, md_exp_values, md_fp_contract_probe, md_half_from_f32, md_kv_store_f16, md_lm_head_f16, md_matvec_f16, md_matvec_f32, md_matvec_q4_0, md_matvec_q8_0, md_noise_cells, md_rms_norm_f32, md_rope_f32, md_sample_f16, md_swiglu_f32) for commands[0].kernel but received \"md_nope\" (string)"],
+      "Expected one of the device's kernels (md_add_f32, md_argmax_f16, md_argmax_f32, md_attention_f16, md_embed_f16, md_embed_rows_f16, md_embed_rows_f32, md_embed_rows_q4_0, md_embed_rows_q4_k, md_embed_rows_q5_k, md_embed_rows_q6_k, md_embed_rows_q8_0, md_exp_values, md_fp_contract_probe, md_half_from_f32, md_kv_store_f16, md_lm_head_f16, md_matvec_f16, md_matvec_f32, md_matvec_q4_0, md_matvec_q4_k, md_matvec_q5_k, md_matvec_q6_k, md_matvec_q8_0, md_noise_cells, md_rms_norm_f32, md_rope_f32, md_sample_f16, md_swiglu_f32) for commands[0].kernel but received \"md_nope\" (string)"],
     ['a buffer index over 30', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 31, buffer: logits }] }),
       'Expected an integer from 0 to 30 for commands[0].buffers[0].index but received 31 (number)'],
     ['a buffer index used twice', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: logits }, { index: 0, buffer: tokens }] }),

@@ -2,7 +2,8 @@
 // one dispatch table (lib/models/gguf-forward-table.ts), run on the
 // emulated device: the same .metal kernels a Mac runs, compiled as C++.
 // Against the CPU forward pass (the one proven against llama.cpp), for
-// every architecture variant x the types the GPU kernels read:
+// every architecture variant x the types the GPU kernels read (F32, F16,
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K):
 // - logits at every position within the CPU issue's tolerances: 0.05 for
 //   float weights, 0.3 for quantized ones (the CPU quantizes activations
 //   to Q8_0 as llama.cpp's CPU backend does; the GPU multiplies float
@@ -34,7 +35,7 @@ requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-gpu-table-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const TYPES: TypeName[] = ['F32', 'F16', 'Q8_0', 'Q4_0'];
+const TYPES: TypeName[] = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q5_K', 'Q6_K'];
 const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
 
@@ -109,10 +110,10 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
 });
 
 test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
-  const path = join(dir, 'q4_k.gguf');
-  await writeRandomModel(path, variantSpec('llama2', 'Q4_K', 3));
+  const path = join(dir, 'q4_1.gguf');
+  await writeRandomModel(path, variantSpec('llama2', 'Q4_1', 3));
   await expect(tableFor(path)).rejects.toThrow(BackendUnavailableError);
-  await expect(tableFor(path)).rejects.toThrow(/tensor token_embd\.weight is Q4_K, which has no GPU kernel yet \(the GPU reads F32, F16, Q8_0, Q4_0\)/);
+  await expect(tableFor(path)).rejects.toThrow(/tensor token_embd\.weight is Q4_1, which has no GPU kernel yet \(the GPU reads F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K\)/);
 });
 
 describe('generate() on the emulated device', () => {

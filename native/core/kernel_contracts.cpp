@@ -140,23 +140,23 @@ void elementwise(Contract& c, uint64_t bytes, const char* what) {
   c.needs(1, bytes * values, what);
 }
 
-// matvec.metal: W is rows x (cols / 32) blocks of `blockBytes`.
-void matvec(Contract& c, uint64_t blockBytes) {
+// matvec.metal: W is rows x (cols / values) blocks of `blockBytes`.
+void matvec(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_matvec_params p;
   if (!c.params(2, "md_matvec_params", p)) return;
-  c.check(p.cols % MD_QK == 0, "cols " + std::to_string(p.cols) + " is not a whole number of 32-value blocks");
-  c.needs(0, uint64_t(p.rows) * (p.cols / MD_QK) * blockBytes, "w: rows x cols / 32 blocks");
+  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.needs(0, uint64_t(p.rows) * (p.cols / values) * blockBytes, ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
   c.needs(1, 4 * uint64_t(p.cols), "x: cols floats");
   c.needs(3, 4 * uint64_t(p.rows), "y: rows floats");
 }
 
-// embedding.metal: a vocab_size x dim table of 32-value blocks of `blockBytes`.
-void embedRows(Contract& c, uint64_t blockBytes) {
+// embedding.metal: a vocab_size x dim table of `values`-value blocks of `blockBytes`.
+void embedRows(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_embed_params p;
   if (!c.params(2, "md_embed_params", p)) return;
-  c.check(p.dim % MD_QK == 0, "dim " + std::to_string(p.dim) + " is not a whole number of 32-value blocks");
+  c.check(p.dim % values == 0, "dim " + std::to_string(p.dim) + " is not a whole number of " + std::to_string(values) + "-value blocks");
   c.needs(0, 4, "token");
-  c.needs(1, uint64_t(p.vocab_size) * (p.dim / MD_QK) * blockBytes, "table: vocab_size x dim / 32 blocks");
+  c.needs(1, uint64_t(p.vocab_size) * (p.dim / values) * blockBytes, ("table: vocab_size x dim / " + std::to_string(values) + " blocks").c_str());
   c.needs(3, 4 * uint64_t(p.dim), "out: dim floats");
 }
 
@@ -205,14 +205,20 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
       {"md_add_f32", [](Contract& c) { elementwise(c, 4, "y: rows x n floats"); }},
       {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
-      {"md_matvec_f32", [](Contract& c) { matvec(c, 4 * MD_QK); }},
-      {"md_matvec_f16", [](Contract& c) { matvec(c, 2 * MD_QK); }},
-      {"md_matvec_q8_0", [](Contract& c) { matvec(c, sizeof(md_block_q8_0)); }},
-      {"md_matvec_q4_0", [](Contract& c) { matvec(c, sizeof(md_block_q4_0)); }},
-      {"md_embed_rows_f32", [](Contract& c) { embedRows(c, 4 * MD_QK); }},
-      {"md_embed_rows_f16", [](Contract& c) { embedRows(c, 2 * MD_QK); }},
-      {"md_embed_rows_q8_0", [](Contract& c) { embedRows(c, sizeof(md_block_q8_0)); }},
-      {"md_embed_rows_q4_0", [](Contract& c) { embedRows(c, sizeof(md_block_q4_0)); }},
+      {"md_matvec_f32", [](Contract& c) { matvec(c, MD_QK, 4 * MD_QK); }},
+      {"md_matvec_f16", [](Contract& c) { matvec(c, MD_QK, 2 * MD_QK); }},
+      {"md_matvec_q8_0", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q8_0)); }},
+      {"md_matvec_q4_0", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q4_0)); }},
+      {"md_matvec_q4_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q4_k)); }},
+      {"md_matvec_q5_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q5_k)); }},
+      {"md_matvec_q6_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q6_k)); }},
+      {"md_embed_rows_f32", [](Contract& c) { embedRows(c, MD_QK, 4 * MD_QK); }},
+      {"md_embed_rows_f16", [](Contract& c) { embedRows(c, MD_QK, 2 * MD_QK); }},
+      {"md_embed_rows_q8_0", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q8_0)); }},
+      {"md_embed_rows_q4_0", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q4_0)); }},
+      {"md_embed_rows_q4_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q4_k)); }},
+      {"md_embed_rows_q5_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q5_k)); }},
+      {"md_embed_rows_q6_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q6_k)); }},
       {"md_rope_f32", rope},
       {"md_kv_store_f16", kvStore},
       {"md_attention_f16", attention},

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "emulated_device.h"
@@ -110,11 +111,23 @@ std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t col
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.05f);
   std::uniform_int_distribution<int> byte(0, 255);
-  const uint32_t blocks = rows * (cols / MD_QK);
+  const bool k = type == md::TensorType::Q4_K || type == md::TensorType::Q5_K || type == md::TensorType::Q6_K;
+  const uint32_t blocks = rows * (cols / (k ? MD_QK_K : MD_QK));
   std::vector<uint8_t> out;
   auto append = [&](const void* p, size_t n) { out.insert(out.end(), (const uint8_t*)p, (const uint8_t*)p + n); };
+  // A K block: random bytes, then sane float16 scales where its d and dmin are.
+  auto kBlock = [&](auto block) {
+    auto* bytes = reinterpret_cast<uint8_t*>(&block);
+    for (size_t i = 0; i < sizeof block; ++i) bytes[i] = uint8_t(byte(rng));
+    block.d = md::halfFromFloat(std::fabs(normal(rng)) / 16);
+    if constexpr (!std::is_same_v<decltype(block), md_block_q6_k>) block.dmin = md::halfFromFloat(std::fabs(normal(rng)) / 16);
+    append(&block, sizeof block);
+  };
   for (uint32_t b = 0; b < blocks; ++b) {
     switch (type) {
+      case md::TensorType::Q4_K: kBlock(md_block_q4_k{}); break;
+      case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
+      case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
       case md::TensorType::F32:
         for (int j = 0; j < MD_QK; ++j) { const float v = normal(rng); append(&v, 4); }
         break;
@@ -146,8 +159,13 @@ std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t col
 TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
   struct Case { md::TensorType type; const char* kernel; };
   for (const Case& k : {Case{md::TensorType::F32, "md_matvec_f32"}, Case{md::TensorType::F16, "md_matvec_f16"},
-                        Case{md::TensorType::Q8_0, "md_matvec_q8_0"}, Case{md::TensorType::Q4_0, "md_matvec_q4_0"}}) {
-    for (auto [rows, cols, simdgroups] : {std::tuple{1u, 32u, 1u}, std::tuple{7u, 96u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u}}) {
+                        Case{md::TensorType::Q8_0, "md_matvec_q8_0"}, Case{md::TensorType::Q4_0, "md_matvec_q4_0"},
+                        Case{md::TensorType::Q4_K, "md_matvec_q4_k"}, Case{md::TensorType::Q5_K, "md_matvec_q5_k"},
+                        Case{md::TensorType::Q6_K, "md_matvec_q6_k"}}) {
+    const bool superBlocks = k.type == md::TensorType::Q4_K || k.type == md::TensorType::Q5_K || k.type == md::TensorType::Q6_K;
+    for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
+                                          std::tuple{5u, 96u, 1u}}) {
+      if (superBlocks && cols % MD_QK_K != 0) continue;
       const auto bytes = randomRows(k.type, rows, cols, rows * 131 + cols);
       const auto x = normals(cols, cols + 5, 1.0f);
       auto wb = device().newBuffer(bytes.size());
@@ -197,8 +215,10 @@ void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> b
 TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
   struct Case { md::TensorType type; const char* kernel; };
   for (const Case& k : {Case{md::TensorType::F32, "md_embed_rows_f32"}, Case{md::TensorType::F16, "md_embed_rows_f16"},
-                        Case{md::TensorType::Q8_0, "md_embed_rows_q8_0"}, Case{md::TensorType::Q4_0, "md_embed_rows_q4_0"}}) {
-    const uint32_t vocab = 5, dim = 96;
+                        Case{md::TensorType::Q8_0, "md_embed_rows_q8_0"}, Case{md::TensorType::Q4_0, "md_embed_rows_q4_0"},
+                        Case{md::TensorType::Q4_K, "md_embed_rows_q4_k"}, Case{md::TensorType::Q5_K, "md_embed_rows_q5_k"},
+                        Case{md::TensorType::Q6_K, "md_embed_rows_q6_k"}}) {
+    const uint32_t vocab = 5, dim = 512;
     const auto bytes = randomRows(k.type, vocab, dim, 17);
     auto table = device().newBuffer(bytes.size());
     std::memcpy(table->contents(), bytes.data(), bytes.size());
@@ -206,7 +226,7 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
     for (uint32_t token : {0u, 3u, 4u, 9u}) {
       auto tokenBuffer = device().newBuffer(4);
       std::memcpy(tokenBuffer->contents(), &token, 4);
-      runWith(k.kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, 1, 128);
+      runWith(k.kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, (dim + 127) / 128, 128);
       std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
       if (token < vocab) md::dequantizeRow(k.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
       EXPECT_EQ(contents(*out, dim), expected) << k.kernel << " token " << token;
