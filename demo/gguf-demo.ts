@@ -3,14 +3,15 @@
 // random-weight Qwen 3-shaped file with Qwen 3's real vocabulary and chat
 // template (the test suite's writer), loads it with loadModel as it would
 // load a real one, and chats on one ChatSession: two turns, streamed, the
-// second evaluating only its own new tokens. The replies are noise (the
+// second evaluating only its own new tokens. Last, a few tokens from the
+// GPU forward pass on the emulated device, next to the CPU's. The replies are noise (the
 // weights are random); the path is the real one: file -> tokenizer and
 // chat template -> C++ forward pass on the CPU -> sampler -> text.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { ChatSession, loadModel, type ChatPromptResult } from '../lib/index.js';
+import { ChatSession, generate, loadModel, type ChatPromptResult } from '../lib/index.js';
 import { SHAPES } from '../test/gguf/make-model.js';
 import { writeRandomModel } from '../test/gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata } from '../test/gguf/real-vocab.js';
@@ -50,6 +51,16 @@ try {
     }
     console.log(`history: ${chat.getChatHistory().length} messages; the sequence holds ${chat.session.tokens.length} tokens`);
   }
+
+  // The same model's forward pass as one dispatch table of the Metal
+  // kernels, on the emulated device (the kernels compiled as C++ for the
+  // CPU: slow, and exact to the kernels), chained with the argmax on the
+  // "GPU"; then the CPU's greedy tokens for the same prompt.
+  const prompt = 'The GPU forward pass';
+  const onGpu = await generate(model, prompt, { backend: 'emulated', temperature: 0, maxTokens: 4, contextSize: 64 });
+  const onCpu = await generate(model, prompt, { backend: 'native', temperature: 0, maxTokens: 4, contextSize: 64 });
+  console.log(`emulated GPU: ${onGpu.tokens.join(' ')} (${onGpu.chained ? 'chained' : 'not chained'}); CPU: ${onCpu.tokens.join(' ')}` +
+    (onGpu.tokens.join() === onCpu.tokens.join() ? ' (the same tokens)' : ''));
   model.dispose();
 } finally {
   rmSync(dir, { recursive: true, force: true });
