@@ -1,6 +1,6 @@
 // embedding.metal: the first op of a token's forward pass, its row of the
 // embedding table dequantized to float32, for every weight type the matrix
-// kernels read (F32, F16, Q8_0, Q4_0 and the K types). One thread per value: consecutive threads read
+// kernels read (every type the CPU reads). One thread per value: consecutive threads read
 // consecutive values of the row (the row is read once). A token outside
 // the vocabulary (MD_NO_TOKEN after an all -inf row) gives zeros, so a
 // chain stays in bounds; the host stops at that token anyway.
@@ -48,6 +48,21 @@ kernel void md_embed_rows_q5_k(device const uint* token [[buffer(0)]], device co
 }
 
 kernel void md_embed_rows_q6_k(device const uint* token [[buffer(0)]], device const md_block_q6_k* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_bf16(device const uint* token [[buffer(0)]], device const md_block_bf16* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q4_1(device const uint* token [[buffer(0)]], device const md_block_q4_1* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q5_0(device const uint* token [[buffer(0)]], device const md_block_q5_0* table [[buffer(1)]],
                                constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
   md_embed(token, table, params, out, group * threads + tid);
 }

@@ -1,7 +1,7 @@
 // matvec.metal: y = W x for one activation vector, the one-token forward
 // pass's projections and LM head, with W in a GGUF type read in place
-// (F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; the block layouts are
-// metal/md_blocks.h's). The
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K: every type
+// the CPU reads; the block layouts are metal/md_blocks.h's). The
 // CPU twin is the dequantized row's dot product (the tests compare them).
 //
 // Layout: each SIMD group computes MD_MATVEC_ROWS rows. Lane l takes blocks
@@ -89,6 +89,30 @@ kernel void md_matvec_q5_k(device const md_block_q5_k* w [[buffer(0)]],
 }
 
 kernel void md_matvec_q6_k(device const md_block_q6_k* w [[buffer(0)]],
+                           device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]],
+                           device float* y [[buffer(3)]],
+                           MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_bf16(device const md_block_bf16* w [[buffer(0)]],
+                           device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]],
+                           device float* y [[buffer(3)]],
+                           MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_q4_1(device const md_block_q4_1* w [[buffer(0)]],
+                           device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]],
+                           device float* y [[buffer(3)]],
+                           MD_THREAD_IDS) {
+  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_q5_0(device const md_block_q5_0* w [[buffer(0)]],
                            device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]],
                            device float* y [[buffer(3)]],

@@ -17,10 +17,24 @@ typedef struct md_block_f32 {
 typedef struct md_block_f16 {
   half v[MD_QK];
 } md_block_f16;
+typedef struct md_block_bf16 {
+  md_u16 v[MD_QK];  // the high 16 bits of a float32
+} md_block_bf16;
 
 inline float md_block_value(device const md_block_f32* b, uint j) { return b->v[j]; }
 inline float md_block_value(device const md_block_f16* b, uint j) { return float(b->v[j]); }
 inline float md_block_value(device const md_block_q8_0* b, uint j) { return float(b->qs[j]) * float(as_type<half>(b->d)); }
+inline float md_block_value(device const md_block_bf16* b, uint j) { return as_type<float>(uint(b->v[j]) << 16); }
+inline float md_block_value(device const md_block_q4_1* b, uint j) {
+  const uint q = j < MD_QK / 2 ? (b->qs[j] & 0x0fu) : (uint(b->qs[j - MD_QK / 2]) >> 4);
+  return float(q) * float(as_type<half>(b->d)) + float(as_type<half>(b->m));
+}
+// Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian word.
+inline float md_block_value(device const md_block_q5_0* b, uint j) {
+  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  const uint low = j < MD_QK / 2 ? (b->qs[j] & 0x0fu) : (uint(b->qs[j - MD_QK / 2]) >> 4);
+  return float(int(low | (((qh >> j) & 1u) << 4)) - 16) * float(as_type<half>(b->d));
+}
 inline float md_block_value(device const md_block_q4_0* b, uint j) {
   const uint q = j < MD_QK / 2 ? (b->qs[j] & 0x0fu) : (uint(b->qs[j - MD_QK / 2]) >> 4);
   return float(int(q) - 8) * float(as_type<half>(b->d));
@@ -53,6 +67,17 @@ inline float md_block_dot(device const md_block_q4_0* b, uint, device const floa
   }
   return sum * float(as_type<half>(b->d));
 }
+
+// BF16, Q4_1 and Q5_0: each value as the CPU dequantizes it, then the dot.
+template <typename Block>
+inline float md_value_dot(device const Block* b, device const float* x) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += md_block_value(b, j) * x[j];
+  return sum;
+}
+inline float md_block_dot(device const md_block_bf16* b, uint, device const float* x) { return md_value_dot(b, x); }
+inline float md_block_dot(device const md_block_q4_1* b, uint, device const float* x) { return md_value_dot(b, x); }
+inline float md_block_dot(device const md_block_q5_0* b, uint, device const float* x) { return md_value_dot(b, x); }
 
 // Values per block, by type (the pointer only picks the overload).
 template <typename Block>

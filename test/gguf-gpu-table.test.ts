@@ -2,12 +2,11 @@
 // one dispatch table (lib/models/gguf-forward-table.ts), run on the
 // emulated device: the same .metal kernels a Mac runs, compiled as C++.
 // Against the CPU forward pass (the one proven against llama.cpp), for
-// every architecture variant x the types the GPU kernels read (F32, F16,
-// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K):
+// every architecture variant x every weight type the CPU reads:
 // - logits at every position within the CPU issue's tolerances: 0.05 for
-//   float weights, 0.3 for quantized ones (the CPU quantizes activations
-//   to Q8_0 as llama.cpp's CPU backend does; the GPU multiplies float
-//   activations, as llama.cpp's Metal backend does);
+//   F32 and F16 weights, 0.3 for quantized ones and BF16 (the CPU rounds
+//   activations to Q8_0, Q8_K or BF16 as llama.cpp's CPU backend does; the
+//   GPU multiplies float activations, as llama.cpp's Metal backend does);
 // - each step's argmax, written by the table at p + 1, is the CPU's,
 //   unless the CPU's top two are within twice the tolerance (a near tie);
 // - a chain of 8 tokens in one submission equals 8 one-token submissions;
@@ -35,18 +34,20 @@ requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-gpu-table-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const TYPES: TypeName[] = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q5_K', 'Q6_K'];
+const TYPES: TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K'];
 const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
 
-async function tableFor(path: string) {
+async function tableFor(path: string, without?: string) {
   const model = await loadModel(path, { threads: 1 });
   const header = await readGgufHeader(path);
   const device = openDevice('emulated');
   const addon = loadAddon();
   if (!addon.ok) throw new Error(addon.reason);
+  // `without`: a type left out of the type table, as a file of an unknown type would be.
+  const types = addon.addon.tensorTypes.filter((t) => t.name !== without);
   try {
-    const table = new GgufForwardTable(device, { path, config: model.info.config, tensors: header.tensors, types: addon.addon.tensorTypes }, CONTEXT);
+    const table = new GgufForwardTable(device, { path, config: model.info.config, tensors: header.tensors, types }, CONTEXT);
     return { model, device, table, close: () => (table.dispose(), device.dispose(), model.dispose()) };
   } catch (error) {
     device.dispose();
@@ -70,6 +71,8 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
   test.each(TYPES)('%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps', async (type) => {
     const path = join(dir, `${variant}-${type}.gguf`);
     await writeRandomModel(path, variantSpec(variant, type, 3));
+    // BF16 counts as quantized here: the CPU rounds activations to BF16
+    // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
     const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
     const { model, device, table, close } = await tableFor(path);
     try {
@@ -110,10 +113,10 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
 });
 
 test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
-  const path = join(dir, 'q4_1.gguf');
-  await writeRandomModel(path, variantSpec('llama2', 'Q4_1', 3));
-  await expect(tableFor(path)).rejects.toThrow(BackendUnavailableError);
-  await expect(tableFor(path)).rejects.toThrow(/tensor token_embd\.weight is Q4_1, which has no GPU kernel yet \(the GPU reads F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K\)/);
+  const path = join(dir, 'llama2-Q4_0.gguf');  // written by the tests above
+  await expect(tableFor(path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
+  await expect(tableFor(path, 'Q4_0')).rejects.toThrow(
+    /tensor token_embd\.weight is type 2, which has no GPU kernel yet \(the GPU reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K\)/);
 });
 
 describe('generate() on the emulated device', () => {

@@ -11,7 +11,7 @@
 //
 // Weights are copied into device buffers here (the emulated device, tiny
 // test models); on Metal they are to be the mapped file wrapped without a
-// copy. Tensor types with kernels: F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+// copy. Every weight type the CPU reads has its kernels.
 import { closeSync, openSync, readSync } from 'node:fs';
 
 import { BackendUnavailableError } from '../errors.js';
@@ -22,7 +22,9 @@ import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig, NativeTensorEntry, NativeTensorType, NativeTransformerLayouts } from '../native/contract.js';
 
 /** Kernel suffix of each weight type the GPU kernels read. */
-const KERNEL_TYPES: Readonly<Record<string, string>> = { F32: 'f32', F16: 'f16', Q8_0: 'q8_0', Q4_0: 'q4_0', Q4_K: 'q4_k', Q5_K: 'q5_k', Q6_K: 'q6_k' };
+const KERNEL_TYPES: Readonly<Record<string, string>> = {
+  F32: 'f32', F16: 'f16', BF16: 'bf16', Q8_0: 'q8_0', Q4_0: 'q4_0', Q4_1: 'q4_1', Q5_0: 'q5_0', Q4_K: 'q4_k', Q5_K: 'q5_k', Q6_K: 'q6_k',
+};
 
 export interface ForwardTableModel {
   path: string;

@@ -125,6 +125,25 @@ std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t col
   };
   for (uint32_t b = 0; b < blocks; ++b) {
     switch (type) {
+      case md::TensorType::BF16:
+        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::bf16FromFloat(normal(rng)); append(&v, 2); }
+        break;
+      case md::TensorType::Q4_1: {
+        md_block_q4_1 q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
+        q.m = md::halfFromFloat(normal(rng));
+        for (auto& v : q.qs) v = uint8_t(byte(rng));
+        append(&q, sizeof q);
+        break;
+      }
+      case md::TensorType::Q5_0: {
+        md_block_q5_0 q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 8);
+        for (auto& v : q.qh) v = uint8_t(byte(rng));
+        for (auto& v : q.qs) v = uint8_t(byte(rng));
+        append(&q, sizeof q);
+        break;
+      }
       case md::TensorType::Q4_K: kBlock(md_block_q4_k{}); break;
       case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
       case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
@@ -161,7 +180,8 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
   for (const Case& k : {Case{md::TensorType::F32, "md_matvec_f32"}, Case{md::TensorType::F16, "md_matvec_f16"},
                         Case{md::TensorType::Q8_0, "md_matvec_q8_0"}, Case{md::TensorType::Q4_0, "md_matvec_q4_0"},
                         Case{md::TensorType::Q4_K, "md_matvec_q4_k"}, Case{md::TensorType::Q5_K, "md_matvec_q5_k"},
-                        Case{md::TensorType::Q6_K, "md_matvec_q6_k"}}) {
+                        Case{md::TensorType::Q6_K, "md_matvec_q6_k"}, Case{md::TensorType::BF16, "md_matvec_bf16"},
+                        Case{md::TensorType::Q4_1, "md_matvec_q4_1"}, Case{md::TensorType::Q5_0, "md_matvec_q5_0"}}) {
     const bool superBlocks = k.type == md::TensorType::Q4_K || k.type == md::TensorType::Q5_K || k.type == md::TensorType::Q6_K;
     for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
                                           std::tuple{5u, 96u, 1u}}) {
@@ -217,7 +237,8 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
   for (const Case& k : {Case{md::TensorType::F32, "md_embed_rows_f32"}, Case{md::TensorType::F16, "md_embed_rows_f16"},
                         Case{md::TensorType::Q8_0, "md_embed_rows_q8_0"}, Case{md::TensorType::Q4_0, "md_embed_rows_q4_0"},
                         Case{md::TensorType::Q4_K, "md_embed_rows_q4_k"}, Case{md::TensorType::Q5_K, "md_embed_rows_q5_k"},
-                        Case{md::TensorType::Q6_K, "md_embed_rows_q6_k"}}) {
+                        Case{md::TensorType::Q6_K, "md_embed_rows_q6_k"}, Case{md::TensorType::BF16, "md_embed_rows_bf16"},
+                        Case{md::TensorType::Q4_1, "md_embed_rows_q4_1"}, Case{md::TensorType::Q5_0, "md_embed_rows_q5_0"}}) {
     const uint32_t vocab = 5, dim = 512;
     const auto bytes = randomRows(k.type, vocab, dim, 17);
     auto table = device().newBuffer(bytes.size());
