@@ -192,8 +192,22 @@ void attention(Contract& c) {
   c.check(c.groups() <= p.heads, "one threadgroup per query head: at most heads threadgroups");
 }
 
-const std::map<std::string, std::function<void(Contract&)>>& contracts() {
-  static const std::map<std::string, std::function<void(Contract&)>> all = {
+// Each weight type's kernel suffix, values and bytes per block: a
+// md_matvec_* and an md_embed_rows_* kernel each.
+struct WeightBlocks {
+  const char* suffix;
+  uint32_t values;
+  uint64_t bytes;
+};
+constexpr WeightBlocks kWeightBlocks[] = {
+    {"f32", MD_QK, 4 * MD_QK}, {"f16", MD_QK, 2 * MD_QK}, {"bf16", MD_QK, 2 * MD_QK},
+    {"q8_0", MD_QK, sizeof(md_block_q8_0)}, {"q4_0", MD_QK, sizeof(md_block_q4_0)}, {"q4_1", MD_QK, sizeof(md_block_q4_1)},
+    {"q5_0", MD_QK, sizeof(md_block_q5_0)}, {"q4_k", MD_QK_K, sizeof(md_block_q4_k)}, {"q5_k", MD_QK_K, sizeof(md_block_q5_k)},
+    {"q6_k", MD_QK_K, sizeof(md_block_q6_k)},
+};
+
+std::map<std::string, std::function<void(Contract&)>> allContracts() {
+  std::map<std::string, std::function<void(Contract&)>> all = {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
       {"md_argmax_f32", [](Contract& c) { argmax(c, 4); }},
       {"md_sample_f16", sample},
@@ -205,31 +219,20 @@ const std::map<std::string, std::function<void(Contract&)>>& contracts() {
       {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
       {"md_add_f32", [](Contract& c) { elementwise(c, 4, "y: rows x n floats"); }},
       {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
-      {"md_matvec_f32", [](Contract& c) { matvec(c, MD_QK, 4 * MD_QK); }},
-      {"md_matvec_f16", [](Contract& c) { matvec(c, MD_QK, 2 * MD_QK); }},
-      {"md_matvec_q8_0", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q8_0)); }},
-      {"md_matvec_q4_0", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q4_0)); }},
-      {"md_matvec_q4_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q4_k)); }},
-      {"md_matvec_q5_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q5_k)); }},
-      {"md_matvec_q6_k", [](Contract& c) { matvec(c, MD_QK_K, sizeof(md_block_q6_k)); }},
-      {"md_matvec_bf16", [](Contract& c) { matvec(c, MD_QK, 2 * MD_QK); }},
-      {"md_matvec_q4_1", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q4_1)); }},
-      {"md_matvec_q5_0", [](Contract& c) { matvec(c, MD_QK, sizeof(md_block_q5_0)); }},
-      {"md_embed_rows_f32", [](Contract& c) { embedRows(c, MD_QK, 4 * MD_QK); }},
-      {"md_embed_rows_f16", [](Contract& c) { embedRows(c, MD_QK, 2 * MD_QK); }},
-      {"md_embed_rows_q8_0", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q8_0)); }},
-      {"md_embed_rows_q4_0", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q4_0)); }},
-      {"md_embed_rows_q4_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q4_k)); }},
-      {"md_embed_rows_q5_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q5_k)); }},
-      {"md_embed_rows_q6_k", [](Contract& c) { embedRows(c, MD_QK_K, sizeof(md_block_q6_k)); }},
-      {"md_embed_rows_bf16", [](Contract& c) { embedRows(c, MD_QK, 2 * MD_QK); }},
-      {"md_embed_rows_q4_1", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q4_1)); }},
-      {"md_embed_rows_q5_0", [](Contract& c) { embedRows(c, MD_QK, sizeof(md_block_q5_0)); }},
       {"md_rope_f32", rope},
       {"md_kv_store_f16", kvStore},
       {"md_attention_f16", attention},
       {"md_exp_values", expValues},
   };
+  for (const WeightBlocks& w : kWeightBlocks) {
+    all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes); };
+    all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
+  }
+  return all;
+}
+
+const std::map<std::string, std::function<void(Contract&)>>& contracts() {
+  static const auto all = allContracts();
   return all;
 }
 

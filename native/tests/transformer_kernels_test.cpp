@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -171,22 +172,30 @@ std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t col
   return out;
 }
 
+// Every weight type and its kernel suffix (md_matvec_*, md_embed_rows_*).
+struct TypeCase {
+  md::TensorType type;
+  const char* suffix;
+};
+const TypeCase kWeightTypes[] = {
+    {md::TensorType::F32, "f32"}, {md::TensorType::F16, "f16"}, {md::TensorType::BF16, "bf16"}, {md::TensorType::Q8_0, "q8_0"},
+    {md::TensorType::Q4_0, "q4_0"}, {md::TensorType::Q4_1, "q4_1"}, {md::TensorType::Q5_0, "q5_0"}, {md::TensorType::Q4_K, "q4_k"},
+    {md::TensorType::Q5_K, "q5_k"}, {md::TensorType::Q6_K, "q6_k"},
+};
+
 // y = W x on the GPU against the dequantized rows' dot products in double.
 // The kernel adds in float32: per block, then across the 32 lanes, then
 // scales by the block's d, so each result is within about (cols + 8)
 // roundings of 2^-24 of sum |w x|: the bound the test allows.
 TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
-  struct Case { md::TensorType type; const char* kernel; };
-  for (const Case& k : {Case{md::TensorType::F32, "md_matvec_f32"}, Case{md::TensorType::F16, "md_matvec_f16"},
-                        Case{md::TensorType::Q8_0, "md_matvec_q8_0"}, Case{md::TensorType::Q4_0, "md_matvec_q4_0"},
-                        Case{md::TensorType::Q4_K, "md_matvec_q4_k"}, Case{md::TensorType::Q5_K, "md_matvec_q5_k"},
-                        Case{md::TensorType::Q6_K, "md_matvec_q6_k"}, Case{md::TensorType::BF16, "md_matvec_bf16"},
-                        Case{md::TensorType::Q4_1, "md_matvec_q4_1"}, Case{md::TensorType::Q5_0, "md_matvec_q5_0"}}) {
-    const bool superBlocks = k.type == md::TensorType::Q4_K || k.type == md::TensorType::Q5_K || k.type == md::TensorType::Q6_K;
+  for (const TypeCase& t : kWeightTypes) {
+    const std::string name = std::string("md_matvec_") + t.suffix;
+    const char* kernel = name.c_str();
+    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
     for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
                                           std::tuple{5u, 96u, 1u}}) {
       if (superBlocks && cols % MD_QK_K != 0) continue;
-      const auto bytes = randomRows(k.type, rows, cols, rows * 131 + cols);
+      const auto bytes = randomRows(t.type, rows, cols, rows * 131 + cols);
       const auto x = normals(cols, cols + 5, 1.0f);
       auto wb = device().newBuffer(bytes.size());
       std::memcpy(wb->contents(), bytes.data(), bytes.size());
@@ -194,7 +203,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
       const md_matvec_params p{rows, cols};
       const uint32_t rowsPerGroup = MD_MATVEC_ROWS * simdgroups;
       auto cb = device().newCommandBuffer();
-      cb->setPipeline(device().pipeline(k.kernel));
+      cb->setPipeline(device().pipeline(kernel));
       cb->setBuffer(0, *wb, 0);
       cb->setBuffer(1, *xb, 0);
       cb->setBytes(2, &p, sizeof p);
@@ -206,14 +215,14 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
       const size_t rowBytes = bytes.size() / rows;
       std::vector<float> w(cols);
       for (uint32_t r = 0; r < rows; ++r) {
-        md::dequantizeRow(k.type, bytes.data() + r * rowBytes, w.data(), cols);
+        md::dequantizeRow(t.type, bytes.data() + r * rowBytes, w.data(), cols);
         double exact = 0, magnitude = 0;
         for (uint32_t j = 0; j < cols; ++j) {
           exact += double(w[j]) * x[j];
           magnitude += std::fabs(double(w[j]) * x[j]);
         }
         ASSERT_NEAR(y[r], exact, (cols + 8) * std::ldexp(magnitude, -24) + 1e-30)
-            << k.kernel << " rows " << rows << " cols " << cols << " row " << r;
+            << kernel << " rows " << rows << " cols " << cols << " row " << r;
       }
     }
   }
@@ -233,24 +242,21 @@ void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> b
 }
 
 TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
-  struct Case { md::TensorType type; const char* kernel; };
-  for (const Case& k : {Case{md::TensorType::F32, "md_embed_rows_f32"}, Case{md::TensorType::F16, "md_embed_rows_f16"},
-                        Case{md::TensorType::Q8_0, "md_embed_rows_q8_0"}, Case{md::TensorType::Q4_0, "md_embed_rows_q4_0"},
-                        Case{md::TensorType::Q4_K, "md_embed_rows_q4_k"}, Case{md::TensorType::Q5_K, "md_embed_rows_q5_k"},
-                        Case{md::TensorType::Q6_K, "md_embed_rows_q6_k"}, Case{md::TensorType::BF16, "md_embed_rows_bf16"},
-                        Case{md::TensorType::Q4_1, "md_embed_rows_q4_1"}, Case{md::TensorType::Q5_0, "md_embed_rows_q5_0"}}) {
+  for (const TypeCase& t : kWeightTypes) {
+    const std::string name = std::string("md_embed_rows_") + t.suffix;
+    const char* kernel = name.c_str();
     const uint32_t vocab = 5, dim = 512;
-    const auto bytes = randomRows(k.type, vocab, dim, 17);
+    const auto bytes = randomRows(t.type, vocab, dim, 17);
     auto table = device().newBuffer(bytes.size());
     std::memcpy(table->contents(), bytes.data(), bytes.size());
     auto out = device().newBuffer(dim * 4);
     for (uint32_t token : {0u, 3u, 4u, 9u}) {
       auto tokenBuffer = device().newBuffer(4);
       std::memcpy(tokenBuffer->contents(), &token, 4);
-      runWith(k.kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, (dim + 127) / 128, 128);
+      runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, (dim + 127) / 128, 128);
       std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
-      if (token < vocab) md::dequantizeRow(k.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
-      EXPECT_EQ(contents(*out, dim), expected) << k.kernel << " token " << token;
+      if (token < vocab) md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
+      EXPECT_EQ(contents(*out, dim), expected) << kernel << " token " << token;
     }
   }
 }
