@@ -12,6 +12,7 @@
 import { architectureOf } from '../gguf/load-model.js';
 import { readConfig } from '../gguf/architecture.js';
 import { readGgufHeaderOffThread } from '../gguf/read-header.js';
+import { tensorBytes } from '../gguf/tensor-bytes.js';
 import type { NativeModelConfig, NativeTensorType } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import type { Table } from './tables.js';
@@ -73,12 +74,10 @@ export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' |
   return ['embedding row', ...Array.from({ length: config.blockCount }, () => layer).flat(), 'output norm', 'LM head', 'sampler'];
 }
 
-function tensorBytes(types: readonly NativeTensorType[], type: number, dims: readonly number[]): number {
+function bytesOf(types: readonly NativeTensorType[], type: number, dims: readonly number[]): number {
   const t = types.find((x) => x.id === type);
   if (t === undefined) throw new Error(`tensor type ${type} is not one this package reads`);
-  const [cols, ...rest] = dims;
-  const rows = rest.reduce((a, b) => a * b, 1);
-  return rows * Math.ceil(cols / t.blockValues) * t.blockBytes;
+  return tensorBytes(t, dims);
 }
 
 /** What one decoded token at `context` costs, from the file's tensor table and config. */
@@ -89,7 +88,7 @@ export function tokenCost(
   const tied = !tensors.some((t) => t.name === 'output.weight');
   let weightBytes = 0;
   for (const t of tensors) {
-    const bytes = tensorBytes(types, t.type, t.dims);
+    const bytes = bytesOf(types, t.type, t.dims);
     if (t.name !== 'token_embd.weight') weightBytes += bytes;
     else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize;  // the LM head when tied, and one row
   }

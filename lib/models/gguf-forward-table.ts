@@ -17,6 +17,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { BackendUnavailableError } from '../errors.js';
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
+import { tensorBytes } from '../gguf/tensor-bytes.js';
 import { needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig, NativeTensorEntry, NativeTensorType, NativeTransformerLayouts } from '../native/contract.js';
@@ -225,8 +226,7 @@ function uploadWeights(device: GpuDevice, model: ForwardTableModel, keep: (b: Gp
       if (type === undefined || suffix === undefined) {
         throw new BackendUnavailableError(device.kind, `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel yet (the GPU reads ${Object.keys(KERNEL_TYPES).join(', ')})`);
       }
-      const [cols, ...rest] = t.dims;
-      const bytes = rest.reduce((a, b) => a * b, 1) * Math.ceil(cols / type.blockValues) * type.blockBytes;
+      const bytes = tensorBytes(type, t.dims);
       const data = Buffer.alloc(bytes);
       readSync(fd, data, 0, bytes, t.offset);
       const buffer = device.createBuffer(data);
