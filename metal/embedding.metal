@@ -1,7 +1,8 @@
-// embedding.metal: the first op of a token's forward pass, its row of the
+// embedding.metal: the first op of a forward pass, each token's row of the
 // embedding table dequantized to float32, for every weight type the matrix
-// kernels read (every type the CPU reads). One thread per value: consecutive threads read
-// consecutive values of the row (the row is read once). A token outside
+// kernels read (every type the CPU reads), for one token (decode) or a
+// batch (prefill). One thread per value: consecutive threads read
+// consecutive values of a row (each row is read once). A token outside
 // the vocabulary (MD_NO_TOKEN after an all -inf row) gives zeros, so a
 // chain stays in bounds; the host stops at that token anyway.
 #include "md_kernel.h"
@@ -11,10 +12,11 @@
 template <typename Block>
 inline void md_embed(device const uint* token, device const Block* table, constant md_embed_params& params,
                      device float* out, uint i) {
-  if (i >= params.dim) return;
-  const uint t = token[0];
+  if (i >= params.dim * params.count) return;
+  const uint t = token[i / params.dim];
   const uint values = md_block_values(table);
-  out[i] = t < params.vocab_size ? md_block_value(table + ulong(t) * (params.dim / values) + i / values, i % values) : 0.0f;
+  const uint j = i % params.dim;
+  out[i] = t < params.vocab_size ? md_block_value(table + ulong(t) * (params.dim / values) + j / values, j % values) : 0.0f;
 }
 
 kernel void md_embed_rows_f32(device const uint* token [[buffer(0)]], device const md_block_f32* table [[buffer(1)]],

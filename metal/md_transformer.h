@@ -7,11 +7,13 @@
 #include "md_sampling.h"
 
 // `rows` rows of `n` float32 values, one after another. eps: RMSNorm's.
+// broadcast (md_add_f32): y is one row of n values added to every row (a
+// bias over a batch of tokens); 0: y has rows x n values too.
 typedef struct md_rows_params {
   md_u32 n;
   md_u32 rows;
   float eps;
-  md_u32 reserved;
+  md_u32 broadcast;
 } md_rows_params;
 
 // y = W x: W is `rows` rows of `cols` values in a GGUF type (cols a whole
@@ -21,15 +23,27 @@ typedef struct md_matvec_params {
   md_u32 cols;
 } md_matvec_params;
 
-// The embedding lookup: row token[0] of a vocab_size x dim table (a chain
-// binds `token` with the token-offset patch, so step p reads token p).
+// Y = X W^T for a batch of `count` tokens (prefill): W as in matvec, X
+// count x cols and Y count x rows float32, row-major.
+typedef struct md_matmul_params {
+  md_u32 rows;
+  md_u32 cols;
+  md_u32 count;
+  md_u32 reserved;
+} md_matmul_params;
+
+// The embedding lookup: rows token[0 .. count) of a vocab_size x dim table
+// (a chain binds `token` with the token-offset patch, so step p reads
+// tokens p .. p + count - 1), into count x dim floats.
 typedef struct md_embed_params {
   md_u32 vocab_size;
   md_u32 dim;
+  md_u32 count;
+  md_u32 reserved;
 } md_embed_params;
 
-// Rotary embedding of `heads` heads of head_dim floats at `position` (the
-// Position patch, field at byte 16). mode: 0 rotates adjacent pairs, 2 the
+// Rotary embedding of `count` tokens of `heads` heads of head_dim floats,
+// token i at position + i (the Position patch, field at byte 16). mode: 0 rotates adjacent pairs, 2 the
 // two halves of each head. theta_scale = base^(-2 / rope_dims), computed
 // once on the host as the CPU computes it; has_factors: divide each pair's
 // angle by factors[i] (llama3's rope_freqs).
@@ -42,18 +56,27 @@ typedef struct md_rope_params {
   float theta_scale;
   float freq_scale;
   md_u32 has_factors;
+  md_u32 count;
+  md_u32 reserved;
 } md_rope_params;
 
-// K and V rows of kv_dim floats into the F16 cache at `position` (the
-// Position patch, field at byte 4).
+// `count` K and V rows of kv_dim floats into the F16 cache at rows
+// position .. position + count - 1 (the Position patch, field at byte 4).
 typedef struct md_kv_store_params {
   md_u32 kv_dim;
   md_u32 position;
+  md_u32 count;
+  md_u32 reserved;
 } md_kv_store_params;
 
-// Attention of one query over kv_length cached positions (the KvLength
-// patch, field at byte 12): heads query heads share kv_heads K/V heads;
-// scores is a scratch of heads x context floats.
+// Causal attention of `count` queries: query i attends over the first
+// kv_length + i cached positions (the KvLength patch, field at byte 12,
+// sets kv_length = p + 1 for a batch whose first token is at p). heads
+// query heads share kv_heads K/V heads. The positions are split over
+// `splits` threadgroups per (query, head) (flash decoding, for long
+// contexts): each leaves its maximum score, its sum of exponentials and
+// its unnormalised output in `partials`, and md_attention_merge_f32 adds
+// them. scores is a scratch of count x heads x context floats.
 typedef struct md_attention_params {
   md_u32 heads;
   md_u32 kv_heads;
@@ -61,16 +84,27 @@ typedef struct md_attention_params {
   md_u32 kv_length;
   md_u32 context;
   float scale;
+  md_u32 count;
+  md_u32 splits;
 } md_attention_params;
+
+// The floats of one split's partial result: its max, its sum, head_dim outputs.
+#define MD_ATTENTION_PARTIAL_FLOATS(head_dim) (2u + (head_dim))
 
 // Rows of W one SIMD group computes in the matrix-vector kernels.
 #define MD_MATVEC_ROWS 4u
 
+// The matrix-matrix kernels' tile: MD_MATMUL_TILE rows of W by
+// MD_MATMUL_TILE tokens per threadgroup of MD_MATMUL_THREADS threads, in
+// steps of MD_QK columns (one block of the 0 types, one part of a K type).
+#define MD_MATMUL_TILE 32u
+#define MD_MATMUL_THREADS 128u
+
 #ifndef __METAL_VERSION__
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
-static_assert(sizeof(md_matvec_params) == 8, "md_matvec_params size");
-static_assert(sizeof(md_embed_params) == 8 && sizeof(md_rope_params) == 32 && sizeof(md_kv_store_params) == 8 &&
-              sizeof(md_attention_params) == 24, "transformer params sizes");
+static_assert(sizeof(md_matvec_params) == 8 && sizeof(md_matmul_params) == 16, "matrix params sizes");
+static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
+              sizeof(md_attention_params) == 32, "transformer params sizes");
 #endif
 
 #endif  // MD_TRANSFORMER_H

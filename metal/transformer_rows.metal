@@ -42,14 +42,15 @@ kernel void md_swiglu_f32(device float* gate [[buffer(0)]],
   gate[i] = g / (1.0f + exp(-g)) * up[i];
 }
 
-// One thread per value: x += y, over rows x n values (the residual add).
+// One thread per value: x += y, over rows x n values (the residual add),
+// or x += the row y in every row when params.broadcast (a bias).
 kernel void md_add_f32(device float* x [[buffer(0)]],
                        device const float* y [[buffer(1)]],
                        constant md_rows_params& params [[buffer(2)]],
                        MD_THREAD_IDS) {
   const ulong i = ulong(group) * threads + tid;
   if (i >= ulong(params.rows) * params.n) return;
-  x[i] += y[i];
+  x[i] += y[params.broadcast != 0 ? i % params.n : i];
 }
 
 // One thread per value: float32 logits rounded to float16 (nearest even),

@@ -22,7 +22,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { BackendUnavailableError, generate, loadModel, openDevice, Session } from '../lib/index.js';
 import { float16FromNumber, numberFromFloat16 } from '../lib/float16.js';
 import { readGgufHeader } from '../lib/gguf/read-header.js';
-import { GgufForwardTable } from '../lib/models/gguf-forward-table.js';
+import { GgufForwardTable, type ForwardTableOptions } from '../lib/models/gguf-forward-table.js';
+import { GpuWeights } from '../lib/models/gpu-weights.js';
 import { loadAddon } from '../lib/native/load-addon.js';
 import type { TypeName } from './gguf/dequantize.js';
 import { writeRandomModel } from './gguf/random-model.js';
@@ -38,7 +39,7 @@ const TYPES: TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0',
 const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
 
-async function tableFor(path: string, without?: string) {
+async function tableFor(path: string, without?: string, options: ForwardTableOptions = {}) {
   const model = await loadModel(path, { threads: 1 });
   const header = await readGgufHeader(path);
   const device = openDevice('emulated');
@@ -47,8 +48,9 @@ async function tableFor(path: string, without?: string) {
   // `without`: a type left out of the type table, as a file of an unknown type would be.
   const types = addon.addon.tensorTypes.filter((t) => t.name !== without);
   try {
-    const table = new GgufForwardTable(device, { path, config: model.info.config, tensors: header.tensors, types }, CONTEXT);
-    return { model, device, table, close: () => (table.dispose(), device.dispose(), model.dispose()) };
+    const weights = new GpuWeights(device, { path, tensors: header.tensors, types });
+    const table = new GgufForwardTable(device, model.info.config, weights, CONTEXT, options);
+    return { model, device, table, close: () => (table.dispose(), weights.dispose(), device.dispose(), model.dispose()) };
   } catch (error) {
     device.dispose();
     model.dispose();
@@ -68,7 +70,7 @@ const runnerUp = (row: ArrayLike<number>, best: number) => {
 };
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TYPES)('%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps', async (type) => {
+  test.each(TYPES)('%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention', async (type) => {
     const path = join(dir, `${variant}-${type}.gguf`);
     await writeRandomModel(path, variantSpec(variant, type, 3));
     // BF16 counts as quantized here: the CPU rounds activations to BF16
@@ -106,6 +108,34 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
       } finally {
         fresh.close();
       }
+      // The prompt in batches of 3, 3 and 2 (the matrix-matrix kernels, a
+      // causal batch of queries) with the attention split over 3
+      // threadgroups: the CPU's logits after the whole prompt, within the
+      // tolerance; then the same greedy chain, unless the two GPU paths'
+      // float sums (in other orders) meet a near tie.
+      const batched = await tableFor(path, undefined, { prefillBatch: 3, attentionSplits: 3 });
+      try {
+        const cpuLogits = Float32Array.from(await model.openSequence({ backend: 'native', contextSize: CONTEXT }).evaluate(Uint32Array.from(PROMPT), 0));
+        batched.table.tokens.write(0, Uint32Array.from(PROMPT));
+        for (const [start, count] of [[0, 3], [3, 3], [6, 2]]) {
+          await batched.device.runChain(batched.table.batchTable(count, start === 6), start, 1);
+        }
+        const gpu = new Float32Array(batched.table.logits.read(0, model.vocabSize * 4));
+        let worst = 0;
+        for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpuLogits[i]));
+        expect(worst, 'batched prompt').toBeLessThan(tolerance);
+        await batched.device.runChain(batched.table.greedy, PROMPT.length - 1, 8);
+        const tokens = Array.from(batched.table.tokens.readUint32(PROMPT.length, 8));
+        const differs = tokens.findIndex((t, i) => t !== chained[i]);
+        if (differs >= 0) {
+          const logits = Float32Array.from(await model.openSequence({ backend: 'native', contextSize: CONTEXT })
+            .evaluate(Uint32Array.from([...PROMPT, ...chained.slice(0, differs)]), 0));
+          const best = argmax(logits);
+          expect(logits[best] - runnerUp(logits, best), `first difference at ${differs}`).toBeLessThan(2 * tolerance);
+        }
+      } finally {
+        batched.close();
+      }
     } finally {
       close();
     }
@@ -116,7 +146,7 @@ test('a tensor type without a GPU kernel is an error naming the tensor and the t
   const path = join(dir, 'llama2-Q4_0.gguf');  // written by the tests above
   await expect(tableFor(path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
   await expect(tableFor(path, 'Q4_0')).rejects.toThrow(
-    /tensor token_embd\.weight is type 2, which has no GPU kernel yet \(the GPU reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K\)/);
+    /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K\)/);
 });
 
 describe('generate() on the emulated device', () => {

@@ -1,10 +1,9 @@
-// gguf-gpu-sequence.ts: a GGUF model's sequence on a GPU device (issue 16,
-// in progress): its forward pass is a GgufForwardTable, whose token buffer
-// and KV caches are the sequence's state. generate() chains it as it
-// chains the bigram model: the prompt is replayed through the one-token
-// forward table (batched prefill is not built yet), then the greedy or
-// sampled table generates chunk by chunk with no CPU round trip between
-// tokens.
+// gguf-gpu-sequence.ts: a GGUF model's sequence on a GPU device: its
+// forward pass is a GgufForwardTable, whose token buffer and KV caches are
+// the sequence's state. generate() chains it as it chains the bigram
+// model: the prompt goes through the batched tables (prefillBatch tokens
+// per submission), then the greedy or sampled table generates chunk by
+// chunk with no CPU round trip between tokens.
 import type { BackendName } from '../backends.js';
 import type { Logits, ModelSequence, SequenceChain } from '../generate/model.js';
 import { ChainRunner, type ChainChunk } from '../gpu/chain.js';
@@ -34,14 +33,24 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   // are overwritten: a lower position is a rewind.
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
     this.#table.tokens.write(position * 4, tokens);
-    await this.#table.device.runChain(this.#table.forward, position, tokens.length);
+    await this.#evaluateInBatches(position, tokens.length, true);
     return new Float32Array(this.#table.logits.read(0, this.#vocabSize * 4));
   }
 
   async prefill(tokens: Uint32Array, position: number): Promise<void> {
     // The chain's first step evaluates the last token itself.
     this.#table.tokens.write(position * 4, tokens);
-    if (tokens.length > 1) await this.#table.device.runChain(this.#table.forward, position, tokens.length - 1);
+    await this.#evaluateInBatches(position, tokens.length - 1, false);
+  }
+
+  // Tokens position .. position + count - 1 (already in the token buffer),
+  // one submission per batch; withLogits: the last batch leaves its logits.
+  async #evaluateInBatches(position: number, count: number, withLogits: boolean): Promise<void> {
+    const batch = this.#table.prefillBatch;
+    for (let done = 0; done < count; done += batch) {
+      const n = Math.min(batch, count - done);
+      await this.#table.device.runChain(this.#table.batchTable(n, withLogits && done + n === count), position + done, 1);
+    }
   }
 
   async *run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined> {

@@ -12,6 +12,7 @@ import { sharedDevice } from '../gpu/device.js';
 import type { NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
+import { GpuWeights } from './gpu-weights.js';
 import { GgufGpuSequence } from './gguf-gpu-sequence.js';
 import type { BackendChoice } from '../sampling-options.js';
 import type { ChatTemplate } from '../tokenizers/chat-template.js';
@@ -46,8 +47,10 @@ export class GgufModel implements DecodeModel {
   readonly #batchSize: number;
   readonly #tensors: readonly NativeTensorEntry[];
   readonly #sequences = new Set<GgufSequence>();
-  // GPU sequences hold device buffers only (the weights copied in), freed with the model.
+  // GPU sequences hold device buffers (their KV caches), freed with the
+  // model; the weights are made once per device and shared by them.
   readonly #gpuSequences = new Set<GgufGpuSequence>();
+  readonly #gpuWeights = new Map<string, GpuWeights>();
   #disposed = false;
 
   /** @internal loadModel() makes models. */
@@ -83,8 +86,13 @@ export class GgufModel implements DecodeModel {
     if (backend === 'metal' || backend === 'emulated') {
       const addon = loadAddon();
       if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
-      const model = { path: this.info.path, config: this.info.config, tensors: this.#tensors, types: addon.addon.tensorTypes };
-      const sequence = new GgufGpuSequence(new GgufForwardTable(sharedDevice(backend), model, contextSize), this.vocabSize);
+      const device = sharedDevice(backend);
+      let weights = this.#gpuWeights.get(backend);
+      if (weights === undefined) {
+        weights = new GpuWeights(device, { path: this.info.path, tensors: this.#tensors, types: addon.addon.tensorTypes });
+        this.#gpuWeights.set(backend, weights);
+      }
+      const sequence = new GgufGpuSequence(new GgufForwardTable(device, this.info.config, weights, contextSize), this.vocabSize);
       this.#gpuSequences.add(sequence);
       return sequence;
     }
@@ -101,6 +109,7 @@ export class GgufModel implements DecodeModel {
     this.#disposed = true;
     for (const s of [...this.#sequences]) s.dispose();
     for (const s of this.#gpuSequences) s.dispose();
+    for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
     this.#native.dispose();
   }

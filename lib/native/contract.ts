@@ -77,14 +77,26 @@ export interface NativeDevice {
 }
 
 export interface NativeTransformerLayouts {
-  rows: { size: number; n: number; rows: number; eps: number };
+  rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
   matvec: { size: number; rows: number; cols: number };
-  embed: { size: number; vocabSize: number; dim: number };
-  rope: { size: number; heads: number; headDim: number; ropeDims: number; mode: number; position: number; thetaScale: number; freqScale: number; hasFactors: number };
-  kvStore: { size: number; kvDim: number; position: number };
-  attention: { size: number; heads: number; kvHeads: number; headDim: number; kvLength: number; context: number; scale: number };
+  matmul: { size: number; rows: number; cols: number; count: number };
+  embed: { size: number; vocabSize: number; dim: number; count: number };
+  rope: {
+    size: number; heads: number; headDim: number; ropeDims: number; mode: number; position: number; thetaScale: number; freqScale: number;
+    hasFactors: number; count: number;
+  };
+  kvStore: { size: number; kvDim: number; position: number; count: number };
+  attention: {
+    size: number; heads: number; kvHeads: number; headDim: number; kvLength: number; context: number; scale: number; count: number; splits: number;
+  };
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
+  /** The matrix-matrix kernels' tile: rows of W and tokens per threadgroup. */
+  matmulTile: number;
+  /** Threads per threadgroup of the matrix-matrix kernels. */
+  matmulThreads: number;
+  /** Floats of one attention split's partial result besides its head_dim outputs (its max and its sum). */
+  attentionPartialFloats: number;
 }
 
 /** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */

@@ -47,21 +47,30 @@ Napi::Object layouts(Napi::Env env) {
   };
   Napi::Object transformer = Napi::Object::New(env);
   transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
-                                                          {"eps", offsetof(md_rows_params, eps)}}));
+                                                          {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
   transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"rows", offsetof(md_matvec_params, rows)}, {"cols", offsetof(md_matvec_params, cols)}}));
-  transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)}}));
+  transformer.Set("matmul", layout(sizeof(md_matmul_params), {{"rows", offsetof(md_matmul_params, rows)}, {"cols", offsetof(md_matmul_params, cols)},
+                                                              {"count", offsetof(md_matmul_params, count)}}));
+  transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)},
+                                                            {"count", offsetof(md_embed_params, count)}}));
   transformer.Set("rope", layout(sizeof(md_rope_params), {
       {"heads", offsetof(md_rope_params, heads)}, {"headDim", offsetof(md_rope_params, head_dim)},
       {"ropeDims", offsetof(md_rope_params, rope_dims)}, {"mode", offsetof(md_rope_params, mode)},
       {"position", offsetof(md_rope_params, position)}, {"thetaScale", offsetof(md_rope_params, theta_scale)},
-      {"freqScale", offsetof(md_rope_params, freq_scale)}, {"hasFactors", offsetof(md_rope_params, has_factors)}}));
+      {"freqScale", offsetof(md_rope_params, freq_scale)}, {"hasFactors", offsetof(md_rope_params, has_factors)},
+      {"count", offsetof(md_rope_params, count)}}));
   transformer.Set("kvStore", layout(sizeof(md_kv_store_params), {{"kvDim", offsetof(md_kv_store_params, kv_dim)},
-                                                                 {"position", offsetof(md_kv_store_params, position)}}));
+                                                                 {"position", offsetof(md_kv_store_params, position)},
+                                                                 {"count", offsetof(md_kv_store_params, count)}}));
   transformer.Set("attention", layout(sizeof(md_attention_params), {
       {"heads", offsetof(md_attention_params, heads)}, {"kvHeads", offsetof(md_attention_params, kv_heads)},
       {"headDim", offsetof(md_attention_params, head_dim)}, {"kvLength", offsetof(md_attention_params, kv_length)},
-      {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)}}));
+      {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)},
+      {"count", offsetof(md_attention_params, count)}, {"splits", offsetof(md_attention_params, splits)}}));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
+  transformer.Set("matmulTile", n(MD_MATMUL_TILE));
+  transformer.Set("matmulThreads", n(MD_MATMUL_THREADS));
+  transformer.Set("attentionPartialFloats", n(MD_ATTENTION_PARTIAL_FLOATS(0)));
   Napi::Object all = Napi::Object::New(env);
   all.Set("transformer", transformer);
   all.Set("samplingParams", sampling);

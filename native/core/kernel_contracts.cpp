@@ -139,6 +139,15 @@ void elementwise(Contract& c, uint64_t bytes, const char* what) {
   c.needs(0, 4 * values, "x: rows x n floats");
   c.needs(1, bytes * values, what);
 }
+// md_add_f32: y is rows x n floats, or one row of n with broadcast.
+void add(Contract& c) {
+  md_rows_params p;
+  if (!c.params(2, "md_rows_params", p)) return;
+  const uint64_t values = uint64_t(p.n) * p.rows;
+  c.needs(0, 4 * values, "x: rows x n floats");
+  if (p.broadcast != 0) c.needs(1, 4 * uint64_t(p.n), "y: n floats (broadcast)");
+  else c.needs(1, 4 * values, "y: rows x n floats");
+}
 
 // matvec.metal: W is rows x (cols / values) blocks of `blockBytes`.
 void matvec(Contract& c, uint32_t values, uint64_t blockBytes) {
@@ -150,14 +159,24 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes) {
   c.needs(3, 4 * uint64_t(p.rows), "y: rows floats");
 }
 
+// matmul.metal: W as in matvec, X count x cols and Y count x rows floats.
+void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
+  md_matmul_params p;
+  if (!c.params(2, "md_matmul_params", p)) return;
+  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.needs(0, uint64_t(p.rows) * (p.cols / values) * blockBytes, ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
+  c.needs(1, 4 * uint64_t(p.count) * p.cols, "x: count x cols floats");
+  c.needs(3, 4 * uint64_t(p.count) * p.rows, "y: count x rows floats");
+}
+
 // embedding.metal: a vocab_size x dim table of `values`-value blocks of `blockBytes`.
 void embedRows(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_embed_params p;
   if (!c.params(2, "md_embed_params", p)) return;
   c.check(p.dim % values == 0, "dim " + std::to_string(p.dim) + " is not a whole number of " + std::to_string(values) + "-value blocks");
-  c.needs(0, 4, "token");
+  c.needs(0, 4 * uint64_t(p.count), "tokens: count");
   c.needs(1, uint64_t(p.vocab_size) * (p.dim / values) * blockBytes, ("table: vocab_size x dim / " + std::to_string(values) + " blocks").c_str());
-  c.needs(3, 4 * uint64_t(p.dim), "out: dim floats");
+  c.needs(3, 4 * uint64_t(p.count) * p.dim, "out: count x dim floats");
 }
 
 // attention.metal
@@ -166,34 +185,52 @@ void rope(Contract& c) {
   if (!c.params(2, "md_rope_params", p)) return;
   c.check(p.rope_dims <= p.head_dim && p.rope_dims % 2 == 0, "rope_dims must be even and at most head_dim");
   c.check(p.mode == 0 || p.mode == 2, "mode must be 0 (adjacent pairs) or 2 (halves)");
-  c.needs(0, 4 * uint64_t(p.heads) * p.head_dim, "x: heads x head_dim floats");
+  c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "x: count x heads x head_dim floats");
   c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4, "factors: rope_dims / 2 floats (any buffer without factors)");
 }
 void kvStore(Contract& c) {
   md_kv_store_params p;
   if (!c.params(2, "md_kv_store_params", p)) return;
-  const uint64_t rows = uint64_t(p.position) + 1;
-  c.needs(0, 4 * uint64_t(p.kv_dim), "k: kv_dim floats");
-  c.needs(1, 4 * uint64_t(p.kv_dim), "v: kv_dim floats");
-  c.needs(3, 2 * rows * p.kv_dim, "keys: position + 1 rows of kv_dim halves");
-  c.needs(4, 2 * rows * p.kv_dim, "values: position + 1 rows of kv_dim halves");
+  const uint64_t rows = uint64_t(p.position) + p.count;
+  c.needs(0, 4 * uint64_t(p.count) * p.kv_dim, "k: count x kv_dim floats");
+  c.needs(1, 4 * uint64_t(p.count) * p.kv_dim, "v: count x kv_dim floats");
+  c.needs(3, 2 * rows * p.kv_dim, "keys: position + count rows of kv_dim halves");
+  c.needs(4, 2 * rows * p.kv_dim, "values: position + count rows of kv_dim halves");
+}
+// Shared by the attention kernel and its merge: the shape and the output.
+bool attentionShape(Contract& c, md_attention_params& p, uint32_t paramsIndex, uint32_t outIndex) {
+  if (!c.params(paramsIndex, "md_attention_params", p)) return false;
+  c.check(p.kv_heads > 0 && p.heads % p.kv_heads == 0, "heads must be a multiple of kv_heads");
+  c.check(p.splits >= 1, "splits must be at least 1");
+  c.check(uint64_t(p.kv_length) + p.count <= uint64_t(p.context) + 1,
+          "kv_length " + std::to_string(p.kv_length) + " + count " + std::to_string(p.count) + " - 1 is past the context " +
+              std::to_string(p.context));
+  c.needs(outIndex, 4 * uint64_t(p.count) * p.heads * p.head_dim, "out: count x heads x head_dim floats");
+  return true;
+}
+uint64_t attentionPartialBytes(const md_attention_params& p) {
+  return 4 * uint64_t(p.count) * p.heads * p.splits * MD_ATTENTION_PARTIAL_FLOATS(p.head_dim);
 }
 void attention(Contract& c) {
   md_attention_params p;
-  if (!c.params(3, "md_attention_params", p)) return;
-  c.check(p.kv_heads > 0 && p.heads % p.kv_heads == 0, "heads must be a multiple of kv_heads");
-  c.check(p.kv_length <= p.context, "kv_length " + std::to_string(p.kv_length) + " is past the context " + std::to_string(p.context));
-  const uint64_t cache = 2 * uint64_t(p.kv_length) * p.kv_heads * p.head_dim;
-  c.needs(0, 4 * uint64_t(p.heads) * p.head_dim, "q: heads x head_dim floats");
-  c.needs(1, cache, "keys: kv_length rows of kv_heads x head_dim halves");
-  c.needs(2, cache, "values: kv_length rows of kv_heads x head_dim halves");
-  c.needs(4, 4 * uint64_t(p.heads) * p.context, "scores: heads x context floats");
-  c.needs(5, 4 * uint64_t(p.heads) * p.head_dim, "out: heads x head_dim floats");
-  c.check(c.groups() <= p.heads, "one threadgroup per query head: at most heads threadgroups");
+  if (!attentionShape(c, p, 3, 5)) return;
+  const uint64_t cache = 2 * (uint64_t(p.kv_length) + p.count - 1) * p.kv_heads * p.head_dim;
+  c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "q: count x heads x head_dim floats");
+  c.needs(1, cache, "keys: kv_length + count - 1 rows of kv_heads x head_dim halves");
+  c.needs(2, cache, "values: kv_length + count - 1 rows of kv_heads x head_dim halves");
+  c.needs(4, 4 * uint64_t(p.count) * p.heads * p.context, "scores: count x heads x context floats");
+  if (p.splits > 1) c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
+  else c.needs(6, 4, "partials: any buffer with one split");
+  c.check(c.groups() <= uint64_t(p.count) * p.heads * p.splits, "one threadgroup per (query, head, split): at most count x heads x splits threadgroups");
+}
+void attentionMerge(Contract& c) {
+  md_attention_params p;
+  if (!attentionShape(c, p, 1, 2)) return;
+  c.needs(0, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
 }
 
 // Each weight type's kernel suffix, values and bytes per block: a
-// md_matvec_* and an md_embed_rows_* kernel each.
+// md_matvec_*, an md_matmul_* and an md_embed_rows_* kernel each.
 struct WeightBlocks {
   const char* suffix;
   uint32_t values;
@@ -217,16 +254,18 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_noise_cells", noiseCells},
       {"md_rms_norm_f32", rmsNorm},
       {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
-      {"md_add_f32", [](Contract& c) { elementwise(c, 4, "y: rows x n floats"); }},
+      {"md_add_f32", add},
       {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
       {"md_rope_f32", rope},
       {"md_kv_store_f16", kvStore},
       {"md_attention_f16", attention},
+      {"md_attention_merge_f32", attentionMerge},
       {"md_exp_values", expValues},
   };
   for (const WeightBlocks& w : kWeightBlocks) {
     all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes); };
     all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
+    all[std::string("md_matmul_") + w.suffix] = [w](Contract& c) { matmul(c, w.values, w.bytes); };
   }
   return all;
 }

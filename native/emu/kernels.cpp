@@ -20,6 +20,7 @@
 #include "matvec.metal"
 #include "embedding.metal"
 #include "attention.metal"
+#include "matmul.metal"
 
 namespace md::emu {
 namespace {
@@ -62,6 +63,17 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_rope_f32),
     MD_EMULATED_KERNEL(md_kv_store_f16),
     MD_EMULATED_KERNEL(md_attention_f16),
+    MD_EMULATED_KERNEL(md_attention_merge_f32),
+    MD_EMULATED_KERNEL(md_matmul_f32),
+    MD_EMULATED_KERNEL(md_matmul_f16),
+    MD_EMULATED_KERNEL(md_matmul_bf16),
+    MD_EMULATED_KERNEL(md_matmul_q8_0),
+    MD_EMULATED_KERNEL(md_matmul_q4_0),
+    MD_EMULATED_KERNEL(md_matmul_q4_1),
+    MD_EMULATED_KERNEL(md_matmul_q5_0),
+    MD_EMULATED_KERNEL(md_matmul_q4_k),
+    MD_EMULATED_KERNEL(md_matmul_q5_k),
+    MD_EMULATED_KERNEL(md_matmul_q6_k),
 };
 
 }  // namespace

@@ -107,6 +107,19 @@ TEST(TransformerKernels, SwigluAndTheResidualAddMatchTheCpu) {
   EXPECT_EQ(contents(*xb, total), sum);  // one float addition each: the same bits
 }
 
+// Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
+template <class Params>
+void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params,
+             uint32_t groups, uint32_t threads) {
+  auto cb = device().newCommandBuffer();
+  cb->setPipeline(device().pipeline(kernel));
+  for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
+  cb->setBytes(paramsIndex, &params, sizeof params);
+  cb->dispatch(groups, threads);
+  cb->commit();
+  cb->wait();
+}
+
 // Random rows of `type`: random quants, scales of a trained model's size.
 std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -228,17 +241,98 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
   }
 }
 
-// Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
-template <class Params>
-void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params,
-             uint32_t groups, uint32_t threads) {
-  auto cb = device().newCommandBuffer();
-  cb->setPipeline(device().pipeline(kernel));
-  for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
-  cb->setBytes(paramsIndex, &params, sizeof params);
-  cb->dispatch(groups, threads);
-  cb->commit();
-  cb->wait();
+// Y = X W^T for a batch against the dequantized rows in double. The kernel
+// adds in float32, one product at a time in column order, so each output
+// is within cols roundings of 2^-24 of sum |w x|: the bound allowed.
+// Batches that fill a tile, leave it part empty, and span two.
+TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
+  for (const TypeCase& t : kWeightTypes) {
+    const std::string name = std::string("md_matmul_") + t.suffix;
+    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    for (auto [rows, cols, count] : {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u}}) {
+      if (superBlocks && cols % MD_QK_K != 0) continue;
+      const auto bytes = randomRows(t.type, rows, cols, rows * 7 + cols + count);
+      const auto x = normals(size_t(count) * cols, count + cols, 1.0f);
+      auto wb = device().newBuffer(bytes.size());
+      std::memcpy(wb->contents(), bytes.data(), bytes.size());
+      auto xb = buffer(x), yb = device().newBuffer(size_t(rows) * count * 4);
+      const uint32_t groups = ((rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE) * ((count + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE);
+      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 0}, groups, MD_MATMUL_THREADS);
+      const auto y = contents(*yb, size_t(rows) * count);
+      const size_t rowBytes = bytes.size() / rows;
+      std::vector<float> w(cols);
+      for (uint32_t r = 0; r < rows; ++r) {
+        md::dequantizeRow(t.type, bytes.data() + r * rowBytes, w.data(), cols);
+        for (uint32_t token = 0; token < count; ++token) {
+          double exact = 0, magnitude = 0;
+          for (uint32_t j = 0; j < cols; ++j) {
+            exact += double(w[j]) * x[size_t(token) * cols + j];
+            magnitude += std::fabs(double(w[j]) * x[size_t(token) * cols + j]);
+          }
+          ASSERT_NEAR(y[size_t(token) * rows + r], exact, cols * std::ldexp(magnitude, -24) + 1e-30)
+              << name << " rows " << rows << " cols " << cols << " count " << count << " row " << r << " token " << token;
+        }
+      }
+    }
+  }
+}
+
+// The batched forms are the one-token forms applied to each token: the
+// same operations, so the same bits.
+TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitForBit) {
+  const uint32_t vocab = 9, dim = 64, count = 5;
+  const auto bytes = randomRows(md::TensorType::Q4_K, vocab, 256, 3);
+  auto table = device().newBuffer(bytes.size());
+  std::memcpy(table->contents(), bytes.data(), bytes.size());
+  const uint32_t tokens[count] = {3, 0, 8, 3, 12};
+  auto tokenBuffer = device().newBuffer(sizeof tokens);
+  std::memcpy(tokenBuffer->contents(), tokens, sizeof tokens);
+  auto out = device().newBuffer(count * 256 * 4);
+  runWith("md_embed_rows_q4_k", {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, 256, count, 0},
+          (count * 256 + 127) / 128, 128);
+  const auto batch = contents(*out, count * 256);
+  for (uint32_t i = 0; i < count; ++i) {
+    std::vector<float> expected(256, 0.0f);
+    if (tokens[i] < vocab) md::dequantizeRow(md::TensorType::Q4_K, bytes.data() + tokens[i] * (bytes.size() / vocab), expected.data(), 256);
+    EXPECT_EQ(std::vector<float>(batch.begin() + i * 256, batch.begin() + (i + 1) * 256), expected) << "token " << i;
+  }
+
+  const uint32_t heads = 3, headDim = 64, position = 11;
+  const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f);
+  auto batched = buffer(x), factors = buffer({0.0f});
+  md_rope_params rope{heads, headDim, headDim, 2, position, std::pow(10000.0f, -2.0f / 64), 1.0f, 0, count, 0};
+  runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}}, 2, rope, (count * heads * 32 + 63) / 64, 64);
+  const auto ropedBatch = contents(*batched, x.size());
+  for (uint32_t i = 0; i < count; ++i) {
+    std::vector<float> one(x.begin() + i * heads * headDim, x.begin() + (i + 1) * heads * headDim);
+    auto single = buffer(one);
+    md_rope_params p = rope;
+    p.position = position + i;
+    p.count = 1;
+    runWith("md_rope_f32", {{0, single.get()}, {1, factors.get()}}, 2, p, 2, 64);
+    EXPECT_EQ(std::vector<float>(ropedBatch.begin() + i * heads * headDim, ropedBatch.begin() + (i + 1) * heads * headDim),
+              contents(*single, one.size())) << "token " << i;
+  }
+
+  const uint32_t kvDim = 64, context = 20;
+  const auto k = normals(count * kvDim, 6, 1.0f), v = normals(count * kvDim, 7, 1.0f);
+  auto kb = buffer(k), vb = buffer(v);
+  auto keys = device().newBuffer(context * kvDim * 2), values = device().newBuffer(context * kvDim * 2);
+  runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2, md_kv_store_params{kvDim, position, count, 0},
+          (count * kvDim + 63) / 64, 64);
+  const auto* cachedKeys = static_cast<const uint16_t*>(keys->contents());
+  const auto* cachedValues = static_cast<const uint16_t*>(values->contents());
+  for (uint32_t i = 0; i < count * kvDim; ++i) {
+    ASSERT_EQ(cachedKeys[position * kvDim + i], md::halfFromFloat(k[i])) << i;
+    ASSERT_EQ(cachedValues[position * kvDim + i], md::halfFromFloat(v[i])) << i;
+  }
+
+  const auto rowsOf = normals(count * dim, 8, 1.0f), bias = normals(dim, 9, 1.0f);
+  auto xb = buffer(rowsOf), bb = buffer(bias);
+  runWith("md_add_f32", {{0, xb.get()}, {1, bb.get()}}, 2, md_rows_params{dim, count, 0.0f, 1}, (count * dim + 255) / 256, 256);
+  auto expected = rowsOf;
+  for (uint32_t i = 0; i < count; ++i) md::addInPlace(expected.data() + i * dim, bias.data(), dim);
+  EXPECT_EQ(contents(*xb, count * dim), expected);
 }
 
 TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
@@ -253,7 +347,7 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
     for (uint32_t token : {0u, 3u, 4u, 9u}) {
       auto tokenBuffer = device().newBuffer(4);
       std::memcpy(tokenBuffer->contents(), &token, 4);
-      runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim}, (dim + 127) / 128, 128);
+      runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim, 1, 0}, (dim + 127) / 128, 128);
       std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
       if (token < vocab) md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
       EXPECT_EQ(contents(*out, dim), expected) << kernel << " token " << token;
@@ -282,7 +376,7 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
           const auto x = normals(heads * c.headDim, position + ropeDims, 1.0f);
           auto xb = buffer(x), fb = buffer(withFactors ? factors : std::vector<float>{0.0f});
           const md_rope_params p{heads, c.headDim, ropeDims, mode == md::RopeMode::AdjacentPairs ? 0u : 2u, position,
-                                 std::pow(c.ropeBase, -2.0f / float(ropeDims)), c.ropeFreqScale, withFactors ? 1u : 0u};
+                                 std::pow(c.ropeBase, -2.0f / float(ropeDims)), c.ropeFreqScale, withFactors ? 1u : 0u, 1, 0};
           runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}}, 2, p, 1, 128);
           std::vector<float> cosines(pairs), sines(pairs), cpu = x;
           md::ropeAngles(c, withFactors ? factors.data() : nullptr, position, cosines.data(), sines.data());
@@ -310,7 +404,7 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
     vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
     auto kb = buffer(ks.back()), vb = buffer(vs.back());
     runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
-            md_kv_store_params{kvDim, position}, (kvDim + 63) / 64, 64);
+            md_kv_store_params{kvDim, position, 1, 0}, (kvDim + 63) / 64, 64);
   }
   const auto* cachedKeys = static_cast<const uint16_t*>(keys->contents());
   const auto* cachedValues = static_cast<const uint16_t*>(values->contents());
@@ -320,39 +414,75 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
       ASSERT_EQ(cachedValues[t * kvDim + i], md::halfFromFloat(vs[t][i]));
     }
   }
-  for (uint32_t length : {1u, 5u, 37u}) {
-    for (uint32_t threads : {32u, 128u}) {
-      const auto q = normals(heads * headDim, length, 1.0f);
-      auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4), out = device().newBuffer(heads * headDim * 4);
-      const float scale = 1.0f / std::sqrt(float(headDim));
-      runWith("md_attention_f16", {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}}, 3,
-              md_attention_params{heads, kvHeads, headDim, length, context, scale}, heads, threads);
-      const auto gpu = contents(*out, heads * headDim);
+  const float scale = 1.0f / std::sqrt(float(headDim));
+  // Query i of a batch attends over the first length + i positions.
+  auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count, uint32_t length, const std::string& what) {
+    for (uint32_t i = 0; i < count; ++i) {
       for (uint32_t h = 0; h < heads; ++h) {
-        const uint32_t g = h / (heads / kvHeads);
-        std::vector<double> p(length);
+        const uint32_t g = h / (heads / kvHeads), n = length + i;
+        const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
+        std::vector<double> p(n);
         double max = -INFINITY, sum = 0;
-        for (uint32_t t = 0; t < length; ++t) {
+        for (uint32_t t = 0; t < n; ++t) {
           double dot = 0;
           for (uint32_t d = 0; d < headDim; ++d)
-            dot += double(md::halfToFloat(md::halfFromFloat(q[h * headDim + d]))) * md::halfToFloat(cachedKeys[t * kvDim + g * headDim + d]);
+            dot += double(md::halfToFloat(md::halfFromFloat(qh[d]))) * md::halfToFloat(cachedKeys[t * kvDim + g * headDim + d]);
           p[t] = dot * scale;
           max = std::max(max, p[t]);
         }
         for (double& x : p) sum += (x = std::exp(x - max));
         for (uint32_t d = 0; d < headDim; ++d) {
           double expected = 0, magnitude = 0;
-          for (uint32_t t = 0; t < length; ++t) {
+          for (uint32_t t = 0; t < n; ++t) {
             const double weight = md::halfToFloat(md::halfFromFloat(float(p[t] / sum)));
             const double v = md::halfToFloat(cachedValues[t * kvDim + g * headDim + d]);
             expected += weight * v;
             magnitude += std::fabs(weight * v);
           }
-          ASSERT_NEAR(gpu[h * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
-              << "length " << length << " threads " << threads << " head " << h << " dim " << d;
+          ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
+              << what << " query " << i << " head " << h << " dim " << d;
         }
       }
     }
+  };
+  for (uint32_t length : {1u, 5u, 37u}) {
+    for (uint32_t threads : {32u, 128u}) {
+      const auto q = normals(heads * headDim, length, 1.0f);
+      auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4), out = device().newBuffer(heads * headDim * 4);
+      runWith("md_attention_f16", {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
+              md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, heads, threads);
+      expectAttention(q, contents(*out, heads * headDim), 1, length, "length " + std::to_string(length) + " threads " + std::to_string(threads));
+    }
+  }
+  // A batch of queries (causal), and the positions split over threadgroups
+  // and merged: splits that leave some threadgroups empty (length < splits)
+  // and uneven ranges. Their weights are rounded before the normalisation,
+  // to the same relative precision: the same bound holds.
+  for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u}, std::tuple{6u, 30u, 4u},
+                                       std::tuple{4u, 34u, 5u}}) {
+    const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
+    const size_t outFloats = size_t(count) * heads * headDim;
+    auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4), out = device().newBuffer(outFloats * 4);
+    auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
+    const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
+    auto cb = device().newCommandBuffer();
+    cb->setPipeline(device().pipeline("md_attention_f16"));
+    for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()}, {1, keys.get()}, {2, values.get()},
+                                                                                  {4, scores.get()}, {5, out.get()}, {6, partials.get()}})
+      cb->setBuffer(index, *b, 0);
+    cb->setBytes(3, &p, sizeof p);
+    cb->dispatch(count * heads * splits, 64);
+    if (splits > 1) {
+      cb->setPipeline(device().pipeline("md_attention_merge_f32"));
+      cb->setBuffer(0, *partials, 0);
+      cb->setBytes(1, &p, sizeof p);
+      cb->setBuffer(2, *out, 0);
+      cb->dispatch(uint32_t((outFloats + 63) / 64), 64);
+    }
+    cb->commit();
+    cb->wait();
+    expectAttention(q, contents(*out, outFloats), count, length,
+                    "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " + std::to_string(splits));
   }
 }
 
@@ -385,6 +515,21 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
             "md_matvec_q4_0: buffer 0 (w: rows x cols / 32 blocks) needs 288 bytes from byte 0, but the buffer has 287");
   mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{8, 48});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
+  // A batch of 2 tokens needs 2 x 8 outputs.
+  auto mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matmul_params{8, 32, 2, 0});
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
+            "md_matmul_q4_0: buffer 3 (y: count x rows floats) needs 64 bytes from byte 0, but the buffer has 32");
+
+  // Attention: the last query of a batch must fit the context, and splits need their partials.
+  auto q = device().newBuffer(4 * 64 * 3), cache = device().newBuffer(2 * 64 * 16), scores = device().newBuffer(4 * 3 * 16), o = device().newBuffer(4 * 64 * 3);
+  auto partials = device().newBuffer(4);
+  auto at = command("md_attention_f16", {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}}, 3,
+                    md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "md_attention_f16: kv_length 15 + count 3 - 1 is past the context 16");
+  at = command("md_attention_f16", {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}}, 3,
+               md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
+            "md_attention_f16: buffer 6 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes from byte 0, but the buffer has 4");
 }
 
 }  // namespace

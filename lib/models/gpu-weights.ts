@@ -1,0 +1,76 @@
+// gpu-weights.ts: a GGUF model's tensors as device buffers, made once per
+// model and device and shared by every GPU sequence of the model. Each
+// tensor is a (buffer, offset) binding and the kernel suffix of its type.
+//
+// Today every tensor is copied into a buffer of its own: the emulated
+// device's buffers are plain memory, and this is what the tests run.
+import { closeSync, openSync, readSync } from 'node:fs';
+
+import { BackendUnavailableError } from '../errors.js';
+import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
+import { tensorBytes } from '../gguf/tensor-bytes.js';
+import type { NativeTensorEntry, NativeTensorType } from '../native/contract.js';
+
+/** Kernel suffix of each weight type the GPU kernels read (md_matvec_*, md_matmul_*, md_embed_rows_*). */
+export const KERNEL_TYPES: Readonly<Record<string, string>> = {
+  F32: 'f32', F16: 'f16', BF16: 'bf16', Q8_0: 'q8_0', Q4_0: 'q4_0', Q4_1: 'q4_1', Q5_0: 'q5_0', Q4_K: 'q4_k', Q5_K: 'q5_k', Q6_K: 'q6_k',
+};
+
+export interface GpuWeight {
+  buffer: GpuBuffer;
+  /** Bytes into the buffer where the tensor starts. */
+  offset: number;
+  /** The kernel suffix of the tensor's type. */
+  suffix: string;
+}
+
+export interface WeightFile {
+  path: string;
+  tensors: readonly NativeTensorEntry[];
+  /** The addon's tensor type table. */
+  types: readonly NativeTensorType[];
+}
+
+export class GpuWeights {
+  readonly #weights = new Map<string, GpuWeight>();
+  readonly #buffers: GpuBuffer[] = [];
+
+  constructor(readonly device: GpuDevice, file: WeightFile) {
+    const fd = openSync(file.path, 'r');
+    try {
+      for (const t of file.tensors) {
+        const type = file.types.find((x) => x.id === t.type);
+        const suffix = type && KERNEL_TYPES[type.name];
+        if (type === undefined || suffix === undefined) {
+          throw new BackendUnavailableError(device.kind,
+            `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${Object.keys(KERNEL_TYPES).join(', ')})`);
+        }
+        const bytes = tensorBytes(type, t.dims);
+        const data = Buffer.alloc(bytes);
+        readSync(fd, data, 0, bytes, t.offset);
+        const buffer = device.createBuffer(data);
+        this.#buffers.push(buffer);
+        this.#weights.set(t.name, { buffer, offset: 0, suffix });
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The tensor `name`; an error naming it when the file has none. */
+  get(name: string): GpuWeight {
+    const w = this.#weights.get(name);
+    if (w === undefined) throw new Error(`the forward table needs tensor ${name}, which the file does not have`);
+    return w;
+  }
+
+  /** The tensor `name`, or undefined (biases, norms and factors some architectures have). */
+  find(name: string): GpuWeight | undefined {
+    return this.#weights.get(name);
+  }
+
+  dispose(): void {
+    for (const b of this.#buffers) b.dispose();
+    this.#buffers.length = 0;
+  }
+}
