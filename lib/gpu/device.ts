@@ -3,7 +3,7 @@
 import { BackendUnavailableError, callerStack, invalidParameterError, rethrowWithCallerStack, rethrowWithStack } from '../errors.js';
 import type { NativeAddon, NativeBuffer, NativeDevice, NativeTable } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
-import { isInteger, isUint32 } from '../predicates.js';
+import { isInteger, isPlainObject, isUint32 } from '../predicates.js';
 
 export type GpuDeviceKind = 'metal' | 'emulated';
 
@@ -171,6 +171,29 @@ export class GpuDevice {
     const buffer = new GpuBuffer(this, this.native.createBuffer(length));  // zeroed
     if (typeof init !== 'number') buffer.write(0, init);
     return buffer;
+  }
+
+  /**
+   * Ranges of a file as read-only buffers, without a copy: the GPU reads the
+   * file's mapped pages where they are (Metal's newBufferWithBytesNoCopy;
+   * the emulated device reads the mapping). Each range gets a buffer that
+   * starts at the 16 KB boundary below it; bind it at `offset`, where the
+   * range starts. write() on these buffers throws. The file stays mapped
+   * until every buffer is disposed.
+   */
+  mapFile(path: string, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[] {
+    if (typeof path !== 'string') throw invalidParameterError('path', 'a file path (a string)', path, 'type');
+    if (!Array.isArray(ranges)) throw invalidParameterError('ranges', 'an array of { offset, length }', ranges, 'type');
+    ranges.forEach((r: unknown, i) => {
+      if (!isPlainObject(r)) throw invalidParameterError(`ranges[${i}]`, 'an object { offset, length }', r, 'type');
+      if (!isInteger(r.offset) || r.offset < 0) throw invalidParameterError(`ranges[${i}].offset`, 'a non-negative integer', r.offset, 'range');
+      if (!isInteger(r.length) || r.length < 1) throw invalidParameterError(`ranges[${i}].length`, 'a positive integer', r.length, 'range');
+    });
+    try {
+      return this.native.mapFile(path, ranges).map(({ buffer, offset }) => ({ buffer: new GpuBuffer(this, buffer), offset }));
+    } catch (error) {
+      rethrowWithCallerStack(error, this.mapFile);
+    }
   }
 
   /**

@@ -2,10 +2,10 @@
 // model and device and shared by every GPU sequence of the model. Each
 // tensor is a (buffer, offset) binding and the kernel suffix of its type.
 //
-// Today every tensor is copied into a buffer of its own: the emulated
-// device's buffers are plain memory, and this is what the tests run.
-import { closeSync, openSync, readSync } from 'node:fs';
-
+// Nothing is copied: each tensor is a read-only buffer over the file's
+// mapping (device.mapFile: Metal's newBufferWithBytesNoCopy on the pages
+// that hold it; the emulated device reads the same mapping, with the same
+// 16 KB-aligned ranges and offsets, so the tests run what a Mac runs).
 import { BackendUnavailableError } from '../errors.js';
 import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { tensorBytes } from '../gguf/tensor-bytes.js';
@@ -36,25 +36,20 @@ export class GpuWeights {
   readonly #buffers: GpuBuffer[] = [];
 
   constructor(readonly device: GpuDevice, file: WeightFile) {
-    const fd = openSync(file.path, 'r');
-    try {
-      for (const t of file.tensors) {
-        const type = file.types.find((x) => x.id === t.type);
-        const suffix = type && KERNEL_TYPES[type.name];
-        if (type === undefined || suffix === undefined) {
-          throw new BackendUnavailableError(device.kind,
-            `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${Object.keys(KERNEL_TYPES).join(', ')})`);
-        }
-        const bytes = tensorBytes(type, t.dims);
-        const data = Buffer.alloc(bytes);
-        readSync(fd, data, 0, bytes, t.offset);
-        const buffer = device.createBuffer(data);
-        this.#buffers.push(buffer);
-        this.#weights.set(t.name, { buffer, offset: 0, suffix });
+    const suffixes = file.tensors.map((t) => {
+      const type = file.types.find((x) => x.id === t.type);
+      const suffix = type && KERNEL_TYPES[type.name];
+      if (type === undefined || suffix === undefined) {
+        throw new BackendUnavailableError(device.kind,
+          `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${Object.keys(KERNEL_TYPES).join(', ')})`);
       }
-    } finally {
-      closeSync(fd);
-    }
+      return { suffix, length: tensorBytes(type, t.dims) };
+    });
+    const mapped = device.mapFile(file.path, file.tensors.map((t, i) => ({ offset: t.offset, length: suffixes[i].length })));
+    file.tensors.forEach((t, i) => {
+      this.#buffers.push(mapped[i].buffer);
+      this.#weights.set(t.name, { buffer: mapped[i].buffer, offset: mapped[i].offset, suffix: suffixes[i].suffix });
+    });
   }
 
   /** The tensor `name`; an error naming it when the file has none. */

@@ -65,6 +65,8 @@ export interface NativeDevice {
   /** Releases the device; work already queued finishes. */
   dispose(): void;
   createBuffer(length: number): NativeBuffer;
+  /** Each range of the file as a read-only buffer over its mapping, from the 16 KB boundary below it; offset: where the range starts in it. */
+  mapFile(path: string, ranges: readonly { offset: number; length: number }[]): { buffer: NativeBuffer; offset: number }[];
   /** Throws TypeError/RangeError naming commands[i] and the field. */
   createTable(commands: NativeCommand[]): NativeTable;
   /** Encodes positions start .. start + n - 1 into one command buffer, commits; resolves when the GPU is done. */

@@ -56,6 +56,16 @@ Napi::Object BufferHandle::create(Napi::Env env, std::shared_ptr<DeviceSession> 
   return object;
 }
 
+Napi::Object BufferHandle::adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session, std::shared_ptr<Buffer> buffer) {
+  Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->bufferConstructor().New({});
+  BufferHandle* handle = Napi::ObjectWrap<BufferHandle>::Unwrap(object);
+  session->resources.insert(handle);
+  handle->session_ = std::move(session);
+  handle->buffer_ = std::move(buffer);
+  handle->readOnly_ = true;
+  return object;
+}
+
 BufferHandle::~BufferHandle() { releaseDeviceResources(); }
 
 Napi::Value BufferHandle::Dispose(const Napi::CallbackInfo& info) {
@@ -64,7 +74,7 @@ Napi::Value BufferHandle::Dispose(const Napi::CallbackInfo& info) {
 }
 
 void BufferHandle::releaseDeviceResources() {
-  if (buffer_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(buffer_->length()));
+  if (buffer_ && !readOnly_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(buffer_->length()));
   buffer_.reset();
   if (session_) session_->resources.erase(this);
   session_.reset();
@@ -90,6 +100,7 @@ Napi::Value BufferHandle::Length(const Napi::CallbackInfo& info) {
 Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!buffer_) throw Napi::Error::New(env, "write: the buffer's device was disposed, or it was not made by device.createBuffer");
+  if (readOnly_) throw Napi::Error::New(env, "write: this buffer maps a file read-only (device.mapFile); kernels may only read it");
   if (info.Length() != 2 || !info[1].IsTypedArray())
     throw Napi::TypeError::New(env, "write: expected (offset, typedArray)");
   size_t offset = sizeArgument(info, 0, "write", "offset");

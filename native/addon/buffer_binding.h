@@ -15,6 +15,10 @@ class BufferHandle : public Napi::ObjectWrap<BufferHandle>, public DeviceResourc
   static Napi::Function define(Napi::Env env);
   // Wraps a new buffer of `length` bytes of `session`'s device.
   static Napi::Object create(Napi::Env env, std::shared_ptr<DeviceSession> session, size_t length);
+  // Wraps `buffer`, made by the device over memory it does not own (a
+  // mapped file, device.mapFile): write() refuses it, and V8 is not told of
+  // memory the file's pages are.
+  static Napi::Object adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session, std::shared_ptr<Buffer> buffer);
   // The handle behind a JS value, or nullptr if it is not a buffer handle.
   static BufferHandle* unwrap(Napi::Value value);
 
@@ -37,6 +41,7 @@ class BufferHandle : public Napi::ObjectWrap<BufferHandle>, public DeviceResourc
 
   std::shared_ptr<DeviceSession> session_;
   std::shared_ptr<Buffer> buffer_;
+  bool readOnly_ = false;
 };
 
 }  // namespace md::addon

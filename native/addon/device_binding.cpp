@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../core/exact_arithmetic.h"
+#include "../core/mapped_file.h"
 #include "../emu/emulated_device.h"
 #include "../metal/metal_device.h"
 #include "buffer_binding.h"
@@ -32,6 +33,7 @@ Napi::Function DeviceHandle::define(Napi::Env env) {
                          InstanceMethod("sampleAsync", &DeviceHandle::SampleAsync),
                          InstanceMethod("dispose", &DeviceHandle::Dispose),
                          InstanceMethod("createBuffer", &DeviceHandle::CreateBuffer),
+                         InstanceMethod("mapFile", &DeviceHandle::MapFile),
                          InstanceMethod("createTable", &DeviceHandle::CreateTable),
                          InstanceMethod("runChain", &DeviceHandle::RunChain),
                          InstanceMethod("kernelNames", &DeviceHandle::KernelNames),
@@ -113,6 +115,49 @@ Napi::Value DeviceHandle::CreateBuffer(const Napi::CallbackInfo& info) {
   if (!(length >= 1 && length <= 9007199254740991.0 && length == std::floor(length)))
     throw Napi::RangeError::New(info.Env(), "createBuffer: the length must be a positive integer");
   return BufferHandle::create(info.Env(), s, size_t(length));
+}
+
+Napi::Value DeviceHandle::MapFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = session(env, "mapFile");
+  if (info.Length() != 2 || !info[0].IsString() || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "mapFile: expected (path, ranges: {offset, length}[])");
+  std::shared_ptr<MappedFile> file;
+  try {
+    file = std::make_shared<MappedFile>(info[0].As<Napi::String>().Utf8Value());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("mapFile: ") + e.what());
+  }
+  Napi::Array ranges = info[1].As<Napi::Array>();
+  Napi::Array result = Napi::Array::New(env, ranges.Length());
+  for (uint32_t i = 0; i < ranges.Length(); ++i) {
+    const std::string at = "mapFile: ranges[" + std::to_string(i) + "]";
+    Napi::Value item = ranges.Get(i);
+    if (!item.IsObject()) throw Napi::TypeError::New(env, at + " must be an object {offset, length}");
+    auto field = [&](const char* name) {
+      Napi::Value v = item.As<Napi::Object>().Get(name);
+      const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+      if (!(x >= 0 && x <= 9007199254740991.0 && x == std::floor(x)))
+        throw Napi::RangeError::New(env, at + "." + name + " must be a non-negative integer");
+      return uint64_t(x);
+    };
+    const uint64_t offset = field("offset"), length = field("length");
+    if (length == 0 || offset > file->size() || length > file->size() - offset)
+      throw Napi::RangeError::New(env, at + ": bytes " + std::to_string(offset) + ".." + std::to_string(offset + length) +
+                                           " are not a non-empty range of the " + std::to_string(file->size()) + "-byte file");
+    const uint64_t start = offset / kWrapGranularity * kWrapGranularity;
+    std::shared_ptr<Buffer> buffer;
+    try {
+      buffer = s->device->wrapMemory(file->data() + start, size_t(offset + length - start), file);
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, at + ": " + e.what());
+    }
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("buffer", BufferHandle::adoptReadOnly(env, s, std::move(buffer)));
+    entry.Set("offset", Napi::Number::New(env, double(offset - start)));
+    result.Set(i, entry);
+  }
+  return result;
 }
 
 Napi::Value DeviceHandle::CreateTable(const Napi::CallbackInfo& info) {

@@ -45,6 +45,11 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   // Dispatch tables (table_binding.h, buffer_binding.h).
   Napi::Value CreateBuffer(const Napi::CallbackInfo& info);
+  // mapFile(path, ranges: {offset, length}[]) -> {buffer, offset}[]: each
+  // range of the file as a read-only buffer over its mapping (no copy),
+  // from the granule boundary below it; `offset` is where the range starts
+  // in that buffer.
+  Napi::Value MapFile(const Napi::CallbackInfo& info);
   Napi::Value CreateTable(const Napi::CallbackInfo& info);
   Napi::Value RunChain(const Napi::CallbackInfo& info);
   Napi::Value KernelNames(const Napi::CallbackInfo& info);

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace md {
@@ -46,6 +47,24 @@ inline std::string threadgroupMemoryProblem(size_t length) {
   if (length % kThreadgroupMemoryAlignment == 0 && length <= kMaxThreadgroupMemory) return "";
   return "threadgroup memory of " + std::to_string(length) + " bytes: Metal takes a multiple of " +
          std::to_string(kThreadgroupMemoryAlignment) + " bytes, at most " + std::to_string(kMaxThreadgroupMemory);
+}
+
+// The OS page: what Metal's newBufferWithBytesNoCopy aligns to (16 KB on
+// Apple silicon, 4 KB on Linux and Intel Macs).
+inline size_t osPageSize() { return size_t(sysconf(_SC_PAGESIZE)); }
+
+// Ranges of a mapped file are wrapped from a multiple of this, the largest
+// page of the platforms: the same ranges on Linux as on a Mac, so the tests
+// here run the offsets a Mac runs.
+constexpr uint64_t kWrapGranularity = 16384;
+
+// Why `data` cannot be wrapped without a copy, or "".
+inline std::string wrapMemoryProblem(const void* data, size_t length, size_t pageSize) {
+  if (length == 0) return "wrapMemory: the length is 0";
+  if (reinterpret_cast<uintptr_t>(data) % pageSize != 0)
+    return "wrapMemory: the memory is not aligned to the " + std::to_string(pageSize) +
+           "-byte page (Metal's newBufferWithBytesNoCopy needs it)";
+  return "";
 }
 
 // Memory both the CPU and the GPU address (MTLStorageModeShared). Always
@@ -98,6 +117,12 @@ class Device {
   virtual std::string name() const = 0;
   // `length` bytes, zeroed.
   virtual std::shared_ptr<Buffer> newBuffer(size_t length) = 0;
+  // `length` bytes of memory the caller has, seen by the GPU without a
+  // copy (Metal's newBufferWithBytesNoCopy): `data` must be aligned to the
+  // OS page (DeviceError otherwise, on every device, so that a misaligned
+  // range fails here as on a Mac), and `owner` is kept until the buffer is
+  // freed. Read-only memory (a mapped file) is only for kernels that read.
+  virtual std::shared_ptr<Buffer> wrapMemory(const void* data, size_t length, std::shared_ptr<const void> owner) = 0;
   // The pipeline of kernel `name`, compiled on first use and cached.
   virtual const Pipeline& pipeline(const std::string& name) = 0;
   virtual std::unique_ptr<CommandBuffer> newCommandBuffer() = 0;

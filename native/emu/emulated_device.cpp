@@ -38,6 +38,20 @@ class EmulatedPipeline : public Pipeline {
 
 }  // namespace
 
+// Memory someone else owns (a mapped file), kept alive by `owner`.
+class WrappedBuffer : public Buffer {
+ public:
+  WrappedBuffer(const void* data, size_t length, std::shared_ptr<const void> owner)
+      : data_(const_cast<void*>(data)), length_(length), owner_(std::move(owner)) {}
+  void* contents() override { return data_; }
+  size_t length() const override { return length_; }
+
+ private:
+  void* data_;
+  size_t length_;
+  std::shared_ptr<const void> owner_;
+};
+
 class EmulatedCommandBuffer : public CommandBuffer {
  public:
   EmulatedCommandBuffer(std::shared_ptr<EmulatedDevice::Queue> queue)
@@ -164,6 +178,12 @@ std::string EmulatedDevice::name() const {
 }
 
 std::shared_ptr<Buffer> EmulatedDevice::newBuffer(size_t length) { return std::make_shared<EmulatedBuffer>(length); }
+
+std::shared_ptr<Buffer> EmulatedDevice::wrapMemory(const void* data, size_t length, std::shared_ptr<const void> owner) {
+  const std::string problem = wrapMemoryProblem(data, length, osPageSize());
+  if (!problem.empty()) throw DeviceError(problem);
+  return std::make_shared<WrappedBuffer>(data, length, std::move(owner));
+}
 
 const Pipeline& EmulatedDevice::pipeline(const std::string& name) {
   std::lock_guard<std::mutex> lock(pipelinesMutex_);

@@ -32,6 +32,7 @@ class EmulatedDevice : public Device {
 
   std::string name() const override;
   std::shared_ptr<Buffer> newBuffer(size_t length) override;
+  std::shared_ptr<Buffer> wrapMemory(const void* data, size_t length, std::shared_ptr<const void> owner) override;
   const Pipeline& pipeline(const std::string& name) override;
   std::unique_ptr<CommandBuffer> newCommandBuffer() override;
   std::vector<std::string> kernelNames() override;

@@ -220,6 +220,42 @@ class MetalDevice : public Device {
     return result;
   }
 
+  // The memory as it is: the GPU reads the mapped file's pages where they
+  // are (unified memory), so loading a model copies nothing. Metal takes
+  // whole pages; the range is rounded up to the page, which the file's
+  // mapping covers (it maps whole pages too).
+  std::shared_ptr<Buffer> wrapMemory(const void* data, size_t length, std::shared_ptr<const void> owner) override {
+    const size_t page = osPageSize();
+    const std::string problem = wrapMemoryProblem(data, length, page);
+    if (!problem.empty()) throw DeviceError(problem);
+    const size_t rounded = (length + page - 1) / page * page;
+    std::shared_ptr<Buffer> result;
+    std::string failure;
+    @autoreleasepool {
+      if (rounded > device_.maxBufferLength) {
+        failure = "wrapMemory: " + std::to_string(rounded) + " bytes are more than this GPU's largest buffer (" +
+                  std::to_string(size_t(device_.maxBufferLength)) + " bytes)";
+      } else {
+        // The deallocator runs when Metal frees the buffer: only then may the owner go.
+        auto* keep = new std::shared_ptr<const void>(std::move(owner));
+        id<MTLBuffer> buffer = [device_ newBufferWithBytesNoCopy:const_cast<void*>(data)
+                                                          length:rounded
+                                                         options:MTLResourceStorageModeShared
+                                                     deallocator:^(void* _Nonnull, NSUInteger) {
+                                                       delete keep;
+                                                     }];
+        if (buffer) {
+          result = std::make_shared<MetalBuffer>(buffer);
+        } else {
+          delete keep;
+          failure = "wrapMemory: Metal could not wrap " + std::to_string(rounded) + " bytes";
+        }
+      }
+    }
+    if (!result) throw DeviceError(failure);
+    return result;
+  }
+
   // Kernel names are the cache keys, as in ggml-metal.
   const Pipeline& pipeline(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -164,6 +165,31 @@ TEST(DeviceContract, CommittingAfterTheDeviceIsGoneIsAnError) {
   } catch (const md::DeviceError& e) {
     EXPECT_STREQ(e.what(), "commit: the emulated device was destroyed");
   }
+}
+
+// Memory wrapped without a copy: page-aligned only (Metal's rule, kept here
+// so a misaligned range fails on Linux too), and its owner lives exactly
+// as long as the buffer.
+TEST(DeviceContract, WrappedMemoryMustBePageAlignedAndKeepsItsOwnerUntilFreed) {
+  md::emu::EmulatedDevice device;
+  const size_t page = md::osPageSize();
+  auto memory = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(page, 2 * page)), std::free);
+  std::weak_ptr<uint8_t> watch = memory;
+  try {
+    device.wrapMemory(memory.get() + 32, 64, memory);
+    ADD_FAILURE() << "misaligned memory was wrapped";
+  } catch (const md::DeviceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "wrapMemory: the memory is not aligned to the " + std::to_string(page) + "-byte page (Metal's newBufferWithBytesNoCopy needs it)");
+  }
+  memory.get()[5] = 42;
+  auto buffer = device.wrapMemory(memory.get(), page + 10, memory);
+  EXPECT_EQ(buffer->length(), page + 10);
+  EXPECT_EQ(static_cast<uint8_t*>(buffer->contents())[5], 42);  // the memory itself, not a copy
+  memory.reset();
+  EXPECT_FALSE(watch.expired());
+  buffer.reset();
+  EXPECT_TRUE(watch.expired());
 }
 
 // ---- chains over several command buffers ------------------------------------

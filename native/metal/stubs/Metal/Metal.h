@@ -106,7 +106,12 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
 @property(readonly) NSUInteger maxThreadgroupMemoryLength API_AVAILABLE(macos(10.13));
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily API_AVAILABLE(macos(10.15));
 - (nullable id<MTLCommandQueue>)newCommandQueue;
+@property(readonly) NSUInteger maxBufferLength API_AVAILABLE(macos(10.14));
 - (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (nullable id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
+                                           length:(NSUInteger)length
+                                          options:(MTLResourceOptions)options
+                                      deallocator:(void (^_Nullable)(void* pointer, NSUInteger length))deallocator;
 - (nullable id<MTLLibrary>)newLibraryWithSource:(NSString*)source
                                         options:(nullable MTLCompileOptions*)options
                                           error:(NSError* _Nullable* _Nullable)error;
