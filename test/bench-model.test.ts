@@ -25,6 +25,7 @@ describe('arguments', () => {
     [['bench', 'model', '--model', 'package.json', '--threads', '0'], 'Expected an integer from 1 to 256 for --threads but received "0"'],
     [['bench', 'model', '--model', 'package.json', '--tokens', '1'], 'Expected an integer from 2 to 65536 for --tokens but received "1"'],
     [['bench', 'model', '--model', 'package.json', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
+    [['bench', 'model', '--model', 'package.json', '--backend', 'cuda'], 'Expected native, metal or emulated for --backend but received "cuda"'],
   ])('%j', async (argv, message) => {
     const { code, stderr } = await runCli(...argv);
     expect(code).toBe(2);
@@ -41,7 +42,7 @@ describe('arguments', () => {
 it('measures both engines on the same file and prints the ratios and memory', async () => {
   const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '16', '--tokens', '8', '--runs', '1');
   expect(code).toBe(0);
-  expect(stdout).toMatch(/^metal-decode +\d+\.\d +\d+\.\d\d +\d+ +\w+ kernels, 1 threads$/m);
+  expect(stdout).toMatch(/^metal-decode \(native\) +\d+\.\d +\d+\.\d\d +\d+ +\w+ kernels, 1 threads$/m);
   expect(stdout).toMatch(/^llama\.cpp +\d+\.\d +\d+\.\d\d +\d+ +node-llama-cpp \d+\.\d+\.\d+/m);
   expect(stdout).toMatch(/^ratio +\d+\.\d\dx +\d+\.\d\dx +\d+\.\d\dx/m);
   expect(stdout).toContain('resident memory this package added');
@@ -51,10 +52,23 @@ it('--json gives the result with every number; --compare none leaves llama.cpp o
   const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '4', '--runs', '1', '--compare', 'none', '--json');
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
-  expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode']);
+  expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode (native)']);
   expect(result.ratios).toBeNull();
   expect(result.engines[0].prefillTokensPerSecond).toBeGreaterThan(0);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
   expect(result.fileBytes).toBeGreaterThan(0);
   expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // K and V, F16, positions x layers x KV heads x head dim
+});
+
+it('--backend emulated measures the dispatch tables (batched prefill, chained decode) and says the speed is not one', async () => {
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--backend', 'emulated', '--prompt', '8', '--tokens', '4', '--runs', '1',
+    '--compare', 'none', '--json');
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout) as ModelBenchResult;
+  expect(result.settings.backend).toBe('emulated');
+  expect(result.engines.map((e) => [e.engine, e.note])).toEqual([
+    ['metal-decode (emulated)', 'emulated dispatch tables, chained decode (CPU fibers: a check, not a speed)'],
+  ]);
+  expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
+  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // the device's F16 caches: the CPU's size
 });

@@ -1,17 +1,22 @@
 // model-bench.ts: `metal-decode bench model --model FILE`: prefill and
 // decode tokens/s and the time to the first token of a GGUF model on this
-// package's CPU forward pass, and of llama.cpp (node-llama-cpp, when it is
-// installed) on the same file with the same threads, in one run, so the
-// ratios compare like with like. Medians over --runs runs.
+// package's CPU forward pass or its GPU dispatch tables (--backend), and of
+// llama.cpp (node-llama-cpp, when it is installed) on the same file, the
+// same threads and the same kind of device, in one run, so the ratios
+// compare like with like. Medians over --runs runs.
 import { statSync } from 'node:fs';
 
 import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
+import type { GgufSequence } from '../models/gguf-model.js';
+import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { median } from './stats.js';
 import type { Table } from './tables.js';
 
 export interface ModelBenchSettings {
   model: string;
+  /** native: the CPU forward pass; metal / emulated: the dispatch tables on that device. */
+  backend: 'native' | 'metal' | 'emulated';
   threads: number;
   promptTokens: number;
   generatedTokens: number;
@@ -68,7 +73,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult;
   let kvCacheBytes = 0;
   try {
     for (let run = 0; run < s.runs + 1; run++) {
-      const sequence = model.openSequence({ backend: 'native', contextSize });
+      const sequence = model.openSequence({ backend: s.backend, contextSize }) as GgufSequence | GgufGpuSequence;
       const start = performance.now();
       await sequence.evaluate(Uint32Array.from(prompt), 0);
       const prefill = performance.now() - start;
@@ -76,14 +81,19 @@ async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult;
       sequence.dispose();
       const stamps: number[] = [];
       const began = performance.now();
-      await generate(model, prompt, { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, onToken: () => void stamps.push(performance.now()) });
+      await generate(model, prompt, {
+        temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, onToken: () => void stamps.push(performance.now()),
+      });
       if (run === 0) continue;  // warm-up
       t.prefill.push(prefill);
       t.ttft.push(stamps[0] - began);
       t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
     }
     const residentBytes = process.memoryUsage().rss - before;
-    return { result: summary('metal-decode', t, s.promptTokens, `${model.info.cpuKernels} kernels, ${model.info.threads} threads`), kvCacheBytes, residentBytes, vocab: model.vocabSize };
+    const note = s.backend === 'native'
+      ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
+      : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
+    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize };
   } finally {
     model.dispose();
   }
@@ -98,8 +108,10 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
     if (s.compare === 'llama.cpp') throw new Error(reason);
     return { engine: 'llama.cpp', prefillTokensPerSecond: null, decodeTokensPerSecond: null, timeToFirstTokenMs: null, note: reason };
   }
-  const llama = await llamaCpp.getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: llamaCpp.LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath: s.model, gpuLayers: 0 });
+  // Against our Metal tables, llama.cpp's Metal backend with every layer on the GPU; else its CPU build.
+  const metal = s.backend === 'metal';
+  const llama = await llamaCpp.getLlama({ gpu: metal ? 'metal' : false, build: 'never', progressLogs: false, logLevel: llamaCpp.LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: s.model, gpuLayers: metal ? 'max' : 0 });
   const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   try {
@@ -129,7 +141,8 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
   } finally {
     await model.dispose();
   }
-  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, CPU build picked by ggml for this CPU, ${s.threads} threads`);
+  const build = metal ? 'Metal, every layer on the GPU' : `CPU build picked by ggml for this CPU, ${s.threads} threads`;
+  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`);
 }
 
 // node-llama-cpp's exports map hides its package.json: find it from the entry point.
@@ -171,7 +184,7 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
   const n = (x: number | null, digits = 1) => (x === null ? '-' : x.toFixed(digits));
   const mb = (x: number) => `${(x / 2 ** 20).toFixed(0)} MiB`;
   const speed: Table = {
-    title: `model: ${r.settings.model}, prompt ${r.settings.promptTokens} tokens, ${r.settings.generatedTokens} generated, median of ${r.settings.runs} runs`,
+    title: `model: ${r.settings.model} on ${r.settings.backend}, prompt ${r.settings.promptTokens} tokens, ${r.settings.generatedTokens} generated, median of ${r.settings.runs} runs`,
     header: ['engine', 'prefill tok/s', 'decode tok/s', 'first token ms', 'notes'],
     rows: r.engines.map((e) => [e.engine, n(e.prefillTokensPerSecond), n(e.decodeTokensPerSecond, 2), n(e.timeToFirstTokenMs, 0), e.note]),
   };

@@ -46,11 +46,13 @@ Options:
   --no-progress      no progress bar (it is drawn only on a terminal anyway)
   -h, --help         this text
 
-  model     a GGUF model on the CPU forward pass: prefill and decode tokens/s and
-            the time to the first token, and llama.cpp's (node-llama-cpp, when
-            installed) on the same file and threads, with the ratios and the
-            resident memory
+  model     a GGUF model: prefill and decode tokens/s and the time to the first
+            token, and llama.cpp's (node-llama-cpp, when installed) on the same
+            file, threads and kind of device, with the ratios and the resident memory
   --model FILE       the .gguf file (required)
+  --backend NAME     native (the CPU forward pass, default), metal (the dispatch tables
+                     on the Mac's GPU; llama.cpp then runs on Metal too) or emulated
+                     (the same tables on CPU fibers: for checking, its speed means nothing)
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)
@@ -85,12 +87,17 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  const { help, json, values } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs']);
+  const { help, json, values } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend']);
+  const backend = values.backend ?? 'native';
+  if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
+    throw new UsageError(`Expected native, metal or emulated for --backend but received ${JSON.stringify(backend)}`);
+  }
   return {
     help,
     json,
     settings: {
       model: help ? '' : modelFile(values.model),
+      backend,
       threads: integer('threads', values.threads, physicalCores(), 256),
       promptTokens: integer('prompt', values.prompt, 128, 65536),
       generatedTokens: integer('tokens', values.tokens, 64, 65536, 2),

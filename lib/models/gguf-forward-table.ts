@@ -49,6 +49,8 @@ export class GgufForwardTable {
   readonly forward: DispatchTable;
   readonly prefillBatch: number;
   readonly attentionSplits: number;
+  /** Bytes of the F16 KV caches (every layer, contextSize positions). */
+  readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
   readonly #commands: (b: DispatchTableBuilder, count: number, withLogits: boolean) => DispatchTableBuilder;
   readonly #batchTables = new Map<string, DispatchTable>();
@@ -78,6 +80,7 @@ export class GgufForwardTable {
     const caches = Array.from({ length: c.blockCount }, () => ({
       keys: this.#buffer(contextSize * kvDim * 2), values: this.#buffer(contextSize * kvDim * 2),
     }));
+    this.kvCacheBytes = caches.reduce((sum, cache) => sum + cache.keys.byteLength + cache.values.byteLength, 0);
     const rope: RopeShape = {
       headDim: c.headDim, ropeDims: c.ropeDims, mode: c.ropeMode, freqScale: c.ropeFreqScale,
       thetaScale: Math.fround(Math.pow(Math.fround(c.ropeBase), Math.fround(-2 / c.ropeDims))),

@@ -24,6 +24,11 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
     this.contextSize = table.contextSize;
   }
 
+  /** Bytes of the F16 KV cache on the device (contextSize positions). */
+  get kvCacheBytes(): number {
+    return this.#table.kvCacheBytes;
+  }
+
   get chain(): SequenceChain {
     return this;
   }
