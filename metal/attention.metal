@@ -6,23 +6,28 @@
 #include "md_kernel.h"
 #include "md_transformer.h"
 
-// One thread per (token, head, rotated pair). The angle is the CPU's,
-// operation for operation: position times theta_scale i times (ggml's
-// recurrence), divided by the pair's factor, times freq_scale.
+// One thread per (token, head, rotated pair), the Q heads' pairs then the
+// K heads'. The angle is the CPU's, operation for operation: position
+// times theta_scale i times (ggml's recurrence), divided by the pair's
+// factor, times freq_scale.
 kernel void md_rope_f32(device float* x [[buffer(0)]],
                         device const float* factors [[buffer(1)]],
                         constant md_rope_params& params [[buffer(2)]],
+                        device float* k [[buffer(3)]],
                         MD_THREAD_IDS) {
   const uint pairs = params.rope_dims / 2;
-  const uint k = group * threads + tid;
-  if (k >= params.count * params.heads * pairs) return;
-  const uint token = k / (params.heads * pairs), h = (k / pairs) % params.heads, i = k % pairs;
+  const uint index = group * threads + tid;
+  const uint q_pairs = params.count * params.heads * pairs;
+  if (index >= q_pairs + params.count * params.k_heads * pairs) return;
+  const bool is_k = index >= q_pairs;
+  const uint item = is_k ? index - q_pairs : index, heads = is_k ? params.k_heads : params.heads;
+  const uint token = item / (heads * pairs), h = (item / pairs) % heads, i = item % pairs;
   float theta = float(params.position + token);
   for (uint j = 0; j < i; ++j) theta *= params.theta_scale;
   const float factor = params.has_factors != 0 ? factors[i] : 1.0f;
   const float angle = params.freq_scale * (theta / factor);
   const float c = cos(angle), s = sin(angle);
-  device float* head = x + (ulong(token) * params.heads + h) * params.head_dim;
+  device float* head = (is_k ? k : x) + (ulong(token) * heads + h) * params.head_dim;
   const uint a = params.mode == 0 ? 2 * i : i, b = params.mode == 0 ? 2 * i + 1 : i + pairs;
   const float x0 = head[a], x1 = head[b];
   head[a] = x0 * c - x1 * s;

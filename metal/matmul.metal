@@ -56,7 +56,9 @@ inline void md_matmul(device const Block* w, device const float* x, device float
   if (row0 + out_row >= params.rows) return;
   for (uint j = 0; j < MD_MATMUL_OUTPUTS; ++j) {
     const uint token = token0 + out_token + j;
-    if (token < params.count) y[ulong(token) * params.rows + row0 + out_row] = acc[j];
+    if (token >= params.count) continue;
+    device float* out = y + ulong(token) * params.rows + row0 + out_row;
+    *out = params.accumulate != 0 ? *out + acc[j] : acc[j];
   }
 }
 

@@ -36,7 +36,7 @@ inline void md_matvec(device const Block* w, device const float* x, device float
   }
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
     const float total = simd_sum(sums[r]);
-    if (lane == 0 && first + r < params.rows) y[first + r] = total;
+    if (lane == 0 && first + r < params.rows) y[first + r] = params.accumulate != 0 ? y[first + r] + total : total;
   }
 }
 

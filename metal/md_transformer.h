@@ -17,19 +17,24 @@ typedef struct md_rows_params {
 } md_rows_params;
 
 // y = W x: W is `rows` rows of `cols` values in a GGUF type (cols a whole
-// number of its blocks), x and y float32.
+// number of its blocks), x and y float32. accumulate: y += W x instead
+// (the residual add fused into the projection before it: y + (W x), the
+// CPU's one float addition).
 typedef struct md_matvec_params {
   md_u32 rows;
   md_u32 cols;
+  md_u32 accumulate;
+  md_u32 reserved;
 } md_matvec_params;
 
 // Y = X W^T for a batch of `count` tokens (prefill): W as in matvec, X
-// count x cols and Y count x rows float32, row-major.
+// count x cols and Y count x rows float32, row-major; accumulate as in
+// matvec.
 typedef struct md_matmul_params {
   md_u32 rows;
   md_u32 cols;
   md_u32 count;
-  md_u32 reserved;
+  md_u32 accumulate;
 } md_matmul_params;
 
 // The embedding lookup: rows token[0 .. count) of a vocab_size x dim table
@@ -42,8 +47,10 @@ typedef struct md_embed_params {
   md_u32 reserved;
 } md_embed_params;
 
-// Rotary embedding of `count` tokens of `heads` heads of head_dim floats,
-// token i at position + i (the Position patch, field at byte 16). mode: 0 rotates adjacent pairs, 2 the
+// Rotary embedding of `count` tokens, token i at position + i (the
+// Position patch, field at byte 16): each token's `heads` heads of
+// head_dim floats in x, and its `k_heads` heads in k (Q and K in one
+// dispatch; k_heads 0 for x alone). mode: 0 rotates adjacent pairs, 2 the
 // two halves of each head. theta_scale = base^(-2 / rope_dims), computed
 // once on the host as the CPU computes it; has_factors: divide each pair's
 // angle by factors[i] (llama3's rope_freqs).
@@ -57,7 +64,7 @@ typedef struct md_rope_params {
   float freq_scale;
   md_u32 has_factors;
   md_u32 count;
-  md_u32 reserved;
+  md_u32 k_heads;
 } md_rope_params;
 
 // `count` K and V rows of kv_dim floats into the F16 cache at rows
@@ -102,7 +109,7 @@ typedef struct md_attention_params {
 
 #ifndef __METAL_VERSION__
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
-static_assert(sizeof(md_matvec_params) == 8 && sizeof(md_matmul_params) == 16, "matrix params sizes");
+static_assert(sizeof(md_matvec_params) == 16 && sizeof(md_matmul_params) == 16, "matrix params sizes");
 static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
               sizeof(md_attention_params) == 32, "transformer params sizes");
 #endif

@@ -4,10 +4,11 @@
 // transformer.cpp) serves every table: for `count` tokens from position p,
 // the embedding rows of tokens p .. p + count - 1 (token-offset patch),
 // then per layer RMSNorm, the Q/K/V projections (+ biases, + per-head Q/K
-// norms), RoPE at p.., the KV write at p.., causal attention (position and
-// KV-length patches, split over threadgroups for long contexts), the output
-// projection and residual, RMSNorm, gate/up, SwiGLU, down and residual;
-// then the output norm and the LM head on the last token.
+// norms), RoPE of Q and K at p.., the KV write at p.., causal attention
+// (position and KV-length patches, split over threadgroups for long
+// contexts), the output projection with the residual added in, RMSNorm,
+// gate/up, SwiGLU, down with the residual added in; then the output norm
+// and the LM head on the last token.
 //
 // Decode (count 1) uses the matrix-vector kernels, and its tables end with
 // the argmax or the sampler, which writes token p + 1 where the next step's
@@ -71,7 +72,7 @@ export class GgufForwardTable {
     this.tokens = this.#buffer(contextSize * 4);
     this.logits = floats(c.vocabSize);
     // Activations of up to `batch` tokens, row after row.
-    const hidden = floats(batch * c.embeddingLength), normed = floats(batch * c.embeddingLength), projected = floats(batch * c.embeddingLength);
+    const hidden = floats(batch * c.embeddingLength), normed = floats(batch * c.embeddingLength);
     const q = floats(batch * qDim), k = floats(batch * kvDim), v = floats(batch * kvDim), attended = floats(batch * qDim);
     const gate = floats(batch * c.ffnLength), up = floats(batch * c.ffnLength);
     const scores = floats(batch * c.headCount * contextSize);
@@ -96,33 +97,34 @@ export class GgufForwardTable {
         label, buffers: [{ index: 0, buffer: x, offset: xOffset }, bind(1, w), { index: 3, buffer: out }],
         params: { index: 2, bytes: pack.rows(n, rows, c.normEps) }, threadgroups: rows, threadsPerThreadgroup: 256,
       });
-      // y = W x for each of the count tokens: the matrix-vector kernel for
-      // one token, the matrix-matrix kernel for a batch.
-      const project = (label: string, w: GpuWeight, x: GpuBuffer, y: GpuBuffer, rows: number, cols: number) => {
+      // y = W x for each of the count tokens (y += W x with accumulate: the
+      // residual add fused in): the matrix-vector kernel for one token, the
+      // matrix-matrix kernel for a batch.
+      const project = (label: string, w: GpuWeight, x: GpuBuffer, y: GpuBuffer, rows: number, cols: number, accumulate = false) => {
         if (count === 1) {
           b.add(`md_matvec_${w.suffix}`, {
             label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
-            params: { index: 2, bytes: pack.matvec(rows, cols) },
+            params: { index: 2, bytes: pack.matvec(rows, cols, accumulate) },
             threadgroups: Math.ceil(rows / (layouts.matvecRows * 4)), threadsPerThreadgroup: 128,
           });
         } else {
           const tile = layouts.matmulTile;
           b.add(`md_matmul_${w.suffix}`, {
             label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
-            params: { index: 2, bytes: pack.matmul(rows, cols, count) },
+            params: { index: 2, bytes: pack.matmul(rows, cols, count, accumulate) },
             threadgroups: Math.ceil(rows / tile) * Math.ceil(count / tile), threadsPerThreadgroup: layouts.matmulThreads,
           });
         }
       };
-      const add = (label: string, x: GpuBuffer, y: GpuBuffer | GpuWeight, n: number, broadcast = false): CommandSpec => ({
-        label, buffers: [{ index: 0, buffer: x }, 'suffix' in y ? bind(1, y) : { index: 1, buffer: y }],
-        params: { index: 2, bytes: pack.rows(n, count, 0, broadcast) }, ...grid(n * count, 256),
+      const addBias = (label: string, x: GpuBuffer, bias: GpuWeight, n: number): CommandSpec => ({
+        label, buffers: [{ index: 0, buffer: x }, bind(1, bias)],
+        params: { index: 2, bytes: pack.rows(n, count, 0, true) }, ...grid(n * count, 256),
       });
       const factors = weights.find('rope_freqs.weight');
-      const ropeOf = (label: string, x: GpuBuffer, heads: number): CommandSpec => ({
-        label, buffers: [{ index: 0, buffer: x }, factors ? bind(1, factors) : { index: 1, buffer: x }],
-        params: { index: 2, bytes: pack.rope(heads, rope, count) },
-        ...grid(count * heads * (c.ropeDims / 2), 64),
+      const ropeOfQAndK = (label: string): CommandSpec => ({
+        label, buffers: [{ index: 0, buffer: q }, factors ? bind(1, factors) : { index: 1, buffer: q }, { index: 3, buffer: k }],
+        params: { index: 2, bytes: pack.rope(c.headCount, c.headCountKv, rope, count) },
+        ...grid(count * (c.headCount + c.headCountKv) * (c.ropeDims / 2), 64),
         patch: { rule: 'position', fields: [layouts.rope.position] },
       });
 
@@ -141,14 +143,13 @@ export class GgufForwardTable {
         for (const [tensor, out, rows] of [['attn_q', q, qDim], ['attn_k', k, kvDim], ['attn_v', v, kvDim]] as const) {
           project(`${layer}: ${tensor}`, weight(tensor), normed, out, rows, c.embeddingLength);
           const bias = weights.find(`blk.${layer}.${tensor}.bias`);
-          if (bias) b.add('md_add_f32', add(`${layer}: ${tensor} bias`, out, bias, rows, true));
+          if (bias) b.add('md_add_f32', addBias(`${layer}: ${tensor} bias`, out, bias, rows));
         }
         if (c.qkNorm) {
           b.add('md_rms_norm_f32', rmsNorm(`${layer}: Q head norms`, q, weight('attn_q_norm'), q, c.headDim, count * c.headCount));
           b.add('md_rms_norm_f32', rmsNorm(`${layer}: K head norms`, k, weight('attn_k_norm'), k, c.headDim, count * c.headCountKv));
         }
-        b.add('md_rope_f32', ropeOf(`${layer}: RoPE of Q`, q, c.headCount));
-        b.add('md_rope_f32', ropeOf(`${layer}: RoPE of K`, k, c.headCountKv));
+        b.add('md_rope_f32', ropeOfQAndK(`${layer}: RoPE of Q and K`));
         b.add('md_kv_store_f16', {
           label: `${layer}: KV write`,
           buffers: [{ index: 0, buffer: k }, { index: 1, buffer: v }, { index: 3, buffer: keys }, { index: 4, buffer: values }],
@@ -174,8 +175,7 @@ export class GgufForwardTable {
             patch: { rule: 'kvLength', fields: [layouts.attention.kvLength] },
           });
         }
-        project(`${layer}: attn_output`, weight('attn_output'), attended, projected, c.embeddingLength, qDim);
-        b.add('md_add_f32', add(`${layer}: residual`, hidden, projected, c.embeddingLength));
+        project(`${layer}: attn_output + residual`, weight('attn_output'), attended, hidden, c.embeddingLength, qDim, true);
         b.add('md_rms_norm_f32', rmsNorm(`${layer}: FFN norm`, hidden, weight('ffn_norm'), normed, c.embeddingLength, count));
         project(`${layer}: ffn_gate`, weight('ffn_gate'), normed, gate, c.ffnLength, c.embeddingLength);
         project(`${layer}: ffn_up`, weight('ffn_up'), normed, up, c.ffnLength, c.embeddingLength);
@@ -183,8 +183,7 @@ export class GgufForwardTable {
           label: `${layer}: SwiGLU`, buffers: [{ index: 0, buffer: gate }, { index: 1, buffer: up }],
           params: { index: 2, bytes: pack.rows(c.ffnLength, count, 0) }, ...grid(count * c.ffnLength, 256),
         });
-        project(`${layer}: ffn_down`, weight('ffn_down'), gate, projected, c.embeddingLength, c.ffnLength);
-        b.add('md_add_f32', add(`${layer}: residual`, hidden, projected, c.embeddingLength));
+        project(`${layer}: ffn_down + residual`, weight('ffn_down'), gate, hidden, c.embeddingLength, c.ffnLength, true);
       }
       if (!withLogits) return b;
       // Only the last token's logits are wanted: its row alone is normed and projected.

@@ -38,13 +38,15 @@ export class ParamsPacker {
     return this.#pack(r.size, [[r.n, n], [r.rows, rows], [r.broadcast, broadcast ? 1 : 0]], [[r.eps, eps]]);
   }
 
-  matvec(rows: number, cols: number): Uint8Array {
-    return this.#pack(this.l.matvec.size, [[this.l.matvec.rows, rows], [this.l.matvec.cols, cols]]);
+  /** accumulate: y += W x (a residual add fused into the projection). */
+  matvec(rows: number, cols: number, accumulate = false): Uint8Array {
+    const m = this.l.matvec;
+    return this.#pack(m.size, [[m.rows, rows], [m.cols, cols], [m.accumulate, accumulate ? 1 : 0]]);
   }
 
-  matmul(rows: number, cols: number, count: number): Uint8Array {
+  matmul(rows: number, cols: number, count: number, accumulate = false): Uint8Array {
     const m = this.l.matmul;
-    return this.#pack(m.size, [[m.rows, rows], [m.cols, cols], [m.count, count]]);
+    return this.#pack(m.size, [[m.rows, rows], [m.cols, cols], [m.count, count], [m.accumulate, accumulate ? 1 : 0]]);
   }
 
   embed(vocabSize: number, dim: number, count: number): Uint8Array {
@@ -52,9 +54,10 @@ export class ParamsPacker {
     return this.#pack(e.size, [[e.vocabSize, vocabSize], [e.dim, dim], [e.count, count]]);
   }
 
-  rope(heads: number, shape: RopeShape, count: number): Uint8Array {
+  /** Q's `heads` heads and K's `kHeads` heads in one dispatch. */
+  rope(heads: number, kHeads: number, shape: RopeShape, count: number): Uint8Array {
     const r = this.l.rope;
-    return this.#pack(r.size, [[r.heads, heads], [r.headDim, shape.headDim], [r.ropeDims, shape.ropeDims], [r.mode, shape.mode],
+    return this.#pack(r.size, [[r.heads, heads], [r.kHeads, kHeads], [r.headDim, shape.headDim], [r.ropeDims, shape.ropeDims], [r.mode, shape.mode],
       [r.hasFactors, shape.hasFactors ? 1 : 0], [r.count, count]], [[r.thetaScale, shape.thetaScale], [r.freqScale, shape.freqScale]]);
   }
 

@@ -80,12 +80,12 @@ export interface NativeDevice {
 
 export interface NativeTransformerLayouts {
   rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
-  matvec: { size: number; rows: number; cols: number };
-  matmul: { size: number; rows: number; cols: number; count: number };
+  matvec: { size: number; rows: number; cols: number; accumulate: number };
+  matmul: { size: number; rows: number; cols: number; count: number; accumulate: number };
   embed: { size: number; vocabSize: number; dim: number; count: number };
   rope: {
     size: number; heads: number; headDim: number; ropeDims: number; mode: number; position: number; thetaScale: number; freqScale: number;
-    hasFactors: number; count: number;
+    hasFactors: number; count: number; kHeads: number;
   };
   kvStore: { size: number; kvDim: number; position: number; count: number };
   attention: {

@@ -48,9 +48,10 @@ Napi::Object layouts(Napi::Env env) {
   Napi::Object transformer = Napi::Object::New(env);
   transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
                                                           {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
-  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"rows", offsetof(md_matvec_params, rows)}, {"cols", offsetof(md_matvec_params, cols)}}));
+  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"rows", offsetof(md_matvec_params, rows)}, {"cols", offsetof(md_matvec_params, cols)},
+                                                              {"accumulate", offsetof(md_matvec_params, accumulate)}}));
   transformer.Set("matmul", layout(sizeof(md_matmul_params), {{"rows", offsetof(md_matmul_params, rows)}, {"cols", offsetof(md_matmul_params, cols)},
-                                                              {"count", offsetof(md_matmul_params, count)}}));
+                                                              {"count", offsetof(md_matmul_params, count)}, {"accumulate", offsetof(md_matmul_params, accumulate)}}));
   transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)},
                                                             {"count", offsetof(md_embed_params, count)}}));
   transformer.Set("rope", layout(sizeof(md_rope_params), {
@@ -58,7 +59,7 @@ Napi::Object layouts(Napi::Env env) {
       {"ropeDims", offsetof(md_rope_params, rope_dims)}, {"mode", offsetof(md_rope_params, mode)},
       {"position", offsetof(md_rope_params, position)}, {"thetaScale", offsetof(md_rope_params, theta_scale)},
       {"freqScale", offsetof(md_rope_params, freq_scale)}, {"hasFactors", offsetof(md_rope_params, has_factors)},
-      {"count", offsetof(md_rope_params, count)}}));
+      {"count", offsetof(md_rope_params, count)}, {"kHeads", offsetof(md_rope_params, k_heads)}}));
   transformer.Set("kvStore", layout(sizeof(md_kv_store_params), {{"kvDim", offsetof(md_kv_store_params, kv_dim)},
                                                                  {"position", offsetof(md_kv_store_params, position)},
                                                                  {"count", offsetof(md_kv_store_params, count)}}));

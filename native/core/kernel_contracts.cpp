@@ -186,6 +186,7 @@ void rope(Contract& c) {
   c.check(p.rope_dims <= p.head_dim && p.rope_dims % 2 == 0, "rope_dims must be even and at most head_dim");
   c.check(p.mode == 0 || p.mode == 2, "mode must be 0 (adjacent pairs) or 2 (halves)");
   c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "x: count x heads x head_dim floats");
+  c.needs(3, p.k_heads != 0 ? 4 * uint64_t(p.count) * p.k_heads * p.head_dim : 4, "k: count x k_heads x head_dim floats (any buffer without K heads)");
   c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4, "factors: rope_dims / 2 floats (any buffer without factors)");
 }
 void kvStore(Contract& c) {

@@ -225,6 +225,12 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
       cb->commit();
       cb->wait();
       const auto y = contents(*yb, rows);
+      // accumulate: y += W x, the residual add fused in: the same sum added to what y held.
+      md_matvec_params again = p;
+      again.accumulate = 1;
+      runWith(kernel, {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, again, (rows + rowsPerGroup - 1) / rowsPerGroup, 32 * simdgroups);
+      const auto doubled = contents(*yb, rows);
+      for (uint32_t r = 0; r < rows; ++r) ASSERT_EQ(doubled[r], y[r] + y[r]) << kernel << " accumulate, row " << r;
       const size_t rowBytes = bytes.size() / rows;
       std::vector<float> w(cols);
       for (uint32_t r = 0; r < rows; ++r) {
@@ -259,6 +265,9 @@ TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
       const uint32_t groups = ((rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE) * ((count + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE);
       runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 0}, groups, MD_MATMUL_THREADS);
       const auto y = contents(*yb, size_t(rows) * count);
+      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 1}, groups, MD_MATMUL_THREADS);
+      const auto doubled = contents(*yb, size_t(rows) * count);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(doubled[i], y[i] + y[i]) << name << " accumulate, output " << i;
       const size_t rowBytes = bytes.size() / rows;
       std::vector<float> w(cols);
       for (uint32_t r = 0; r < rows; ++r) {
@@ -297,21 +306,27 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
     EXPECT_EQ(std::vector<float>(batch.begin() + i * 256, batch.begin() + (i + 1) * 256), expected) << "token " << i;
   }
 
-  const uint32_t heads = 3, headDim = 64, position = 11;
-  const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f);
-  auto batched = buffer(x), factors = buffer({0.0f});
-  md_rope_params rope{heads, headDim, headDim, 2, position, std::pow(10000.0f, -2.0f / 64), 1.0f, 0, count, 0};
-  runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}}, 2, rope, (count * heads * 32 + 63) / 64, 64);
-  const auto ropedBatch = contents(*batched, x.size());
-  for (uint32_t i = 0; i < count; ++i) {
-    std::vector<float> one(x.begin() + i * heads * headDim, x.begin() + (i + 1) * heads * headDim);
-    auto single = buffer(one);
-    md_rope_params p = rope;
-    p.position = position + i;
-    p.count = 1;
-    runWith("md_rope_f32", {{0, single.get()}, {1, factors.get()}}, 2, p, 2, 64);
-    EXPECT_EQ(std::vector<float>(ropedBatch.begin() + i * heads * headDim, ropedBatch.begin() + (i + 1) * heads * headDim),
-              contents(*single, one.size())) << "token " << i;
+  // RoPE of a batch's Q heads (3) and K heads (2) in one dispatch: each
+  // token's heads as the one-token, one-matrix dispatch rotates them.
+  const uint32_t heads = 3, kHeads = 2, headDim = 64, position = 11;
+  const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f), kx = normals(size_t(count) * kHeads * headDim, 15, 1.0f);
+  auto batched = buffer(x), batchedK = buffer(kx), factors = buffer({0.0f});
+  md_rope_params rope{heads, headDim, headDim, 2, position, std::pow(10000.0f, -2.0f / 64), 1.0f, 0, count, kHeads};
+  runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}, {3, batchedK.get()}}, 2, rope, (count * (heads + kHeads) * 32 + 63) / 64, 64);
+  for (auto [rows, headCount, roped] : {std::tuple{&x, heads, contents(*batched, x.size())}, std::tuple{&kx, kHeads, contents(*batchedK, kx.size())}}) {
+    const size_t stride = size_t(headCount) * headDim;
+    for (uint32_t i = 0; i < count; ++i) {
+      std::vector<float> one(rows->begin() + i * stride, rows->begin() + (i + 1) * stride);
+      auto single = buffer(one);
+      md_rope_params p = rope;
+      p.heads = headCount;
+      p.k_heads = 0;
+      p.position = position + i;
+      p.count = 1;
+      runWith("md_rope_f32", {{0, single.get()}, {1, factors.get()}, {3, single.get()}}, 2, p, 2, 64);
+      EXPECT_EQ(std::vector<float>(roped.begin() + i * stride, roped.begin() + (i + 1) * stride), contents(*single, one.size()))
+          << headCount << " heads, token " << i;
+    }
   }
 
   const uint32_t kvDim = 64, context = 20;
@@ -377,7 +392,7 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
           auto xb = buffer(x), fb = buffer(withFactors ? factors : std::vector<float>{0.0f});
           const md_rope_params p{heads, c.headDim, ropeDims, mode == md::RopeMode::AdjacentPairs ? 0u : 2u, position,
                                  std::pow(c.ropeBase, -2.0f / float(ropeDims)), c.ropeFreqScale, withFactors ? 1u : 0u, 1, 0};
-          runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}}, 2, p, 1, 128);
+          runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}, {3, xb.get()}}, 2, p, 1, 128);
           std::vector<float> cosines(pairs), sines(pairs), cpu = x;
           md::ropeAngles(c, withFactors ? factors.data() : nullptr, position, cosines.data(), sines.data());
           for (uint32_t h = 0; h < heads; ++h) md::applyRope(mode, int(ropeDims), cosines.data(), sines.data(), cpu.data() + h * c.headDim);
