@@ -1,8 +1,10 @@
 // matvec.metal: y = W x for one activation vector, the one-token forward
 // pass's projections and LM head, with W in a GGUF type read in place
 // (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K: every type
-// the CPU reads; the block layouts are metal/md_blocks.h's). The
-// CPU twin is the dequantized row's dot product (the tests compare them).
+// the CPU reads; the block layouts are metal/md_blocks.h's), for up to
+// three matrices that read the same x in one dispatch (md_matvec_params).
+// The CPU twin is the dequantized row's dot product (the tests compare
+// them).
 //
 // Layout: each SIMD group computes MD_MATVEC_ROWS rows. Lane l takes blocks
 // l, l + 32, ... of those rows, so the 32 lanes read 32 consecutive blocks
@@ -10,18 +12,20 @@
 // for all MD_MATVEC_ROWS rows; each row's 32 partial sums are added by
 // simd_sum and lane 0 writes the row. Per thread and step: MD_MATVEC_ROWS
 // blocks of W (4 x 18 bytes for Q4_0) and one block of x (128 bytes).
-// Decode is bound by reading W once; x stays in cache.
+// Decode is bound by reading W once; x stays in cache. With SwiGLU a SIMD
+// group computes its rows of both matrices, so the gate and up sums meet
+// in registers.
 #include "md_kernel.h"
 #include "md_block_values.h"
 #include "md_transformer.h"
 
+// Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x,
+// summed over the SIMD group: every lane gets the totals.
 template <typename Block>
-inline void md_matvec(device const Block* w, device const float* x, device float* y, constant md_matvec_params& params,
-                      uint group, uint simd_index, uint lane, uint simdgroups) {
+inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint first, uint lane,
+                           thread float* totals) {
   const uint values = md_block_values(w), parts_per_block = values / MD_QK;
-  const uint blocks = params.cols / values, parts = blocks * parts_per_block;
-  const uint first = (group * simdgroups + simd_index) * MD_MATVEC_ROWS;
-  if (first >= params.rows) return;  // the whole SIMD group: simd_sum below needs every lane or none
+  const uint blocks = cols / values, parts = blocks * parts_per_block;
   float sums[MD_MATVEC_ROWS];
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) sums[r] = 0.0f;
   // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
@@ -31,91 +35,122 @@ inline void md_matvec(device const Block* w, device const float* x, device float
     const uint b = u / parts_per_block, part = u % parts_per_block;
     device const float* xb = x + ulong(u) * MD_QK;
     for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-      if (first + r < params.rows) sums[r] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
+      if (first + r < rows) sums[r] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
     }
   }
+  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) totals[r] = simd_sum(sums[r]);
+}
+
+template <typename Block>
+inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,
+                      device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
+                      uint group, uint simd_index, uint lane, uint simdgroups) {
+  uint s = group * simdgroups + simd_index;  // this SIMD group among all of the grid
+  float totals[MD_MATVEC_ROWS];
+  if (params.mode == MD_MATVEC_SWIGLU) {
+    const uint first = s * MD_MATVEC_ROWS;
+    if (first >= params.rows[0]) return;  // the whole SIMD group: simd_sum needs every lane or none
+    float up[MD_MATVEC_ROWS];
+    md_matvec_rows(w0, x, params.rows[0], params.cols, first, lane, totals);
+    md_matvec_rows(w1, x, params.rows[0], params.cols, first, lane, up);
+    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+      const float g = totals[r];
+      if (lane == 0 && first + r < params.rows[0]) y0[first + r] = g / (1.0f + exp(-g)) * up[r];
+    }
+    return;
+  }
+  // Which matrix: W_0's SIMD groups first, then W_1's, then W_2's.
+  device const Block* w = w0;
+  device float* y = y0;
+  uint rows = params.rows[0];
+  const uint groups0 = (params.rows[0] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
+  const uint groups1 = (params.rows[1] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
+  if (s >= groups0) {
+    s -= groups0;
+    w = w1;
+    y = y1;
+    rows = params.rows[1];
+    if (s >= groups1) {
+      s -= groups1;
+      w = w2;
+      y = y2;
+      rows = params.rows[2];
+    }
+  }
+  const uint first = s * MD_MATVEC_ROWS;
+  if (first >= rows) return;  // the whole SIMD group, as above
+  md_matvec_rows(w, x, rows, params.cols, first, lane, totals);
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-    const float total = simd_sum(sums[r]);
-    if (lane == 0 && first + r < params.rows) y[first + r] = params.accumulate != 0 ? y[first + r] + total : total;
+    if (lane == 0 && first + r < rows) y[first + r] = params.mode == MD_MATVEC_ACCUMULATE ? y[first + r] + totals[r] : totals[r];
   }
 }
 
-kernel void md_matvec_f32(device const md_block_f32* w [[buffer(0)]],
-                          device const float* x [[buffer(1)]],
-                          constant md_matvec_params& params [[buffer(2)]],
-                          device float* y [[buffer(3)]],
-                          MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_f32(device const md_block_f32* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                          constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                          device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                          device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_f16(device const md_block_f16* w [[buffer(0)]],
-                          device const float* x [[buffer(1)]],
-                          constant md_matvec_params& params [[buffer(2)]],
-                          device float* y [[buffer(3)]],
-                          MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                          constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                          device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                          device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q8_0(device const md_block_q8_0* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q4_0(device const md_block_q4_0* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q4_k(device const md_block_q4_k* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q5_k(device const md_block_q5_k* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q6_k(device const md_block_q6_k* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_bf16(device const md_block_bf16* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q4_1(device const md_block_q4_1* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
-kernel void md_matvec_q5_0(device const md_block_q5_0* w [[buffer(0)]],
-                           device const float* x [[buffer(1)]],
-                           constant md_matvec_params& params [[buffer(2)]],
-                           device float* y [[buffer(3)]],
-                           MD_THREAD_IDS) {
-  md_matvec(w, x, y, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }

@@ -16,20 +16,32 @@ typedef struct md_rows_params {
   md_u32 broadcast;
 } md_rows_params;
 
-// y = W x: W is `rows` rows of `cols` values in a GGUF type (cols a whole
-// number of its blocks), x and y float32. accumulate: y += W x instead
-// (the residual add fused into the projection before it: y + (W x), the
-// CPU's one float addition).
+// y = W x for up to three matrices that read the same x (Q, K and V; gate
+// and up) in one dispatch: W_m is rows[m] rows of `cols` values in a GGUF
+// type (cols a whole number of its blocks; rows[m] 0 when there is no
+// matrix m), bound at [[buffer(0)]], [[buffer(4)]], [[buffer(6)]], its
+// float32 output y_m at [[buffer(3)]], [[buffer(5)]], [[buffer(7)]]; x is
+// float32. The SIMD groups take W_0's rows, then W_1's, then W_2's. mode:
+//   MD_MATVEC_STORE       y_m = W_m x
+//   MD_MATVEC_ACCUMULATE  y_m += W_m x (a residual add fused into the
+//                         projection before it: y + (W x), the CPU's one
+//                         float addition)
+//   MD_MATVEC_SWIGLU      y_0 = silu(W_0 x) * (W_1 x), rows[0] == rows[1]:
+//                         gate, up and SwiGLU in one dispatch
 typedef struct md_matvec_params {
-  md_u32 rows;
   md_u32 cols;
-  md_u32 accumulate;
-  md_u32 reserved;
+  md_u32 mode;
+  md_u32 rows[3];
+  md_u32 reserved[3];
 } md_matvec_params;
 
-// Y = X W^T for a batch of `count` tokens (prefill): W as in matvec, X
-// count x cols and Y count x rows float32, row-major; accumulate as in
-// matvec.
+#define MD_MATVEC_STORE 0u
+#define MD_MATVEC_ACCUMULATE 1u
+#define MD_MATVEC_SWIGLU 2u
+
+// Y = X W^T for a batch of `count` tokens (prefill): one W, in a GGUF
+// type as in matvec, X count x cols and Y count x rows float32,
+// row-major; accumulate: Y += X W^T (as MD_MATVEC_ACCUMULATE).
 typedef struct md_matmul_params {
   md_u32 rows;
   md_u32 cols;
@@ -109,7 +121,7 @@ typedef struct md_attention_params {
 
 #ifndef __METAL_VERSION__
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
-static_assert(sizeof(md_matvec_params) == 16 && sizeof(md_matmul_params) == 16, "matrix params sizes");
+static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");
 static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
               sizeof(md_attention_params) == 32, "transformer params sizes");
 #endif

@@ -98,23 +98,35 @@ export class GgufForwardTable {
         params: { index: 2, bytes: pack.rows(n, rows, c.normEps) }, threadgroups: rows, threadsPerThreadgroup: 256,
       });
       // y = W x for each of the count tokens (y += W x with accumulate: the
-      // residual add fused in): the matrix-vector kernel for one token, the
-      // matrix-matrix kernel for a batch.
-      const project = (label: string, w: GpuWeight, x: GpuBuffer, y: GpuBuffer, rows: number, cols: number, accumulate = false) => {
-        if (count === 1) {
-          b.add(`md_matvec_${w.suffix}`, {
-            label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
-            params: { index: 2, bytes: pack.matvec(rows, cols, accumulate) },
-            threadgroups: Math.ceil(rows / (layouts.matvecRows * 4)), threadsPerThreadgroup: 128,
-          });
-        } else {
+      // residual add fused in). One token: the matrix-vector kernel, one
+      // dispatch for up to three matrices of a type that read the same x
+      // (Q, K and V). A batch: the matrix-matrix kernel, one per matrix.
+      const project = (x: GpuBuffer, cols: number, outputs: Projection[], accumulate = false) => {
+        if (count > 1) {
           const tile = layouts.matmulTile;
-          b.add(`md_matmul_${w.suffix}`, {
-            label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
-            params: { index: 2, bytes: pack.matmul(rows, cols, count, accumulate) },
-            threadgroups: Math.ceil(rows / tile) * Math.ceil(count / tile), threadsPerThreadgroup: layouts.matmulThreads,
-          });
+          for (const { label, w, y, rows } of outputs) {
+            b.add(`md_matmul_${w.suffix}`, {
+              label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
+              params: { index: 2, bytes: pack.matmul(rows, cols, count, accumulate) },
+              threadgroups: Math.ceil(rows / tile) * Math.ceil(count / tile), threadsPerThreadgroup: layouts.matmulThreads,
+            });
+          }
+          return;
         }
+        for (const group of fusable(outputs)) matvec(x, cols, group, accumulate ? 'accumulate' : 'store');
+      };
+      const matvec = (x: GpuBuffer, cols: number, group: Projection[], mode: 'store' | 'accumulate' | 'swiglu') => {
+        const slots = [0, 1, 2].map((m) => group[m] ?? group[0]);  // unused slots bind the first matrix again, as Metal wants every argument bound
+        const simdGroups = group.reduce((n, p) => n + Math.ceil(p.rows / layouts.matvecRows), 0);
+        b.add(`md_matvec_${group[0].w.suffix}`, {
+          label: group.map((p) => p.label).join(' + '),
+          buffers: [
+            bind(0, slots[0].w), { index: 1, buffer: x }, { index: 3, buffer: slots[0].y },
+            bind(4, slots[1].w), { index: 5, buffer: slots[1].y }, bind(6, slots[2].w), { index: 7, buffer: slots[2].y },
+          ],
+          params: { index: 2, bytes: pack.matvec(group.map((p) => p.rows), cols, mode) },
+          threadgroups: Math.ceil((mode === 'swiglu' ? Math.ceil(group[0].rows / layouts.matvecRows) : simdGroups) / 4), threadsPerThreadgroup: 128,
+        });
       };
       const addBias = (label: string, x: GpuBuffer, bias: GpuWeight, n: number): CommandSpec => ({
         label, buffers: [{ index: 0, buffer: x }, bind(1, bias)],
@@ -140,8 +152,9 @@ export class GgufForwardTable {
         const weight = (tensor: string) => weights.get(`blk.${layer}.${tensor}.weight`);
         const { keys, values } = caches[layer];
         b.add('md_rms_norm_f32', rmsNorm(`${layer}: attention norm`, hidden, weight('attn_norm'), normed, c.embeddingLength, count));
-        for (const [tensor, out, rows] of [['attn_q', q, qDim], ['attn_k', k, kvDim], ['attn_v', v, kvDim]] as const) {
-          project(`${layer}: ${tensor}`, weight(tensor), normed, out, rows, c.embeddingLength);
+        const qkv = [['attn_q', q, qDim], ['attn_k', k, kvDim], ['attn_v', v, kvDim]] as const;
+        project(normed, c.embeddingLength, qkv.map(([tensor, y, rows]) => ({ label: `${layer}: ${tensor}`, w: weight(tensor), y, rows })));
+        for (const [tensor, out, rows] of qkv) {
           const bias = weights.find(`blk.${layer}.${tensor}.bias`);
           if (bias) b.add('md_add_f32', addBias(`${layer}: ${tensor} bias`, out, bias, rows));
         }
@@ -175,26 +188,29 @@ export class GgufForwardTable {
             patch: { rule: 'kvLength', fields: [layouts.attention.kvLength] },
           });
         }
-        project(`${layer}: attn_output + residual`, weight('attn_output'), attended, hidden, c.embeddingLength, qDim, true);
+        project(attended, qDim, [{ label: `${layer}: attn_output + residual`, w: weight('attn_output'), y: hidden, rows: c.embeddingLength }], true);
         b.add('md_rms_norm_f32', rmsNorm(`${layer}: FFN norm`, hidden, weight('ffn_norm'), normed, c.embeddingLength, count));
-        project(`${layer}: ffn_gate`, weight('ffn_gate'), normed, gate, c.ffnLength, c.embeddingLength);
-        project(`${layer}: ffn_up`, weight('ffn_up'), normed, up, c.ffnLength, c.embeddingLength);
-        b.add('md_swiglu_f32', {
-          label: `${layer}: SwiGLU`, buffers: [{ index: 0, buffer: gate }, { index: 1, buffer: up }],
-          params: { index: 2, bytes: pack.rows(c.ffnLength, count, 0) }, ...grid(count * c.ffnLength, 256),
-        });
-        project(`${layer}: ffn_down + residual`, weight('ffn_down'), gate, hidden, c.embeddingLength, c.ffnLength, true);
+        const gateUp: Projection[] = [
+          { label: `${layer}: ffn_gate`, w: weight('ffn_gate'), y: gate, rows: c.ffnLength },
+          { label: `${layer}: ffn_up`, w: weight('ffn_up'), y: up, rows: c.ffnLength },
+        ];
+        if (count === 1 && gateUp[0].w.suffix === gateUp[1].w.suffix) {
+          matvec(normed, c.embeddingLength, gateUp, 'swiglu');  // gate, up and SwiGLU in one dispatch, into `gate`
+        } else {
+          project(normed, c.embeddingLength, gateUp);
+          b.add('md_swiglu_f32', {
+            label: `${layer}: SwiGLU`, buffers: [{ index: 0, buffer: gate }, { index: 1, buffer: up }],
+            params: { index: 2, bytes: pack.rows(c.ffnLength, count, 0) }, ...grid(count * c.ffnLength, 256),
+          });
+        }
+        project(gate, c.ffnLength, [{ label: `${layer}: ffn_down + residual`, w: weight('ffn_down'), y: hidden, rows: c.embeddingLength }], true);
       }
       if (!withLogits) return b;
       // Only the last token's logits are wanted: its row alone is normed and projected.
       const last = (count - 1) * c.embeddingLength * 4;
       b.add('md_rms_norm_f32', rmsNorm('output norm', hidden, weights.get('output_norm.weight'), normed, c.embeddingLength, 1, last));
       const head = weights.find('output.weight') ?? embedding;  // tied embeddings: the table is the LM head
-      b.add(`md_matvec_${head.suffix}`, {
-        label: 'LM head', buffers: [bind(0, head), { index: 1, buffer: normed }, { index: 3, buffer: this.logits }],
-        params: { index: 2, bytes: pack.matvec(c.vocabSize, c.embeddingLength) },
-        threadgroups: Math.ceil(c.vocabSize / (layouts.matvecRows * 4)), threadsPerThreadgroup: 128,
-      });
+      matvec(normed, c.embeddingLength, [{ label: 'LM head', w: head, y: this.logits, rows: c.vocabSize }], 'store');
       return b;
     };
     this.forward = this.#oneToken().build();
@@ -267,6 +283,26 @@ export class GgufForwardTable {
     this.#buffers.push(buffer);
     return buffer;
   }
+}
+
+/** One matrix of a projection: its weights, its output and its rows. */
+interface Projection {
+  label: string;
+  w: GpuWeight;
+  y: GpuBuffer;
+  rows: number;
+}
+
+// Runs of up to three projections of one weight type, in order: what one
+// matrix-vector dispatch computes (files may mix types, e.g. Q6_K for V).
+function fusable(outputs: Projection[]): Projection[][] {
+  const groups: Projection[][] = [];
+  for (const p of outputs) {
+    const last = groups[groups.length - 1];
+    if (last && last.length < 3 && last[0].w.suffix === p.w.suffix) last.push(p);
+    else groups.push([p]);
+  }
+  return groups;
 }
 
 // Threadgroups of `threads` covering n items.

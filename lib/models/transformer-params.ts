@@ -38,10 +38,10 @@ export class ParamsPacker {
     return this.#pack(r.size, [[r.n, n], [r.rows, rows], [r.broadcast, broadcast ? 1 : 0]], [[r.eps, eps]]);
   }
 
-  /** accumulate: y += W x (a residual add fused into the projection). */
-  matvec(rows: number, cols: number, accumulate = false): Uint8Array {
+  /** Up to three matrices' rows over the same x; mode: y = W x, y += W x (a residual add fused in), or SwiGLU of two. */
+  matvec(rows: readonly number[], cols: number, mode: keyof NativeTransformerLayouts['matvecModes'] = 'store'): Uint8Array {
     const m = this.l.matvec;
-    return this.#pack(m.size, [[m.rows, rows], [m.cols, cols], [m.accumulate, accumulate ? 1 : 0]]);
+    return this.#pack(m.size, [[m.cols, cols], [m.mode, this.l.matvecModes[mode]], ...rows.map((r, i): [number, number] => [m.rows + 4 * i, r])]);
   }
 
   matmul(rows: number, cols: number, count: number, accumulate = false): Uint8Array {

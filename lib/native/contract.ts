@@ -80,7 +80,9 @@ export interface NativeDevice {
 
 export interface NativeTransformerLayouts {
   rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
-  matvec: { size: number; rows: number; cols: number; accumulate: number };
+  /** rows: the offset of rows[0] (three uint32). */
+  matvec: { size: number; cols: number; mode: number; rows: number };
+  matvecModes: { store: number; accumulate: number; swiglu: number };
   matmul: { size: number; rows: number; cols: number; count: number; accumulate: number };
   embed: { size: number; vocabSize: number; dim: number; count: number };
   rope: {

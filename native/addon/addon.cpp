@@ -48,8 +48,13 @@ Napi::Object layouts(Napi::Env env) {
   Napi::Object transformer = Napi::Object::New(env);
   transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
                                                           {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
-  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"rows", offsetof(md_matvec_params, rows)}, {"cols", offsetof(md_matvec_params, cols)},
-                                                              {"accumulate", offsetof(md_matvec_params, accumulate)}}));
+  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"cols", offsetof(md_matvec_params, cols)}, {"mode", offsetof(md_matvec_params, mode)},
+                                                              {"rows", offsetof(md_matvec_params, rows)}}));
+  Napi::Object matvecModes = Napi::Object::New(env);
+  matvecModes.Set("store", n(MD_MATVEC_STORE));
+  matvecModes.Set("accumulate", n(MD_MATVEC_ACCUMULATE));
+  matvecModes.Set("swiglu", n(MD_MATVEC_SWIGLU));
+  transformer.Set("matvecModes", matvecModes);
   transformer.Set("matmul", layout(sizeof(md_matmul_params), {{"rows", offsetof(md_matmul_params, rows)}, {"cols", offsetof(md_matmul_params, cols)},
                                                               {"count", offsetof(md_matmul_params, count)}, {"accumulate", offsetof(md_matmul_params, accumulate)}}));
   transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)},

@@ -149,14 +149,24 @@ void add(Contract& c) {
   else c.needs(1, 4 * values, "y: rows x n floats");
 }
 
-// matvec.metal: W is rows x (cols / values) blocks of `blockBytes`.
+// matvec.metal: each W_m is rows[m] x (cols / values) blocks of `blockBytes`.
 void matvec(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_matvec_params p;
   if (!c.params(2, "md_matvec_params", p)) return;
   c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
-  c.needs(0, uint64_t(p.rows) * (p.cols / values) * blockBytes, ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
+  c.check(p.mode <= MD_MATVEC_SWIGLU, "mode must be MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE or MD_MATVEC_SWIGLU");
+  c.check(p.mode != MD_MATVEC_SWIGLU || (p.rows[0] == p.rows[1] && p.rows[2] == 0), "SwiGLU takes two matrices of the same rows");
   c.needs(1, 4 * uint64_t(p.cols), "x: cols floats");
-  c.needs(3, 4 * uint64_t(p.rows), "y: rows floats");
+  static const uint32_t kWeights[3] = {0, 4, 6}, kOutputs[3] = {3, 5, 7};
+  static const char* kWhat[3][2] = {{"w0: rows[0] x cols / values blocks", "y0: rows[0] floats"},
+                                    {"w1: rows[1] x cols / values blocks", "y1: rows[1] floats"},
+                                    {"w2: rows[2] x cols / values blocks", "y2: rows[2] floats"}};
+  for (int m = 0; m < 3; ++m) {
+    // Every argument is bound, as Metal wants: a matrix without rows may bind any buffer.
+    c.needs(kWeights[m], p.rows[m] ? uint64_t(p.rows[m]) * (p.cols / values) * blockBytes : 1, kWhat[m][0]);
+    const bool written = p.mode != MD_MATVEC_SWIGLU || m == 0;
+    c.needs(kOutputs[m], written && p.rows[m] ? 4 * uint64_t(p.rows[m]) : 1, kWhat[m][1]);
+  }
 }
 
 // matmul.metal: W as in matvec, X count x cols and Y count x rows floats.

@@ -199,8 +199,11 @@ const TypeCase kWeightTypes[] = {
 // y = W x on the GPU against the dequantized rows' dot products in double.
 // The kernel adds in float32: per block, then across the 32 lanes, then
 // scales by the block's d, so each result is within about (cols + 8)
-// roundings of 2^-24 of sum |w x|: the bound the test allows.
-TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
+// roundings of 2^-24 of sum |w x|: the bound the test allows. Three
+// matrices of different heights in one dispatch (Q, K and V), each row
+// the same bits as its matrix alone; accumulate adds the same sums to what
+// y held; SwiGLU of two matrices is the CPU's swiglu of their products.
+TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matvec_") + t.suffix;
     const char* kernel = name.c_str();
@@ -208,41 +211,65 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryType) {
     for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
                                           std::tuple{5u, 96u, 1u}}) {
       if (superBlocks && cols % MD_QK_K != 0) continue;
-      const auto bytes = randomRows(t.type, rows, cols, rows * 131 + cols);
-      const auto x = normals(cols, cols + 5, 1.0f);
-      auto wb = device().newBuffer(bytes.size());
-      std::memcpy(wb->contents(), bytes.data(), bytes.size());
-      auto xb = buffer(x), yb = device().newBuffer(size_t(rows) * 4);
-      const md_matvec_params p{rows, cols};
-      const uint32_t rowsPerGroup = MD_MATVEC_ROWS * simdgroups;
-      auto cb = device().newCommandBuffer();
-      cb->setPipeline(device().pipeline(kernel));
-      cb->setBuffer(0, *wb, 0);
-      cb->setBuffer(1, *xb, 0);
-      cb->setBytes(2, &p, sizeof p);
-      cb->setBuffer(3, *yb, 0);
-      cb->dispatch((rows + rowsPerGroup - 1) / rowsPerGroup, 32 * simdgroups);
-      cb->commit();
-      cb->wait();
-      const auto y = contents(*yb, rows);
-      // accumulate: y += W x, the residual add fused in: the same sum added to what y held.
-      md_matvec_params again = p;
-      again.accumulate = 1;
-      runWith(kernel, {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, again, (rows + rowsPerGroup - 1) / rowsPerGroup, 32 * simdgroups);
-      const auto doubled = contents(*yb, rows);
-      for (uint32_t r = 0; r < rows; ++r) ASSERT_EQ(doubled[r], y[r] + y[r]) << kernel << " accumulate, row " << r;
-      const size_t rowBytes = bytes.size() / rows;
-      std::vector<float> w(cols);
-      for (uint32_t r = 0; r < rows; ++r) {
-        md::dequantizeRow(t.type, bytes.data() + r * rowBytes, w.data(), cols);
-        double exact = 0, magnitude = 0;
-        for (uint32_t j = 0; j < cols; ++j) {
-          exact += double(w[j]) * x[j];
-          magnitude += std::fabs(double(w[j]) * x[j]);
-        }
-        ASSERT_NEAR(y[r], exact, (cols + 8) * std::ldexp(magnitude, -24) + 1e-30)
-            << kernel << " rows " << rows << " cols " << cols << " row " << r;
+      const uint32_t heights[3] = {rows, rows / 2 + 3, 5};
+      std::vector<std::vector<uint8_t>> bytes;
+      std::vector<std::shared_ptr<md::Buffer>> w, y;
+      for (uint32_t m = 0; m < 3; ++m) {
+        bytes.push_back(randomRows(t.type, heights[m], cols, rows * 131 + cols + 1000 * m));
+        w.push_back(device().newBuffer(bytes[m].size()));
+        std::memcpy(w[m]->contents(), bytes[m].data(), bytes[m].size());
+        y.push_back(device().newBuffer(size_t(heights[m]) * 4));
       }
+      const auto x = normals(cols, cols + 5, 1.0f);
+      auto xb = buffer(x);
+      auto dispatch = [&](uint32_t mode, std::vector<uint32_t> matrices) {
+        md_matvec_params p{cols, mode, {0, 0, 0}, {0, 0, 0}};
+        uint32_t simdGroupsNeeded = 0;
+        for (size_t i = 0; i < matrices.size(); ++i) {
+          p.rows[i] = heights[matrices[i]];
+          simdGroupsNeeded += (heights[matrices[i]] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
+        }
+        if (mode == MD_MATVEC_SWIGLU) simdGroupsNeeded = (heights[matrices[0]] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
+        auto at = [&](size_t i) { return matrices[i < matrices.size() ? i : 0]; };
+        runWith(kernel, {{0, w[at(0)].get()}, {1, xb.get()}, {3, y[at(0)].get()}, {4, w[at(1)].get()}, {5, y[at(1)].get()},
+                         {6, w[at(2)].get()}, {7, y[at(2)].get()}}, 2, p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
+      };
+      dispatch(MD_MATVEC_STORE, {0, 1, 2});
+      std::vector<std::vector<float>> fused;
+      for (uint32_t m = 0; m < 3; ++m) fused.push_back(contents(*y[m], heights[m]));
+      for (uint32_t m = 0; m < 3; ++m) {
+        const size_t rowBytes = bytes[m].size() / heights[m];
+        std::vector<float> wr(cols);
+        for (uint32_t r = 0; r < heights[m]; ++r) {
+          md::dequantizeRow(t.type, bytes[m].data() + r * rowBytes, wr.data(), cols);
+          double exact = 0, magnitude = 0;
+          for (uint32_t j = 0; j < cols; ++j) {
+            exact += double(wr[j]) * x[j];
+            magnitude += std::fabs(double(wr[j]) * x[j]);
+          }
+          ASSERT_NEAR(fused[m][r], exact, (cols + 8) * std::ldexp(magnitude, -24) + 1e-30)
+              << kernel << " matrix " << m << " rows " << heights[m] << " cols " << cols << " row " << r;
+        }
+      }
+      dispatch(MD_MATVEC_STORE, {1});
+      ASSERT_EQ(contents(*y[1], heights[1]), fused[1]) << kernel << ": one matrix alone";
+      dispatch(MD_MATVEC_ACCUMULATE, {0});
+      const auto doubled = contents(*y[0], rows);
+      for (uint32_t r = 0; r < rows; ++r) ASSERT_EQ(doubled[r], fused[0][r] + fused[0][r]) << kernel << " accumulate, row " << r;
+      // SwiGLU of W0 (the gate) and an up matrix of its rows, into y0.
+      const auto upBytes = randomRows(t.type, rows, cols, rows + cols + 7);
+      auto up = device().newBuffer(upBytes.size()), upOut = device().newBuffer(size_t(rows) * 4);
+      std::memcpy(up->contents(), upBytes.data(), upBytes.size());
+      const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
+      runWith(kernel, {{0, w[0].get()}, {1, xb.get()}, {3, y[0].get()}, {4, up.get()}, {5, y[0].get()}, {6, w[0].get()}, {7, y[0].get()}}, 2,
+              md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, {0, 0, 0}}, groups, 32 * simdgroups);
+      const auto swiglu = contents(*y[0], rows);
+      runWith(kernel, {{0, up.get()}, {1, xb.get()}, {3, upOut.get()}, {4, up.get()}, {5, upOut.get()}, {6, up.get()}, {7, upOut.get()}}, 2,
+              md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, {0, 0, 0}}, groups, 32 * simdgroups);
+      auto expected = fused[0];
+      md::swiglu(expected.data(), contents(*upOut, rows).data(), rows);
+      // exp is the platform's on each side: within a few float32 ulps.
+      for (uint32_t r = 0; r < rows; ++r) ASSERT_NEAR(swiglu[r], expected[r], 1e-6f * std::fabs(expected[r]) + 1e-30f) << kernel << " SwiGLU row " << r;
     }
   }
 }
@@ -525,10 +552,10 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
 
   // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
   auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
-  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{8, 64});
+  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, {0, 0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
-            "md_matvec_q4_0: buffer 0 (w: rows x cols / 32 blocks) needs 288 bytes from byte 0, but the buffer has 287");
-  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{8, 48});
+            "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer has 287");
+  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, {0, 0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
   // A batch of 2 tokens needs 2 x 8 outputs.
   auto mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matmul_params{8, 32, 2, 0});
