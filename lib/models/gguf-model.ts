@@ -73,10 +73,11 @@ export class GgufModel implements DecodeModel {
 
   /**
    * 'native' (and 'auto', which picks it): the forward pass in the addon on
-   * the CPU. 'emulated' and 'metal': the forward pass as one dispatch table
-   * on that device (in progress: F32, F16, Q8_0 and Q4_0 weights, copied
-   * into device buffers; proven on the emulator, never run on a Mac).
-   * 'js' is an error: there is no TypeScript transformer.
+   * the CPU. 'emulated' and 'metal': the forward pass as dispatch tables on
+   * that device (batched prefill, chained decode with the sampling on the
+   * GPU; the weights are the mapped file, not copied; proven on the
+   * emulator, never run on a Mac). 'js' is an error: there is no
+   * TypeScript transformer.
    */
   openSequence(options: { backend: 'native' | 'auto'; contextSize: number }): GgufSequence;
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
