@@ -70,8 +70,11 @@ must_fail native/tests/kernels/simd_struct_error.metal "passes a struct to simd_
   "${check[@]}" native/tests/kernels/simd_struct_error.metal
 must_fail native/tests/kernels/unknown_attribute.metal "misspells an attribute" \
   "[[thread_position_in_grip]] is not a Metal attribute" node scripts/lint-metal.mjs native/tests/kernels/unknown_attribute.metal
+echo "== deliberate mistakes Metal accepts and the emulator would run wrongly must be rejected here"
+must_fail native/tests/kernels/buffer_order_error.metal "declares its buffers out of order" \
+  "the emulator binds arguments by position" node scripts/lint-metal.mjs native/tests/kernels/buffer_order_error.metal
 
-echo "== attributes: every [[...]] in metal/ and the test kernels is one Metal knows"
+echo "== attributes and buffer order: every [[...]] in metal/ and the test kernels is one Metal knows, buffers in order"
 lint_files=(metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal)
 node scripts/lint-metal.mjs "${lint_files[@]}"
 echo "   ok  ${#lint_files[@]} files"

@@ -5,7 +5,10 @@
 // compilers only warn about attributes they do not know (the emulator must
 // silence that warning, since every Metal attribute is unknown to them),
 // so a misspelt [[thread_position_in_grip]] would build and run here, and
-// fail to compile on a Mac.
+// fail to compile on a Mac. And the reverse, what Metal accepts and the
+// emulator would bind wrongly: the emulator passes a kernel's arguments by
+// position (native/emu/kernel_binding.h), so its [[buffer(i)]] parameters
+// must come in order 0, 1, 2, ... with none missing.
 //
 //   node scripts/lint-metal.mjs [files...]    default: metal/*.metal and metal/*.h
 //
@@ -44,6 +47,25 @@ export function lintMetal(text, file) {
       } else if (!METAL_ATTRIBUTES.has(name)) {
         problems.push(`${file}:${line}: [[${name}]] is not a Metal attribute (Metal's: ${[...METAL_ATTRIBUTES].join(', ')})`);
       }
+    }
+  }
+  problems.push(...bufferOrderProblems(code, file));
+  return problems;
+}
+
+// Each kernel's [[buffer(i)]] indices, in parameter order, must be 0, 1, ...
+function bufferOrderProblems(code, file) {
+  const problems = [];
+  for (const kernel of code.matchAll(/\bkernel\s+void\s+(\w+)\s*\(/g)) {
+    // The parameter list: up to the parenthesis that closes the one after the name.
+    let depth = 1, end = kernel.index + kernel[0].length;
+    for (; end < code.length && depth > 0; end++) depth += code[end] === '(' ? 1 : code[end] === ')' ? -1 : 0;
+    const parameters = code.slice(kernel.index + kernel[0].length, end - 1);
+    const indices = [...parameters.matchAll(/\[\[\s*buffer\s*\(\s*(\d+)\s*\)\s*\]\]/g)].map((m) => Number(m[1]));
+    if (indices.some((index, i) => index !== i)) {
+      const line = code.slice(0, kernel.index).split('\n').length;
+      problems.push(`${file}:${line}: kernel ${kernel[1]} declares [[buffer(${indices.join(')]], [[buffer(')})]] in that order; ` +
+        `the emulator binds arguments by position, so they must be [[buffer(${indices.map((_, i) => i).join(')]], [[buffer(')})]]`);
     }
   }
   return problems;
