@@ -114,8 +114,9 @@ typedef struct md_attention_params {
 #define MD_MATVEC_ROWS 4u
 
 // The matrix-matrix kernels' tile: MD_MATMUL_TILE rows of W by
-// MD_MATMUL_TILE tokens per threadgroup of MD_MATMUL_THREADS threads, in
-// steps of MD_QK columns (one block of the 0 types, one part of a K type).
+// MD_MATMUL_TILE tokens per threadgroup of MD_MATMUL_THREADS threads (four
+// SIMD groups of 16 x 16), in steps of MD_QK columns (one block of the 0
+// types, one part of a K type).
 #define MD_MATMUL_TILE 32u
 #define MD_MATMUL_THREADS 128u
 

@@ -229,6 +229,80 @@ inline T collective(T value, uint32_t arg, SimdOp op, const char* what, const ch
 #define simd_shuffle_up(x, delta) MD_EMU_SIMD(x, delta, &::md::emu::simd_ops::shuffleUp, "simd_shuffle_up")
 #define simd_shuffle_xor(x, mask) MD_EMU_SIMD(x, mask, &::md::emu::simd_ops::shuffleXor, "simd_shuffle_xor")
 
+// ---- simdgroup matrices (8 x 8, Apple7 GPUs and later) ----------------------
+// Each lane holds the whole matrix here (on a GPU the 32 lanes share its
+// elements): a load reads all of it, a multiply-accumulate computes all of
+// it, a store writes all of it (every lane the same values). That is
+// Metal's meaning when, as Metal requires, the whole SIMD group makes the
+// call with the same arguments; the emulator checks both and faults
+// otherwise. The sum in a multiply-accumulate runs in k order, one valid
+// order of many: the tests allow for the GPU's.
+template <class T, int Cols, int Rows>
+struct simdgroup_matrix {
+  T e[Rows][Cols];
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+
+template <class T, int Cols, int Rows>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) m.e[r][c] = value;
+  return m;
+}
+
+template <class T, int Cols, int Rows, int K>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, K, Rows>& a,
+                                          const simdgroup_matrix<T, Cols, K>& b, const simdgroup_matrix<T, Cols, Rows>& c) {
+  simdgroup_matrix<T, Cols, Rows> out;
+  for (int r = 0; r < Rows; ++r) {
+    for (int col = 0; col < Cols; ++col) {
+      T sum = c.e[r][col];
+      for (int k = 0; k < K; ++k) sum += a.e[r][k] * b.e[k][col];
+      out.e[r][col] = sum;
+    }
+  }
+  d = out;
+}
+
+#ifdef MD_CHECK_ADDRESS_SPACES
+// Declarations only: any address space, as Metal's overloads take device
+// and threadgroup memory.
+template <class T, int Cols, int Rows, class P>
+void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P* src, uint64_t elements_per_row = Cols);
+template <class T, int Cols, int Rows, class P>
+void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P* dst, uint64_t elements_per_row = Cols);
+#else
+namespace md::emu::simd_ops {
+// 1 in every lane when all 32 lanes take part and pass the same value.
+inline void allSame(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  bool same = active == 0xffffffffu;
+  for (uint32_t l = 1; l < 32 && same; ++l) same = in[l] == in[0];
+  for (uint32_t l = 0; l < 32; ++l) out[l] = same ? 1 : 0;
+}
+// The call's arguments (pointer, row stride) as one value every lane must share.
+inline void requireUniform(const void* pointer, uint64_t stride, const char* what) {
+  const uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(pointer)) * 1000003u ^ stride;
+  if (collective(key, 0, &allSame, what, __FILE__, __LINE__) == 0)
+    ThreadgroupRunner::current().faultFromKernel(std::string(what) +
+                                                 ": the 32 lanes of a SIMD group must all call it, with the same pointer and stride (Metal's rule)");
+}
+}  // namespace md::emu::simd_ops
+
+template <class T, int Cols, int Rows>
+inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src, uint64_t elements_per_row = Cols) {
+  ::md::emu::simd_ops::requireUniform(src, elements_per_row, "simdgroup_load");
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) d.e[r][c] = src[r * elements_per_row + c];
+}
+template <class T, int Cols, int Rows>
+inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, T* dst, uint64_t elements_per_row = Cols) {
+  ::md::emu::simd_ops::requireUniform(dst, elements_per_row, "simdgroup_store");
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) dst[r * elements_per_row + c] = a.e[r][c];
+}
+#endif
+
 // ---- atomics (relaxed, as Metal offers) ------------------------------------
 struct atomic_uint { uint32_t value; };
 struct atomic_int { int32_t value; };

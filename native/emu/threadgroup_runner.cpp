@@ -237,6 +237,11 @@ void ThreadgroupRunner::barrier(const char* file, int line) {
   lane.fiber->yield();
 }
 
+void ThreadgroupRunner::faultFromKernel(const std::string& what) {
+  pendingFault_ = what;
+  parkFaultedFiber();
+}
+
 uint64_t ThreadgroupRunner::simd(uint64_t value, uint32_t arg, SimdOp op, const char* what, const char* file,
                                  int line) {
   const uint32_t i = running_;

@@ -122,6 +122,38 @@ TEST(Emulator, DivergentSimdgroupOperationsAreReported) {
   EXPECT_NE(error.find("simd_max at"), std::string::npos) << error;
 }
 
+// Runs md_test_simdgroup_matrix with 64 threads (two SIMD groups; the
+// second returns); `scattered` plants the bug. The product, or the error.
+std::string simdgroupMatrix(md::Device& device, uint32_t scattered, std::vector<float>& product) {
+  auto out = device.newBuffer(64 * 4);
+  auto cb = device.newCommandBuffer();
+  cb->setPipeline(device.pipeline("md_test_simdgroup_matrix"));
+  cb->setBuffer(0, *out, 0);
+  cb->setBytes(1, &scattered, 4);
+  cb->dispatch(1, 64);
+  cb->commit();
+  try {
+    cb->wait();
+  } catch (const md::DeviceError& e) {
+    return e.what();
+  }
+  const auto* p = static_cast<const float*>(out->contents());
+  product.assign(p, p + 64);
+  return "";
+}
+
+TEST(Emulator, SimdgroupMatricesMultiplyAndNonUniformArgumentsAreReported) {
+  for (const char* order : kOrders) {
+    auto device = deviceWithOrder(order);
+    std::vector<float> product;
+    ASSERT_EQ(simdgroupMatrix(*device, 0, product), "") << order;
+    for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(product[i], 2.0f * float(i / 8 + 1)) << order << " element " << i;
+    const std::string error = simdgroupMatrix(*device, 1, product);
+    EXPECT_NE(error.find("simdgroup_load: the 32 lanes of a SIMD group must all call it, with the same pointer and stride (Metal's rule)"),
+              std::string::npos) << order << ": " << error;
+  }
+}
+
 TEST(Emulator, ThreadgroupMemoryBeyondTheGpuLimitIsReported) {
   auto device = deviceWithOrder("forward");
   std::string error = errorOf(*device, "md_test_too_much_threadgroup_memory");
