@@ -1,13 +1,14 @@
 // md_kernel.h: what every kernel file includes first. Portable between the
 // Metal compiler and the C++ emulator (native/emu/metal_compat.h), so it
-// uses only what both provide: scalar math, simd_* operations, relaxed
-// atomics, threadgroup_barrier. Kernels compute in float32; half is for
+// uses only what both provide: scalar math, simd_* operations, 8x8
+// simdgroup matrices, relaxed atomics, threadgroup_barrier. Kernels compute in float32; half is for
 // storage only.
 #ifndef MD_KERNEL_H
 #define MD_KERNEL_H
 
 #ifdef __METAL_VERSION__
 #include <metal_stdlib>
+#include <metal_simdgroup_matrix>  // matmul.metal's 8x8 matrices (MSL 2.3, Apple7 GPUs: M1 and later)
 using namespace metal;
 // Metal threadgroup memory: one array shared by the threadgroup.
 #define MD_THREADGROUP_ARRAY(type, name, count) threadgroup type name[count]
