@@ -13,6 +13,7 @@ import {
   type ResolvedSampling,
   type SampleOptions,
 } from '../sampling-options.js';
+import { resolveSpeculative, type ResolvedSpeculative, type SpeculativeOptions } from './speculative.js';
 
 /** One generated token and the text it releases ('' while a character or a possible stop trigger is incomplete). */
 export interface GeneratedToken {
@@ -55,6 +56,12 @@ export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'histo
   tokenMask?: TokenMask;
   /** Tokens per GPU submission on the chained paths. Default 16. */
   chunkSize?: number;
+  /**
+   * Speculative decoding: drafts verified exactly, so the tokens are the
+   * ones generate() gives without it, with fewer forward passes when
+   * drafts are right. true: the defaults (n-gram drafts of 5 tokens).
+   */
+  speculative?: boolean | SpeculativeOptions;
 }
 
 /** generate(model, ...) also opens the sequence it runs on. */
@@ -77,10 +84,11 @@ export interface ResolvedGenerate {
   onTextChunk: ((text: string) => void | boolean) | undefined;
   tokenMask: TokenMask | undefined;
   chunkSize: number;
+  speculative: ResolvedSpeculative | undefined;
 }
 
 const LOOP_OPTION_NAMES = [
-  'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'chunkSize',
+  'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'chunkSize', 'speculative',
 ];
 const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend'].includes(name));
 const GENERATE_NAMES = new Set([...SAMPLING_NAMES, ...LOOP_OPTION_NAMES]);
@@ -133,6 +141,10 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
   const stopOnAbortSignal = o.stopOnAbortSignal ?? false;
   if (typeof stopOnAbortSignal !== 'boolean') throw invalidParameterError('stopOnAbortSignal', 'a boolean', stopOnAbortSignal, 'type');
 
+  const speculative = resolveSpeculative(o.speculative);
+  if (speculative && o.tokenMask !== undefined) {
+    throw invalidParameterError('speculative', 'no speculation together with tokenMask (a mask is computed per token; drafts are not checked against it yet)', o.speculative, 'range');
+  }
   return {
     chainSampling: { ...samplingInput, seed: sampling.seed },
     sampling,
@@ -144,6 +156,7 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
     onTextChunk: functionOption('onTextChunk', o.onTextChunk),
     tokenMask: functionOption('tokenMask', o.tokenMask),
     chunkSize: resolveChainOptions({ chunkSize: o.chunkSize as number | undefined }).chunkSize,
+    speculative,
   };
 }
 

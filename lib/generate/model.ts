@@ -49,6 +49,13 @@ export interface ModelSequence {
    * loop rewinds after a stop).
    */
   evaluate(tokens: Uint32Array, position: number): Promise<Logits>;
+  /**
+   * As evaluate(), returning the logits after each of the last `rows`
+   * tokens (1 <= rows <= tokens.length), each what evaluating up to its
+   * token alone gives, in one forward pass: what speculative verification
+   * reads. Without it, verification evaluates token by token.
+   */
+  evaluateRows?(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]>;
   /** Present when the model's forward pass runs as chained dispatch tables. */
   readonly chain?: SequenceChain;
   dispose(): void;

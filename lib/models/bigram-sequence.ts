@@ -70,5 +70,9 @@ class BigramCpuSequence implements ModelSequence {
     return this.model.logits(tokens[tokens.length - 1], this.backend);
   }
 
+  async evaluateRows(tokens: Uint32Array, _position: number, rows: number): Promise<Logits[]> {
+    return Array.from(tokens.subarray(tokens.length - rows), (token) => this.model.logits(token, this.backend));
+  }
+
   dispose(): void {}
 }

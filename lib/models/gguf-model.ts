@@ -156,6 +156,17 @@ export class GgufSequence implements ModelSequence {
     return this.#native.logits;
   }
 
+  async evaluateRows(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]> {
+    await this.#inFlight.catch(() => undefined);
+    if (this.#disposed) throw new Error('evaluateRows: the sequence was disposed');
+    if (rows === 1) return [(await this.evaluate(tokens, position)).slice()];
+    const run = this.#native.evaluate(tokens, position, rows);
+    this.#inFlight = run;
+    const all = await run;
+    const vocab = this.#native.logits.length;
+    return Array.from({ length: rows }, (_, r) => all.subarray(r * vocab, (r + 1) * vocab));
+  }
+
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;

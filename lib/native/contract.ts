@@ -182,8 +182,10 @@ export interface NativeTransformerSequence {
   readonly length: number;
   readonly contextSize: number;
   readonly kvCacheBytes: number;
-  /** Forgets positions >= start, then evaluates tokens there on the model's thread. */
+  /** Forgets positions >= start, then evaluates tokens there on the model's thread; the logits go to `logits`. */
   evaluate(tokens: Uint32Array, start: number): Promise<void>;
+  /** The same, resolving with the logits after each of the last `rows` tokens (rows x vocabSize, a new array). */
+  evaluate(tokens: Uint32Array, start: number, rows: number): Promise<Float32Array>;
   dispose(): void;
 }
 

@@ -285,22 +285,39 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!shared_) throw Napi::Error::New(env, "evaluate: the sequence was disposed");
   if (shared_->busy) throw Napi::Error::New(env, "evaluate: a forward pass of this sequence is still running");
-  if (info.Length() != 2 || !info[0].IsTypedArray() ||
+  if ((info.Length() != 2 && info.Length() != 3) || !info[0].IsTypedArray() ||
       info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
-    typeError(env, "evaluate: expected (tokens: Uint32Array, start)");
+    typeError(env, "evaluate: expected (tokens: Uint32Array, start, rows?)");
   Napi::Uint32Array array = info[0].As<Napi::Uint32Array>();
   std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
   const uint32_t start = uint32Argument(info, 1, "evaluate", "start", 0, 4294967295u);
+  // rows > 1: the logits after each of the last `rows` tokens, in a new
+  // Float32Array (speculative verification); 1: the sequence's own logits.
+  const uint32_t rows = info.Length() == 3 ? uint32Argument(info, 2, "evaluate", "rows", 1, 4294967295u) : 1;
+  if (rows > tokens.size())
+    throw Napi::RangeError::New(env, "evaluate: rows must be at most the " + std::to_string(tokens.size()) + " tokens given");
+  const size_t vocab = shared_->model->transformer->config().vocabSize;
+  std::shared_ptr<std::vector<float>> out;
+  try {
+    out = rows == 1 ? shared_->logits : std::make_shared<std::vector<float>>(size_t(rows) * vocab);
+  } catch (const std::bad_alloc&) {
+    throw Napi::RangeError::New(env, "evaluate: not enough memory for " + std::to_string(rows) + " rows of logits");
+  }
   shared_->busy = true;
   DevicePromise promise(env, "metal-decode:forward");
   auto sequence = shared_;
-  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start]() mutable {
+  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, rows, out]() mutable {
     try {
-      sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start,
-                                             sequence->logits->data());
-      promise.settle([sequence](Napi::Env env) {
+      sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start, out->data(),
+                                             int64_t(rows));
+      promise.settle([sequence, rows, out](Napi::Env env) -> Napi::Value {
         sequence->busy = false;
-        return env.Undefined();
+        if (rows == 1) return env.Undefined();
+        auto* keep = new std::shared_ptr<std::vector<float>>(out);
+        Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+            env, out->data(), out->size() * sizeof(float),
+            [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
+        return Napi::Float32Array::New(env, out->size(), buffer, 0);
       });
     } catch (const std::out_of_range& e) {
       std::string message = std::string("evaluate: ") + e.what();

@@ -105,6 +105,41 @@ TEST(Transformer, ABatchEqualsTokenByTokenAndThreadsDoNotMatter) {
   }
 }
 
+// Speculative verification reads the logits after each draft token: the
+// last `rows` rows of one call, each the bits of evaluating up to its token
+// one at a time, across batch boundaries (maxBatch 3 splits 7 tokens 3+3+1).
+TEST(Transformer, TheLastRowsOfACallAreTheStepwiseLogitsOfEachToken) {
+  for (bool qwen3 : {false, true}) {
+    TinyModel m = tinyModel(qwen3);
+    Transformer t = makeTransformer(m, 2);
+    const std::vector<uint32_t> tokens{3, 17, 42, 8, 8, 0, 49};
+    const int64_t n = int64_t(tokens.size());
+    std::vector<std::vector<float>> stepwise(tokens.size(), std::vector<float>(50));
+    TransformerState one(m.config, 16, 512);
+    for (size_t i = 0; i < tokens.size(); ++i) t.evaluate(one, &tokens[i], 1, int64_t(i), stepwise[i].data());
+    for (uint32_t maxBatch : {512u, 3u}) {
+      for (int64_t rows : {int64_t(1), int64_t(4), n}) {
+        TransformerState s(m.config, 16, maxBatch);
+        std::vector<float> logits(size_t(rows) * 50);
+        t.evaluate(s, tokens.data(), n, 0, logits.data(), rows);
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<float> row(logits.begin() + r * 50, logits.begin() + (r + 1) * 50);
+          EXPECT_EQ(maxDifference(row, stepwise[size_t(n - rows + r)]), 0.f)
+              << "qwen3=" << qwen3 << " maxBatch " << maxBatch << " rows " << rows << " row " << r;
+        }
+      }
+    }
+    TransformerState s(m.config, 16, 512);
+    std::vector<float> logits(50 * 8);
+    try {
+      t.evaluate(s, tokens.data(), n, 0, logits.data(), 8);
+      ADD_FAILURE() << "8 rows of 7 tokens were accepted";
+    } catch (const std::out_of_range& e) {
+      EXPECT_STREQ(e.what(), "rows: expected 1 to 7 (the tokens given), got 8");
+    }
+  }
+}
+
 TEST(Transformer, RewindForgetsThePositionsAfterIt) {
   TinyModel m = tinyModel();
   Transformer t = makeTransformer(m, 2);

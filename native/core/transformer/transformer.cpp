@@ -59,8 +59,11 @@ Transformer::Transformer(const ModelConfig& config, ModelWeights weights, int th
   checkConfig(config_);
 }
 
-void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits) {
+void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
+                           int64_t rows) {
   if (count < 1) throw std::out_of_range("tokens: at least one token is needed, got 0");
+  if (rows < 1 || rows > count)
+    throw std::out_of_range("rows: expected 1 to " + std::to_string(count) + " (the tokens given), got " + std::to_string(rows));
   if (start < 0 || start > int64_t(s.length_))
     throw std::out_of_range("start: position " + std::to_string(start) + " is after the sequence's end (" +
                             std::to_string(s.length_) + " positions)");
@@ -74,14 +77,18 @@ void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t 
   s.length_ = uint32_t(start);  // rewind: positions from start on are overwritten
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min<int64_t>(count - done, s.maxBatch_);
-    evaluateBatch(s, tokens + done, n, start + done, logits);
+    // The rows of this batch among the last `rows` of the call, and where they go.
+    const int64_t firstRow = std::max<int64_t>(0, count - rows - done);
+    float* out = logits + size_t(std::max<int64_t>(0, done + firstRow - (count - rows))) * config_.vocabSize;
+    if (firstRow < n) evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
+    else evaluateBatch(s, tokens + done, n, start + done, nullptr, n);
     done += n;
     s.length_ = uint32_t(start + done);
   }
 }
 
 void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
-                                float* logits) {
+                                float* logits, int64_t firstRow) {
   const ModelConfig& c = config_;
   s.ensureScratch(c, count, pool_.size());
   const int64_t d = c.embeddingLength, f = c.ffnLength, qDim = int64_t(c.headCount) * c.headDim;
@@ -116,9 +123,11 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
     matmul(pool_, dots_, w.down, s.rows_, s.proj_.data());
     addInPlace(s.x_.data(), s.proj_.data(), count * d);
   }
-  float* last = s.xn_.data();
-  rmsNorm(s.x_.data() + (count - 1) * d, floats(weights_.outputNorm), last, d, c.normEps);
-  s.rows_.reset(last, 1, d);
+  if (firstRow >= count) return;  // no logits wanted from this batch
+  const int64_t wanted = count - firstRow;
+  for (int64_t t = 0; t < wanted; ++t)
+    rmsNorm(s.x_.data() + (firstRow + t) * d, floats(weights_.outputNorm), s.xn_.data() + t * d, d, c.normEps);
+  s.rows_.reset(s.xn_.data(), wanted, d);
   matmul(pool_, dots_, weights_.output, s.rows_, logits);
 }
 

@@ -53,13 +53,19 @@ class Transformer {
   int threads() const { return pool_.size(); }
   const char* isa() const { return dots_.isa; }
 
-  // Throws std::out_of_range naming the argument (tokens, start, count)
-  // before changing the state when the batch does not fit or a token is
-  // not in the vocabulary. logits: vocabSize floats.
-  void evaluate(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* logits);
+  // Throws std::out_of_range naming the argument (tokens, start, count,
+  // rows) before changing the state when the batch does not fit or a token
+  // is not in the vocabulary. logits: rows x vocabSize floats, the logits
+  // after each of the last `rows` tokens (speculative verification reads
+  // one row per draft token); each row is the same bits as evaluating up to
+  // its token alone, for batches below the matrix units' 16 tokens.
+  void evaluate(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
+                int64_t rows = 1);
 
  private:
-  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits);
+  // The batch's tokens from `firstRow` on get their logits, into `logits`.
+  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
+                     int64_t firstRow);
   void attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
 
   ModelConfig config_;
