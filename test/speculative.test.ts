@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { generate, loadModel, LogitsModel, Session, type GenerateOptions } from '../lib/index.js';
+import { BigramModel, generate, loadModel, LogitsModel, Session, type GenerateOptions } from '../lib/index.js';
 import { ngramDraft } from '../lib/generate/speculative.js';
 import type { GgufModel } from '../lib/models/gguf-model.js';
 import { textModel } from './generate-helpers.js';
@@ -97,6 +97,27 @@ describe('the bigram text model: the same tokens with and without speculation', 
     specSession.dispose();
   });
 
+  it('drafts from a model: the same tokens whatever the draft model, all kept when it is the target itself', async () => {
+    const prompt = 'the cat sat on the mat and the cat sat on the ';
+    const other = BigramModel.fromText('a dog ran in the park; the dog ran and ran and sat.');
+    expect(other.vocabSize).toBe(model.vocabSize);
+    for (const [options, draft] of [[{}, model], [{}, other], [{ temperature: 0.9, seed: 21 }, other]] as const) {
+      const plain = await generate(model, prompt, { backend: 'native', maxTokens: 50, ...options });
+      const speculative = await generate(model, prompt, { backend: 'native', maxTokens: 50, ...options, speculative: { draft, draftTokens: 4 } });
+      expect(speculative.tokens).toEqual(plain.tokens);
+      const stats = speculative.stats.speculative!;
+      expect(stats.draftForwardPasses).toBeGreaterThan(0);
+      if (draft === model && !('temperature' in options)) {
+        // Greedy drafts of the target itself are its greedy tokens: every one is kept.
+        expect(stats.accepted).toBe(stats.drafted);
+        expect(stats.forwardPassesPerToken).toBeLessThanOrEqual(1 / 3);
+      }
+    }
+    const small = BigramModel.fromSeed({ vocabSize: 12, dim: 4, seed: 1 });
+    await expect(generate(model, prompt, { backend: 'native', maxTokens: 5, speculative: { draft: small } })).rejects.toThrow(
+      `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`);
+  });
+
   it('a model without evaluateRows is verified token by token, with the same tokens', async () => {
     const logits = new LogitsModel({
       vocabSize: model.vocabSize,
@@ -135,6 +156,17 @@ describe('GGUF models on the CPU: one forward pass per verification, the same to
     // One pass per round: a round yields one token plus the drafts it keeps.
     expect(stats.forwardPasses + stats.accepted).toBe(speculative.tokens.length + (speculative.stopReason === 'eogToken' ? 1 : 0));
   });
+
+  it('a draft model on its own sequence (here the target itself): every greedy draft kept, one pass per round', async () => {
+    const prompt = [1, 17, 42, 99, 7];
+    const options = { backend: 'native', maxTokens: 30, contextSize: 128 } as const;
+    const plain = await generate(gguf, prompt, options);
+    const speculative = await generate(gguf, prompt, { ...options, speculative: { draft: gguf, draftTokens: 4 } });
+    expect(speculative.tokens).toEqual(plain.tokens);
+    const stats = speculative.stats.speculative!;
+    expect(stats.accepted).toBe(stats.drafted);
+    expect(stats.forwardPasses).toBeLessThanOrEqual(Math.ceil(speculative.tokens.length / 5) + 1);
+  });
 });
 
 describe('options', () => {
@@ -142,7 +174,7 @@ describe('options', () => {
   it.each([
     [{ speculative: 'yes' }, 'Expected true or an object { draft, draftTokens, ngramMin, ngramMax } for speculative but received "yes" (string)'],
     [{ speculative: { draftTokens: 15 } }, 'Expected an integer from 1 to 14 for speculative.draftTokens but received 15'],
-    [{ speculative: { draft: 'model' } }, "Expected 'ngram' for speculative.draft but received \"model\""],
+    [{ speculative: { draft: 'model' } }, "Expected 'ngram' or a DecodeModel with the target's vocabulary for speculative.draft but received \"model\""],
     [{ speculative: { ngramMin: 3, ngramMax: 2 } }, 'Expected an integer from 3 to 64 for speculative.ngramMax but received 2'],
     [{ speculative: { n: 2 } }, 'Unknown option speculative.n; the options are: draft, draftTokens, ngramMin, ngramMax'],
     [{ speculative: true, tokenMask: () => null }, 'Expected no speculation together with tokenMask'],

@@ -10,7 +10,7 @@ import { AbortError, invalidParameterError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
 import type { DecodeModel, Logits, ModelSequence } from './model.js';
-import { evaluateRows, ngramDraft, type SpeculativeStats } from './speculative.js';
+import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { applyMask, StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
 
@@ -107,6 +107,7 @@ export class DecodeRun {
   #drafted = 0;               // speculative: draft tokens proposed
   #accepted = 0;              // of them, kept
   #forwardPasses = 0;         // speculative: the model's forward passes while decoding
+  #draftForwardPasses = 0;    // speculative: the draft model's
   readonly #turns = new EventLoopTurns();
   /** Set when the run ends, however it ends. */
   result: GenerationResult | undefined;
@@ -253,6 +254,18 @@ export class DecodeRun {
     const state = this.#state;
     const spec = this.#o.speculative!;
     const sampler = new StepSampler(state.sequence.backend, this.#o.sampling);
+    const drafter = openDrafter(spec, state.model, state.tokens.length);
+    try {
+      yield* this.#speculate(prefillLogits, sampler, drafter);
+    } finally {
+      this.#draftForwardPasses = drafter.forwardPasses;
+      drafter.dispose();
+    }
+  }
+
+  async *#speculate(prefillLogits: Logits | undefined, sampler: StepSampler, drafter: Drafter): AsyncGenerator<GeneratedToken, void, undefined> {
+    const state = this.#state;
+    const spec = this.#o.speculative!;
     let next: Logits | undefined = prefillLogits;  // the logits for position state.length, when known
     for (;;) {
       await this.#turns.maybeTurn();
@@ -260,7 +273,9 @@ export class DecodeRun {
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       // A draft never runs past maxTokens or the context: the last row's token needs a slot.
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
-      const draft = room > 0 ? ngramDraft(state.view(), room, spec.ngramMin, spec.ngramMax) : new Uint32Array(0);
+      const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
+      if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const draft = proposed;
       let rows: Logits[];
       if (draft.length === 0) {
         if (next === undefined) {
@@ -400,6 +415,7 @@ export class DecodeRun {
             accepted: this.#accepted,
             acceptanceRate: this.#drafted > 0 ? this.#accepted / this.#drafted : 0,
             forwardPasses: this.#forwardPasses,
+            draftForwardPasses: this.#draftForwardPasses,
             forwardPassesPerToken: this.#generated > 0 ? this.#forwardPasses / this.#generated : 0,
           },
         }),

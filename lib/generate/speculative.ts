@@ -7,7 +7,8 @@
 import { integerInRange, invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
-import type { Logits, ModelSequence } from './model.js';
+import { numberFromFloat16 } from '../float16.js';
+import type { DecodeModel, Logits, ModelSequence } from './model.js';
 
 /**
  * Draft tokens per verification, at most. The CPU forward pass gives
@@ -18,8 +19,12 @@ import type { Logits, ModelSequence } from './model.js';
 export const MAX_DRAFT_TOKENS = 14;
 
 export interface SpeculativeOptions {
-  /** Where drafts come from. 'ngram' (the default): prompt lookup over the tokens so far. */
-  draft?: 'ngram';
+  /**
+   * Where drafts come from. 'ngram' (the default): prompt lookup over the
+   * tokens so far. A DecodeModel with the same vocabulary (a smaller model
+   * of the same family): its greedy continuation.
+   */
+  draft?: 'ngram' | DecodeModel;
   /** Draft tokens proposed per verification, 1 to 14. Default 5. */
   draftTokens?: number;
   /** The shortest suffix that may match earlier tokens. Default 1. */
@@ -29,7 +34,7 @@ export interface SpeculativeOptions {
 }
 
 export interface ResolvedSpeculative {
-  draft: 'ngram';
+  draft: 'ngram' | DecodeModel;
   draftTokens: number;
   ngramMin: number;
   ngramMax: number;
@@ -44,6 +49,8 @@ export interface SpeculativeStats {
   acceptanceRate: number;
   /** The target model's forward passes while decoding (one per verification or plain step). */
   forwardPasses: number;
+  /** The draft model's forward passes (0 with n-gram drafts). */
+  draftForwardPasses: number;
   /** forwardPasses / generated tokens (0 when none were generated): below 1 is what speculation saves. */
   forwardPassesPerToken: number;
 }
@@ -54,11 +61,84 @@ export function resolveSpeculative(value: unknown): ResolvedSpeculative | undefi
   if (!isPlainObject(input)) throw invalidParameterError('speculative', 'true or an object { draft, draftTokens, ngramMin, ngramMax }', value, 'type');
   checkKnownKeys(input, new Set(['draft', 'draftTokens', 'ngramMin', 'ngramMax']), 'speculative.');
   const draft = input.draft ?? 'ngram';
-  if (draft !== 'ngram') throw invalidParameterError('speculative.draft', "'ngram'", draft, typeof draft === 'string' ? 'range' : 'type');
+  const isModel = typeof draft === 'object' && draft !== null && typeof (draft as DecodeModel).openSequence === 'function' &&
+    Number.isInteger((draft as DecodeModel).vocabSize);
+  if (draft !== 'ngram' && !isModel) {
+    throw invalidParameterError('speculative.draft', "'ngram' or a DecodeModel with the target's vocabulary", draft, typeof draft === 'string' ? 'range' : 'type');
+  }
   const draftTokens = integerInRange('speculative.draftTokens', input.draftTokens ?? 5, 1, MAX_DRAFT_TOKENS);
   const ngramMin = integerInRange('speculative.ngramMin', input.ngramMin ?? 1, 1, 64);
   const ngramMax = integerInRange('speculative.ngramMax', input.ngramMax ?? Math.max(4, ngramMin), ngramMin, 64);
-  return { draft, draftTokens, ngramMin, ngramMax };
+  return { draft: draft as 'ngram' | DecodeModel, draftTokens, ngramMin, ngramMax };
+}
+
+/** Proposes up to `max` tokens to follow `tokens` (the sequence as kept so far). */
+export interface Drafter {
+  propose(tokens: Uint32Array, max: number): Promise<Uint32Array>;
+  /** The draft model's forward passes so far. */
+  readonly forwardPasses: number;
+  dispose(): void;
+}
+
+/** The drafter of one generate() call; a model drafter checks the vocabulary first. */
+export function openDrafter(spec: ResolvedSpeculative, target: DecodeModel, contextSize: number): Drafter {
+  if (spec.draft === 'ngram') {
+    return { propose: async (tokens, max) => ngramDraft(tokens, max, spec.ngramMin, spec.ngramMax), forwardPasses: 0, dispose: () => {} };
+  }
+  const draft = spec.draft;
+  if (draft.vocabSize !== target.vocabSize) {
+    throw invalidParameterError('speculative.draft', `a model with the target's vocabulary (vocabSize ${target.vocabSize})`, `a model of vocabSize ${draft.vocabSize}`, 'range');
+  }
+  return new ModelDrafter(draft, contextSize);
+}
+
+/**
+ * A draft model's greedy continuation. Its sequence keeps what it has seen:
+ * each round it evaluates only the kept tokens it does not hold (a rejected
+ * draft is forgotten by evaluating from where it diverged).
+ */
+class ModelDrafter implements Drafter {
+  readonly #sequence: ModelSequence;
+  readonly #held: number[] = [];  // the tokens the draft sequence holds, from position 0
+  forwardPasses = 0;
+
+  constructor(model: DecodeModel, contextSize: number) {
+    this.#sequence = model.openSequence({ backend: 'auto', contextSize });
+  }
+
+  async propose(tokens: Uint32Array, max: number): Promise<Uint32Array> {
+    let common = 0;
+    while (common < this.#held.length && common < tokens.length && this.#held[common] === tokens[common]) common++;
+    // Evaluate from the first token not held (the last one again when all are, for its logits).
+    const from = Math.min(common, tokens.length - 1);
+    let logits = await this.#sequence.evaluate(tokens.slice(from), from);
+    this.forwardPasses++;
+    this.#held.length = 0;
+    this.#held.push(...tokens);
+    const out = new Uint32Array(max);
+    for (let i = 0; i < max; i++) {
+      out[i] = argmax(logits);
+      if (i + 1 === max) break;
+      logits = await this.#sequence.evaluate(out.subarray(i, i + 1), tokens.length + i);
+      this.forwardPasses++;
+      this.#held.push(out[i]);
+    }
+    return out;
+  }
+
+  dispose(): void {
+    this.#sequence.dispose();
+  }
+}
+
+// The first index of the largest logit (float32, or float16 bits).
+function argmax(logits: Logits): number {
+  let best = 0, top = -Infinity;
+  for (let t = 0; t < logits.length; t++) {
+    const value = logits instanceof Uint16Array ? numberFromFloat16(logits[t]) : logits[t];
+    if (value > top) { top = value; best = t; }
+  }
+  return best;
 }
 
 /**
