@@ -15,6 +15,7 @@
 namespace md::emu::testing {
 extern const EmulatedKernel kFaultKernels[];
 extern const size_t kFaultKernelCount;
+extern const EmulatedKernel kSimdgroupMatrixKernel;
 }  // namespace md::emu::testing
 
 namespace {
@@ -25,12 +26,13 @@ using md::emu::testing::kFaultKernels;
 
 const char* const kOrders[] = {"forward", "reverse", "shuffled"};
 
-// A device with the fault kernels and a given fiber order.
-std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0) {
+// A device with the fault kernels (or `kernels`) and a given fiber order.
+std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0, const md::emu::EmulatedKernel* kernels = kFaultKernels,
+                                                size_t kernelCount = kFaultKernelCount) {
   const char* before = std::getenv("MD_EMU_FIBER_ORDER");
   std::string saved = before ? before : "";
   setenv("MD_EMU_FIBER_ORDER", order, 1);
-  auto device = std::make_unique<EmulatedDevice>(kFaultKernels, kFaultKernelCount, workers);
+  auto device = std::make_unique<EmulatedDevice>(kernels, kernelCount, workers);
   if (before) setenv("MD_EMU_FIBER_ORDER", saved.c_str(), 1); else unsetenv("MD_EMU_FIBER_ORDER");
   return device;
 }
@@ -122,8 +124,9 @@ TEST(Emulator, DivergentSimdgroupOperationsAreReported) {
   EXPECT_NE(error.find("simd_max at"), std::string::npos) << error;
 }
 
-// Runs md_test_simdgroup_matrix with 64 threads (two SIMD groups; the
-// second returns); `scattered` plants the bug. The product, or the error.
+// Runs md_test_simdgroup_matrix (simdgroup_matrix.metal) with 64 threads
+// (two SIMD groups; the second returns); `scattered` plants the bug. The
+// product, or the error.
 std::string simdgroupMatrix(md::Device& device, uint32_t scattered, std::vector<float>& product) {
   auto out = device.newBuffer(64 * 4);
   auto cb = device.newCommandBuffer();
@@ -144,7 +147,7 @@ std::string simdgroupMatrix(md::Device& device, uint32_t scattered, std::vector<
 
 TEST(Emulator, SimdgroupMatricesMultiplyAndNonUniformArgumentsAreReported) {
   for (const char* order : kOrders) {
-    auto device = deviceWithOrder(order);
+    auto device = deviceWithOrder(order, 0, &md::emu::testing::kSimdgroupMatrixKernel, 1);
     std::vector<float> product;
     ASSERT_EQ(simdgroupMatrix(*device, 0, product), "") << order;
     for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(product[i], 2.0f * float(i / 8 + 1)) << order << " element " << i;

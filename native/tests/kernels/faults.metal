@@ -40,24 +40,6 @@ kernel void md_test_divergent_simd(device uint* out [[buffer(0)]], MD_THREAD_IDS
   out[tid] = x;
 }
 
-// An 8x8 simdgroup matrix product: out = A B with A = rows of 1..8 and B
-// the identity times 2 (so out = 2 A), loaded from threadgroup memory.
-// BUG when `scattered` is set: each lane passes its own pointer.
-kernel void md_test_simdgroup_matrix(device float* out [[buffer(0)]], constant uint& scattered [[buffer(1)]], MD_THREAD_IDS) {
-  MD_THREADGROUP_ARRAY(float, tiles, 2 * 64 + 32);
-  for (uint i = tid; i < 64; i += threads) {
-    tiles[i] = float(i / 8 + 1);
-    tiles[64 + i] = i / 8 == i % 8 ? 2.0f : 0.0f;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  if (simd_index != 0) return;
-  simdgroup_float8x8 a, b, c = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-  simdgroup_load(a, tiles + (scattered != 0 ? lane : 0u), 8);
-  simdgroup_load(b, tiles + 64, 8);
-  simdgroup_multiply_accumulate(c, a, b, c);
-  simdgroup_store(c, out, 8);
-}
-
 // BUG: reads one element past the end of `in` (vocab_size elements).
 kernel void md_test_out_of_bounds(device const uint* in [[buffer(0)]],
                                   constant md_argmax_params& params [[buffer(1)]],
