@@ -54,6 +54,7 @@ it('--json gives the result with every number; --compare none leaves llama.cpp o
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode (native)']);
   expect(result.ratios).toBeNull();
+  expect(result.speculation).toBeNull();
   expect(result.engines[0].prefillTokensPerSecond).toBeGreaterThan(0);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
   expect(result.fileBytes).toBeGreaterThan(0);
@@ -71,4 +72,21 @@ it('--backend emulated measures the dispatch tables (batched prefill, chained de
   ]);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
   expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // the device's F16 caches: the CPU's size
+});
+
+it('--speculative adds the decode with n-gram speculation: its speed-up, acceptance and passes, and the same tokens', async () => {
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '24', '--runs', '1',
+    '--compare', 'none', '--speculative', '--json');
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout) as ModelBenchResult;
+  expect(result.settings.speculative).toBe(true);
+  const s = result.speculation!;
+  expect(s.sameTokens).toBe(true);
+  expect(s.decodeTokensPerSecond).toBeGreaterThan(0);
+  expect(s.speedup).toBeCloseTo(s.decodeTokensPerSecond / result.engines[0].decodeTokensPerSecond!, 6);
+  expect(s.acceptanceRate).toBeGreaterThanOrEqual(0);
+  expect(s.acceptanceRate).toBeLessThanOrEqual(1);
+  expect(s.forwardPassesPerToken).toBeGreaterThan(0);
+  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--speculative');
+  expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation .* forward passes per token; the same tokens$/m);
 });

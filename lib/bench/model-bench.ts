@@ -8,7 +8,8 @@ import { statSync } from 'node:fs';
 
 import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
-import type { GgufSequence } from '../models/gguf-model.js';
+import type { GgufModel, GgufSequence } from '../models/gguf-model.js';
+import type { GenerationResult } from '../generate/decode-loop.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { median } from './stats.js';
 import type { Table } from './tables.js';
@@ -23,6 +24,19 @@ export interface ModelBenchSettings {
   runs: number;
   /** 'auto': llama.cpp when node-llama-cpp is installed, saying why not otherwise. */
   compare: 'auto' | 'llama.cpp' | 'none';
+  /** Also decode with n-gram speculation (exact verification) and report what it changes. */
+  speculative: boolean;
+}
+
+/** Decode with `speculative: true` against without, ours, in the same run. */
+export interface SpeculationResult {
+  decodeTokensPerSecond: number;
+  /** over the decode tokens/s without speculation */
+  speedup: number;
+  acceptanceRate: number;
+  forwardPassesPerToken: number;
+  /** Whether the tokens were those without speculation (they must be). */
+  sameTokens: boolean;
 }
 
 export interface EngineResult {
@@ -43,6 +57,8 @@ export interface ModelBenchResult {
   engines: EngineResult[];
   /** this package / llama.cpp, when both ran. */
   ratios: { prefill: number; decode: number; timeToFirstToken: number } | null;
+  /** With --speculative. */
+  speculation: SpeculationResult | null;
 }
 
 /** A prompt of valid, varied token ids (the same for both engines). */
@@ -62,7 +78,9 @@ function summary(engine: string, t: Timings, prompt: number, note: string): Engi
   };
 }
 
-async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number }> {
+async function benchOurs(s: ModelBenchSettings): Promise<{
+  result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult | null;
+}> {
   const before = process.memoryUsage().rss;
   const model = await loadModel(s.model, { threads: s.threads });
   const contextSize = s.promptTokens + s.generatedTokens + 8;
@@ -71,6 +89,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult;
   const tokenBias = Object.fromEntries(model.eosTokens.map((t) => [String(t), -Infinity]));
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   let kvCacheBytes = 0;
+  let plainTokens: number[] = [];
   try {
     for (let run = 0; run < s.runs + 1; run++) {
       const sequence = model.openSequence({ backend: s.backend, contextSize }) as GgufSequence | GgufGpuSequence;
@@ -81,22 +100,48 @@ async function benchOurs(s: ModelBenchSettings): Promise<{ result: EngineResult;
       sequence.dispose();
       const stamps: number[] = [];
       const began = performance.now();
-      await generate(model, prompt, {
+      plainTokens = (await generate(model, prompt, {
         temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, onToken: () => void stamps.push(performance.now()),
-      });
+      })).tokens;
       if (run === 0) continue;  // warm-up
       t.prefill.push(prefill);
       t.ttft.push(stamps[0] - began);
       t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
     }
     const residentBytes = process.memoryUsage().rss - before;
+    const speculation = s.speculative ? await benchSpeculation(s, model, prompt, contextSize, tokenBias, median(t.decode), plainTokens) : null;
     const note = s.backend === 'native'
       ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
       : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
-    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize };
+    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation };
   } finally {
     model.dispose();
   }
+}
+
+// The same greedy decode with n-gram speculation: ms per token between the
+// first and the last token, median of --runs after a warm-up.
+async function benchSpeculation(s: ModelBenchSettings, model: GgufModel, prompt: number[], contextSize: number,
+  tokenBias: Record<string, number>, plainMsPerToken: number, plainTokens: number[]): Promise<SpeculationResult> {
+  const perToken: number[] = [];
+  let last: GenerationResult | undefined;
+  for (let run = 0; run < s.runs + 1; run++) {
+    const stamps: number[] = [];
+    last = await generate(model, prompt, {
+      temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative: true,
+      onToken: () => void stamps.push(performance.now()),
+    });
+    if (run > 0) perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
+  }
+  const stats = last!.stats.speculative!;
+  const msPerToken = median(perToken);
+  return {
+    decodeTokensPerSecond: 1000 / msPerToken,
+    speedup: plainMsPerToken / msPerToken,
+    acceptanceRate: stats.acceptanceRate,
+    forwardPassesPerToken: stats.forwardPassesPerToken,
+    sameTokens: last!.tokens.length === plainTokens.length && last!.tokens.every((token, i) => token === plainTokens[i]),
+  };
 }
 
 async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<EngineResult> {
@@ -177,7 +222,7 @@ export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResul
       timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
     }
     : null;
-  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios };
+  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation };
 }
 
 export function modelBenchTables(r: ModelBenchResult): Table[] {
@@ -189,6 +234,14 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
     rows: r.engines.map((e) => [e.engine, n(e.prefillTokensPerSecond), n(e.decodeTokensPerSecond, 2), n(e.timeToFirstTokenMs, 0), e.note]),
   };
   if (r.ratios) speed.rows.push(['ratio', `${r.ratios.prefill.toFixed(2)}x`, `${r.ratios.decode.toFixed(2)}x`, `${r.ratios.timeToFirstToken.toFixed(2)}x`, 'metal-decode / llama.cpp (higher is better; first token: lower)']);
+  if (r.speculation) {
+    const x = r.speculation;
+    speed.rows.push([
+      `${r.engines[0].engine} + n-gram speculation`, '-', n(x.decodeTokensPerSecond, 2), '-',
+      `${x.speedup.toFixed(2)}x the decode without; ${(100 * x.acceptanceRate).toFixed(0)}% of drafts kept, ` +
+      `${x.forwardPassesPerToken.toFixed(2)} forward passes per token; ${x.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
+    ]);
+  }
   const budget = r.fileBytes + r.kvCacheBytes;
   const memory: Table = {
     title: 'resident memory this package added',

@@ -53,6 +53,8 @@ Options:
   --backend NAME     native (the CPU forward pass, default), metal (the dispatch tables
                      on the Mac's GPU; llama.cpp then runs on Metal too) or emulated
                      (the same tables on CPU fibers: for checking, its speed means nothing)
+  --speculative      also decode with n-gram speculation (exact: the same tokens) and show
+                     its decode tokens/s, the share of drafts kept and forward passes per token
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)
@@ -87,7 +89,7 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  const { help, json, values } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend']);
+  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative']);
   const backend = values.backend ?? 'native';
   if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
     throw new UsageError(`Expected native, metal or emulated for --backend but received ${JSON.stringify(backend)}`);
@@ -103,17 +105,21 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
       generatedTokens: integer('tokens', values.tokens, 64, 65536, 2),
       runs: integer('runs', values.runs, 3, 1000),
       compare: compareOption(values.compare),
+      speculative: flags.speculative,
     },
   };
 }
 
 // The flags of `bench model` and `bench tokenizer`: --model, --compare,
-// --json, --help, and the string flags `names`.
-function parseFileBenchArgs(argv: string[], names: string[]): { help: boolean; json: boolean; values: Record<string, string | undefined> } {
+// --json, --help, the string flags `names` and the boolean flags `switches`.
+function parseFileBenchArgs(argv: string[], names: string[], switches: string[] = []): {
+  help: boolean; json: boolean; values: Record<string, string | undefined>; flags: Record<string, boolean>;
+} {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
     model: { type: 'string' }, compare: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   };
   for (const name of names) options[name] = { type: 'string' };
+  for (const name of switches) options[name] = { type: 'boolean' };
   let values: Record<string, string | boolean | undefined>;
   try {
     values = parseArgs({ args: attachNegativeValues(argv), allowPositionals: false, strict: true, options }).values;
@@ -121,7 +127,9 @@ function parseFileBenchArgs(argv: string[], names: string[]): { help: boolean; j
     throw new UsageError((error as Error).message);
   }
   const { help, json, ...rest } = values;
-  return { help: help === true, json: json === true, values: rest as Record<string, string | undefined> };
+  const flags = Object.fromEntries(switches.map((name) => [name, rest[name] === true]));
+  for (const name of switches) delete rest[name];
+  return { help: help === true, json: json === true, values: rest as Record<string, string | undefined>, flags };
 }
 
 export interface PredictArgs {
