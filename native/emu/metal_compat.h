@@ -283,9 +283,7 @@ inline void allSame(const uint64_t* in, const uint32_t*, uint32_t active, uint64
 // The call's arguments (pointer, row stride) as one value every lane must share.
 inline void requireUniform(const void* pointer, uint64_t stride, const char* what) {
   const uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(pointer)) * 1000003u ^ stride;
-  if (collective(key, 0, &allSame, what, __FILE__, __LINE__) == 0)
-    ThreadgroupRunner::current().faultFromKernel(std::string(what) +
-                                                 ": the 32 lanes of a SIMD group must all call it, with the same pointer and stride (Metal's rule)");
+  if (collective(key, 0, &allSame, what, __FILE__, __LINE__) == 0) ThreadgroupRunner::current().nonUniformSimdgroupCall(what);
 }
 }  // namespace md::emu::simd_ops
 

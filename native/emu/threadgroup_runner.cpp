@@ -237,8 +237,9 @@ void ThreadgroupRunner::barrier(const char* file, int line) {
   lane.fiber->yield();
 }
 
-void ThreadgroupRunner::faultFromKernel(const std::string& what) {
-  pendingFault_ = what;
+void ThreadgroupRunner::nonUniformSimdgroupCall(const char* what) {
+  pendingFault_ = std::string(what) +
+                  ": the 32 lanes of a SIMD group must all call it, with the same pointer and stride (Metal's rule)";
   parkFaultedFiber();
 }
 

@@ -72,9 +72,11 @@ class ThreadgroupRunner {
   void barrier(const char* file, int line);
   uint64_t simd(uint64_t value, uint32_t arg, SimdOp op, const char* what, const char* file, int line);
   void* threadgroupArray(const void* tag, size_t bytes, const char* file, int line);
-  // A misuse a kernel's own fiber detected (non-uniform simdgroup matrix
-  // arguments): the run fails with `what` as a KernelFault.
-  [[noreturn]] void faultFromKernel(const std::string& what);
+  // A simdgroup matrix operation (`what`) whose lanes did not all call it
+  // with the same arguments: the run fails with a KernelFault naming it.
+  // A C string, not a std::string: the faulted fiber's stack is never
+  // unwound, so nothing on it may own memory.
+  [[noreturn]] void nonUniformSimdgroupCall(const char* what);
 
  private:
   enum class State : uint8_t { Runnable, AtBarrier, AtSimd, Done, Faulted };
