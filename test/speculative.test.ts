@@ -118,6 +118,20 @@ describe('the bigram text model: the same tokens with and without speculation', 
       `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`);
   });
 
+  it('an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation', async () => {
+    const prompt = 'the cat sat on the mat and the cat sat on the ';
+    const plain = await generate(model, prompt, { backend: 'native', maxTokens: 60 });
+    const controller = new AbortController();
+    const aborted = await generate(model, prompt, {
+      backend: 'native', maxTokens: 60, speculative: true, signal: controller.signal, stopOnAbortSignal: true,
+      onToken: ({ position }) => { if (position >= 20) controller.abort(); },
+    });
+    expect(aborted.stopReason).toBe('abort');
+    expect(aborted.tokens.length).toBeGreaterThan(0);
+    expect(aborted.tokens.length).toBeLessThan(plain.tokens.length);
+    expect(aborted.tokens).toEqual(plain.tokens.slice(0, aborted.tokens.length));
+  });
+
   it('a model without evaluateRows is verified token by token, with the same tokens', async () => {
     const logits = new LogitsModel({
       vocabSize: model.vocabSize,

@@ -273,9 +273,8 @@ export class DecodeRun {
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       // A draft never runs past maxTokens or the context: the last row's token needs a slot.
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
-      const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
-      if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
-      const draft = proposed;
+      const draft = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
+      if (draft === ABORTED) return void (this.#stop = { reason: 'abort' });
       let rows: Logits[];
       if (draft.length === 0) {
         if (next === undefined) {
