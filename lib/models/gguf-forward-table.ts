@@ -1,6 +1,6 @@
 // gguf-forward-table.ts: a GGUF model's forward pass as dispatch tables,
 // built with the public DispatchTableBuilder from the kernels of metal/.
-// One op list (forwardCommands below, the CPU's: native/core/transformer/
+// One op list (#commands below, the CPU's: native/core/transformer/
 // transformer.cpp) serves every table: for `count` tokens from position p,
 // the embedding rows of tokens p .. p + count - 1 (token-offset patch),
 // then per layer RMSNorm, the Q/K/V projections (+ biases, + per-head Q/K
