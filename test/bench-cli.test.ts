@@ -94,6 +94,14 @@ describe('--json', () => {
       expect(r.chainedTokensPerSecond === null).toBe(!gpu);
       if (gpu) expect(r.chainedOverOne).toBeCloseTo(r.chainedTokensPerSecond! / r.onePerSubmissionTokensPerSecond, 10);
     }
+    // Speculation: every backend x text x mode (the run checks the tokens are the same, or fails).
+    expect(report.speculative!.map((r) => `${r.backend} ${r.text} ${r.mode}`)).toEqual(
+      available.flatMap((b) => ['repetitive', 'free'].flatMap((t) => ['greedy', 'sampled'].map((m) => `${b} ${t} ${m}`))));
+    for (const r of report.speculative!) {
+      expect(r.speculativeOverPlain).toBeCloseTo(r.speculativeTokensPerSecond / r.plainTokensPerSecond, 10);
+      expect(r.acceptanceRate).toBeGreaterThanOrEqual(0);
+      expect(r.acceptanceRate).toBeLessThanOrEqual(1);
+    }
   });
 
   it('the filters choose what is measured', async () => {
@@ -102,6 +110,7 @@ describe('--json', () => {
     const report = JSON.parse(stdout) as BenchReport;
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
     expect(report.decode).toEqual([]);
+    expect(report.speculative).toBeUndefined();
     expect(report.sampler.map((r) => [r.backend, r.vocab, r.iterations])).toEqual(
       [40, 80].flatMap((v) => [1, 2, 3, 4].map(() => ['native', v, 3])),
     );

@@ -31,6 +31,24 @@ export interface DecodeResult {
   chainedOverOne: number | null;
 }
 
+/**
+ * One row of the decode scenario's speculation part: the same generate()
+ * with and without n-gram speculation (exact: the same tokens), on a
+ * repetitive text (a bigram counted from a short repeated corpus) or free
+ * text (the seeded random bigram).
+ */
+export interface SpeculativeDecodeResult {
+  backend: BackendName;
+  mode: 'greedy' | 'sampled';
+  text: 'repetitive' | 'free';
+  /** Without speculation, on the backend's default path (chained on a GPU). */
+  plainTokensPerSecond: number;
+  speculativeTokensPerSecond: number;
+  speculativeOverPlain: number;
+  forwardPassesPerToken: number;
+  acceptanceRate: number;
+}
+
 export interface BenchSettings {
   scenarios: ScenarioName[];
   backends: BackendName[];
@@ -50,6 +68,8 @@ export interface BenchReport {
   backends: BackendInfo[];
   sampler: SamplerResult[];
   decode: DecodeResult[];
+  /** With the decode scenario: speculative decoding against without. */
+  speculative?: SpeculativeDecodeResult[];
   startedAt: string;
   durationMs: number;
 }

@@ -41,11 +41,24 @@ export function decodeTable(report: BenchReport): Table {
   };
 }
 
+export function speculativeTable(report: BenchReport): Table {
+  const { tokens } = report.settings.decode;
+  return {
+    title: `speculative decode: tokens/s through generate() with n-gram speculation (exact: the same tokens) against without, ${tokens} tokens, median`,
+    header: ['backend', 'mode', 'text', 'without', 'with', 'with / without', 'passes per token', 'drafts kept'],
+    rows: (report.speculative ?? []).map((r) => [
+      r.backend, r.mode, r.text, perSecond(r.plainTokensPerSecond), perSecond(r.speculativeTokensPerSecond), ratio(r.speculativeOverPlain),
+      r.forwardPassesPerToken.toFixed(2), `${(100 * r.acceptanceRate).toFixed(0)}%`,
+    ]),
+  };
+}
+
 /** The tables of the scenarios that ran. */
 export function reportTables(report: BenchReport): Table[] {
   return [
     ...(report.sampler.length > 0 ? [samplerTable(report)] : []),
     ...(report.decode.length > 0 ? [decodeTable(report)] : []),
+    ...((report.speculative ?? []).length > 0 ? [speculativeTable(report)] : []),
   ];
 }
 

@@ -8,9 +8,9 @@ import cliProgress from 'cli-progress';
 
 import { getBackends, type BackendInfo, type BackendName } from '../backends.js';
 import { reportHtml, reportSvg } from '../bench/charts.js';
-import { planDecode } from '../bench/decode-scenario.js';
+import { planDecode, planSpeculativeDecode } from '../bench/decode-scenario.js';
 import { describeMachine, machineInfo } from '../bench/machine.js';
-import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult } from '../bench/report.js';
+import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult, type SpeculativeDecodeResult } from '../bench/report.js';
 import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText, type Table } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
@@ -114,10 +114,12 @@ async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<n
   const settings: BenchSettings = { ...args.settings, backends: chosen };
   const samplerTasks = settings.scenarios.includes('sampler') ? planSampler(settings) : [];
   const decodeTasks = settings.scenarios.includes('decode') ? planDecode(settings) : [];
+  const speculativeTasks = settings.scenarios.includes('decode') ? planSpeculativeDecode(settings) : [];
   const startedAt = new Date();
-  const progress = progressBar(args.progress && stderr.isTTY === true, samplerTasks.length + decodeTasks.length);
+  const progress = progressBar(args.progress && stderr.isTTY === true, samplerTasks.length + decodeTasks.length + speculativeTasks.length);
   const sampler = withSpeedups(await runTasks(samplerTasks, progress));
   const decode = await runTasks(decodeTasks, progress);
+  const speculative = await runTasks(speculativeTasks, progress);
   progress.stop();
 
   const report: BenchReport = {
@@ -127,6 +129,7 @@ async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<n
     backends,
     sampler,
     decode,
+    ...(speculativeTasks.length > 0 && { speculative }),
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
   };
@@ -166,7 +169,7 @@ function progressBar(enabled: boolean, total: number): Progress {
   return { step: (task) => bar.increment(1, { task }), stop: () => bar.stop() };
 }
 
-async function runTasks<T extends SamplerResult | DecodeResult>(tasks: BenchTask<T>[], progress: Progress): Promise<T[]> {
+async function runTasks<T extends SamplerResult | DecodeResult | SpeculativeDecodeResult>(tasks: BenchTask<T>[], progress: Progress): Promise<T[]> {
   const results: T[] = [];
   for (const task of tasks) {
     progress.step(task.label);
