@@ -28,7 +28,8 @@ Scenarios (default: all):
   sampler   us per sample() call, median and p90, per backend x V x config,
             with each backend's speed-up over js
   decode    tokens/s of the bigram model through generate(), greedy and sampled,
-            chained vs one token per submission, per backend
+            chained vs one token per submission, per backend; and n-gram
+            speculation vs none on repetitive and free text
 
 Options:
   --backend NAME     metal, emulated, native or js; repeatable (default: every available one)
