@@ -249,15 +249,17 @@ export class GgufForwardTable {
       this.#scratch = samplingScratch(this.device, n);
       this.#buffers.push(...Object.values(this.#scratch));
     }
-    const { spec } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#scratch);
+    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#scratch);
     const rows = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
-    return this.#oneToken()
+    const table = this.#oneToken()
       .add('md_half_from_f32', {
         label: 'logits to float16', buffers: [{ index: 0, buffer: this.logits }, { index: 1, buffer: this.#halfLogits }],
         params: { index: 2, bytes: rows }, ...grid(n, 256),
       })
       .add('md_sample_f16', spec)
       .build();
+    bias.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
   }
 
   /** The table for these options: the argmax table when it gives the same tokens, else a sampledTable(). */
