@@ -1,6 +1,6 @@
 // speculative.ts: speculative decoding's parts that are not the loop: the
-// `speculative` option, the n-gram draft (prompt lookup), and the rows of
-// logits a verification reads. The loop (decode-loop.ts) verifies exactly:
+// `speculative` option, the drafters (n-gram prompt lookup, a draft
+// model), and the rows of logits a verification reads. The loop (decode-loop.ts) verifies exactly:
 // it samples each row as non-speculative decoding would (same position,
 // same history, same noise), so the tokens are the same ones, and a draft
 // only decides how many of them one forward pass yields.
