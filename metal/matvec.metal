@@ -15,47 +15,60 @@
 // Decode is bound by reading W once; x stays in cache. With SwiGLU a SIMD
 // group computes its rows of both matrices, so the gate and up sums meet
 // in registers.
+//
+// md_matvec_batch_* does the same for up to MD_MATVEC_BATCH tokens: each
+// block of W is read once for all of them, and each token's sums take the
+// steps they take alone (speculative verification evaluates a draft so,
+// and must give the tokens that one-token steps give).
 #include "md_kernel.h"
 #include "md_block_values.h"
 #include "md_transformer.h"
 
-// Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x,
-// summed over the SIMD group: every lane gets the totals.
-template <typename Block>
-inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint first, uint lane,
-                           thread float* totals) {
+// Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x
+// for each of the `count` (at most TOKENS) rows of x, summed over the SIMD
+// group: every lane gets the totals, totals[r * TOKENS + t]. Each token's
+// sums take the same steps whatever the count, so a batch gives each
+// token the bits it gets alone.
+template <typename Block, uint TOKENS>
+inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint count, uint first,
+                           uint lane, thread float* totals) {
   const uint values = md_block_values(w), parts_per_block = values / MD_QK;
   const uint blocks = cols / values, parts = blocks * parts_per_block;
-  float sums[MD_MATVEC_ROWS];
-  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) sums[r] = 0.0f;
+  float sums[MD_MATVEC_ROWS * TOKENS];
+  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) sums[i] = 0.0f;
   // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
   // types, and for the K types the eight parts of a super-block go to
   // eight neighbouring lanes.
   for (uint u = lane; u < parts; u += MD_SIMD_WIDTH) {
     const uint b = u / parts_per_block, part = u % parts_per_block;
-    device const float* xb = x + ulong(u) * MD_QK;
-    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-      if (first + r < rows) sums[r] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
+    for (uint t = 0; t < TOKENS && t < count; ++t) {
+      device const float* xb = x + ulong(t) * cols + ulong(u) * MD_QK;
+      for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
+      }
     }
   }
-  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) totals[r] = simd_sum(sums[r]);
+  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) totals[i] = simd_sum(sums[i]);
 }
 
-template <typename Block>
+template <typename Block, uint TOKENS>
 inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,
                       device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
                       uint group, uint simd_index, uint lane, uint simdgroups) {
   uint s = group * simdgroups + simd_index;  // this SIMD group among all of the grid
-  float totals[MD_MATVEC_ROWS];
+  const uint count = min(params.count, TOKENS), cols = params.cols;
+  float totals[MD_MATVEC_ROWS * TOKENS];
   if (params.mode == MD_MATVEC_SWIGLU) {
-    const uint first = s * MD_MATVEC_ROWS;
-    if (first >= params.rows[0]) return;  // the whole SIMD group: simd_sum needs every lane or none
-    float up[MD_MATVEC_ROWS];
-    md_matvec_rows(w0, x, params.rows[0], params.cols, first, lane, totals);
-    md_matvec_rows(w1, x, params.rows[0], params.cols, first, lane, up);
-    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-      const float g = totals[r];
-      if (lane == 0 && first + r < params.rows[0]) y0[first + r] = g / (1.0f + exp(-g)) * up[r];
+    const uint rows = params.rows[0], first = s * MD_MATVEC_ROWS;
+    if (first >= rows) return;  // the whole SIMD group: simd_sum needs every lane or none
+    float up[MD_MATVEC_ROWS * TOKENS];
+    md_matvec_rows<Block, TOKENS>(w0, x, rows, cols, count, first, lane, totals);
+    md_matvec_rows<Block, TOKENS>(w1, x, rows, cols, count, first, lane, up);
+    for (uint t = 0; t < count; ++t) {
+      for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+        const float g = totals[r * TOKENS + t];
+        if (lane == 0 && first + r < rows) y0[ulong(t) * rows + first + r] = g / (1.0f + exp(-g)) * up[r * TOKENS + t];
+      }
     }
     return;
   }
@@ -79,9 +92,12 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
   }
   const uint first = s * MD_MATVEC_ROWS;
   if (first >= rows) return;  // the whole SIMD group, as above
-  md_matvec_rows(w, x, rows, params.cols, first, lane, totals);
-  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-    if (lane == 0 && first + r < rows) y[first + r] = params.mode == MD_MATVEC_ACCUMULATE ? y[first + r] + totals[r] : totals[r];
+  md_matvec_rows<Block, TOKENS>(w, x, rows, cols, count, first, lane, totals);
+  for (uint t = 0; t < count; ++t) {
+    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+      device float* out = y + ulong(t) * rows + first + r;
+      if (lane == 0 && first + r < rows) *out = params.mode == MD_MATVEC_ACCUMULATE ? *out + totals[r * TOKENS + t] : totals[r * TOKENS + t];
+    }
   }
 }
 
@@ -89,68 +105,139 @@ kernel void md_matvec_f32(device const md_block_f32* w0 [[buffer(0)]], device co
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q8_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q4_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q4_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q5_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q4_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q5_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }
 
 kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+// The same for up to MD_MATVEC_BATCH tokens (params.count).
+kernel void md_matvec_batch_f32(device const md_block_f32* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+}
+
+kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
 }

@@ -28,12 +28,20 @@ typedef struct md_rows_params {
 //                         float addition)
 //   MD_MATVEC_SWIGLU      y_0 = silu(W_0 x) * (W_1 x), rows[0] == rows[1]:
 //                         gate, up and SwiGLU in one dispatch
+// count: the tokens, x being count rows of cols floats and y_m count rows
+// of rows[m]: 1 for md_matvec_*, 1 to MD_MATVEC_BATCH for
+// md_matvec_batch_*, which reads W once for all of them and gives each
+// token the bits md_matvec_* gives it alone (speculative verification
+// needs them: the matrix-matrix kernels sum in another order).
 typedef struct md_matvec_params {
   md_u32 cols;
   md_u32 mode;
   md_u32 rows[3];
-  md_u32 reserved[3];
+  md_u32 count;
+  md_u32 reserved[2];
 } md_matvec_params;
+
+#define MD_MATVEC_BATCH 8u
 
 #define MD_MATVEC_STORE 0u
 #define MD_MATVEC_ACCUMULATE 1u

@@ -188,6 +188,8 @@ describe('devices', () => {
       'md_lm_head_f16',
       'md_matmul_bf16', 'md_matmul_f16', 'md_matmul_f32', 'md_matmul_q4_0', 'md_matmul_q4_1', 'md_matmul_q4_k',
       'md_matmul_q5_0', 'md_matmul_q5_k', 'md_matmul_q6_k', 'md_matmul_q8_0',
+      'md_matvec_batch_bf16', 'md_matvec_batch_f16', 'md_matvec_batch_f32', 'md_matvec_batch_q4_0', 'md_matvec_batch_q4_1',
+      'md_matvec_batch_q4_k', 'md_matvec_batch_q5_0', 'md_matvec_batch_q5_k', 'md_matvec_batch_q6_k', 'md_matvec_batch_q8_0',
       'md_matvec_bf16', 'md_matvec_f16', 'md_matvec_f32', 'md_matvec_q4_0', 'md_matvec_q4_1', 'md_matvec_q4_k', 'md_matvec_q5_0',
       'md_matvec_q5_k', 'md_matvec_q6_k', 'md_matvec_q8_0', 'md_noise_cells', 'md_rms_norm_f32', 'md_rope_f32',
       'md_sample_f16', 'md_swiglu_f32',

@@ -37,7 +37,7 @@ describe('DispatchTableBuilder', () => {
 
   const cases: [string, (b: DispatchTableBuilder) => unknown, string][] = [
     ['an unknown kernel', (b) => b.add('md_nope', argmax()),
-      "Expected one of the device's kernels (md_add_f32, md_argmax_f16, md_argmax_f32, md_attention_f16, md_attention_merge_f32, md_embed_f16, md_embed_rows_bf16, md_embed_rows_f16, md_embed_rows_f32, md_embed_rows_q4_0, md_embed_rows_q4_1, md_embed_rows_q4_k, md_embed_rows_q5_0, md_embed_rows_q5_k, md_embed_rows_q6_k, md_embed_rows_q8_0, md_exp_values, md_fp_contract_probe, md_half_from_f32, md_kv_store_f16, md_lm_head_f16, md_matmul_bf16, md_matmul_f16, md_matmul_f32, md_matmul_q4_0, md_matmul_q4_1, md_matmul_q4_k, md_matmul_q5_0, md_matmul_q5_k, md_matmul_q6_k, md_matmul_q8_0, md_matvec_bf16, md_matvec_f16, md_matvec_f32, md_matvec_q4_0, md_matvec_q4_1, md_matvec_q4_k, md_matvec_q5_0, md_matvec_q5_k, md_matvec_q6_k, md_matvec_q8_0, md_noise_cells, md_rms_norm_f32, md_rope_f32, md_sample_f16, md_swiglu_f32) for commands[0].kernel but received \"md_nope\" (string)"],
+      "Expected one of the device's kernels (md_add_f32, md_argmax_f16, md_argmax_f32, md_attention_f16, md_attention_merge_f32, md_embed_f16, md_embed_rows_bf16, md_embed_rows_f16, md_embed_rows_f32, md_embed_rows_q4_0, md_embed_rows_q4_1, md_embed_rows_q4_k, md_embed_rows_q5_0, md_embed_rows_q5_k, md_embed_rows_q6_k, md_embed_rows_q8_0, md_exp_values, md_fp_contract_probe, md_half_from_f32, md_kv_store_f16, md_lm_head_f16, md_matmul_bf16, md_matmul_f16, md_matmul_f32, md_matmul_q4_0, md_matmul_q4_1, md_matmul_q4_k, md_matmul_q5_0, md_matmul_q5_k, md_matmul_q6_k, md_matmul_q8_0, md_matvec_batch_bf16, md_matvec_batch_f16, md_matvec_batch_f32, md_matvec_batch_q4_0, md_matvec_batch_q4_1, md_matvec_batch_q4_k, md_matvec_batch_q5_0, md_matvec_batch_q5_k, md_matvec_batch_q6_k, md_matvec_batch_q8_0, md_matvec_bf16, md_matvec_f16, md_matvec_f32, md_matvec_q4_0, md_matvec_q4_1, md_matvec_q4_k, md_matvec_q5_0, md_matvec_q5_k, md_matvec_q6_k, md_matvec_q8_0, md_noise_cells, md_rms_norm_f32, md_rope_f32, md_sample_f16, md_swiglu_f32) for commands[0].kernel but received \"md_nope\" (string)"],
     ['a buffer index over 30', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 31, buffer: logits }] }),
       'Expected an integer from 0 to 30 for commands[0].buffers[0].index but received 31 (number)'],
     ['a buffer index used twice', (b) => b.add('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: logits }, { index: 0, buffer: tokens }] }),
@@ -68,6 +68,12 @@ describe('DispatchTableBuilder', () => {
       'Expected a multiple of 4 with 4 bytes inside the 4 bytes of params for commands[0].patch.fields[0] but received 4 (number)'],
     ['a patch option of another rule', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, fields: [0] } as never }),
       "Unknown option commands[0].patch.fields for rule 'argmaxOutput'; it takes: rule, buffer"],
+    ['a patch looking too far ahead', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 32 } }),
+      'Expected an integer from 0 to 31 for commands[0].patch.ahead but received 32 (number)'],
+    ['a patch ahead that is not an integer', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 1.5 } }),
+      'Expected an integer from 0 to 31 for commands[0].patch.ahead but received 1.5 (number)'],
+    ['no patch looking ahead', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'none', ahead: 1 } }),
+      "Unknown option commands[0].patch.ahead for rule 'none'; it takes: rule"],
     ['threadgroup memory not a multiple of 16', (b) => b.add('md_argmax_f16', { ...argmax(), threadgroupMemory: 24 }),
       "Expected a multiple of 16 bytes from 0 to 32768 (Metal's rule) for commands[0].threadgroupMemory but received 24 (number)"],
     ['threadgroup memory over 32 KB', (b) => b.add('md_argmax_f16', { ...argmax(), threadgroupMemory: 32784 }),
@@ -116,6 +122,14 @@ describe('DispatchTableBuilder', () => {
     await device.runChain(table, 0, 16);  // counts 1 .. 16 fit
     await expect(device.runChain(table, 0, 17)).rejects.toThrow(
       "runChain: encodeChain: command 'exp' at position 16: md_exp_values: buffer 1 (input: count floats) needs 68 bytes from byte 0, but the buffer has 64");
+    // Looking 3 rows ahead, step p writes p + 4: three steps fewer fit.
+    const ahead = new DispatchTableBuilder(device).add('md_exp_values', {
+      label: 'exp row 3', buffers: [{ index: 1, buffer: input }, { index: 2, buffer: output }],
+      params: { index: 0, bytes: new Uint32Array([0, 1]) }, patch: { rule: 'kvLength', fields: [4], ahead: 3 },
+    }).build();
+    await device.runChain(ahead, 0, 13);
+    await expect(device.runChain(ahead, 0, 14)).rejects.toThrow(
+      "runChain: encodeChain: command 'exp row 3' at position 13: md_exp_values: buffer 1 (input: count floats) needs 68 bytes from byte 0, but the buffer has 64");
   });
 
   it('refuses a chain too long for one call at once, without encoding or allocating it', async () => {

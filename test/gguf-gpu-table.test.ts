@@ -11,8 +11,9 @@
 //   unless the CPU's top two are within twice the tolerance (a near tie);
 // - a chain of 8 tokens in one submission equals 8 one-token submissions;
 // - generate() and Session chain it (greedy: the CPU's tokens but at a
-//   near tie; stops rewind and resume), and a sampled token follows the
-//   exact filtered distribution of the GPU's logits (chi-square).
+//   near tie; stops rewind and resume), speculative verification gives
+//   the chain's tokens, and a sampled token follows the exact filtered
+//   distribution of the GPU's logits (chi-square).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,7 +151,7 @@ test('a tensor type without a GPU kernel is an error naming the tensor and the t
 });
 
 describe('generate() on the emulated device', () => {
-  test.each(Object.keys(VARIANTS) as VariantName[])('%s: greedy, chained, the same tokens as the CPU (but at a near tie), stops and resumes', async (variant) => {
+  test.each(Object.keys(VARIANTS) as VariantName[])('%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes', async (variant) => {
     const path = join(dir, `generate-${variant}.gguf`);
     await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
     const model = await loadModel(path, { threads: 1 });
@@ -168,6 +169,10 @@ describe('generate() on the emulated device', () => {
         expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
         sequence.dispose();
       }
+      // Speculative, verified on the GPU (drafts from the model itself on the CPU): the chain's tokens.
+      const speculative = await generate(model, PROMPT, { ...options, backend: 'emulated', speculative: { draft: model, draftTokens: 9 } });
+      expect(speculative.tokens).toEqual(gpu.tokens);
+      expect(speculative.stats.speculative!.accepted).toBeGreaterThan(0);
       // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
       using session = new Session(model, { backend: 'emulated', contextSize: 64 });
       const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });

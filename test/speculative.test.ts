@@ -6,11 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { BigramModel, generate, loadModel, LogitsModel, Session, type GenerateOptions } from '../lib/index.js';
 import { ngramDraft } from '../lib/generate/speculative.js';
 import type { GgufModel } from '../lib/models/gguf-model.js';
+import { GgufGpuSequence } from '../lib/models/gguf-gpu-sequence.js';
 import { textModel } from './generate-helpers.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -180,6 +181,50 @@ describe('GGUF models on the CPU: one forward pass per verification, the same to
     const stats = speculative.stats.speculative!;
     expect(stats.accepted).toBe(stats.drafted);
     expect(stats.forwardPasses).toBeLessThanOrEqual(Math.ceil(speculative.tokens.length / 5) + 1);
+  });
+});
+
+describe('GGUF models on the emulated GPU: one submission per verification, only ids back, the chain\'s tokens', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'md-speculative-gpu-'));
+  let gguf: GgufModel;
+  beforeAll(async () => {
+    const path = join(dir, 'qwen3.gguf');
+    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 7), logitScale: 2 });
+    gguf = await loadModel(path, { threads: 2 });
+  });
+  afterAll(() => {
+    gguf.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const prompt = [1, 17, 42, 99, 7, 1, 17, 42, 99, 7, 1, 17];
+
+  // draftTokens 10: a verification of 11 tokens spans two batch dispatches (8 + 3) per projection.
+  it.each(OPTION_SETS)('%s', async (_name, options) => {
+    const base = { ...options, backend: 'emulated', maxTokens: 40, contextSize: 128 } as const;
+    const plain = await generate(gguf, prompt, base);
+    const evaluate = vi.spyOn(GgufGpuSequence.prototype, 'evaluate');
+    try {
+      const speculative = await generate(gguf, prompt, { ...base, speculative: { draftTokens: 10 } });
+      expect(evaluate).not.toHaveBeenCalled();  // no logits came back
+      expect(speculative.tokens).toEqual(plain.tokens);
+      expect([plain.chained, speculative.chained, speculative.speculative, speculative.backend]).toEqual([true, false, true, 'emulated']);
+      const stats = speculative.stats.speculative!;
+      expect(stats.drafted).toBeGreaterThan(0);
+      expect(stats.forwardPasses + stats.accepted).toBe(speculative.tokens.length + (speculative.stopReason === 'eogToken' ? 1 : 0));
+    } finally {
+      evaluate.mockRestore();
+    }
+  });
+
+  it('stops mid-draft where the chain stops, and a Session goes on after it with either path', async () => {
+    const options = { temperature: 0.8, seed: 3, repeatPenalty: { penalty: 1.15, lastTokens: 6 } };
+    const plain = await generate(gguf, prompt, { ...options, backend: 'emulated', maxTokens: 26, contextSize: 128 });
+    using session = new Session(gguf, { backend: 'emulated', contextSize: 128 });
+    const a = await session.generate(prompt, { ...options, maxTokens: 7, speculative: { draftTokens: 5 } });
+    const b = await session.generate([], { ...options, maxTokens: 9 });
+    const c = await session.generate([], { ...options, maxTokens: 10, speculative: { draftTokens: 14 } });
+    expect([a.speculative, b.chained, c.speculative]).toEqual([true, true, true]);
+    expect([...a.tokens, ...b.tokens, ...c.tokens]).toEqual(plain.tokens);
   });
 });
 

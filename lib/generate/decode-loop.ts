@@ -6,10 +6,10 @@
 // conditions; a stop rewinds the sequence to the tokens handed out, as if
 // generation had stopped exactly there.
 import type { BackendName } from '../backends.js';
-import { AbortError, invalidParameterError } from '../errors.js';
+import { AbortError, invalidParameterError, NoTokenError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
-import type { DecodeModel, Logits, ModelSequence } from './model.js';
+import type { DecodeModel, DraftVerifier, Logits, ModelSequence } from './model.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { applyMask, StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
@@ -96,6 +96,7 @@ export class DecodeRun {
   readonly #stream: StopTriggerStream;
   readonly #path: DecodePath;
   readonly #chained: boolean;
+  readonly #verifiesOnGpu: boolean;  // speculative, verified by the chain's tables (only ids come back)
   #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
   #promptTokens = 0;
   #generated = 0;             // tokens accepted from the model this call (kept or held)
@@ -121,6 +122,7 @@ export class DecodeRun {
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
     this.#path = options.tokenMask ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
     this.#chained = this.#path !== 'constrained' && !options.speculative && state.sequence.chain !== undefined;
+    this.#verifiesOnGpu = options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -177,11 +179,11 @@ export class DecodeRun {
     this.#promptTokens = this.#prompt.length;
   }
 
-  // The chained path writes the prompt (its first step evaluates the last
+  // The chained paths write the prompt (their first step evaluates the last
   // token); the step-by-step paths evaluate it and keep the logits.
   async #prefill(): Promise<Logits | undefined | typeof ABORTED> {
     const state = this.#state;
-    if (this.#chained) {
+    if (this.#chained || this.#verifiesOnGpu) {
       await state.sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
       state.synced = state.length;
       return undefined;
@@ -255,11 +257,61 @@ export class DecodeRun {
     const spec = this.#o.speculative!;
     const sampler = new StepSampler(state.sequence.backend, this.#o.sampling);
     const drafter = openDrafter(spec, state.model, state.tokens.length);
+    const verifier = this.#verifiesOnGpu ? state.sequence.chain!.openVerifier!(this.#o.chainSampling) : undefined;
+    const onGpu = { pending: undefined as Promise<unknown> | undefined };
     try {
-      yield* this.#speculate(prefillLogits, sampler, drafter);
+      if (verifier) yield* this.#speculateOnGpu(drafter, verifier, onGpu);
+      else yield* this.#speculate(prefillLogits, sampler, drafter);
     } finally {
       this.#draftForwardPasses = drafter.forwardPasses;
       drafter.dispose();
+      // An abort leaves a verification running: its tables are freed after it.
+      await onGpu.pending?.catch(() => {});
+      verifier?.dispose();
+    }
+  }
+
+  // Verification on the GPU: the pending token (the last one, not yet
+  // evaluated) and the draft in one submission, each row's token picked on
+  // the GPU as the chain picks it (same kernels, positions and history);
+  // only the ids come back. Kept drafts are in the GPU's token buffer and
+  // evaluated; the token after them is pending for the next round.
+  async *#speculateOnGpu(drafter: Drafter, verifier: DraftVerifier, onGpu: { pending: Promise<unknown> | undefined }): AsyncGenerator<GeneratedToken, void, undefined> {
+    const state = this.#state;
+    const spec = this.#o.speculative!;
+    for (;;) {
+      await this.#turns.maybeTurn();
+      if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+      if (this.#atLimit()) return yield* this.#stopAtLimit();
+      const room = Math.min(spec.draftTokens, verifier.maxTokens - 1, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
+      const draft = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
+      if (draft === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const position = state.length - 1;
+      const input = new Uint32Array(1 + draft.length);
+      input[0] = state.tokens[position];
+      input.set(draft, 1);
+      onGpu.pending = verifier.verify(input, position);
+      const picked = await unlessAborted(onGpu.pending as Promise<Int32Array>, this.#o.signal);
+      if (picked === ABORTED) {
+        state.synced = Math.min(state.synced, position);
+        return void (this.#stop = { reason: 'abort' });
+      }
+      onGpu.pending = undefined;
+      this.#forwardPasses++;
+      this.#drafted += draft.length;
+      state.synced = state.length;
+      for (let r = 0; r < picked.length; r++) {
+        if (picked[r] < 0) throw new NoTokenError();
+        const kept = r < draft.length && picked[r] === draft[r];
+        yield* this.#accept(picked[r]);
+        if (this.#stop) return;
+        if (!kept) {
+          state.synced = state.length - 1;  // written to the CPU's tokens only: the next round writes and evaluates it
+          break;
+        }
+        this.#accepted++;
+        state.synced = state.length;
+      }
     }
   }
 

@@ -75,4 +75,25 @@ export interface SequenceChain {
    * NoTokenError (after the tokens before it) at an all -Infinity step.
    */
   run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncIterable<ChainChunk>;
+  /**
+   * Speculative verification on the GPU, with the sampling of run(): one
+   * submission per draft, only token ids back.
+   */
+  openVerifier?(sampling: ChainSamplingOptions): DraftVerifier;
+}
+
+/** Verifies drafts with the sampling it was opened with; dispose() frees its tables. */
+export interface DraftVerifier {
+  /** The most tokens one verify() takes: the pending token and up to maxTokens - 1 drafts. */
+  readonly maxTokens: number;
+  /**
+   * Evaluates `tokens` at positions position.. (the sequence's last token,
+   * not yet evaluated, then a draft; positions before it evaluated) and
+   * returns, for each, the token run() would generate after it, given the
+   * tokens before it: tokens.length ids, -1 where every logit was
+   * -Infinity. Positions after the accepted ones are forgotten by the next
+   * call (or prefill) from an earlier position.
+   */
+  verify(tokens: Uint32Array, position: number): Promise<Int32Array>;
+  dispose(): void;
 }

@@ -12,7 +12,7 @@ import { DispatchTable, GpuBuffer, type GpuDevice } from './device.js';
  * position p = start + i and produces the one at p + 1; token buffers hold
  * the whole sequence, one uint32 per position.
  */
-export type PatchSpec =
+type PatchRuleSpec =
   | { rule: 'none' }
   /** The binding of [[buffer(buffer)]] moves to offset + 4p: it reads token p. */
   | { rule: 'tokenOffset'; buffer: number }
@@ -28,6 +28,14 @@ export type PatchSpec =
    * and p + 1 into its position field and its history-length field.
    */
   | { rule: 'sampledToken'; buffer: number; position: number; historyCount: number };
+
+/**
+ * Every rule but 'none' also takes `ahead` (0 to 31, default 0): the
+ * command acts for position p + ahead instead of p. A table that evaluates
+ * several consecutive tokens per step samples row r with ahead r
+ * (speculative verification).
+ */
+export type PatchSpec = PatchRuleSpec & { ahead?: number };
 
 export interface BufferBindingSpec {
   /** [[buffer(index)]] in the kernel. */
@@ -162,6 +170,7 @@ export class DispatchTableBuilder {
       positionAndKvLength: ['position', 'kvLength'], sampledToken: ['buffer', 'position', 'historyCount'],
     };
     const keys = allowed[rule as PatchRuleName];
+    if (rule !== 'none') keys.push('ahead');
     for (const key of Object.keys(spec)) {
       if (key !== 'rule' && !keys.includes(key)) throw new TypeError(`Unknown option ${at}.${key} for rule '${rule}'; it takes: ${['rule', ...keys].join(', ')}`);
     }
@@ -191,7 +200,11 @@ export class DispatchTableBuilder {
     } else if (rule === 'sampledToken') {
       fields = [field(`${at}.position`, spec.position), field(`${at}.historyCount`, spec.historyCount)];
     }
-    return { rule: rules[rule as PatchRuleName], buffer, fields };
+    const maxAhead = this.#device.addon.layouts.maxPatchAhead;
+    const ahead = spec.ahead ?? 0;
+    if (!isInteger(ahead)) throw invalidParameterError(`${at}.ahead`, `an integer from 0 to ${maxAhead}`, ahead, 'type');
+    if (ahead < 0 || ahead > maxAhead) throw invalidParameterError(`${at}.ahead`, `an integer from 0 to ${maxAhead}`, ahead, 'range');
+    return { rule: rules[rule as PatchRuleName], buffer, fields, ahead };
   }
 }
 

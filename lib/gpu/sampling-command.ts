@@ -40,11 +40,12 @@ export function rowThreads(device: GpuDevice, kernel: string, vocabSize: number)
 
 /**
  * md_sample_f16 with `options` over `logits` (vocabSize halves), the
- * history and output in `sequence`. `bias` is a buffer the command reads:
- * the caller frees it with the table.
+ * history in `sequence`, the token to slot p + 1 of `output` (the
+ * sequence itself, where the next step reads it, unless given). `bias` is
+ * a buffer the command reads: the caller frees it with the table.
  */
 export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
-  scratch: SamplingScratch): { spec: CommandSpec; bias: GpuBuffer } {
+  scratch: SamplingScratch, output: GpuBuffer = sequence): { spec: CommandSpec; bias: GpuBuffer } {
   for (const key of ['position', 'history', 'backend']) {
     if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token and runs on its own device`);
   }
@@ -66,7 +67,7 @@ export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: 
         { index: 3, buffer: bias },
         { index: 4, buffer: scratch.edited },
         { index: 5, buffer: scratch.histogram },
-        { index: 6, buffer: sequence },
+        { index: 6, buffer: output },
         { index: 7, buffer: scratch.marks },
       ],
       params: { index: 1, bytes: packed.params },

@@ -14,11 +14,14 @@
 // the argmax or the sampler, which writes token p + 1 where the next step's
 // embedding reads it: a chain replays them with no CPU round trip. Prefill
 // (count up to prefillBatch) uses the matrix-matrix kernels, one submission
-// per batch.
+// per batch. Speculative verification (verifyTable) evaluates a pending
+// token and its draft with the matrix-vector kernels' batch form, which
+// gives every row the bits of a one-token step, and samples every row.
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
+import { invalidParameterError } from '../errors.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
@@ -53,11 +56,14 @@ export class GgufForwardTable {
   /** Bytes of the F16 KV caches (every layer, contextSize positions). */
   readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
-  readonly #commands: (b: DispatchTableBuilder, count: number, withLogits: boolean) => DispatchTableBuilder;
+  readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows) => DispatchTableBuilder;
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
   #scratch: SamplingScratch | undefined;
+  #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
+  #rowHalfLogits: GpuBuffer | undefined;
+  #verified: GpuBuffer | undefined;        // verification: row r's token at slot p + 1 + r
 
   constructor(readonly device: GpuDevice, config: NativeModelConfig, weights: GpuWeights, readonly contextSize: number, options: ForwardTableOptions = {}) {
     const c = config;
@@ -92,7 +98,10 @@ export class GgufForwardTable {
     };
     const bind = (index: number, w: GpuWeight) => ({ index, buffer: w.buffer, offset: w.offset });
 
-    this.#commands = (b, count, withLogits) => {
+    // logits 'every' (verification): every row's logits, and every
+    // projection by the matrix-vector kernels, whose rows have the bits of
+    // one-token steps.
+    this.#commands = (b, count, logits) => {
       const rmsNorm = (label: string, x: GpuBuffer, w: GpuWeight, out: GpuBuffer, n: number, rows: number, xOffset = 0): CommandSpec => ({
         label, buffers: [{ index: 0, buffer: x, offset: xOffset }, bind(1, w), { index: 3, buffer: out }],
         params: { index: 2, bytes: pack.rows(n, rows, c.normEps) }, threadgroups: rows, threadsPerThreadgroup: 256,
@@ -102,7 +111,7 @@ export class GgufForwardTable {
       // dispatch for up to three matrices of a type that read the same x
       // (Q, K and V). A batch: the matrix-matrix kernel, one per matrix.
       const project = (x: GpuBuffer, cols: number, outputs: Projection[], accumulate = false) => {
-        if (count > 1) {
+        if (count > 1 && logits !== 'every') {
           const tile = layouts.matmulTile;
           for (const { label, w, y, rows } of outputs) {
             b.add(`md_matmul_${w.suffix}`, {
@@ -115,18 +124,23 @@ export class GgufForwardTable {
         }
         for (const group of fusable(outputs)) matvec(x, cols, group, accumulate ? 'accumulate' : 'store');
       };
-      const matvec = (x: GpuBuffer, cols: number, group: Projection[], mode: 'store' | 'accumulate' | 'swiglu') => {
+      // The tokens' rows of x in runs of up to matvecBatch: one dispatch each.
+      const matvec = (x: GpuBuffer, cols: number, group: Projection[], mode: 'store' | 'accumulate' | 'swiglu', tokens = count) => {
         const slots = [0, 1, 2].map((m) => group[m] ?? group[0]);  // unused slots bind the first matrix again, as Metal wants every argument bound
         const simdGroups = group.reduce((n, p) => n + Math.ceil(p.rows / layouts.matvecRows), 0);
-        b.add(`md_matvec_${group[0].w.suffix}`, {
-          label: group.map((p) => p.label).join(' + '),
-          buffers: [
-            bind(0, slots[0].w), { index: 1, buffer: x }, { index: 3, buffer: slots[0].y },
-            bind(4, slots[1].w), { index: 5, buffer: slots[1].y }, bind(6, slots[2].w), { index: 7, buffer: slots[2].y },
-          ],
-          params: { index: 2, bytes: pack.matvec(group.map((p) => p.rows), cols, mode) },
-          threadgroups: Math.ceil((mode === 'swiglu' ? Math.ceil(group[0].rows / layouts.matvecRows) : simdGroups) / 4), threadsPerThreadgroup: 128,
-        });
+        for (let first = 0; first < tokens; first += layouts.matvecBatch) {
+          const n = Math.min(layouts.matvecBatch, tokens - first);
+          const y = (p: Projection, index: number) => ({ index, buffer: p.y, offset: first * p.rows * 4 });
+          b.add(`md_matvec_${n > 1 ? 'batch_' : ''}${group[0].w.suffix}`, {
+            label: group.map((p) => p.label).join(' + ') + (tokens > 1 ? ` (tokens ${first}..${first + n - 1})` : ''),
+            buffers: [
+              bind(0, slots[0].w), { index: 1, buffer: x, offset: first * cols * 4 }, y(slots[0], 3),
+              bind(4, slots[1].w), y(slots[1], 5), bind(6, slots[2].w), y(slots[2], 7),
+            ],
+            params: { index: 2, bytes: pack.matvec(group.map((p) => p.rows), cols, mode, n) },
+            threadgroups: Math.ceil((mode === 'swiglu' ? Math.ceil(group[0].rows / layouts.matvecRows) : simdGroups) / 4), threadsPerThreadgroup: 128,
+          });
+        }
       };
       const addBias = (label: string, x: GpuBuffer, bias: GpuWeight, n: number): CommandSpec => ({
         label, buffers: [{ index: 0, buffer: x }, bind(1, bias)],
@@ -194,7 +208,7 @@ export class GgufForwardTable {
           { label: `${layer}: ffn_gate`, w: weight('ffn_gate'), y: gate, rows: c.ffnLength },
           { label: `${layer}: ffn_up`, w: weight('ffn_up'), y: up, rows: c.ffnLength },
         ];
-        if (count === 1 && gateUp[0].w.suffix === gateUp[1].w.suffix) {
+        if ((count === 1 || logits === 'every') && gateUp[0].w.suffix === gateUp[1].w.suffix) {
           matvec(normed, c.embeddingLength, gateUp, 'swiglu');  // gate, up and SwiGLU in one dispatch, into `gate`
         } else {
           project(normed, c.embeddingLength, gateUp);
@@ -205,24 +219,65 @@ export class GgufForwardTable {
         }
         project(gate, c.ffnLength, [{ label: `${layer}: ffn_down + residual`, w: weight('ffn_down'), y: hidden, rows: c.embeddingLength }], true);
       }
-      if (!withLogits) return b;
-      // Only the last token's logits are wanted: its row alone is normed and projected.
-      const last = (count - 1) * c.embeddingLength * 4;
-      b.add('md_rms_norm_f32', rmsNorm('output norm', hidden, weights.get('output_norm.weight'), normed, c.embeddingLength, 1, last));
+      if (logits === 'none') return b;
+      // 'last': only the last token's row is normed and projected.
+      const rows = logits === 'every' ? count : 1;
+      const last = (count - rows) * c.embeddingLength * 4;
+      b.add('md_rms_norm_f32', rmsNorm('output norm', hidden, weights.get('output_norm.weight'), normed, c.embeddingLength, rows, last));
       const head = weights.find('output.weight') ?? embedding;  // tied embeddings: the table is the LM head
-      matvec(normed, c.embeddingLength, [{ label: 'LM head', w: head, y: this.logits, rows: c.vocabSize }], 'store');
+      const out = logits === 'every' ? this.#verificationBuffers().rowLogits : this.logits;
+      matvec(normed, c.embeddingLength, [{ label: 'LM head', w: head, y: out, rows: c.vocabSize }], 'store', rows);
       return b;
     };
     this.forward = this.#oneToken().build();
-    const argmax = new DataView(new ArrayBuffer(device.addon.layouts.argmaxParams.size));
-    argmax.setUint32(device.addon.layouts.argmaxParams.vocabSize, c.vocabSize, true);
-    this.greedy = this.#oneToken().add('md_argmax_f32', {
-      label: 'argmax',
-      buffers: [{ index: 0, buffer: this.logits }, { index: 2, buffer: this.tokens }],
-      params: { index: 1, bytes: argmax },
-      threadsPerThreadgroup: Math.min(1024, Math.floor(device.maxThreadsPerThreadgroup('md_argmax_f32') / 32) * 32),
-      patch: { rule: 'argmaxOutput', buffer: 2 },
-    }).build();
+    this.greedy = this.#oneToken().add('md_argmax_f32', this.#argmax(this.logits, 1, this.tokens)).build();
+  }
+
+  /** Most tokens one verification evaluates (a pending token and its draft): prefillBatch and the patches' look-ahead bound it. */
+  get maxVerifyTokens(): number {
+    return Math.min(this.prefillBatch, this.device.addon.layouts.maxPatchAhead + 1);
+  }
+
+  /**
+   * Speculative verification: the table that evaluates `count` tokens from
+   * the position p its run starts at (tokens p .. p + count - 1: a pending
+   * token and its draft) and picks the token after each row as the chained
+   * tables would (the argmax, or md_sample_f16 with `options`): row r's,
+   * at position p + 1 + r with the history tokens[0 .. p + r], goes to
+   * slot p + 1 + r of the verified buffer (readVerified). The caller
+   * disposes the table.
+   */
+  verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
+    if (!Number.isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
+      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
+    }
+    const n = this.#vocabSize;
+    const { rowLogits, rowHalfLogits, verified } = this.#verificationBuffers();
+    const b = this.#commands(new DispatchTableBuilder(this.device), count, 'every');
+    if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
+      return b.add('md_argmax_f32', this.#argmax(rowLogits, count, verified)).build();
+    }
+    const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#samplingScratch(), verified);
+    b.add('md_half_from_f32', {
+      label: 'logits to float16', buffers: [{ index: 0, buffer: rowLogits }, { index: 1, buffer: rowHalfLogits }],
+      params: { index: 2, bytes: new ParamsPacker(this.device.addon.layouts.transformer).rows(n, count, 0) }, ...grid(n * count, 256),
+    });
+    for (let r = 0; r < count; r++) {
+      b.add('md_sample_f16', {
+        ...spec,
+        label: `sample row ${r}`,
+        buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, offset: r * n * 2 } : binding)),
+        patch: { ...spec.patch!, ahead: r },
+      });
+    }
+    const table = b.build();
+    bias.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
+  }
+
+  /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */
+  readVerified(position: number, count: number): Int32Array {
+    return new Int32Array(this.#verificationBuffers().verified.read((position + 1) * 4, count * 4));
   }
 
   /**
@@ -235,7 +290,7 @@ export class GgufForwardTable {
     const key = `${count}:${withLogits}`;
     let table = this.#batchTables.get(key);
     if (table === undefined) {
-      table = this.#commands(new DispatchTableBuilder(this.device), count, withLogits).build();
+      table = this.#commands(new DispatchTableBuilder(this.device), count, withLogits ? 'last' : 'none').build();
       this.#batchTables.set(key, table);
     }
     return table;
@@ -245,11 +300,7 @@ export class GgufForwardTable {
   sampledTable(options: ChainSamplingOptions): DispatchTable {
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
-    if (this.#scratch === undefined) {
-      this.#scratch = samplingScratch(this.device, n);
-      this.#buffers.push(...Object.values(this.#scratch));
-    }
-    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#scratch);
+    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
     const rows = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
     const table = this.#oneToken()
       .add('md_half_from_f32', {
@@ -277,7 +328,37 @@ export class GgufForwardTable {
   }
 
   #oneToken(): DispatchTableBuilder {
-    return this.#commands(new DispatchTableBuilder(this.device), 1, true);
+    return this.#commands(new DispatchTableBuilder(this.device), 1, 'last');
+  }
+
+  #samplingScratch(): SamplingScratch {
+    if (this.#scratch === undefined) {
+      this.#scratch = samplingScratch(this.device, this.#vocabSize);
+      this.#buffers.push(...Object.values(this.#scratch));
+    }
+    return this.#scratch;
+  }
+
+  // md_argmax_f32 over `rows` rows of logits: row r's token to slot p + 1 + r of `out`.
+  #argmax(logits: GpuBuffer, rows: number, out: GpuBuffer): CommandSpec {
+    const layout = this.device.addon.layouts.argmaxParams;
+    const params = new DataView(new ArrayBuffer(layout.size));
+    params.setUint32(layout.vocabSize, this.#vocabSize, true);
+    return {
+      label: 'argmax',
+      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }],
+      params: { index: 1, bytes: new Uint8Array(params.buffer) },
+      threadgroups: rows,
+      threadsPerThreadgroup: Math.min(1024, Math.floor(this.device.maxThreadsPerThreadgroup('md_argmax_f32') / 32) * 32),
+      patch: { rule: 'argmaxOutput', buffer: 2 },
+    };
+  }
+
+  #verificationBuffers(): { rowLogits: GpuBuffer; rowHalfLogits: GpuBuffer; verified: GpuBuffer } {
+    this.#rowLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 4);
+    this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 2);
+    this.#verified ??= this.#buffer(this.tokens.byteLength + this.maxVerifyTokens * 4);
+    return { rowLogits: this.#rowLogits, rowHalfLogits: this.#rowHalfLogits, verified: this.#verified };
   }
 
   #buffer(bytes: number): GpuBuffer {
@@ -286,6 +367,9 @@ export class GgufForwardTable {
     return buffer;
   }
 }
+
+/** Which logits a table leaves: none (prefill), the last token's, or every token's (verification). */
+type LogitRows = 'none' | 'last' | 'every';
 
 /** One matrix of a projection: its weights, its output and its rows. */
 interface Projection {

@@ -3,9 +3,11 @@
 // the sequence's state. generate() chains it as it chains the bigram
 // model: the prompt goes through the batched tables (prefillBatch tokens
 // per submission), then the greedy or sampled table generates chunk by
-// chunk with no CPU round trip between tokens.
+// chunk with no CPU round trip between tokens. Speculative decoding
+// verifies each draft with one verification table run (GgufGpuVerifier).
 import type { BackendName } from '../backends.js';
-import type { Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import type { DispatchTable } from '../gpu/device.js';
+import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
 import { ChainRunner, type ChainChunk } from '../gpu/chain.js';
 import type { ChainSamplingOptions } from '../gpu/sampling-command.js';
 import type { GgufForwardTable } from './gguf-forward-table.js';
@@ -68,9 +70,47 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
     }
   }
 
+  openVerifier(sampling: ChainSamplingOptions): DraftVerifier {
+    return new GgufGpuVerifier(this.#table, sampling);
+  }
+
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#table.dispose();
+  }
+}
+
+/**
+ * One generate() call's verifications: a table per token count, made on
+ * first use (their sampling command is the call's), one submission per
+ * draft, the picked tokens read back.
+ */
+class GgufGpuVerifier implements DraftVerifier {
+  readonly maxTokens: number;
+  readonly #table: GgufForwardTable;
+  readonly #sampling: ChainSamplingOptions;
+  readonly #tables = new Map<number, DispatchTable>();
+
+  constructor(table: GgufForwardTable, sampling: ChainSamplingOptions) {
+    this.#table = table;
+    this.#sampling = sampling;
+    this.maxTokens = table.maxVerifyTokens;
+  }
+
+  async verify(tokens: Uint32Array, position: number): Promise<Int32Array> {
+    let table = this.#tables.get(tokens.length);
+    if (table === undefined) {
+      table = this.#table.verifyTable(tokens.length, this.#sampling);
+      this.#tables.set(tokens.length, table);
+    }
+    this.#table.tokens.write(position * 4, tokens);
+    await this.#table.device.runChain(table, position, 1);
+    return this.#table.readVerified(position, tokens.length);
+  }
+
+  dispose(): void {
+    for (const table of this.#tables.values()) table.dispose();
+    this.#tables.clear();
   }
 }

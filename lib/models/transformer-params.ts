@@ -39,9 +39,11 @@ export class ParamsPacker {
   }
 
   /** Up to three matrices' rows over the same x; mode: y = W x, y += W x (a residual add fused in), or SwiGLU of two. */
-  matvec(rows: readonly number[], cols: number, mode: keyof NativeTransformerLayouts['matvecModes'] = 'store'): Uint8Array {
+  matvec(rows: readonly number[], cols: number, mode: keyof NativeTransformerLayouts['matvecModes'] = 'store', count = 1): Uint8Array {
     const m = this.l.matvec;
-    return this.#pack(m.size, [[m.cols, cols], [m.mode, this.l.matvecModes[mode]], ...rows.map((r, i): [number, number] => [m.rows + 4 * i, r])]);
+    return this.#pack(m.size, [
+      [m.cols, cols], [m.mode, this.l.matvecModes[mode]], [m.count, count], ...rows.map((r, i): [number, number] => [m.rows + 4 * i, r]),
+    ]);
   }
 
   matmul(rows: number, cols: number, count: number, accumulate = false): Uint8Array {

@@ -43,7 +43,7 @@ export interface NativeCommand {
   threadgroups: number;
   threadsPerThreadgroup: number;
   threadgroupMemory: number;
-  patch: { rule: number; buffer: number; fields: [number, number] };
+  patch: { rule: number; buffer: number; fields: [number, number]; ahead?: number };
 }
 
 /** A recorded DispatchTable (native/addon/table_binding.h). */
@@ -81,7 +81,7 @@ export interface NativeDevice {
 export interface NativeTransformerLayouts {
   rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
   /** rows: the offset of rows[0] (three uint32). */
-  matvec: { size: number; cols: number; mode: number; rows: number };
+  matvec: { size: number; cols: number; mode: number; rows: number; count: number };
   matvecModes: { store: number; accumulate: number; swiglu: number };
   matmul: { size: number; rows: number; cols: number; count: number; accumulate: number };
   embed: { size: number; vocabSize: number; dim: number; count: number };
@@ -95,6 +95,8 @@ export interface NativeTransformerLayouts {
   };
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
+  /** The most tokens one md_matvec_batch_* dispatch takes (MD_MATVEC_BATCH). */
+  matvecBatch: number;
   /** The matrix-matrix kernels' tile: rows of W and tokens per threadgroup. */
   matmulTile: number;
   /** Threads per threadgroup of the matrix-matrix kernels. */
@@ -117,6 +119,8 @@ export interface NativeLayouts {
   maxCommandBuffers: number;
   maxBufferIndex: number;
   noField: number;
+  /** The most rows a patch may look ahead (PatchSpec ahead). */
+  maxPatchAhead: number;
   /** Metal's rules for threadgroup memory lengths: a multiple of this, at most maxThreadgroupMemory. */
   threadgroupMemoryAlignment: number;
   maxThreadgroupMemory: number;

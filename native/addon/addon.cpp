@@ -49,7 +49,7 @@ Napi::Object layouts(Napi::Env env) {
   transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
                                                           {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
   transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"cols", offsetof(md_matvec_params, cols)}, {"mode", offsetof(md_matvec_params, mode)},
-                                                              {"rows", offsetof(md_matvec_params, rows)}}));
+                                                              {"rows", offsetof(md_matvec_params, rows)}, {"count", offsetof(md_matvec_params, count)}}));
   Napi::Object matvecModes = Napi::Object::New(env);
   matvecModes.Set("store", n(MD_MATVEC_STORE));
   matvecModes.Set("accumulate", n(MD_MATVEC_ACCUMULATE));
@@ -74,6 +74,7 @@ Napi::Object layouts(Napi::Env env) {
       {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)},
       {"count", offsetof(md_attention_params, count)}, {"splits", offsetof(md_attention_params, splits)}}));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
+  transformer.Set("matvecBatch", n(MD_MATVEC_BATCH));
   transformer.Set("matmulTile", n(MD_MATMUL_TILE));
   transformer.Set("matmulThreads", n(MD_MATMUL_THREADS));
   transformer.Set("attentionPartialFloats", n(MD_ATTENTION_PARTIAL_FLOATS(0)));
@@ -88,6 +89,7 @@ Napi::Object layouts(Napi::Env env) {
   all.Set("maxCommandBuffers", n(kMaxCommandBuffers));
   all.Set("maxBufferIndex", n(kMaxBufferIndex));
   all.Set("noField", n(kNoField));
+  all.Set("maxPatchAhead", n(kMaxPatchAhead));
   all.Set("threadgroupMemoryAlignment", n(kThreadgroupMemoryAlignment));
   all.Set("maxThreadgroupMemory", n(kMaxThreadgroupMemory));
   all.Set("maxTemperature", Napi::Number::New(env, double(MD_MAX_TEMPERATURE)));

@@ -103,6 +103,8 @@ DispatchCmd readCommand(Napi::Env env, Napi::Object object, uint32_t i, Dispatch
   if (!fields.IsArray() || fields.As<Napi::Array>().Length() != 2) r.fail("patch.fields must be an array of two");
   for (uint32_t f = 0; f < 2; ++f)
     cmd.patch.fields[f] = uint8_t(r.uint("patch.fields[]", fields.As<Napi::Array>().Get(f), kNoField));
+  Napi::Value ahead = patch.Get("ahead");
+  if (!ahead.IsUndefined()) cmd.patch.ahead = uint8_t(r.uint("patch.ahead", ahead, kMaxPatchAhead));
   return cmd;
 }
 

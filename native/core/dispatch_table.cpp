@@ -30,8 +30,8 @@ void writeField(uint8_t* params, uint8_t field, uint32_t value) {
 void patchParams(const DispatchCmd& cmd, uint64_t p, uint8_t* out) {
   std::memcpy(out, cmd.params, kMaxInlineParams);
   const Patch& patch = cmd.patch;
-  const uint32_t position = uint32_t(p);
-  const uint32_t kvLength = uint32_t(p + 1);
+  const uint32_t position = uint32_t(p + patch.ahead);
+  const uint32_t kvLength = uint32_t(p + patch.ahead + 1);
   switch (patch.rule) {
     case PatchRule::Position:
       writeField(out, patch.fields[0], position);
@@ -57,7 +57,9 @@ bool movesBuffer(PatchRule rule) {
   return rule == PatchRule::TokenOffset || rule == PatchRule::ArgmaxOutput || rule == PatchRule::SampledToken;
 }
 
-uint64_t patchedSlot(PatchRule rule, uint64_t p) { return rule == PatchRule::TokenOffset ? p : p + 1; }
+uint64_t patchedSlot(const Patch& patch, uint64_t p) {
+  return p + patch.ahead + (patch.rule == PatchRule::TokenOffset ? 0 : 1);
+}
 
 const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index) {
   for (uint32_t i = 0; i < cmd.bufferCount; ++i)
@@ -105,6 +107,9 @@ std::string commandProblem(const DispatchCmd& cmd) {
              "-byte buffer";
   }
   const Patch& patch = cmd.patch;
+  if (patch.ahead > kMaxPatchAhead)
+    return "patch ahead " + std::to_string(patch.ahead) + " is over " + std::to_string(kMaxPatchAhead);
+  if (patch.ahead != 0 && patch.rule == PatchRule::None) return "patch none cannot look ahead";
   if (movesBuffer(patch.rule) && !findBinding(cmd, patch.buffer))
     return std::string("patch ") + patchRuleName(patch.rule) + ": buffer " + std::to_string(patch.buffer) +
            " is not bound";
@@ -123,7 +128,7 @@ std::string commandProblem(const DispatchCmd& cmd) {
              " is not an aligned uint32 inside the " + std::to_string(cmd.paramsSize) + " bytes of params";
   }
   // What the kernel itself reads and writes (the built-in kernels).
-  return kernelContractProblem(cmd, cmd.params, movesBuffer(patch.rule) ? patchedSlot(patch.rule, 0) : 0);
+  return kernelContractProblem(cmd, cmd.params, movesBuffer(patch.rule) ? patchedSlot(patch, 0) : 0);
 }
 
 void DispatchTable::add(const DispatchCmd& cmd, std::string label) {
@@ -142,7 +147,7 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
                      "-command table are " + std::to_string(uint64_t(n) * table.size()) + " dispatches; at most " +
                      std::to_string(kMaxChainCallDispatches) + " per call: run the chain in chunks");
   const uint64_t last = uint64_t(start) + n - 1;
-  if (last + 1 > UINT32_MAX)
+  if (last + kMaxPatchAhead + 1 > UINT32_MAX)
     throw ChainError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
                      " overflow uint32");
   // At the last step, every moved binding must still hold a whole uint32,
@@ -153,7 +158,7 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
     const DispatchCmd& cmd = table.commands()[c];
     if (movesBuffer(cmd.patch.rule)) {
       const BufferBinding& b = *findBinding(cmd, cmd.patch.buffer);
-      const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch.rule, last) + 4;
+      const uint64_t end = b.offset + 4 * patchedSlot(cmd.patch, last) + 4;
       if (end > b.buffer->length())
         throw ChainError("encodeChain: command '" + table.label(c) + "' (" + patchRuleName(cmd.patch.rule) +
                          ") needs " + std::to_string(end) + " bytes of buffer " + std::to_string(b.index) +
@@ -162,7 +167,7 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
     }
     patchParams(cmd, last, params);
     const std::string problem =
-        kernelContractProblem(cmd, params, movesBuffer(cmd.patch.rule) ? patchedSlot(cmd.patch.rule, last) : 0);
+        kernelContractProblem(cmd, params, movesBuffer(cmd.patch.rule) ? patchedSlot(cmd.patch, last) : 0);
     if (!problem.empty())
       throw ChainError("encodeChain: command '" + table.label(c) + "' at position " + std::to_string(last) + ": " +
                        problem);
@@ -183,7 +188,7 @@ void encodeSteps(CommandBuffer& commands, const DispatchTable& table, uint32_t s
       for (uint32_t i = 0; i < cmd.bufferCount; ++i) {
         const BufferBinding& b = cmd.buffers[i];
         uint64_t offset = b.offset;
-        if (movesBuffer(patch.rule) && b.index == patch.buffer) offset += 4 * patchedSlot(patch.rule, p);
+        if (movesBuffer(patch.rule) && b.index == patch.buffer) offset += 4 * patchedSlot(patch, p);
         commands.setBuffer(b.index, *b.buffer, offset);
       }
       if (cmd.paramsSize > 0) {

@@ -50,7 +50,13 @@ struct Patch {
   PatchRule rule = PatchRule::None;
   uint8_t buffer = 0;                         // the [[buffer(n)]] index, for offset rules
   uint8_t fields[2] = {kNoField, kNoField};   // byte offsets in the params, for field rules
+  // The command acts for position p + ahead: row `ahead` of a table that
+  // evaluates several consecutive tokens in one step (speculative
+  // verification samples each row at its own position).
+  uint8_t ahead = 0;
 };
+
+constexpr uint32_t kMaxPatchAhead = 31;
 
 struct BufferBinding {
   Buffer* buffer = nullptr;  // kept alive by the table (DispatchTable::retain)
@@ -76,7 +82,7 @@ static_assert(std::is_trivially_copyable<DispatchCmd>::value, "DispatchCmd is pl
 // Whether `rule` moves a buffer binding each step (to token p or p + 1).
 bool movesBuffer(PatchRule rule);
 // The token slot a moved binding points at in step p.
-uint64_t patchedSlot(PatchRule rule, uint64_t p);
+uint64_t patchedSlot(const Patch& patch, uint64_t p);
 // The binding of [[buffer(index)]] in `cmd`, or nullptr.
 const BufferBinding* findBinding(const DispatchCmd& cmd, uint32_t index);
 

@@ -149,23 +149,26 @@ void add(Contract& c) {
   else c.needs(1, 4 * values, "y: rows x n floats");
 }
 
-// matvec.metal: each W_m is rows[m] x (cols / values) blocks of `blockBytes`.
-void matvec(Contract& c, uint32_t values, uint64_t blockBytes) {
+// matvec.metal: each W_m is rows[m] x (cols / values) blocks of
+// `blockBytes`; x and y_m hold `count` tokens' rows (1 to maxCount).
+void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount) {
   md_matvec_params p;
   if (!c.params(2, "md_matvec_params", p)) return;
+  c.check(p.count >= 1 && p.count <= maxCount,
+          "count " + std::to_string(p.count) + " is not a token count from 1 to " + std::to_string(maxCount));
   c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
   c.check(p.mode <= MD_MATVEC_SWIGLU, "mode must be MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE or MD_MATVEC_SWIGLU");
   c.check(p.mode != MD_MATVEC_SWIGLU || (p.rows[0] == p.rows[1] && p.rows[2] == 0), "SwiGLU takes two matrices of the same rows");
-  c.needs(1, 4 * uint64_t(p.cols), "x: cols floats");
+  c.needs(1, 4 * uint64_t(p.count) * p.cols, "x: count x cols floats");
   static const uint32_t kWeights[3] = {0, 4, 6}, kOutputs[3] = {3, 5, 7};
-  static const char* kWhat[3][2] = {{"w0: rows[0] x cols / values blocks", "y0: rows[0] floats"},
-                                    {"w1: rows[1] x cols / values blocks", "y1: rows[1] floats"},
-                                    {"w2: rows[2] x cols / values blocks", "y2: rows[2] floats"}};
+  static const char* kWhat[3][2] = {{"w0: rows[0] x cols / values blocks", "y0: count x rows[0] floats"},
+                                    {"w1: rows[1] x cols / values blocks", "y1: count x rows[1] floats"},
+                                    {"w2: rows[2] x cols / values blocks", "y2: count x rows[2] floats"}};
   for (int m = 0; m < 3; ++m) {
     // Every argument is bound, as Metal wants: a matrix without rows may bind any buffer.
     c.needs(kWeights[m], p.rows[m] ? uint64_t(p.rows[m]) * (p.cols / values) * blockBytes : 1, kWhat[m][0]);
     const bool written = p.mode != MD_MATVEC_SWIGLU || m == 0;
-    c.needs(kOutputs[m], written && p.rows[m] ? 4 * uint64_t(p.rows[m]) : 1, kWhat[m][1]);
+    c.needs(kOutputs[m], written && p.rows[m] ? 4 * uint64_t(p.count) * p.rows[m] : 1, kWhat[m][1]);
   }
 }
 
@@ -240,8 +243,9 @@ void attentionMerge(Contract& c) {
   c.needs(0, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
 }
 
-// Each weight type's kernel suffix, values and bytes per block: a
-// md_matvec_*, an md_matmul_* and an md_embed_rows_* kernel each.
+// Each weight type's kernel suffix, values and bytes per block: an
+// md_matvec_*, md_matvec_batch_*, md_matmul_* and md_embed_rows_* kernel
+// each.
 struct WeightBlocks {
   const char* suffix;
   uint32_t values;
@@ -274,7 +278,8 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_exp_values", expValues},
   };
   for (const WeightBlocks& w : kWeightBlocks) {
-    all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes); };
+    all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, 1); };
+    all[std::string("md_matvec_batch_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, MD_MATVEC_BATCH); };
     all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
     all[std::string("md_matmul_") + w.suffix] = [w](Contract& c) { matmul(c, w.values, w.bytes); };
   }

@@ -163,6 +163,30 @@ TEST(Chain, SampledTokenMovesTheOutputAndWritesKvLengthToBothFields) {
   for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], (Record{41, 3 + i, 3 + i}));
 }
 
+// A command `ahead` rows acts for position p + ahead: speculative
+// verification samples row r of a batch at p + r + 1 into p + r + 1's slot.
+TEST(Chain, AheadShiftsEveryPatchedValueAndTheMovedBinding) {
+  auto in = uintBuffer({41});
+  auto seq = uintBuffer(std::vector<uint32_t>(8, 0));
+  auto log = uintBuffer(std::vector<uint32_t>(1 + 3 * 8, 0));
+  DispatchTable table;
+  DispatchCmd cmd = probe(*in, 0, *seq, 0, *log);
+  cmd.patch = {PatchRule::SampledToken, 2, {0, 4}, 2};
+  table.add(cmd, "sample row 2");
+  runChain(table, 1, 2);  // positions 1 and 2: slots and fields 4 and 5
+  EXPECT_EQ(std::vector<uint32_t>(uints(*seq), uints(*seq) + 8), (std::vector<uint32_t>{0, 0, 0, 0, 42, 42, 0, 0}));
+  EXPECT_EQ(records(*log), (std::vector<Record>{{41, 4, 4}, {41, 5, 5}}));
+  try {
+    runChain(table, 4, 2);  // position 5 + 2 + 1 = slot 8: past the 8 slots
+    FAIL() << "no error";
+  } catch (const md::DeviceError& e) {
+    EXPECT_STREQ(e.what(), "encodeChain: command 'sample row 2' (sampledToken) needs 36 bytes of buffer 2 for positions 4..5, but it has 32");
+  }
+  DispatchCmd far = probe(*in, 0, *seq, 0, *log);
+  far.patch = {PatchRule::SampledToken, 2, {0, 4}, md::kMaxPatchAhead + 1};
+  EXPECT_EQ(md::commandProblem(far), "patch ahead 32 is over 31");
+}
+
 TEST(Chain, AChainPastTheEndOfItsBufferIsRefusedBeforeEncoding) {
   auto seq = uintBuffer(std::vector<uint32_t>(8, 0));
   auto log = uintBuffer(std::vector<uint32_t>(1 + 3 * 16, 0));

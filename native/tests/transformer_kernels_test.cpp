@@ -223,7 +223,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
       const auto x = normals(cols, cols + 5, 1.0f);
       auto xb = buffer(x);
       auto dispatch = [&](uint32_t mode, std::vector<uint32_t> matrices) {
-        md_matvec_params p{cols, mode, {0, 0, 0}, {0, 0, 0}};
+        md_matvec_params p{cols, mode, {0, 0, 0}, 1, {0, 0}};
         uint32_t simdGroupsNeeded = 0;
         for (size_t i = 0; i < matrices.size(); ++i) {
           p.rows[i] = heights[matrices[i]];
@@ -262,14 +262,58 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
       std::memcpy(up->contents(), upBytes.data(), upBytes.size());
       const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
       runWith(kernel, {{0, w[0].get()}, {1, xb.get()}, {3, y[0].get()}, {4, up.get()}, {5, y[0].get()}, {6, w[0].get()}, {7, y[0].get()}}, 2,
-              md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, {0, 0, 0}}, groups, 32 * simdgroups);
+              md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
       const auto swiglu = contents(*y[0], rows);
       runWith(kernel, {{0, up.get()}, {1, xb.get()}, {3, upOut.get()}, {4, up.get()}, {5, upOut.get()}, {6, up.get()}, {7, upOut.get()}}, 2,
-              md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, {0, 0, 0}}, groups, 32 * simdgroups);
+              md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
       auto expected = fused[0];
       md::swiglu(expected.data(), contents(*upOut, rows).data(), rows);
       // exp is the platform's on each side: within a few float32 ulps.
       for (uint32_t r = 0; r < rows; ++r) ASSERT_NEAR(swiglu[r], expected[r], 1e-6f * std::fabs(expected[r]) + 1e-30f) << kernel << " SwiGLU row " << r;
+    }
+  }
+}
+
+// The batch kernel gives each of its tokens the bits md_matvec_* gives
+// that token alone, in every mode, for every type: what lets speculative
+// verification on the GPU give the tokens of one-token decoding.
+uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
+TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
+  for (const TypeCase& t : kWeightTypes) {
+    const std::string one = std::string("md_matvec_") + t.suffix, batch = std::string("md_matvec_batch_") + t.suffix;
+    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    const uint32_t cols = superBlocks ? 512 : 96, rows = 13, simdgroups = 2;
+    const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
+    const auto gateBytes = randomRows(t.type, rows, cols, cols + 11), upBytes = randomRows(t.type, rows, cols, cols + 12);
+    auto gate = device().newBuffer(gateBytes.size()), up = device().newBuffer(upBytes.size());
+    std::memcpy(gate->contents(), gateBytes.data(), gateBytes.size());
+    std::memcpy(up->contents(), upBytes.data(), upBytes.size());
+    for (uint32_t count : {1u, 3u, MD_MATVEC_BATCH}) {
+      const auto x = normals(size_t(count) * cols, count * 7 + cols, 1.0f);
+      const auto start = normals(size_t(count) * rows, count + 3, 1.0f);  // what an accumulate adds to
+      for (uint32_t mode : {MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE, MD_MATVEC_SWIGLU}) {
+        auto xb = buffer(x), yb = buffer(start);
+        const uint32_t upRows = mode == MD_MATVEC_SWIGLU ? rows : 0;
+        runWith(batch.c_str(), {{0, gate.get()}, {1, xb.get()}, {3, yb.get()}, {4, up.get()}, {5, yb.get()}, {6, gate.get()}, {7, yb.get()}}, 2,
+                md_matvec_params{cols, mode, {rows, upRows, 0}, count, {0, 0}}, groups, 32 * simdgroups);
+        const auto together = contents(*yb, size_t(count) * rows);
+        for (uint32_t token = 0; token < count; ++token) {
+          auto xt = buffer(std::vector<float>(x.begin() + size_t(token) * cols, x.begin() + size_t(token + 1) * cols));
+          auto yt = buffer(std::vector<float>(start.begin() + size_t(token) * rows, start.begin() + size_t(token + 1) * rows));
+          runWith(one.c_str(), {{0, gate.get()}, {1, xt.get()}, {3, yt.get()}, {4, up.get()}, {5, yt.get()}, {6, gate.get()}, {7, yt.get()}}, 2,
+                  md_matvec_params{cols, mode, {rows, upRows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+          const auto alone = contents(*yt, rows);
+          for (uint32_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(floatBits(together[size_t(token) * rows + r]), floatBits(alone[r]))
+                << batch << " count " << count << " mode " << mode << " token " << token << " row " << r;
+          }
+        }
+      }
     }
   }
 }
@@ -552,11 +596,20 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
 
   // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
   auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
-  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, {0, 0, 0}});
+  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer has 287");
-  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, {0, 0, 0}});
+  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
+  // Counts: one token for md_matvec_*, up to MD_MATVEC_BATCH for the batch kernel, whose x and y hold them all.
+  auto w8 = device().newBuffer(8 * 2 * 18);
+  mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: count 2 is not a token count from 1 to 1");
+  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 9, {0, 0}});
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_batch_q4_0: count 9 is not a token count from 1 to 8");
+  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_batch_q4_0: buffer 1 (x: count x cols floats) needs 512 bytes from byte 0, but the buffer has 256");
   // A batch of 2 tokens needs 2 x 8 outputs.
   auto mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matmul_params{8, 32, 2, 0});
   EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
