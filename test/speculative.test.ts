@@ -60,6 +60,8 @@ describe('the bigram text model: the same tokens with and without speculation', 
       expect(stats.drafted).toBeGreaterThan(0);
       expect(stats.accepted).toBeLessThanOrEqual(stats.drafted);
       expect(stats.acceptanceRate).toBeCloseTo(stats.accepted / stats.drafted, 12);
+      // One forward pass (one GPU submission) per round: a round yields one token plus the drafts it keeps.
+      expect(stats.forwardPasses + stats.accepted).toBe(speculative.tokens.length + (speculative.stopReason === 'eogToken' ? 1 : 0));
       expect(plain.stats.speculative).toBeUndefined();
     });
   });

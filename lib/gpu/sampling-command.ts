@@ -32,6 +32,11 @@ export function samplingScratch(device: GpuDevice, vocabSize: number): SamplingS
   };
 }
 
+/** Bytes of one of several rows of n halves in a buffer: rounded up to 4, as a binding's offset must be. */
+export function halfRowBytes(n: number): number {
+  return Math.ceil(n / 2) * 4;
+}
+
 /** One threadgroup per row: one thread per token up to 1024 or the kernel's maximum, as native/core/kernel_sampler.cpp picks. */
 export function rowThreads(device: GpuDevice, kernel: string, vocabSize: number): number {
   const limit = Math.floor(Math.min(1024, device.maxThreadsPerThreadgroup(kernel)) / 32) * 32;

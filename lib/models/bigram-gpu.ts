@@ -3,13 +3,16 @@
 //   greedy:  embed (token offset) -> LM head -> argmax (argmax output)
 //   sampled: embed (token offset) -> LM head -> md_sample_f16 (sampled token)
 // Both write token p + 1 of the chain into the sequence buffer, where the
-// next step's embedding reads it.
+// next step's embedding reads it. A verification table (speculative
+// decoding) repeats embed -> LM head per row r of a draft, each row's
+// commands looking r positions ahead, and picks every row's token.
 import { integerInRange, invalidParameterError } from '../errors.js';
 import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-options.js';
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
-import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
-import { needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
+import type { VerificationTables } from '../gpu/table-verifier.js';
+import { halfRowBytes, needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -38,7 +41,7 @@ function weightsOn(model: BigramModel, device: GpuDevice): { embedding: GpuBuffe
   return weights;
 }
 
-export class BigramChain {
+export class BigramChain implements VerificationTables {
   readonly model: BigramModel;
   readonly device: GpuDevice;
   /** One uint32 token per position: the prompt, then what the chain writes. */
@@ -52,6 +55,7 @@ export class BigramChain {
   readonly #params: Uint8Array;
   #scratch: SamplingScratch | undefined;
   #forwardTable: DispatchTable | undefined;
+  #rows: { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } | undefined;  // verification's
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
 
@@ -70,17 +74,7 @@ export class BigramChain {
     params.setUint32(layout.dim, model.dim, true);
     this.#params = new Uint8Array(params.buffer);
 
-    const argmax = new DataView(new ArrayBuffer(device.addon.layouts.argmaxParams.size));
-    argmax.setUint32(device.addon.layouts.argmaxParams.vocabSize, model.vocabSize, true);
-    this.greedyTable = this.#forward()
-      .add('md_argmax_f16', {
-        label: 'argmax',
-        buffers: [{ index: 0, buffer: this.logits }, { index: 2, buffer: this.sequence }],
-        params: { index: 1, bytes: argmax },
-        threadsPerThreadgroup: rowThreads(this.device, 'md_argmax_f16', model.vocabSize),
-        patch: { rule: 'argmaxOutput', buffer: 2 },
-      })
-      .build();
+    this.greedyTable = this.#forward().add('md_argmax_f16', this.#argmax(this.logits, this.sequence)).build();
   }
 
   /** The tokens the sequence buffer holds. */
@@ -103,6 +97,56 @@ export class BigramChain {
     }
     if (this.#busy()) throw new Error('writeTokens: a chain is running on this sequence');
     this.sequence.write(position * 4, ids);
+  }
+
+  /** Most tokens one verification table evaluates (the patches' look-ahead bounds it). */
+  get maxVerifyTokens(): number {
+    return this.device.addon.layouts.maxPatchAhead + 1;
+  }
+
+  /**
+   * Speculative verification: `count` rows from the position p the run
+   * starts at, row r's logits after token p + r, and its token (argmax or
+   * md_sample_f16 with `options`, at position p + 1 + r over the history
+   * tokens[0 .. p + r]) to slot p + 1 + r of the verified buffer. The
+   * caller disposes the table.
+   */
+  verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
+    if (!isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
+      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
+    }
+    const rows = this.#verificationRows();
+    const sampled = needsSamplingKernel(resolveSampling({ seed: 0, ...options }));
+    if (sampled) this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
+    const sampling = sampled ? samplingCommand(this.device, rows.logits, this.sequence, this.model.vocabSize, options, this.#scratch!, rows.verified) : undefined;
+    const b = new DispatchTableBuilder(this.device);
+    for (let r = 0; r < count; r++) {
+      this.#addForward(b, r, rows.hidden, rows.logits);
+      const logits = { offset: r * halfRowBytes(this.model.vocabSize) };
+      if (sampling === undefined) {
+        const argmax = this.#argmax(rows.logits, rows.verified);
+        b.add('md_argmax_f16', {
+          ...argmax, label: `argmax row ${r}`,
+          buffers: argmax.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...logits } : binding)),
+          patch: { rule: 'argmaxOutput', buffer: 2, ahead: r },
+        });
+      } else {
+        const { spec } = sampling;
+        b.add('md_sample_f16', {
+          ...spec, label: `sample row ${r}`,
+          buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...logits } : binding)),
+          patch: { ...spec.patch!, ahead: r },
+        });
+      }
+    }
+    const table = b.build();
+    sampling?.bias.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
+  }
+
+  /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */
+  readVerified(position: number, count: number): Int32Array {
+    return new Int32Array(this.#verificationRows().verified.read((position + 1) * 4, count * 4));
   }
 
   /** The table that samples with `options` (temperature, filters, seed, penalties, bias) on the GPU. */
@@ -151,7 +195,9 @@ export class BigramChain {
     if (this.#busy()) throw new Error('dispose: a chain is running on this sequence');
     this.greedyTable.dispose();
     this.#forwardTable?.dispose();
-    for (const buffer of [this.sequence, this.logits, this.#hidden, this.#scratch?.edited, this.#scratch?.histogram, this.#scratch?.marks]) buffer?.dispose();
+    const scratch = [this.#scratch?.edited, this.#scratch?.histogram, this.#scratch?.marks];
+    const rows = [this.#rows?.hidden, this.#rows?.logits, this.#rows?.verified];
+    for (const buffer of [this.sequence, this.logits, this.#hidden, ...scratch, ...rows]) buffer?.dispose();
   }
 
   /** Chunks submitted to the GPU and not finished yet. */
@@ -163,24 +209,55 @@ export class BigramChain {
     return this.#running !== undefined;
   }
 
-  // Embedding lookup (reads token p) and LM head: the first two commands of both tables.
+  // Embedding lookup (reads token p) and LM head: the first two commands of every table.
   #forward(): DispatchTableBuilder {
+    return this.#addForward(new DispatchTableBuilder(this.device), 0, this.#hidden, this.logits);
+  }
+
+  // Row r's embedding (token p + r) and LM head, into row r of `hidden` and `logits`.
+  #addForward(b: DispatchTableBuilder, r: number, hidden: GpuBuffer, logits: GpuBuffer): DispatchTableBuilder {
     const embedThreads = Math.min(256, Math.ceil(this.model.dim / 32) * 32);
-    return new DispatchTableBuilder(this.device)
+    const at = (buffer: GpuBuffer, width: number) => ({ buffer, offset: r * halfRowBytes(width) });
+    const row = r > 0 ? ` row ${r}` : '';
+    return b
       .add('md_embed_f16', {
-        label: 'embedding',
-        buffers: [{ index: 0, buffer: this.sequence }, { index: 1, buffer: this.#embedding }, { index: 3, buffer: this.#hidden }],
+        label: `embedding${row}`,
+        buffers: [{ index: 0, buffer: this.sequence }, { index: 1, buffer: this.#embedding }, { index: 3, ...at(hidden, this.model.dim) }],
         params: { index: 2, bytes: this.#params },
         threadgroups: Math.ceil(this.model.dim / embedThreads),
         threadsPerThreadgroup: embedThreads,
-        patch: { rule: 'tokenOffset', buffer: 0 },
+        patch: { rule: 'tokenOffset', buffer: 0, ...(r > 0 && { ahead: r }) },
       })
       .add('md_lm_head_f16', {
-        label: 'lm head',
-        buffers: [{ index: 0, buffer: this.#head }, { index: 1, buffer: this.#hidden }, { index: 3, buffer: this.logits }],
+        label: `lm head${row}`,
+        buffers: [{ index: 0, buffer: this.#head }, { index: 1, ...at(hidden, this.model.dim) }, { index: 3, ...at(logits, this.model.vocabSize) }],
         params: { index: 2, bytes: this.#params },
         threadgroups: Math.ceil(this.model.vocabSize / LM_HEAD_THREADS),
         threadsPerThreadgroup: LM_HEAD_THREADS,
       });
   }
+
+  // md_argmax_f16 over a row of logits: the token to slot p + 1 of `out`.
+  #argmax(logits: GpuBuffer, out: GpuBuffer): CommandSpec {
+    const layout = this.device.addon.layouts.argmaxParams;
+    const params = new DataView(new ArrayBuffer(layout.size));
+    params.setUint32(layout.vocabSize, this.model.vocabSize, true);
+    return {
+      label: 'argmax',
+      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }],
+      params: { index: 1, bytes: params },
+      threadsPerThreadgroup: rowThreads(this.device, 'md_argmax_f16', this.model.vocabSize),
+      patch: { rule: 'argmaxOutput', buffer: 2 },
+    };
+  }
+
+  #verificationRows(): { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } {
+    const rows = this.maxVerifyTokens;
+    return (this.#rows ??= {
+      hidden: this.device.createBuffer(rows * halfRowBytes(this.model.dim)),
+      logits: this.device.createBuffer(rows * halfRowBytes(this.model.vocabSize)),
+      verified: this.device.createBuffer(this.sequence.byteLength + rows * 4),
+    });
+  }
 }
+

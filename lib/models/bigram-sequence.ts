@@ -5,7 +5,8 @@
 import { selectBackend, type BackendName } from '../backends.js';
 import type { ChainChunk } from '../gpu/chain.js';
 import { sharedDevice } from '../gpu/device.js';
-import type { Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import { TableVerifier } from '../gpu/table-verifier.js';
 import type { BackendChoice } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
 import { BigramChain, type ChainSamplingOptions } from './bigram-gpu.js';
@@ -53,6 +54,10 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
       // A sampled table is made per call, with a bias buffer of its own.
       if (table !== this.#chain.greedyTable) table.dispose();
     }
+  }
+
+  openVerifier(sampling: ChainSamplingOptions): DraftVerifier {
+    return new TableVerifier(this.#chain, sampling);
   }
 
   dispose(): void {

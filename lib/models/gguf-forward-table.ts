@@ -19,7 +19,8 @@
 // gives every row the bits of a one-token step, and samples every row.
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
-import { needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import type { VerificationTables } from '../gpu/table-verifier.js';
+import { halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import { invalidParameterError } from '../errors.js';
 import type { NativeModelConfig } from '../native/contract.js';
@@ -42,7 +43,7 @@ export function attentionSplitsFor(contextSize: number): number {
   return Math.min(16, Math.max(1, Math.round(contextSize / 512)));
 }
 
-export class GgufForwardTable {
+export class GgufForwardTable implements VerificationTables {
   /** One uint32 per position: the prompt, then each step's token. */
   readonly tokens: GpuBuffer;
   /** The logits after the last token of the last table run, float32. */
@@ -258,21 +259,27 @@ export class GgufForwardTable {
       return b.add('md_argmax_f32', this.#argmax(rowLogits, count, verified)).build();
     }
     const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#samplingScratch(), verified);
-    b.add('md_half_from_f32', {
-      label: 'logits to float16', buffers: [{ index: 0, buffer: rowLogits }, { index: 1, buffer: rowHalfLogits }],
-      params: { index: 2, bytes: new ParamsPacker(this.device.addon.layouts.transformer).rows(n, count, 0) }, ...grid(n * count, 256),
-    });
+    const oneRow = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
     for (let r = 0; r < count; r++) {
+      const half = { buffer: rowHalfLogits, offset: r * halfRowBytes(n) };
+      b.add('md_half_from_f32', {
+        label: `logits to float16, row ${r}`, buffers: [{ index: 0, buffer: rowLogits, offset: r * n * 4 }, { index: 1, ...half }],
+        params: { index: 2, bytes: oneRow }, ...grid(n, 256),
+      });
       b.add('md_sample_f16', {
         ...spec,
         label: `sample row ${r}`,
-        buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, offset: r * n * 2 } : binding)),
+        buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...half } : binding)),
         patch: { ...spec.patch!, ahead: r },
       });
     }
     const table = b.build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
     return table;
+  }
+
+  writeTokens(position: number, tokens: Uint32Array): void {
+    this.tokens.write(position * 4, tokens);
   }
 
   /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */
@@ -356,7 +363,7 @@ export class GgufForwardTable {
 
   #verificationBuffers(): { rowLogits: GpuBuffer; rowHalfLogits: GpuBuffer; verified: GpuBuffer } {
     this.#rowLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 4);
-    this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 2);
+    this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * halfRowBytes(this.#vocabSize));
     this.#verified ??= this.#buffer(this.tokens.byteLength + this.maxVerifyTokens * 4);
     return { rowLogits: this.#rowLogits, rowHalfLogits: this.#rowHalfLogits, verified: this.#verified };
   }

@@ -4,12 +4,12 @@
 // model: the prompt goes through the batched tables (prefillBatch tokens
 // per submission), then the greedy or sampled table generates chunk by
 // chunk with no CPU round trip between tokens. Speculative decoding
-// verifies each draft with one verification table run (GgufGpuVerifier).
+// verifies each draft with one run of a verification table (TableVerifier).
 import type { BackendName } from '../backends.js';
-import type { DispatchTable } from '../gpu/device.js';
 import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
 import { ChainRunner, type ChainChunk } from '../gpu/chain.js';
 import type { ChainSamplingOptions } from '../gpu/sampling-command.js';
+import { TableVerifier } from '../gpu/table-verifier.js';
 import type { GgufForwardTable } from './gguf-forward-table.js';
 
 export class GgufGpuSequence implements ModelSequence, SequenceChain {
@@ -71,7 +71,7 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   }
 
   openVerifier(sampling: ChainSamplingOptions): DraftVerifier {
-    return new GgufGpuVerifier(this.#table, sampling);
+    return new TableVerifier(this.#table, sampling);
   }
 
   dispose(): void {
@@ -81,36 +81,3 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   }
 }
 
-/**
- * One generate() call's verifications: a table per token count, made on
- * first use (their sampling command is the call's), one submission per
- * draft, the picked tokens read back.
- */
-class GgufGpuVerifier implements DraftVerifier {
-  readonly maxTokens: number;
-  readonly #table: GgufForwardTable;
-  readonly #sampling: ChainSamplingOptions;
-  readonly #tables = new Map<number, DispatchTable>();
-
-  constructor(table: GgufForwardTable, sampling: ChainSamplingOptions) {
-    this.#table = table;
-    this.#sampling = sampling;
-    this.maxTokens = table.maxVerifyTokens;
-  }
-
-  async verify(tokens: Uint32Array, position: number): Promise<Int32Array> {
-    let table = this.#tables.get(tokens.length);
-    if (table === undefined) {
-      table = this.#table.verifyTable(tokens.length, this.#sampling);
-      this.#tables.set(tokens.length, table);
-    }
-    this.#table.tokens.write(position * 4, tokens);
-    await this.#table.device.runChain(table, position, 1);
-    return this.#table.readVerified(position, tokens.length);
-  }
-
-  dispose(): void {
-    for (const table of this.#tables.values()) table.dispose();
-    this.#tables.clear();
-  }
-}
