@@ -183,6 +183,22 @@ describe('generate() on the emulated device', () => {
     }
   });
 
+  test('sampled step by step (a tokenMask that allows every token), the chain\'s tokens: logits rounded to float16 as the chain does', async () => {
+    const path = join(dir, 'stepwise.gguf');
+    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 6), logitScale: 1.5 });
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      const options = { temperature: 0.9, topK: 20, seed: 11, maxTokens: 10, contextSize: 64, backend: 'emulated' } as const;
+      const chained = await generate(model, PROMPT, options);
+      const everything = new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(0xffffffff);
+      const stepwise = await generate(model, PROMPT, { ...options, tokenMask: () => everything });
+      expect([chained.chained, stepwise.path]).toEqual([true, 'constrained']);
+      expect(stepwise.tokens).toEqual(chained.tokens);
+    } finally {
+      model.dispose();
+    }
+  });
+
   test('a sampled token follows the exact filtered distribution of the GPU\'s logits (chi-square, fixed seeds)', async () => {
     const path = join(dir, 'sampled.gguf');
     await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 9), logitScale: 1 });

@@ -233,11 +233,12 @@ describe('GGUF models on the emulated GPU: one submission per verification, only
 describe('options', () => {
   const model = textModel();
   it.each([
-    [{ speculative: 'yes' }, 'Expected true or an object { draft, draftTokens, ngramMin, ngramMax } for speculative but received "yes" (string)'],
+    [{ speculative: 'yes' }, 'Expected true or an object { draft, draftTokens, ngramMin, ngramMax, verification } for speculative but received "yes" (string)'],
+    [{ speculative: { verification: 'typical' } }, "Expected 'exact' or 'rejection' for speculative.verification but received \"typical\" (string)"],
     [{ speculative: { draftTokens: 15 } }, 'Expected an integer from 1 to 14 for speculative.draftTokens but received 15'],
     [{ speculative: { draft: 'model' } }, "Expected 'ngram' or a DecodeModel with the target's vocabulary for speculative.draft but received \"model\""],
     [{ speculative: { ngramMin: 3, ngramMax: 2 } }, 'Expected an integer from 3 to 64 for speculative.ngramMax but received 2'],
-    [{ speculative: { n: 2 } }, 'Unknown option speculative.n; the options are: draft, draftTokens, ngramMin, ngramMax'],
+    [{ speculative: { n: 2 } }, 'Unknown option speculative.n; the options are: draft, draftTokens, ngramMin, ngramMax, verification'],
     [{ speculative: true, tokenMask: () => null }, 'Expected no speculation together with tokenMask'],
   ])('%j is refused, naming the field', async (options, message) => {
     await expect((async () => generate(model, 'a', { backend: 'js', ...(options as GenerateOptions) }))()).rejects.toThrow(message);

@@ -10,6 +10,7 @@ import { AbortError, invalidParameterError, NoTokenError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
 import type { DecodeModel, DraftVerifier, Logits, ModelSequence } from './model.js';
+import { speculativeUniform, verifyByRejection } from './rejection.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { applyMask, StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
@@ -122,7 +123,9 @@ export class DecodeRun {
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
     this.#path = options.tokenMask ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
     this.#chained = this.#path !== 'constrained' && !options.speculative && state.sequence.chain !== undefined;
-    this.#verifiesOnGpu = options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
+    // Rejection sampling reads each row's distribution: its rows come back to the CPU (greedy is the same either way).
+    const rejection = options.speculative?.verification === 'rejection' && options.sampling.temperature > 0;
+    this.#verifiesOnGpu = options.speculative !== undefined && !rejection && state.sequence.chain?.openVerifier !== undefined;
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -225,7 +228,7 @@ export class DecodeRun {
 
   async *#decodeStepwise(prefillLogits: Logits | undefined): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
-    const sampler = new StepSampler(state.sequence.backend, this.#o.sampling);
+    const sampler = new StepSampler(state.sequence.backend, this.#o.sampling, state.sequence.chain !== undefined);
     let logits: Logits | undefined | typeof ABORTED = prefillLogits;
     for (;;) {
       await this.#turns.maybeTurn();
@@ -255,8 +258,8 @@ export class DecodeRun {
   async *#decodeSpeculative(prefillLogits: Logits | undefined): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const spec = this.#o.speculative!;
-    const sampler = new StepSampler(state.sequence.backend, this.#o.sampling);
-    const drafter = openDrafter(spec, state.model, state.tokens.length);
+    const sampler = new StepSampler(state.sequence.backend, this.#o.sampling, state.sequence.chain !== undefined);
+    const drafter = openDrafter(spec, state.model, state.tokens.length, sampler);
     const verifier = this.#verifiesOnGpu ? state.sequence.chain!.openVerifier!(this.#o.chainSampling) : undefined;
     const onGpu = { pending: undefined as Promise<unknown> | undefined };
     try {
@@ -284,8 +287,9 @@ export class DecodeRun {
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       const room = Math.min(spec.draftTokens, verifier.maxTokens - 1, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
-      const draft = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
-      if (draft === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : { tokens: new Uint32Array(0) };
+      if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const draft = proposed.tokens;
       const position = state.length - 1;
       const input = new Uint32Array(1 + draft.length);
       input[0] = state.tokens[position];
@@ -325,8 +329,9 @@ export class DecodeRun {
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       // A draft never runs past maxTokens or the context: the last row's token needs a slot.
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
-      const draft = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : new Uint32Array(0);
-      if (draft === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : { tokens: new Uint32Array(0) };
+      if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
+      const draft = proposed.tokens;
       let rows: Logits[];
       if (draft.length === 0) {
         if (next === undefined) {
@@ -353,9 +358,18 @@ export class DecodeRun {
         rows = next !== undefined ? [next, ...evaluated.rows] : evaluated.rows;
       }
       next = undefined;
+      const rejection = spec.verification === 'rejection' && sampler.temperature > 0;
       for (let r = 0; r < rows.length; r++) {
-        const token = await sampler.sample(rows[r], state.length, state.view());
-        const kept = r < draft.length && token === draft[r];
+        let token: number, kept: boolean;
+        if (rejection && r < draft.length) {
+          // Speculative sampling's test (the token after a wholly kept draft is sampled as usual).
+          const p = sampler.distribution(rows[r], state.length, state.view());
+          const u = speculativeUniform(sampler.seed, state.length, 'accept'), v = speculativeUniform(sampler.seed, state.length, 'residual');
+          ({ token, kept } = verifyByRejection(p, draft[r], proposed.probabilities?.[r], u, v));
+        } else {
+          token = await sampler.sample(rows[r], state.length, state.view());
+          kept = r < draft.length && token === draft[r];
+        }
         yield* this.#accept(token);
         if (this.#stop) return;
         if (!kept) break;  // this token is not evaluated yet: the next round starts with it

@@ -1,14 +1,18 @@
 // speculative.ts: speculative decoding's parts that are not the loop: the
 // `speculative` option, the drafters (n-gram prompt lookup, a draft
-// model), and the rows of logits a verification reads. The loop (decode-loop.ts) verifies exactly:
-// it samples each row as non-speculative decoding would (same position,
-// same history, same noise), so the tokens are the same ones, and a draft
-// only decides how many of them one forward pass yields.
+// model), and the rows of logits a verification reads. The loop
+// (decode-loop.ts) verifies exactly by default: it samples each row as
+// non-speculative decoding would (same position, same history, same
+// noise), so the tokens are the same ones, and a draft only decides how
+// many of them one forward pass yields. With verification 'rejection' it
+// runs speculative sampling's test (rejection.ts) instead.
 import { integerInRange, invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
 import { numberFromFloat16 } from '../float16.js';
 import type { DecodeModel, Logits, ModelSequence } from './model.js';
+import { drawFrom, speculativeUniform } from './rejection.js';
+import type { StepSampler } from './step-sampler.js';
 
 /**
  * Draft tokens per verification, at most. The CPU forward pass gives
@@ -31,6 +35,16 @@ export interface SpeculativeOptions {
   ngramMin?: number;
   /** The longest suffix tried first. Default 4. */
   ngramMax?: number;
+  /**
+   * 'exact' (the default): a draft token is kept when it is the token
+   * non-speculative decoding samples there, so the output is those very
+   * tokens. 'rejection': speculative sampling; a draft model samples its
+   * drafts, each is kept with probability min(1, p/q), and the output has
+   * the distribution of non-speculative sampling but not its tokens. It
+   * keeps more of a sampled draft model's tokens. Greedy decoding is the
+   * same either way.
+   */
+  verification?: 'exact' | 'rejection';
 }
 
 export interface ResolvedSpeculative {
@@ -38,6 +52,13 @@ export interface ResolvedSpeculative {
   draftTokens: number;
   ngramMin: number;
   ngramMax: number;
+  verification: 'exact' | 'rejection';
+}
+
+/** A draft: its tokens, and with rejection verification the distribution each was drawn from (none: it was certain). */
+export interface Draft {
+  tokens: Uint32Array;
+  probabilities?: Float64Array[];
 }
 
 export interface SpeculativeStats {
@@ -58,8 +79,8 @@ export interface SpeculativeStats {
 export function resolveSpeculative(value: unknown): ResolvedSpeculative | undefined {
   if (value === undefined || value === false) return undefined;
   const input = value === true ? {} : value;
-  if (!isPlainObject(input)) throw invalidParameterError('speculative', 'true or an object { draft, draftTokens, ngramMin, ngramMax }', value, 'type');
-  checkKnownKeys(input, new Set(['draft', 'draftTokens', 'ngramMin', 'ngramMax']), 'speculative.');
+  if (!isPlainObject(input)) throw invalidParameterError('speculative', 'true or an object { draft, draftTokens, ngramMin, ngramMax, verification }', value, 'type');
+  checkKnownKeys(input, new Set(['draft', 'draftTokens', 'ngramMin', 'ngramMax', 'verification']), 'speculative.');
   const draft = input.draft ?? 'ngram';
   const isModel = typeof draft === 'object' && draft !== null && typeof (draft as DecodeModel).openSequence === 'function' &&
     Number.isInteger((draft as DecodeModel).vocabSize);
@@ -69,44 +90,57 @@ export function resolveSpeculative(value: unknown): ResolvedSpeculative | undefi
   const draftTokens = integerInRange('speculative.draftTokens', input.draftTokens ?? 5, 1, MAX_DRAFT_TOKENS);
   const ngramMin = integerInRange('speculative.ngramMin', input.ngramMin ?? 1, 1, 64);
   const ngramMax = integerInRange('speculative.ngramMax', input.ngramMax ?? Math.max(4, ngramMin), ngramMin, 64);
-  return { draft: draft as 'ngram' | DecodeModel, draftTokens, ngramMin, ngramMax };
+  const verification = input.verification ?? 'exact';
+  if (verification !== 'exact' && verification !== 'rejection') {
+    throw invalidParameterError('speculative.verification', "'exact' or 'rejection'", verification, typeof verification === 'string' ? 'range' : 'type');
+  }
+  return { draft: draft as 'ngram' | DecodeModel, draftTokens, ngramMin, ngramMax, verification };
 }
 
 /** Proposes up to `max` tokens to follow `tokens` (the sequence as kept so far). */
 export interface Drafter {
-  propose(tokens: Uint32Array, max: number): Promise<Uint32Array>;
+  propose(tokens: Uint32Array, max: number): Promise<Draft>;
   /** The draft model's forward passes so far. */
   readonly forwardPasses: number;
   dispose(): void;
 }
 
-/** The drafter of one generate() call; a model drafter checks the vocabulary first. */
-export function openDrafter(spec: ResolvedSpeculative, target: DecodeModel, contextSize: number): Drafter {
+/**
+ * The drafter of one generate() call; a model drafter checks the
+ * vocabulary first. `sampler` (the call's sampling): with rejection
+ * verification, a draft model samples its drafts with it.
+ */
+export function openDrafter(spec: ResolvedSpeculative, target: DecodeModel, contextSize: number, sampler: StepSampler): Drafter {
   if (spec.draft === 'ngram') {
-    return { propose: async (tokens, max) => ngramDraft(tokens, max, spec.ngramMin, spec.ngramMax), forwardPasses: 0, dispose: () => {} };
+    return { propose: async (tokens, max) => ({ tokens: ngramDraft(tokens, max, spec.ngramMin, spec.ngramMax) }), forwardPasses: 0, dispose: () => {} };
   }
   const draft = spec.draft;
   if (draft.vocabSize !== target.vocabSize) {
     throw invalidParameterError('speculative.draft', `a model with the target's vocabulary (vocabSize ${target.vocabSize})`, `a model of vocabSize ${draft.vocabSize}`, 'range');
   }
-  return new ModelDrafter(draft, contextSize);
+  const sampled = spec.verification === 'rejection' && sampler.temperature > 0;
+  return new ModelDrafter(draft, contextSize, sampled ? sampler : undefined);
 }
 
 /**
- * A draft model's greedy continuation. Its sequence keeps what it has seen:
- * each round it evaluates only the kept tokens it does not hold (a rejected
- * draft is forgotten by evaluating from where it diverged).
+ * A draft model's continuation: greedy, or sampled with `sampler` (for
+ * rejection verification, which needs each draft's distribution). Its
+ * sequence keeps what it has seen: each round it evaluates only the kept
+ * tokens it does not hold (a rejected draft is forgotten by evaluating
+ * from where it diverged).
  */
 class ModelDrafter implements Drafter {
   readonly #sequence: ModelSequence;
+  readonly #sampler: StepSampler | undefined;
   readonly #held: number[] = [];  // the tokens the draft sequence holds, from position 0
   forwardPasses = 0;
 
-  constructor(model: DecodeModel, contextSize: number) {
+  constructor(model: DecodeModel, contextSize: number, sampler: StepSampler | undefined) {
     this.#sequence = model.openSequence({ backend: 'auto', contextSize });
+    this.#sampler = sampler;
   }
 
-  async propose(tokens: Uint32Array, max: number): Promise<Uint32Array> {
+  async propose(tokens: Uint32Array, max: number): Promise<Draft> {
     let common = 0;
     while (common < this.#held.length && common < tokens.length && this.#held[common] === tokens[common]) common++;
     // Evaluate from the first token not held (the last one again when all are, for its logits).
@@ -116,14 +150,25 @@ class ModelDrafter implements Drafter {
     this.#held.length = 0;
     this.#held.push(...tokens);
     const out = new Uint32Array(max);
+    const probabilities: Float64Array[] = [];
+    const history = new Uint32Array(tokens.length + max);
+    history.set(tokens);
     for (let i = 0; i < max; i++) {
-      out[i] = argmax(logits);
+      const position = tokens.length + i;
+      if (this.#sampler) {
+        const q = this.#sampler.distribution(logits, position, history.subarray(0, position));
+        out[i] = drawFrom(q, speculativeUniform(this.#sampler.seed, position, 'draft'));
+        probabilities.push(q);
+      } else {
+        out[i] = argmax(logits);
+      }
+      history[position] = out[i];
       if (i + 1 === max) break;
-      logits = await this.#sequence.evaluate(out.subarray(i, i + 1), tokens.length + i);
+      logits = await this.#sequence.evaluate(out.subarray(i, i + 1), position);
       this.forwardPasses++;
       this.#held.push(out[i]);
     }
-    return out;
+    return this.#sampler ? { tokens: out, probabilities } : { tokens: out };
   }
 
   dispose(): void {

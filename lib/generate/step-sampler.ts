@@ -5,29 +5,44 @@
 import { requireGpuSampler, requireNativeSampler, type BackendName } from '../backends.js';
 import { invalidParameterError, NoTokenError } from '../errors.js';
 import { kernelInputProblem } from '../gpu/gpu-sampler.js';
-import { NO_TOKEN, sampleJs } from '../js/js-sampler.js';
+import { NO_TOKEN, sampleJs, samplingDistribution } from '../js/js-sampler.js';
+import { toFloat16Array } from '../float16.js';
 import type { ResolvedSampling } from '../sampling-options.js';
 import type { Logits } from './model.js';
 
 export class StepSampler {
   readonly #backend: BackendName;
   readonly #sampling: ResolvedSampling;
+  readonly #asChained: boolean;
 
-  constructor(backend: BackendName, sampling: ResolvedSampling) {
+  /**
+   * asChained: the logits are a chained model's float32 logits, which its
+   * sampled tables round to float16 before the sampling kernel
+   * (md_half_from_f32): the step-by-step paths round them alike, so they
+   * draw what the chain draws. Otherwise float32 logits go to a GPU
+   * sampler only greedily (kernelInputProblem says so).
+   */
+  constructor(backend: BackendName, sampling: ResolvedSampling, asChained = false) {
     this.#backend = backend;
     this.#sampling = sampling;
+    this.#asChained = asChained;
+  }
+
+  get temperature(): number {
+    return this.#sampling.temperature;
+  }
+
+  get seed(): number {
+    return this.#sampling.seed;
   }
 
   /**
    * The token at `position`, with `sequence` (every token before it) as the
    * penalty history, exactly as sample() would draw it.
    */
-  async sample(logits: Logits, position: number, sequence: Uint32Array): Promise<number> {
-    const s: ResolvedSampling = {
-      ...this.#sampling,
-      position,
-      window: sequence.subarray(Math.max(0, sequence.length - this.#sampling.lastTokens)),
-    };
+  async sample(row: Logits, position: number, sequence: Uint32Array): Promise<number> {
+    const s = this.#at(position, sequence);
+    const logits = this.#asSampled(row, s);
     let token: number;
     switch (this.#backend) {
       case 'js':
@@ -44,6 +59,23 @@ export class StepSampler {
     }
     if (token === NO_TOKEN) throw new NoTokenError();
     return token;
+  }
+
+  /** The distribution sample() draws from at `position` (speculative rejection sampling); NoTokenError when it is empty. */
+  distribution(logits: Logits, position: number, sequence: Uint32Array): Float64Array {
+    const s = this.#at(position, sequence);
+    const p = samplingDistribution(this.#asSampled(logits, s), s);
+    if (p === null) throw new NoTokenError();
+    return p;
+  }
+
+  #asSampled(logits: Logits, s: ResolvedSampling): Logits {
+    const gpu = this.#backend === 'metal' || this.#backend === 'emulated';
+    return gpu && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s) ? toFloat16Array(logits) : logits;
+  }
+
+  #at(position: number, sequence: Uint32Array): ResolvedSampling {
+    return { ...this.#sampling, position, window: sequence.subarray(Math.max(0, sequence.length - this.#sampling.lastTokens)) };
   }
 }
 

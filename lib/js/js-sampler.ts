@@ -80,6 +80,50 @@ function topPThreshold(sortedDesc: Float32Array, end: number, max: number, tf: n
   return levels[levels.length - 1][0];
 }
 
+/** Steps 3-5: the value a token must reach to stay (top-k, top-p, min-p). */
+function keepThreshold(z: Float32Array, max: number, s: ResolvedSampling): number {
+  const n = z.length;
+  const tf = s.unitFilterTemperature ? 1 : s.temperature;
+  let tau = -Infinity;
+  const topKOn = s.topK > 0 && s.topK < n;
+  if (topKOn || s.topP < 1) {
+    const sortedDesc = Float32Array.from(z).sort().reverse();
+    const tauK = topKOn ? sortedDesc[s.topK - 1] : -Infinity;
+    let end = n;
+    while (end > 0 && sortedDesc[end - 1] < tauK) end--;
+    tau = tauK;
+    if (s.topP < 1) tau = Math.max(tau, topPThreshold(sortedDesc, end, max, tf, s.topP));
+  }
+  if (s.minP > 0) tau = Math.max(tau, f(max + f(tf * mdLogAny(s.minP))));
+  return tau;
+}
+
+/**
+ * The distribution the sampler draws from (SAMPLING-SPEC): over the tokens
+ * the filters keep, softmax(z / temperature) of the edited logits, in
+ * double precision; at temperature 0 all on the argmax. Null when every
+ * logit is -Infinity. Speculative rejection sampling reads it.
+ */
+export function samplingDistribution(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float64Array | null {
+  const z = editedLogits(logits, s);
+  let argmax = 0;
+  for (let i = 1; i < z.length; i++) if (z[i] > z[argmax]) argmax = i;
+  const max = z[argmax];
+  if (max === -Infinity) return null;
+  const p = new Float64Array(z.length);
+  if (s.temperature === 0) {
+    p[argmax] = 1;
+    return p;
+  }
+  const tau = keepThreshold(z, max, s);
+  let total = 0;
+  for (let i = 0; i < z.length; i++) {
+    if (z[i] >= tau && z[i] !== -Infinity) total += p[i] = Math.exp((z[i] - max) / s.temperature);
+  }
+  for (let i = 0; i < z.length; i++) p[i] /= total;
+  return p;
+}
+
 /** Steps 0-2: the row every later step sees, as float32 values. */
 export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float32Array {
   const z = sanitisedRow(logits);
@@ -99,18 +143,7 @@ export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling
   if (s.temperature === 0) return argmax;
 
   const t = s.temperature;
-  const tf = s.unitFilterTemperature ? 1 : t;
-  let tau = -Infinity;
-  const topKOn = s.topK > 0 && s.topK < n;
-  if (topKOn || s.topP < 1) {
-    const sortedDesc = Float32Array.from(z).sort().reverse();
-    const tauK = topKOn ? sortedDesc[s.topK - 1] : -Infinity;
-    let end = n;
-    while (end > 0 && sortedDesc[end - 1] < tauK) end--;
-    tau = tauK;
-    if (s.topP < 1) tau = Math.max(tau, topPThreshold(sortedDesc, end, max, tf, s.topP));
-  }
-  if (s.minP > 0) tau = Math.max(tau, f(max + f(tf * mdLogAny(s.minP))));
+  const tau = keepThreshold(z, max, s);
 
   // Step 6, skipping tokens that cannot reach the best score (see noise_argmax.h).
   const key = noiseKey(s.seed, s.position);

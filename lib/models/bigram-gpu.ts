@@ -144,6 +144,23 @@ export class BigramChain implements VerificationTables {
     return table;
   }
 
+  /** The table that computes `count` rows as verifyTable() does and leaves their logits (readRows), for rejection sampling. The caller disposes it. */
+  rowsTable(count: number): DispatchTable {
+    if (!isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
+      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
+    }
+    const rows = this.#verificationRows();
+    const b = new DispatchTableBuilder(this.device);
+    for (let r = 0; r < count; r++) this.#addForward(b, r, rows.hidden, rows.logits);
+    return b.build();
+  }
+
+  /** The float16 logits of the first `count` rows a rowsTable() or verifyTable() run left. */
+  readRows(count: number): Uint16Array[] {
+    const rows = this.#verificationRows().logits, vocab = this.model.vocabSize;
+    return Array.from({ length: count }, (_, r) => rows.readFloat16((r * halfRowBytes(vocab)) / 2, vocab));
+  }
+
   /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */
   readVerified(position: number, count: number): Int32Array {
     return new Int32Array(this.#verificationRows().verified.read((position + 1) * 4, count * 4));

@@ -6,6 +6,7 @@ import { selectBackend, type BackendName } from '../backends.js';
 import type { ChainChunk } from '../gpu/chain.js';
 import { sharedDevice } from '../gpu/device.js';
 import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import type { DispatchTable } from '../gpu/device.js';
 import { TableVerifier } from '../gpu/table-verifier.js';
 import type { BackendChoice } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -23,6 +24,7 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
   readonly backend: BackendName;
   readonly contextSize: number;
   readonly #chain: BigramChain;
+  readonly #rowsTables: DispatchTable[] = [];  // by row count, made on first use
 
   constructor(chain: BigramChain) {
     this.#chain = chain;
@@ -38,6 +40,15 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
     this.#chain.writeTokens(position, tokens);
     await this.#chain.device.runChain(this.#chain.forwardTable, position + tokens.length - 1, 1);
     return this.#chain.logits.readFloat16(0, this.#chain.model.vocabSize);
+  }
+
+  // The last `rows` tokens' logits in one submission (a bigram row needs only its own token).
+  async evaluateRows(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]> {
+    const first = position + tokens.length - rows;
+    this.#chain.writeTokens(position, tokens);
+    const table = (this.#rowsTables[rows] ??= this.#chain.rowsTable(rows));
+    await this.#chain.device.runChain(table, first, 1);
+    return this.#chain.readRows(rows);
   }
 
   async prefill(tokens: Uint32Array, position: number): Promise<void> {
@@ -61,6 +72,7 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
   }
 
   dispose(): void {
+    for (const table of this.#rowsTables) table?.dispose();
     this.#chain.dispose();
   }
 }

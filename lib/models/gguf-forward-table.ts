@@ -282,6 +282,31 @@ export class GgufForwardTable implements VerificationTables {
     this.tokens.write(position * 4, tokens);
   }
 
+  /**
+   * The table that evaluates `count` tokens (1 to maxVerifyTokens) as a
+   * verification table does and leaves every row's logits (readRows): for
+   * rejection sampling, which reads the distributions. Made on first use
+   * and kept.
+   */
+  rowsTable(count: number): DispatchTable {
+    if (!Number.isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
+      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
+    }
+    const key = `every:${count}`;
+    let table = this.#batchTables.get(key);
+    if (table === undefined) {
+      table = this.#commands(new DispatchTableBuilder(this.device), count, 'every').build();
+      this.#batchTables.set(key, table);
+    }
+    return table;
+  }
+
+  /** The logits of the first `count` rows a rowsTable() or verifyTable() run left, float32. */
+  readRows(count: number): Float32Array[] {
+    const n = this.#vocabSize, rows = this.#verificationBuffers().rowLogits;
+    return Array.from({ length: count }, (_, r) => new Float32Array(rows.read(r * n * 4, n * 4)));
+  }
+
   /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */
   readVerified(position: number, count: number): Int32Array {
     return new Int32Array(this.#verificationBuffers().verified.read((position + 1) * 4, count * 4));

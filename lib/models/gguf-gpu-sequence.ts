@@ -44,6 +44,17 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
     return new Float32Array(this.#table.logits.read(0, this.#vocabSize * 4));
   }
 
+  // One submission for the rows (with the matrix-vector kernels, so each
+  // row has a one-token step's bits), after the tokens before them.
+  async evaluateRows(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]> {
+    if (rows > this.#table.maxVerifyTokens) throw new RangeError(`evaluateRows: ${rows} rows; at most ${this.#table.maxVerifyTokens} in one pass`);
+    this.#table.tokens.write(position * 4, tokens);
+    const before = tokens.length - rows;
+    await this.#evaluateInBatches(position, before, false);
+    await this.#table.device.runChain(this.#table.rowsTable(rows), position + before, 1);
+    return this.#table.readRows(rows);
+  }
+
   async prefill(tokens: Uint32Array, position: number): Promise<void> {
     // The chain's first step evaluates the last token itself.
     this.#table.tokens.write(position * 4, tokens);
