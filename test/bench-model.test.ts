@@ -80,13 +80,18 @@ it('--speculative adds the decode with n-gram speculation: its speed-up, accepta
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.settings.speculative).toBe(true);
-  const s = result.speculation!;
-  expect(s.sameTokens).toBe(true);
-  expect(s.decodeTokensPerSecond).toBeGreaterThan(0);
-  expect(s.speedup).toBeCloseTo(s.decodeTokensPerSecond / result.engines[0].decodeTokensPerSecond!, 6);
-  expect(s.acceptanceRate).toBeGreaterThanOrEqual(0);
-  expect(s.acceptanceRate).toBeLessThanOrEqual(1);
-  expect(s.forwardPassesPerToken).toBeGreaterThan(0);
+  expect(result.speculation!.map((s) => s.task)).toEqual(['varied', 'summarise']);
+  expect(result.speculation![0].promptTokens).toBe(8);
+  expect(result.speculation![1].promptTokens).toBeGreaterThan(100);  // the passage, in the file's vocabulary
+  for (const s of result.speculation!) {
+    expect(s.sameTokens).toBe(true);
+    expect(s.decodeTokensPerSecond).toBeGreaterThan(0);
+    expect(s.speedup).toBeCloseTo(s.decodeTokensPerSecond / s.plainTokensPerSecond, 6);
+    expect(s.acceptanceRate).toBeGreaterThanOrEqual(0);
+    expect(s.acceptanceRate).toBeLessThanOrEqual(1);
+    expect(s.forwardPassesPerToken).toBeGreaterThan(0);
+  }
   const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--speculative');
-  expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation .* forward passes per token; the same tokens$/m);
+  expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, varied prompt .* forward passes per token; the same tokens$/m);
+  expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, summarise task \(\d+ prompt tokens\) .* the same tokens$/m);
 });

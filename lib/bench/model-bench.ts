@@ -10,6 +10,7 @@ import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
 import type { GgufModel, GgufSequence } from '../models/gguf-model.js';
 import type { GenerationResult } from '../generate/decode-loop.js';
+import type { Tokenizer } from '../generate/model.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { median } from './stats.js';
 import type { Table } from './tables.js';
@@ -28,10 +29,20 @@ export interface ModelBenchSettings {
   speculative: boolean;
 }
 
-/** Decode with `speculative: true` against without, ours, in the same run. */
+/** Decode with `speculative: true` against without, ours, on one prompt, in the same run. */
 export interface SpeculationResult {
+  /**
+   * 'varied': the varied token prompt of the other measurements.
+   * 'summarise': a request to summarise a passage, in the file's own
+   * vocabulary (its tokenizer), the task where a trained model quotes its
+   * prompt and n-gram drafts are kept.
+   */
+  task: 'varied' | 'summarise';
+  promptTokens: number;
+  /** Without speculation, on this prompt. */
+  plainTokensPerSecond: number;
   decodeTokensPerSecond: number;
-  /** over the decode tokens/s without speculation */
+  /** decodeTokensPerSecond / plainTokensPerSecond */
   speedup: number;
   acceptanceRate: number;
   forwardPassesPerToken: number;
@@ -57,8 +68,8 @@ export interface ModelBenchResult {
   engines: EngineResult[];
   /** this package / llama.cpp, when both ran. */
   ratios: { prefill: number; decode: number; timeToFirstToken: number } | null;
-  /** With --speculative. */
-  speculation: SpeculationResult | null;
+  /** With --speculative: the varied prompt, then the summarise task. */
+  speculation: SpeculationResult[] | null;
 }
 
 /** A prompt of valid, varied token ids (the same for both engines). */
@@ -79,7 +90,7 @@ function summary(engine: string, t: Timings, prompt: number, note: string): Engi
 }
 
 async function benchOurs(s: ModelBenchSettings): Promise<{
-  result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult | null;
+  result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult[] | null;
 }> {
   const before = process.memoryUsage().rss;
   const model = await loadModel(s.model, { threads: s.threads });
@@ -89,7 +100,6 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   const tokenBias = Object.fromEntries(model.eosTokens.map((t) => [String(t), -Infinity]));
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   let kvCacheBytes = 0;
-  let plainTokens: number[] = [];
   try {
     for (let run = 0; run < s.runs + 1; run++) {
       const sequence = model.openSequence({ backend: s.backend, contextSize }) as GgufSequence | GgufGpuSequence;
@@ -100,16 +110,16 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
       sequence.dispose();
       const stamps: number[] = [];
       const began = performance.now();
-      plainTokens = (await generate(model, prompt, {
+      await generate(model, prompt, {
         temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, onToken: () => void stamps.push(performance.now()),
-      })).tokens;
+      });
       if (run === 0) continue;  // warm-up
       t.prefill.push(prefill);
       t.ttft.push(stamps[0] - began);
       t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
     }
     const residentBytes = process.memoryUsage().rss - before;
-    const speculation = s.speculative ? await benchSpeculation(s, model, prompt, contextSize, tokenBias, median(t.decode), plainTokens) : null;
+    const speculation = s.speculative ? await benchSpeculation(s, model, prompt, tokenBias) : null;
     const note = s.backend === 'native'
       ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
       : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
@@ -119,29 +129,52 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   }
 }
 
-// The same greedy decode with n-gram speculation: ms per token between the
-// first and the last token, median of --runs after a warm-up.
-async function benchSpeculation(s: ModelBenchSettings, model: GgufModel, prompt: number[], contextSize: number,
-  tokenBias: Record<string, number>, plainMsPerToken: number, plainTokens: number[]): Promise<SpeculationResult> {
-  const perToken: number[] = [];
-  let last: GenerationResult | undefined;
-  for (let run = 0; run < s.runs + 1; run++) {
-    const stamps: number[] = [];
-    last = await generate(model, prompt, {
-      temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative: true,
-      onToken: () => void stamps.push(performance.now()),
+// What the summarise task asks about: prose whose summary would quote it.
+const PASSAGE = [
+  'The lighthouse keeper climbed the spiral stairs every evening at dusk. He trimmed the wick, polished the lens and wound the clockwork that turned the light.',
+  'Ships passing the headland counted the flashes to know where they were: three short flashes and one long meant the northern reef, and safe water lay to the east.',
+  'When the storm of the winter broke the lens, the keeper kept a lantern burning in the window all night, and the ships counted its steady glow instead.',
+].join(' ');
+const SUMMARISE = `Summarise the following passage in a few sentences, quoting its key phrases.\n\n${PASSAGE}\n\nSummary: The lighthouse keeper`;
+
+// Greedy decode with and without n-gram speculation on each task's prompt:
+// ms per token between the first and the last token, median of --runs
+// after a warm-up, plain and speculative in the same run.
+async function benchSpeculation(s: ModelBenchSettings, model: GgufModel, varied: number[], tokenBias: Record<string, number>): Promise<SpeculationResult[]> {
+  const tokenizer: Tokenizer = model.tokenizer;
+  const summarise = Array.from(await (tokenizer.encodeAsync?.(SUMMARISE) ?? tokenizer.encode(SUMMARISE)));
+  if (model.bosToken !== undefined) summarise.unshift(model.bosToken);
+  const results: SpeculationResult[] = [];
+  for (const [task, prompt] of [['varied', varied], ['summarise', summarise]] as const) {
+    const contextSize = prompt.length + s.generatedTokens + 8;
+    const decode = async (speculative: boolean) => {
+      const perToken: number[] = [];
+      let last: GenerationResult | undefined;
+      for (let run = 0; run < s.runs + 1; run++) {
+        const stamps: number[] = [];
+        last = await generate(model, prompt, {
+          temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative,
+          onToken: () => void stamps.push(performance.now()),
+        });
+        if (run > 0) perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
+      }
+      return { msPerToken: median(perToken), result: last! };
+    };
+    const plain = await decode(false);
+    const speculative = await decode(true);
+    const stats = speculative.result.stats.speculative!;
+    results.push({
+      task,
+      promptTokens: prompt.length,
+      plainTokensPerSecond: 1000 / plain.msPerToken,
+      decodeTokensPerSecond: 1000 / speculative.msPerToken,
+      speedup: plain.msPerToken / speculative.msPerToken,
+      acceptanceRate: stats.acceptanceRate,
+      forwardPassesPerToken: stats.forwardPassesPerToken,
+      sameTokens: speculative.result.tokens.join() === plain.result.tokens.join(),
     });
-    if (run > 0) perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
   }
-  const stats = last!.stats.speculative!;
-  const msPerToken = median(perToken);
-  return {
-    decodeTokensPerSecond: 1000 / msPerToken,
-    speedup: plainMsPerToken / msPerToken,
-    acceptanceRate: stats.acceptanceRate,
-    forwardPassesPerToken: stats.forwardPassesPerToken,
-    sameTokens: last!.tokens.length === plainTokens.length && last!.tokens.every((token, i) => token === plainTokens[i]),
-  };
+  return results;
 }
 
 async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<EngineResult> {
@@ -234,11 +267,11 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
     rows: r.engines.map((e) => [e.engine, n(e.prefillTokensPerSecond), n(e.decodeTokensPerSecond, 2), n(e.timeToFirstTokenMs, 0), e.note]),
   };
   if (r.ratios) speed.rows.push(['ratio', `${r.ratios.prefill.toFixed(2)}x`, `${r.ratios.decode.toFixed(2)}x`, `${r.ratios.timeToFirstToken.toFixed(2)}x`, 'metal-decode / llama.cpp (higher is better; first token: lower)']);
-  if (r.speculation) {
-    const x = r.speculation;
+  for (const x of r.speculation ?? []) {
     speed.rows.push([
-      `${r.engines[0].engine} + n-gram speculation`, '-', n(x.decodeTokensPerSecond, 2), '-',
-      `${x.speedup.toFixed(2)}x the decode without; ${(100 * x.acceptanceRate).toFixed(0)}% of drafts kept, ` +
+      `${r.engines[0].engine} + n-gram speculation, ${x.task === 'varied' ? 'varied prompt' : `summarise task (${x.promptTokens} prompt tokens)`}`,
+      '-', n(x.decodeTokensPerSecond, 2), '-',
+      `${x.speedup.toFixed(2)}x the decode without (${n(x.plainTokensPerSecond, 2)}); ${(100 * x.acceptanceRate).toFixed(0)}% of drafts kept, ` +
       `${x.forwardPassesPerToken.toFixed(2)} forward passes per token; ${x.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
     ]);
   }
