@@ -81,3 +81,17 @@ export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: 
     },
   };
 }
+
+/**
+ * A sampling or argmax command for row r of a verification table: its
+ * logits binding ([[buffer(0)]]) moved to that row, and its patch looking
+ * r positions ahead, so it picks the token at p + 1 + r.
+ */
+export function commandForRow(spec: CommandSpec, r: number, logitsOffset: number): CommandSpec {
+  return {
+    ...spec,
+    label: `${spec.label ?? 'pick'} row ${r}`,
+    buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, offset: (binding.offset ?? 0) + logitsOffset } : binding)),
+    patch: { ...spec.patch!, ahead: r },
+  };
+}

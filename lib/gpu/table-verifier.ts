@@ -2,6 +2,7 @@
 // tables (DraftVerifier for any model whose forward pass is dispatch
 // tables): a table per token count, made on first use with the call's
 // sampling, one submission per draft, only the picked ids read back.
+import { invalidParameterError } from '../errors.js';
 import type { DraftVerifier } from '../generate/model.js';
 import type { DispatchTable, GpuDevice } from './device.js';
 import type { ChainSamplingOptions } from './sampling-command.js';
@@ -21,6 +22,11 @@ export interface VerificationTables {
   writeTokens(position: number, tokens: Uint32Array): void;
   /** What a verification run at `position` picked: count ids, -1 for a row whose logits were all -Infinity. */
   readVerified(position: number, count: number): Int32Array;
+}
+
+/** The check of a verification table's token count (1 to max). */
+export function checkVerifyCount(count: number, max: number): void {
+  if (!Number.isInteger(count) || count < 1 || count > max) throw invalidParameterError('count', `an integer from 1 to ${max}`, count, 'range');
 }
 
 export class TableVerifier implements DraftVerifier {

@@ -11,8 +11,8 @@ import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-opt
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
-import type { VerificationTables } from '../gpu/table-verifier.js';
-import { halfRowBytes, needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
+import { commandForRow, halfRowBytes, needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -112,9 +112,7 @@ export class BigramChain implements VerificationTables {
    * caller disposes the table.
    */
   verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
-    if (!isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
-      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
-    }
+    checkVerifyCount(count, this.maxVerifyTokens);
     const rows = this.#verificationRows();
     const sampled = needsSamplingKernel(resolveSampling({ seed: 0, ...options }));
     if (sampled) this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
@@ -122,22 +120,8 @@ export class BigramChain implements VerificationTables {
     const b = new DispatchTableBuilder(this.device);
     for (let r = 0; r < count; r++) {
       this.#addForward(b, r, rows.hidden, rows.logits);
-      const logits = { offset: r * halfRowBytes(this.model.vocabSize) };
-      if (sampling === undefined) {
-        const argmax = this.#argmax(rows.logits, rows.verified);
-        b.add('md_argmax_f16', {
-          ...argmax, label: `argmax row ${r}`,
-          buffers: argmax.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...logits } : binding)),
-          patch: { rule: 'argmaxOutput', buffer: 2, ahead: r },
-        });
-      } else {
-        const { spec } = sampling;
-        b.add('md_sample_f16', {
-          ...spec, label: `sample row ${r}`,
-          buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...logits } : binding)),
-          patch: { ...spec.patch!, ahead: r },
-        });
-      }
+      const pick = sampling?.spec ?? this.#argmax(rows.logits, rows.verified);
+      b.add(sampling ? 'md_sample_f16' : 'md_argmax_f16', commandForRow(pick, r, r * halfRowBytes(this.model.vocabSize)));
     }
     const table = b.build();
     sampling?.bias.dispose();  // the table holds the memory it binds until it is disposed
@@ -146,9 +130,7 @@ export class BigramChain implements VerificationTables {
 
   /** The table that computes `count` rows as verifyTable() does and leaves their logits (readRows), for rejection sampling. The caller disposes it. */
   rowsTable(count: number): DispatchTable {
-    if (!isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
-      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
-    }
+    checkVerifyCount(count, this.maxVerifyTokens);
     const rows = this.#verificationRows();
     const b = new DispatchTableBuilder(this.device);
     for (let r = 0; r < count; r++) this.#addForward(b, r, rows.hidden, rows.logits);

@@ -19,10 +19,9 @@
 // gives every row the bits of a one-token step, and samples every row.
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
-import type { VerificationTables } from '../gpu/table-verifier.js';
-import { halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
+import { commandForRow, halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
-import { invalidParameterError } from '../errors.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
@@ -249,9 +248,7 @@ export class GgufForwardTable implements VerificationTables {
    * disposes the table.
    */
   verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
-    if (!Number.isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
-      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
-    }
+    checkVerifyCount(count, this.maxVerifyTokens);
     const n = this.#vocabSize;
     const { rowLogits, rowHalfLogits, verified } = this.#verificationBuffers();
     const b = this.#commands(new DispatchTableBuilder(this.device), count, 'every');
@@ -266,12 +263,7 @@ export class GgufForwardTable implements VerificationTables {
         label: `logits to float16, row ${r}`, buffers: [{ index: 0, buffer: rowLogits, offset: r * n * 4 }, { index: 1, ...half }],
         params: { index: 2, bytes: oneRow }, ...grid(n, 256),
       });
-      b.add('md_sample_f16', {
-        ...spec,
-        label: `sample row ${r}`,
-        buffers: spec.buffers.map((binding) => (binding.index === 0 ? { ...binding, ...half } : binding)),
-        patch: { ...spec.patch!, ahead: r },
-      });
+      b.add('md_sample_f16', commandForRow(spec, r, half.offset));
     }
     const table = b.build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
@@ -289,9 +281,7 @@ export class GgufForwardTable implements VerificationTables {
    * and kept.
    */
   rowsTable(count: number): DispatchTable {
-    if (!Number.isInteger(count) || count < 1 || count > this.maxVerifyTokens) {
-      throw invalidParameterError('count', `an integer from 1 to ${this.maxVerifyTokens}`, count, 'range');
-    }
+    checkVerifyCount(count, this.maxVerifyTokens);
     const key = `every:${count}`;
     let table = this.#batchTables.get(key);
     if (table === undefined) {
