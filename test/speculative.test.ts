@@ -74,22 +74,22 @@ describe('the bigram text model: the same tokens with and without speculation', 
     expect(stats.forwardPassesPerToken).toBeCloseTo(stats.forwardPasses / result.tokens.length, 12);
   });
 
-  it('stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it', async () => {
+  it.each(['native', ...GPU_BACKENDS])('%s: stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it', async (backend) => {
     const prompt = 'the cat sat on the mat and the cat sat on the ';
     for (const stop of [{ customStopTriggers: ['mat and'] }, { maxTokens: 7 }, { customStopTriggers: ['t'] }] as GenerateOptions[]) {
-      const plain = await generate(model, prompt, { backend: 'native', maxTokens: 60, ...stop });
-      const speculative = await generate(model, prompt, { backend: 'native', maxTokens: 60, ...stop, speculative: { draftTokens: 8 } });
+      const plain = await generate(model, prompt, { backend, maxTokens: 60, ...stop });
+      const speculative = await generate(model, prompt, { backend, maxTokens: 60, ...stop, speculative: { draftTokens: 8 } });
       expect([speculative.tokens, speculative.text, speculative.stopReason, speculative.stopTrigger])
         .toEqual([plain.tokens, plain.text, plain.stopReason, plain.stopTrigger]);
     }
     // A callback stopping mid-draft keeps exactly the tokens it saw.
     let seen = 0;
-    const callback = await generate(model, prompt, { backend: 'native', maxTokens: 60, speculative: true, onToken: () => ++seen < 9 });
+    const callback = await generate(model, prompt, { backend, maxTokens: 60, speculative: true, onToken: () => ++seen < 9 });
     expect([callback.tokens.length, callback.stopReason]).toEqual([9, 'callback']);
 
     const sampled = { temperature: 0.8, seed: 3 };
-    const plainSession = new Session(model, { backend: 'native' });
-    const specSession = new Session(model, { backend: 'native' });
+    const plainSession = new Session(model, { backend });
+    const specSession = new Session(model, { backend });
     const a = [await plainSession.generate(prompt, { ...sampled, maxTokens: 11 }), await plainSession.generate([], { ...sampled, maxTokens: 13 })];
     const b = [
       await specSession.generate(prompt, { ...sampled, maxTokens: 11, speculative: true }),
@@ -121,18 +121,22 @@ describe('the bigram text model: the same tokens with and without speculation', 
       `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`);
   });
 
-  it('an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation', async () => {
+  it.each(['native', ...GPU_BACKENDS])('%s: an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation; the Session goes on', async (backend) => {
     const prompt = 'the cat sat on the mat and the cat sat on the ';
-    const plain = await generate(model, prompt, { backend: 'native', maxTokens: 60 });
+    const sampled = { temperature: 0.7, seed: 8 };
+    const plain = await generate(model, prompt, { ...sampled, backend, maxTokens: 60 });
     const controller = new AbortController();
-    const aborted = await generate(model, prompt, {
-      backend: 'native', maxTokens: 60, speculative: true, signal: controller.signal, stopOnAbortSignal: true,
+    using session = new Session(model, { backend });
+    const aborted = await session.generate(prompt, {
+      ...sampled, maxTokens: 60, speculative: true, signal: controller.signal, stopOnAbortSignal: true,
       onToken: ({ position }) => { if (position >= 20) controller.abort(); },
     });
     expect(aborted.stopReason).toBe('abort');
     expect(aborted.tokens.length).toBeGreaterThan(0);
     expect(aborted.tokens.length).toBeLessThan(plain.tokens.length);
     expect(aborted.tokens).toEqual(plain.tokens.slice(0, aborted.tokens.length));
+    const rest = await session.generate([], { ...sampled, maxTokens: plain.tokens.length - aborted.tokens.length, speculative: true });
+    expect([...aborted.tokens, ...rest.tokens]).toEqual(plain.tokens);
   });
 
   it('a model without evaluateRows is verified token by token, with the same tokens', async () => {

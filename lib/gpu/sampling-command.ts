@@ -24,11 +24,12 @@ export interface SamplingScratch {
   marks: GpuBuffer;
 }
 
-export function samplingScratch(device: GpuDevice, vocabSize: number): SamplingScratch {
+/** Scratch for `rows` rows: the kernel's batched form (one threadgroup per row) samples them in one dispatch. */
+export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1): SamplingScratch {
   return {
-    edited: device.createBuffer(vocabSize * 2),
-    histogram: device.createBuffer(device.addon.layouts.halfKeyBins * 4),
-    marks: device.createBuffer(vocabSize * 4),
+    edited: device.createBuffer(rows * vocabSize * 2),
+    histogram: device.createBuffer(rows * device.addon.layouts.halfKeyBins * 4),
+    marks: device.createBuffer(rows * vocabSize * 4),
   };
 }
 

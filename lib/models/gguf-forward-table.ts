@@ -20,7 +20,7 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { commandForRow, halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -61,6 +61,7 @@ export class GgufForwardTable implements VerificationTables {
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
   #scratch: SamplingScratch | undefined;
+  #verifyScratch: SamplingScratch | undefined;  // verification: the sampling kernel's, one row per token
   #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
   #rowHalfLogits: GpuBuffer | undefined;
   #verified: GpuBuffer | undefined;        // verification: row r's token at slot p + 1 + r
@@ -233,19 +234,23 @@ export class GgufForwardTable implements VerificationTables {
     this.greedy = this.#oneToken().add('md_argmax_f32', this.#argmax(this.logits, 1, this.tokens)).build();
   }
 
-  /** Most tokens one verification evaluates (a pending token and its draft): prefillBatch and the patches' look-ahead bound it. */
+  /**
+   * Most tokens one verification evaluates (a pending token and its
+   * draft): 16 (speculative decoding drafts at most 14), or prefillBatch
+   * when smaller (the activations hold that many rows).
+   */
   get maxVerifyTokens(): number {
-    return Math.min(this.prefillBatch, this.device.addon.layouts.maxPatchAhead + 1);
+    return Math.min(this.prefillBatch, 16);
   }
 
   /**
    * Speculative verification: the table that evaluates `count` tokens from
    * the position p its run starts at (tokens p .. p + count - 1: a pending
    * token and its draft) and picks the token after each row as the chained
-   * tables would (the argmax, or md_sample_f16 with `options`): row r's,
-   * at position p + 1 + r with the history tokens[0 .. p + r], goes to
-   * slot p + 1 + r of the verified buffer (readVerified). The caller
-   * disposes the table.
+   * tables would (the argmax, or md_sample_f16 with `options`), every row
+   * in one dispatch: row r's, at position p + 1 + r with the history
+   * tokens[0 .. p + r], goes to slot p + 1 + r of the verified buffer
+   * (readVerified). The caller disposes the table.
    */
   verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
     checkVerifyCount(count, this.maxVerifyTokens);
@@ -255,16 +260,14 @@ export class GgufForwardTable implements VerificationTables {
     if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
       return b.add('md_argmax_f32', this.#argmax(rowLogits, count, verified)).build();
     }
-    const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#samplingScratch(), verified);
-    const oneRow = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
-    for (let r = 0; r < count; r++) {
-      const half = { buffer: rowHalfLogits, offset: r * halfRowBytes(n) };
-      b.add('md_half_from_f32', {
-        label: `logits to float16, row ${r}`, buffers: [{ index: 0, buffer: rowLogits, offset: r * n * 4 }, { index: 1, ...half }],
-        params: { index: 2, bytes: oneRow }, ...grid(n, 256),
-      });
-      b.add('md_sample_f16', commandForRow(spec, r, half.offset));
-    }
+    this.#verifyScratch ??= this.#scratchBuffers(samplingScratch(this.device, n, this.maxVerifyTokens));
+    const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#verifyScratch, verified);
+    b.add('md_half_from_f32', {
+      label: 'logits to float16', buffers: [{ index: 0, buffer: rowLogits }, { index: 1, buffer: rowHalfLogits }],
+      params: { index: 2, bytes: new ParamsPacker(this.device.addon.layouts.transformer).rows(n, count, 0) }, ...grid(n * count, 256),
+    });
+    // The kernel's batched form: threadgroup r samples row r at position p + 1 + r over p + 1 + r tokens of history.
+    b.add('md_sample_f16', { ...spec, threadgroups: count });
     const table = b.build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
     return table;
@@ -354,11 +357,12 @@ export class GgufForwardTable implements VerificationTables {
   }
 
   #samplingScratch(): SamplingScratch {
-    if (this.#scratch === undefined) {
-      this.#scratch = samplingScratch(this.device, this.#vocabSize);
-      this.#buffers.push(...Object.values(this.#scratch));
-    }
-    return this.#scratch;
+    return (this.#scratch ??= this.#scratchBuffers(samplingScratch(this.device, this.#vocabSize)));
+  }
+
+  #scratchBuffers(scratch: SamplingScratch): SamplingScratch {
+    this.#buffers.push(...Object.values(scratch));
+    return scratch;
   }
 
   // md_argmax_f32 over `rows` rows of logits: row r's token to slot p + 1 + r of `out`.
@@ -378,7 +382,7 @@ export class GgufForwardTable implements VerificationTables {
 
   #verificationBuffers(): { rowLogits: GpuBuffer; rowHalfLogits: GpuBuffer; verified: GpuBuffer } {
     this.#rowLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 4);
-    this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * halfRowBytes(this.#vocabSize));
+    this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 2);
     this.#verified ??= this.#buffer(this.tokens.byteLength + this.maxVerifyTokens * 4);
     return { rowLogits: this.#rowLogits, rowHalfLogits: this.#rowHalfLogits, verified: this.#verified };
   }
