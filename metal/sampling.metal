@@ -191,6 +191,78 @@ inline int md_top_p_key(device atomic_uint* bins, int floor_key, int high, float
   return result[1];
 }
 
+// Steps 0-5 of row `group`: the row the later steps read (the edited
+// copy, or the input when there is nothing to edit), its top key and
+// index, and the filters' threshold key tau. `greedy`: the row is all -inf
+// or the temperature is 0, and tau is not computed.
+struct md_filtered_row {
+  device const half* row;
+  md_best<int> top;
+  int tau;
+  bool greedy;
+};
+
+inline md_filtered_row md_filter_row(device const half* logits, constant md_sampling_params& params,
+                                     device const uint* history, device const md_bias_entry* bias, device half* edited,
+                                     device atomic_uint* histogram, device atomic_uint* marks, uint group, uint tid,
+                                     uint threads, uint lane, uint simd_index, threadgroup int* best_keys,
+                                     threadgroup uint* best_indices, threadgroup uint* count_scan,
+                                     threadgroup float* mass_scan, threadgroup int* thresholds) {
+  const uint vocab = params.vocab_size;
+  const uint simdgroups = threads / MD_SIMD_WIDTH;
+  device const half* input = logits + ulong(group) * vocab;
+  device half* edited_row = edited + ulong(group) * vocab;
+  device atomic_uint* bins = histogram + ulong(group) * MD_HALF_KEY_BINS;
+
+  // Steps 1-2, on a copy only when there is something to edit.
+  const uint history_end = params.history_count + group;
+  const uint history_start = history_end > params.history_window ? history_end - params.history_window : 0;
+  const bool penalties = history_end > history_start &&
+                         md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
+  md_filtered_row out;
+  out.row = input;
+  if (penalties || params.bias_count > 0) {
+    md_apply_edits(input, edited_row, marks + ulong(group) * vocab, params, history, history_start, history_end,
+                   penalties, bias, tid, threads);
+    out.row = edited_row;
+  }
+
+  // Step 3: all -inf. Step 4: greedy.
+  md_best<int> mine = md_thread_top_key(out.row, vocab, tid, threads);
+  out.top = md_threadgroup_best(mine.value, mine.index, lane, simd_index, simdgroups, MD_KEY_NONE, best_keys,
+                                best_indices);
+  out.tau = MD_HALF_KEY_NEG_INF;
+  out.greedy = out.top.value == MD_HALF_KEY_NEG_INF || params.temperature == 0.0f;
+  if (out.greedy) return out;  // uniform: every thread has the same `top`
+
+  // Step 5: the filters, as one threshold key tau.
+  const float filter_t = (params.flags & MD_FLAG_UNIT_FILTER_TEMPERATURE) != 0u ? 1.0f : params.temperature;
+  const float max_value = md_half_key_value(out.top.value);
+  int min_p_key = MD_HALF_KEY_NEG_INF;
+  if (params.min_p > 0.0f) {
+    float shift = filter_t * md_log_any(params.min_p);
+    min_p_key = md_half_key_at_least(max_value + shift);
+  }
+  out.tau = min_p_key;
+  const bool top_k = params.top_k > 0u && params.top_k < vocab;
+  const bool top_p = params.top_p < 1.0f;
+  if (top_k || top_p) {
+    // Top-k alone needs only the keys min-p keeps; top-p weighs all of S_k.
+    const int low = top_p ? MD_HALF_KEY_NEG_INF : min_p_key;
+    md_count_keys(out.row, vocab, low, out.top.value, bins, tid, threads);
+    int k_key = MD_HALF_KEY_NEG_INF;
+    if (top_k) k_key = md_top_k_key(bins, low, out.top.value, params.top_k, tid, threads, lane, simd_index, count_scan,
+                                    thresholds);
+    out.tau = max(out.tau, k_key);
+    if (top_p) {
+      int p_key = md_top_p_key(bins, k_key, out.top.value, max_value, filter_t, params.top_p, tid, threads, lane,
+                               simd_index, mass_scan, best_keys, best_indices, thresholds);
+      out.tau = max(out.tau, p_key);
+    }
+  }
+  return out;
+}
+
 kernel void md_sample_f16(device const half* logits [[buffer(0)]],
                           constant md_sampling_params& params [[buffer(1)]],
                           device const uint* history [[buffer(2)]],
@@ -209,57 +281,18 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
 
   const uint vocab = params.vocab_size;
   const uint simdgroups = threads / MD_SIMD_WIDTH;
-  device const half* input = logits + ulong(group) * vocab;
-  device half* edited_row = edited + ulong(group) * vocab;
-  device atomic_uint* bins = histogram + ulong(group) * MD_HALF_KEY_BINS;
-
-  // Steps 1-2, on a copy only when there is something to edit.
-  const uint history_end = params.history_count + group;
-  const uint history_start = history_end > params.history_window ? history_end - params.history_window : 0;
-  const bool penalties = history_end > history_start &&
-                         md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
-  device const half* row = input;
-  if (penalties || params.bias_count > 0) {
-    md_apply_edits(input, edited_row, marks + ulong(group) * vocab, params, history, history_start, history_end,
-                   penalties, bias, tid, threads);
-    row = edited_row;
-  }
-
-  // Step 3: all -inf. Step 4: greedy.
-  md_best<int> mine = md_thread_top_key(row, vocab, tid, threads);
-  md_best<int> top = md_threadgroup_best(mine.value, mine.index, lane, simd_index, simdgroups, MD_KEY_NONE,
-                                         best_keys, best_indices);
-  if (top.value == MD_HALF_KEY_NEG_INF || params.temperature == 0.0f) {
+  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, group, tid,
+                                                 threads, lane, simd_index, best_keys, best_indices, count_scan,
+                                                 mass_scan, thresholds);
+  const md_best<int> top = filtered.top;
+  device const half* row = filtered.row;
+  if (filtered.greedy) {
     if (tid == 0) tokens[group] = top.value == MD_HALF_KEY_NEG_INF ? MD_NO_TOKEN : top.index;
     return;  // uniform: every thread has the same `top`
   }
-
-  // Step 5: the filters, as one threshold key tau.
   const float temperature = params.temperature;
-  const float filter_t = (params.flags & MD_FLAG_UNIT_FILTER_TEMPERATURE) != 0u ? 1.0f : temperature;
   const float max_value = md_half_key_value(top.value);
-  int min_p_key = MD_HALF_KEY_NEG_INF;
-  if (params.min_p > 0.0f) {
-    float shift = filter_t * md_log_any(params.min_p);
-    min_p_key = md_half_key_at_least(max_value + shift);
-  }
-  int tau = min_p_key;
-  const bool top_k = params.top_k > 0u && params.top_k < vocab;
-  const bool top_p = params.top_p < 1.0f;
-  if (top_k || top_p) {
-    // Top-k alone needs only the keys min-p keeps; top-p weighs all of S_k.
-    const int low = top_p ? MD_HALF_KEY_NEG_INF : min_p_key;
-    md_count_keys(row, vocab, low, top.value, bins, tid, threads);
-    int k_key = MD_HALF_KEY_NEG_INF;
-    if (top_k) k_key = md_top_k_key(bins, low, top.value, params.top_k, tid, threads, lane, simd_index, count_scan,
-                                    thresholds);
-    tau = max(tau, k_key);
-    if (top_p) {
-      int p_key = md_top_p_key(bins, k_key, top.value, max_value, filter_t, params.top_p, tid, threads, lane,
-                               simd_index, mass_scan, best_keys, best_indices, thresholds);
-      tau = max(tau, p_key);
-    }
-  }
+  const int tau = filtered.tau;
 
   // Step 6: argmax of z + T * g over keys >= tau. g <= MD_GUMBEL_MAX, so a
   // token below (the argmax's score - T * MD_GUMBEL_MAX), less a few ulps
@@ -287,4 +320,52 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
   md_best<float> best = md_threadgroup_best(score, index, lane, simd_index, simdgroups, -INFINITY, best_scores,
                                             best_indices);
   if (tid == 0) tokens[group] = best.index;
+}
+
+// Speculative rejection sampling's gather: for each row (one threadgroup
+// per row, as md_sample_f16's batched form), the probability md_sample_f16
+// gives the row's draft token, drafts[group]: exp((z_x - m) / T) over the
+// sum of exp((z - m) / T) for the tokens the filters keep, z and the kept
+// set being md_sample_f16's (steps 0-5); at temperature 0, 1 for the
+// argmax and 0 otherwise; 0 for a token filtered out or a row all -inf.
+// The CPU twin is the TypeScript samplingDistribution (lib/js/js-sampler.ts),
+// in double precision: the tests compare them.
+kernel void md_draft_probability_f16(device const half* logits [[buffer(0)]],
+                                     constant md_sampling_params& params [[buffer(1)]],
+                                     device const uint* history [[buffer(2)]],
+                                     device const md_bias_entry* bias [[buffer(3)]],
+                                     device half* edited [[buffer(4)]],
+                                     device atomic_uint* histogram [[buffer(5)]],
+                                     device const uint* drafts [[buffer(6)]],
+                                     device atomic_uint* marks [[buffer(7)]],
+                                     device float* probabilities [[buffer(8)]],
+                                     MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);
+  MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);
+  MD_THREADGROUP_ARRAY(uint, count_scan, MD_SCAN_SLOTS);
+  MD_THREADGROUP_ARRAY(float, mass_scan, MD_SCAN_SLOTS);
+  MD_THREADGROUP_ARRAY(int, thresholds, 2);
+
+  const uint vocab = params.vocab_size;
+  const uint draft = drafts[group];
+  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, group, tid,
+                                                 threads, lane, simd_index, best_keys, best_indices, count_scan,
+                                                 mass_scan, thresholds);
+  if (filtered.greedy) {
+    const bool chosen = filtered.top.value != MD_HALF_KEY_NEG_INF && filtered.top.index == draft;
+    if (tid == 0) probabilities[group] = chosen ? 1.0f : 0.0f;
+    return;  // uniform: every thread has the same `filtered`
+  }
+  const float max_value = md_half_key_value(filtered.top.value);
+  float mass = 0.0f;
+  for (uint i = tid; i < vocab; i += threads) {
+    const int k = md_key_of(filtered.row[i]);
+    if (k >= filtered.tau) mass += md_exp((md_half_key_value(k) - max_value) / params.temperature);
+  }
+  float total;
+  md_threadgroup_exclusive_sum(mass, lane, simd_index, threads / MD_SIMD_WIDTH, total, mass_scan);
+  if (tid == 0) {
+    const int k = draft < vocab ? md_key_of(filtered.row[draft]) : MD_HALF_KEY_NEG_INF;
+    probabilities[group] = k >= filtered.tau && k != MD_HALF_KEY_NEG_INF ? md_exp((md_half_key_value(k) - max_value) / params.temperature) / total : 0.0f;
+  }
 }

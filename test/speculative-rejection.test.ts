@@ -10,8 +10,11 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { generate, loadModel, LogitsModel } from '../lib/index.js';
+import { generate, loadModel, LogitsModel, Session } from '../lib/index.js';
 import { speculativeUniform, verifyByRejection } from '../lib/generate/rejection.js';
+import { float16FromNumber, numberFromFloat16 } from '../lib/float16.js';
+import { samplingDistribution } from '../lib/js/js-sampler.js';
+import { resolveSampling } from '../lib/sampling-options.js';
 import { textModel } from './generate-helpers.js';
 import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
 import { writeRandomModel } from './gguf/random-model.js';
@@ -156,6 +159,89 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
       expect(stats.forwardPasses + stats.accepted).toBe(result.tokens.length + (result.stopReason === 'eogToken' ? 1 : 0));
     } finally {
       model.dispose();
+    }
+  });
+
+  it.each(GPU_BACKENDS)('%s: the GPU gathers each draft token\'s probability: the TypeScript distribution\'s, for every filter', async (backend) => {
+    const path = join(dir, 'gather.gguf');
+    await writeRandomModel(path, { ...variantSpec('llama3', 'Q8_0', 5), logitScale: 2 });
+    const model = await loadModel(path, { threads: 1 });
+    const prompt = [1, 17, 42, 99, 7, 42, 17];
+    const draft = [42, 99, 3, 250];
+    const position = prompt.length - 1;
+    const optionSets = [
+      { temperature: 0.8 },
+      { temperature: 1.3, topK: 40, topP: 0.9, minP: 0.01, tokenBias: { 99: 2, 3: -1 } },
+      { temperature: 0.7, repeatPenalty: { penalty: 1.3, lastTokens: 5, frequencyPenalty: 0.2, presencePenalty: 0.1 } },
+      { temperature: 0 },
+    ];
+    try {
+      for (const options of optionSets) {
+        const sequence = model.openSequence({ backend, contextSize: 32 });
+        await sequence.chain!.prefill(Uint32Array.from(prompt), 0);
+        const verifier = sequence.chain!.openVerifier!({ ...options, seed: 3 });
+        const input = Uint32Array.from([prompt[position], ...draft]);
+        const gathered = await verifier.gather!(input, position);
+        expect(gathered.probabilities).toHaveLength(draft.length);
+        const history = [...prompt];
+        for (let r = 0; r < draft.length; r++) {
+          const p = samplingDistribution(gathered.row(r), resolveSampling({ ...options, seed: 3, position: position + 1 + r, history }))!;
+          const expected = p[draft[r]];
+          expect(Math.abs(gathered.probabilities[r] - expected), `${JSON.stringify(options)} row ${r}: ${gathered.probabilities[r]} against ${expected}`)
+            .toBeLessThanOrEqual(1e-5 * expected + 1e-9);
+          history.push(draft[r]);
+        }
+        // The same rows' tokens as verify() picks.
+        expect(Array.from(gathered.picked)).toEqual(Array.from(await verifier.verify(input, position)));
+        verifier.dispose();
+        sequence.dispose();
+      }
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it.each(GPU_BACKENDS)('%s: with the GPU\'s gather, two tokens follow the target\'s joint distribution (chi-square, 1,000 seeds)', async (backend) => {
+    const targetPath = join(dir, 'target.gguf'), draftPath = join(dir, 'draft.gguf');
+    await writeRandomModel(targetPath, { ...variantSpec('qwen3', 'Q8_0', 21), logitScale: 2 });
+    await writeRandomModel(draftPath, { ...variantSpec('qwen3', 'Q8_0', 22), logitScale: 2 });
+    const target = await loadModel(targetPath, { threads: 1 });
+    const draft = await loadModel(draftPath, { threads: 1 });
+    const filters = { temperature: 1, topK: 3, topP: 1, minP: 0 };
+    const prompt = [1, 17, 42, 99, 7];
+    try {
+      // The distributions from the GPU's logits, rounded to float16 as the sampling kernel reads them.
+      const sequence = target.openSequence({ backend, contextSize: 16 });
+      const half = (logits: Float32Array | Uint16Array) => Array.from(logits as Float32Array, (x) => numberFromFloat16(float16FromNumber(x)));
+      const first = exactDistribution(half(await sequence.evaluate(Uint32Array.from(prompt), 0)), filters);
+      const expected = new Array<number>(first.length * first.length).fill(0);
+      for (let a = 0; a < first.length; a++) {
+        if (first[a] === 0) continue;
+        const second = exactDistribution(half(await sequence.evaluate(Uint32Array.of(a), prompt.length)), filters);
+        second.forEach((pb, b) => { expected[a * first.length + b] = first[a] * pb; });
+      }
+      sequence.dispose();
+      const counts = new Array<number>(expected.length).fill(0);
+      let drafted = 0, kept = 0;
+      // One session rewound to the prompt for each seed: the tables are built once.
+      using session = new Session(target, { backend, contextSize: 16 });
+      await session.generate(prompt, { maxTokens: 0 });
+      for (let seed = 0; seed < 1_000; seed++) {
+        session.rewind(prompt.length);
+        const result = await session.generate([], {
+          ...filters, seed, maxTokens: 2, speculative: { draft, draftTokens: 1, verification: 'rejection' },
+        });
+        counts[result.tokens[0] * first.length + result.tokens[1]]++;
+        drafted += result.stats.speculative!.drafted;
+        kept += result.stats.speculative!.accepted;
+      }
+      expected.forEach((p, cell) => { if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0); });
+      expect(chiSquarePValue(counts, expected).p).toBeGreaterThan(0.001);
+      expect(kept).toBeGreaterThan(0);
+      expect(kept).toBeLessThan(drafted);  // both the test's branches ran
+    } finally {
+      target.dispose();
+      draft.dispose();
     }
   });
 

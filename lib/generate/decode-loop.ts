@@ -9,8 +9,8 @@ import type { BackendName } from '../backends.js';
 import { AbortError, invalidParameterError, NoTokenError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
-import type { DecodeModel, DraftVerifier, Logits, ModelSequence } from './model.js';
-import { speculativeUniform, verifyByRejection } from './rejection.js';
+import type { DecodeModel, DraftGather, DraftVerifier, Logits, ModelSequence } from './model.js';
+import { keepsDraft, residualDraw, speculativeUniform, verifyByRejection } from './rejection.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { applyMask, StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
@@ -123,9 +123,7 @@ export class DecodeRun {
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
     this.#path = options.tokenMask ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
     this.#chained = this.#path !== 'constrained' && !options.speculative && state.sequence.chain !== undefined;
-    // Rejection sampling reads each row's distribution: its rows come back to the CPU (greedy is the same either way).
-    const rejection = options.speculative?.verification === 'rejection' && options.sampling.temperature > 0;
-    this.#verifiesOnGpu = options.speculative !== undefined && !rejection && state.sequence.chain?.openVerifier !== undefined;
+    this.#verifiesOnGpu = options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -260,10 +258,15 @@ export class DecodeRun {
     const spec = this.#o.speculative!;
     const sampler = new StepSampler(state.sequence.backend, this.#o.sampling, state.sequence.chain !== undefined);
     const drafter = openDrafter(spec, state.model, state.tokens.length, sampler);
-    const verifier = this.#verifiesOnGpu ? state.sequence.chain!.openVerifier!(this.#o.chainSampling) : undefined;
+    let verifier = this.#verifiesOnGpu ? state.sequence.chain!.openVerifier!(this.#o.chainSampling) : undefined;
+    if (verifier && this.#rejects(sampler) && !verifier.gather) {
+      // Rejection sampling without the GPU's gather: the rows' logits come back (one submission) and the CPU tests them.
+      verifier.dispose();
+      verifier = undefined;
+    }
     const onGpu = { pending: undefined as Promise<unknown> | undefined };
     try {
-      if (verifier) yield* this.#speculateOnGpu(drafter, verifier, onGpu);
+      if (verifier) yield* this.#speculateOnGpu(drafter, verifier, sampler, onGpu);
       else yield* this.#speculate(prefillLogits, sampler, drafter);
     } finally {
       this.#draftForwardPasses = drafter.forwardPasses;
@@ -274,14 +277,23 @@ export class DecodeRun {
     }
   }
 
+  // Rejection sampling (verification 'rejection', temperature above 0): greedy is the same either way.
+  #rejects(sampler: StepSampler): boolean {
+    return this.#o.speculative?.verification === 'rejection' && sampler.temperature > 0;
+  }
+
   // Verification on the GPU: the pending token (the last one, not yet
   // evaluated) and the draft in one submission, each row's token picked on
   // the GPU as the chain picks it (same kernels, positions and history);
-  // only the ids come back. Kept drafts are in the GPU's token buffer and
-  // evaluated; the token after them is pending for the next round.
-  async *#speculateOnGpu(drafter: Drafter, verifier: DraftVerifier, onGpu: { pending: Promise<unknown> | undefined }): AsyncGenerator<GeneratedToken, void, undefined> {
+  // only the ids come back. With rejection sampling, also each draft
+  // token's probability: the CPU runs the test, and reads a row's logits
+  // only for a rejected draft's residual draw. Kept drafts are in the
+  // GPU's token buffer and evaluated; the token after them is pending for
+  // the next round.
+  async *#speculateOnGpu(drafter: Drafter, verifier: DraftVerifier, sampler: StepSampler, onGpu: { pending: Promise<unknown> | undefined }): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const spec = this.#o.speculative!;
+    const rejection = this.#rejects(sampler);
     for (;;) {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
@@ -294,9 +306,11 @@ export class DecodeRun {
       const input = new Uint32Array(1 + draft.length);
       input[0] = state.tokens[position];
       input.set(draft, 1);
-      onGpu.pending = verifier.verify(input, position);
-      const picked = await unlessAborted(onGpu.pending as Promise<Int32Array>, this.#o.signal);
-      if (picked === ABORTED) {
+      const run: Promise<DraftGather | { picked: Int32Array; probabilities?: undefined }> = rejection
+        ? verifier.gather!(input, position) : verifier.verify(input, position).then((picked) => ({ picked }));
+      onGpu.pending = run;
+      const verified = await unlessAborted(run, this.#o.signal);
+      if (verified === ABORTED) {
         state.synced = Math.min(state.synced, position);
         return void (this.#stop = { reason: 'abort' });
       }
@@ -304,10 +318,17 @@ export class DecodeRun {
       this.#forwardPasses++;
       this.#drafted += draft.length;
       state.synced = state.length;
+      const picked = verified.picked;
       for (let r = 0; r < picked.length; r++) {
         if (picked[r] < 0) throw new NoTokenError();
-        const kept = r < draft.length && picked[r] === draft[r];
-        yield* this.#accept(picked[r]);
+        let token = picked[r], kept = r < draft.length && token === draft[r];
+        if (verified.probabilities !== undefined && r < draft.length) {
+          const q = proposed.probabilities?.[r];
+          kept = keepsDraft(verified.probabilities[r], q ? q[draft[r]] : 1, speculativeUniform(sampler.seed, state.length, 'accept'));
+          token = kept ? draft[r] : residualDraw(sampler.distribution(verified.row(r), state.length, state.view()), draft[r], q,
+            speculativeUniform(sampler.seed, state.length, 'residual'));
+        }
+        yield* this.#accept(token);
         if (this.#stop) return;
         if (!kept) {
           state.synced = state.length - 1;  // written to the CPU's tokens only: the next round writes and evaluates it
@@ -358,7 +379,7 @@ export class DecodeRun {
         rows = next !== undefined ? [next, ...evaluated.rows] : evaluated.rows;
       }
       next = undefined;
-      const rejection = spec.verification === 'rejection' && sampler.temperature > 0;
+      const rejection = this.#rejects(sampler);
       for (let r = 0; r < rows.length; r++) {
         let token: number, kept: boolean;
         if (rejection && r < draft.length) {

@@ -95,5 +95,21 @@ export interface DraftVerifier {
    * call (or prefill) from an earlier position.
    */
   verify(tokens: Uint32Array, position: number): Promise<Int32Array>;
+  /**
+   * Rejection sampling's half on the GPU, where the sequence has it: what
+   * verify() returns, and for each draft token (tokens[1..]) the
+   * probability the sampler gives it at its row; a row's logits are read
+   * only when asked (a rejected draft's residual is drawn on the CPU).
+   */
+  readonly gather?: (tokens: Uint32Array, position: number) => Promise<DraftGather>;
   dispose(): void;
+}
+
+export interface DraftGather {
+  /** verify()'s ids: each row's sampled token. */
+  picked: Int32Array;
+  /** probabilities[r]: the sampler's probability of tokens[r + 1] at row r. */
+  probabilities: Float32Array;
+  /** Row r's logits, as the sampler read them. */
+  row(r: number): Logits;
 }

@@ -27,13 +27,22 @@ export function speculativeUniform(seed: number, position: number, stream: Unifo
  * it was certain), `u` and `v` uniforms for the test and the residual draw.
  */
 export function verifyByRejection(p: Float64Array, token: number, q: Float64Array | undefined, u: number, v: number): { token: number; kept: boolean } {
-  const drafted = q === undefined ? 1 : q[token];
-  if (drafted > 0 && u < Math.min(1, p[token] / drafted)) return { token, kept: true };
+  if (keepsDraft(p[token], q === undefined ? 1 : q[token], u)) return { token, kept: true };
+  return { token: residualDraw(p, token, q, v), kept: false };
+}
+
+/** The test: keep a token of target probability `p` drawn with probability `q` when u < min(1, p / q). */
+export function keepsDraft(p: number, q: number, u: number): boolean {
+  return q > 0 && u < Math.min(1, p / q);
+}
+
+/** The replacement for a rejected `token`: a draw with `v` from max(0, p - q), normalised (q undefined: the token was certain). */
+export function residualDraw(p: Float64Array, token: number, q: Float64Array | undefined, v: number): number {
   const residual = new Float64Array(p.length);
   for (let i = 0; i < p.length; i++) residual[i] = Math.max(0, p[i] - (q === undefined ? (i === token ? 1 : 0) : q[i]));
   // An all-zero residual would need p(x) >= q(x) for a rejected x: only rounding gets there.
   const replacement = drawFrom(residual, v);
-  return { token: replacement >= 0 ? replacement : drawFrom(p, v), kept: false };
+  return replacement >= 0 ? replacement : drawFrom(p, v);
 }
 
 /** Inverse CDF: the token at cumulative weight u of the total (weights need not sum to 1; the last positive one catches rounding); -1 when none is positive. */

@@ -65,6 +65,7 @@ export class GgufForwardTable implements VerificationTables {
   #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
   #rowHalfLogits: GpuBuffer | undefined;
   #verified: GpuBuffer | undefined;        // verification: row r's token at slot p + 1 + r
+  #probabilities: GpuBuffer | undefined;   // rejection sampling: each draft row's probability of its token
 
   constructor(readonly device: GpuDevice, config: NativeModelConfig, weights: GpuWeights, readonly contextSize: number, options: ForwardTableOptions = {}) {
     const c = config;
@@ -250,14 +251,18 @@ export class GgufForwardTable implements VerificationTables {
    * tables would (the argmax, or md_sample_f16 with `options`), every row
    * in one dispatch: row r's, at position p + 1 + r with the history
    * tokens[0 .. p + r], goes to slot p + 1 + r of the verified buffer
-   * (readVerified). The caller disposes the table.
+   * (readVerified). With `gather` (speculative rejection sampling), it
+   * samples with md_sample_f16 whatever the options, and
+   * md_draft_probability_f16 writes each draft row's probability of its
+   * draft token (token p + 1 + r at row r; readProbabilities). The caller
+   * disposes the table.
    */
-  verifyTable(count: number, options: ChainSamplingOptions): DispatchTable {
+  verifyTable(count: number, options: ChainSamplingOptions, gather = false): DispatchTable {
     checkVerifyCount(count, this.maxVerifyTokens);
     const n = this.#vocabSize;
     const { rowLogits, rowHalfLogits, verified } = this.#verificationBuffers();
     const b = this.#commands(new DispatchTableBuilder(this.device), count, 'every');
-    if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
+    if (!gather && !needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
       return b.add('md_argmax_f32', this.#argmax(rowLogits, count, verified)).build();
     }
     this.#verifyScratch ??= this.#scratchBuffers(samplingScratch(this.device, n, this.maxVerifyTokens));
@@ -268,6 +273,14 @@ export class GgufForwardTable implements VerificationTables {
     });
     // The kernel's batched form: threadgroup r samples row r at position p + 1 + r over p + 1 + r tokens of history.
     b.add('md_sample_f16', { ...spec, threadgroups: count });
+    if (gather && count > 1) {
+      // The draft tokens are the sequence's, at the slots the samples went to in `verified`.
+      this.#probabilities ??= this.#buffer(this.maxVerifyTokens * 4);
+      b.add('md_draft_probability_f16', {
+        ...spec, label: 'draft probabilities', threadgroups: count - 1,
+        buffers: [...spec.buffers.map((binding) => (binding.index === 6 ? { index: 6, buffer: this.tokens } : binding)), { index: 8, buffer: this.#probabilities }],
+      });
+    }
     const table = b.build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
     return table;
@@ -298,6 +311,17 @@ export class GgufForwardTable implements VerificationTables {
   readRows(count: number): Float32Array[] {
     const n = this.#vocabSize, rows = this.#verificationBuffers().rowLogits;
     return Array.from({ length: count }, (_, r) => new Float32Array(rows.read(r * n * 4, n * 4)));
+  }
+
+  /** What a gathering verifyTable() run wrote: each of the first `count` rows' probability of its draft token. */
+  readProbabilities(count: number): Float32Array {
+    return this.#probabilities ? new Float32Array(this.#probabilities.read(0, count * 4)) : new Float32Array(count);
+  }
+
+  /** Row r's float16 logits as the last sampling verifyTable() run read them. */
+  readSampledRow(r: number): Uint16Array {
+    const n = this.#vocabSize;
+    return this.#verificationBuffers().rowHalfLogits.readFloat16(r * n, n);
   }
 
   /** The tokens a verification table's run at `position` picked: count ids, -1 where a row's logits were all -Infinity. */

@@ -88,6 +88,13 @@ void sample(Contract& c) {
   c.needs(7, 4 * vocab * rows, "marks: one uint per token per row");
 }
 
+// md_draft_probability_f16: md_sample_f16's buffers, with the row's draft
+// token read at 6 and its probability written at 8.
+void draftProbability(Contract& c) {
+  sample(c);
+  c.needs(8, 4 * c.groups(), "probabilities: one float per row");
+}
+
 // bigram.metal
 void embed(Contract& c) {
   md_bigram_params p;
@@ -263,6 +270,7 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
       {"md_argmax_f32", [](Contract& c) { argmax(c, 4); }},
       {"md_sample_f16", sample},
+      {"md_draft_probability_f16", draftProbability},
       {"md_embed_f16", embed},
       {"md_lm_head_f16", lmHead},
       {"md_fp_contract_probe", fpContractProbe},

@@ -31,6 +31,7 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_argmax_f16),
     MD_EMULATED_KERNEL(md_argmax_f32),
     MD_EMULATED_KERNEL(md_sample_f16),
+    MD_EMULATED_KERNEL(md_draft_probability_f16),
     MD_EMULATED_KERNEL(md_embed_f16),
     MD_EMULATED_KERNEL(md_lm_head_f16),
     MD_EMULATED_KERNEL(md_fp_contract_probe),
