@@ -243,7 +243,7 @@ describe('options', () => {
     [{ speculative: { draft: 'model' } }, "Expected 'ngram' or a DecodeModel with the target's vocabulary for speculative.draft but received \"model\""],
     [{ speculative: { ngramMin: 3, ngramMax: 2 } }, 'Expected an integer from 3 to 64 for speculative.ngramMax but received 2'],
     [{ speculative: { n: 2 } }, 'Unknown option speculative.n; the options are: draft, draftTokens, ngramMin, ngramMax, verification'],
-    [{ speculative: true, tokenMask: () => null }, 'Expected no speculation together with tokenMask'],
+    [{ grammar: { type: 'regex', pattern: 'a+' }, tokenMask: () => null }, 'Expected no tokenMask together with grammar (the grammar computes the masks) for tokenMask but received'],
   ])('%j is refused, naming the field', async (options, message) => {
     await expect((async () => generate(model, 'a', { backend: 'js', ...(options as GenerateOptions) }))()).rejects.toThrow(message);
   });

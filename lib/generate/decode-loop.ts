@@ -1,5 +1,5 @@
 // decode-loop.ts: one generate() call on a sequence. Prefill, then one path
-// decided once: constrained (a mask per token, a CPU round trip each),
+// decided once: constrained (a grammar's or tokenMask's mask per token),
 // sampled or greedy (chained on the GPU when the model has a chain,
 // speculative when asked, step by step otherwise). Every token the model
 // produces goes through one place, #accept, which applies the stop
@@ -8,6 +8,8 @@
 import type { BackendName } from '../backends.js';
 import { AbortError, invalidParameterError, NoTokenError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
+import { grammarConstraint } from '../grammar/grammar.js';
+import { allows, tokenMaskConstraint, type Constraint } from './constraint.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
 import type { DecodeModel, DraftGather, DraftVerifier, Logits, ModelSequence } from './model.js';
 import { keepsDraft, residualDraw, speculativeUniform, verifyByRejection } from './rejection.js';
@@ -24,6 +26,7 @@ export type StopReason =
   | 'abort'             // the signal was aborted (with stopOnAbortSignal)
   | 'callback'          // onToken or onTextChunk returned false, or the loop over the tokens broke
   | 'maskComplete'      // tokenMask returned null
+  | 'grammarComplete'   // the grammar's output is complete (only an end token could follow, or one was sampled where it may end)
   | 'contextFull';      // the sequence reached contextSize
 
 export interface GenerationStats {
@@ -98,6 +101,7 @@ export class DecodeRun {
   readonly #path: DecodePath;
   readonly #chained: boolean;
   readonly #verifiesOnGpu: boolean;  // speculative, verified by the chain's tables (only ids come back)
+  #constraint: Constraint | undefined;  // the constrained path's grammar or tokenMask, open while the run is
   #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
   #promptTokens = 0;
   #generated = 0;             // tokens accepted from the model this call (kept or held)
@@ -121,9 +125,11 @@ export class DecodeRun {
     this.#o = options;
     this.#eos = new Set(state.model.eosTokens);
     this.#stream = new StopTriggerStream(state.utf8, options.customStopTriggers);
-    this.#path = options.tokenMask ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
-    this.#chained = this.#path !== 'constrained' && !options.speculative && state.sequence.chain !== undefined;
-    this.#verifiesOnGpu = options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
+    const constrained = options.tokenMask !== undefined || options.grammar !== undefined;
+    this.#path = constrained ? 'constrained' : options.sampling.temperature > 0 ? 'sampled' : 'greedy';
+    this.#chained = !constrained && !options.speculative && state.sequence.chain !== undefined;
+    // Constrained drafts are verified from the rows' logits, each row masked on the CPU.
+    this.#verifiesOnGpu = !constrained && options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -136,6 +142,7 @@ export class DecodeRun {
       this.#started = performance.now();
       // Encoding a text prompt counts as prefill time (it comes before the first token).
       if (this.#encodePrompt && !this.#o.signal?.aborted) this.#prompt = await this.#encodePrompt();
+      if (!this.#o.signal?.aborted) this.#constraint = await this.#openConstraint();
       if (this.#prompt.length > 0) {
         state.utf8.reset();  // a prompt starts new text
         this.#carry = state.utf8.save();
@@ -163,7 +170,22 @@ export class DecodeRun {
       } else if (failed) {
         this.#rewind();
       }
+      this.#constraint?.dispose();
     }
+  }
+
+  // A grammar given as a spec compiles here (cached per model), so the
+  // time counts as prefill, as a text prompt's encoding does.
+  async #openConstraint(): Promise<Constraint | undefined> {
+    const { grammar, tokenMask } = this.#o;
+    const model = this.#state.model;
+    if (grammar !== undefined) return grammarConstraint(model, grammar);
+    return tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+  }
+
+  // This call's tokens so far: what a constraint's mask depends on.
+  #generatedTokens(): Uint32Array {
+    return this.#state.tokens.subarray(this.#promptEnd, this.#state.length);
   }
 
   #appendPrompt(): void {
@@ -232,13 +254,14 @@ export class DecodeRun {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
       if (this.#atLimit()) return yield* this.#stopAtLimit();
-      logits ??= await this.#evaluatePending();
+      // The mask is computed while the model evaluates the last token.
+      const evaluated = logits ?? this.#evaluatePending();
+      if (evaluated instanceof Promise) evaluated.catch(() => {});  // awaited below, unless next() throws first
+      const mask = this.#constraint ? await this.#constraint.next(this.#generatedTokens(), state.length) : undefined;
+      logits = await evaluated;
       if (logits === ABORTED) return void (this.#stop = { reason: 'abort' });
-      if (this.#o.tokenMask) {
-        const mask = this.#mask();
-        if (mask === null) return yield* this.#stopWith({ reason: 'maskComplete' });
-        logits = applyMask(logits, mask);
-      }
+      if (mask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
+      if (mask) logits = applyMask(logits, mask);
       const token = await sampler.sample(logits, state.length, state.view());
       logits = undefined;
       yield* this.#accept(token);
@@ -352,7 +375,8 @@ export class DecodeRun {
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
       const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : { tokens: new Uint32Array(0) };
       if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
-      const draft = proposed.tokens;
+      const constrained = this.#constraint && await this.#constrainDraft(proposed.tokens, this.#rejects(sampler));
+      const draft = constrained ? constrained.draft : proposed.tokens;
       let rows: Logits[];
       if (draft.length === 0) {
         if (next === undefined) {
@@ -382,6 +406,12 @@ export class DecodeRun {
       const rejection = this.#rejects(sampler);
       for (let r = 0; r < rows.length; r++) {
         let token: number, kept: boolean;
+        if (constrained) {
+          const mask = constrained.masks[r];
+          if (mask === undefined) break;  // after a draft token the grammar refuses: never reached, that draft is rejected
+          if (mask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
+          rows[r] = applyMask(rows[r], mask);
+        }
         if (rejection && r < draft.length) {
           // Speculative sampling's test (the token after a wholly kept draft is sampled as usual).
           const p = sampler.distribution(rows[r], state.length, state.view());
@@ -400,15 +430,34 @@ export class DecodeRun {
     }
   }
 
-  #mask(): Uint32Array | null {
+  // A draft checked against the constraint: the masks of its rows (row r's
+  // after the draft's first r tokens; null where the output is complete,
+  // which ends the draft), and the draft cut after its first token the
+  // constraint refuses. Exact verification cuts before that token (its row
+  // would sample a different token anyway); rejection sampling keeps it, as
+  // the draft it drew, for the test to reject (its probability is 0) and
+  // draw from the residual, as speculative sampling's proof needs. The
+  // constraint is left where it was: #accept moves it over the kept tokens.
+  async #constrainDraft(proposed: Uint32Array, rejection: boolean): Promise<{ draft: Uint32Array; masks: (Uint32Array | null)[] }> {
+    const constraint = this.#constraint!;
     const state = this.#state;
-    const mask = this.#o.tokenMask!({ generated: state.tokens.slice(this.#promptEnd, state.length), position: state.length });
-    const words = Math.ceil(state.model.vocabSize / 32);
-    const expected = `null or a Uint32Array bitmask of ${words} words (ceil(vocabSize / 32))`;
-    if (mask === null) return null;
-    if (!(mask instanceof Uint32Array)) throw invalidParameterError('the tokenMask result', expected, mask, 'type');
-    if (mask.length !== words) throw invalidParameterError('the tokenMask result', expected, `${mask.length} words`, 'range');
-    return mask;
+    const generated = new Uint32Array(state.length - this.#promptEnd + proposed.length);
+    generated.set(this.#generatedTokens());
+    const base = state.length - this.#promptEnd;
+    const masks: (Uint32Array | null)[] = [await constraint.next(generated.subarray(0, base), state.length)];
+    let accepted = 0;
+    for (const token of proposed) {
+      const mask = masks[accepted];
+      if (mask === null) break;
+      if (!allows(mask, token) || !constraint.accept(token)) {
+        constraint.rollBack(accepted);
+        return { draft: proposed.subarray(0, accepted + (rejection ? 1 : 0)), masks };
+      }
+      generated[base + accepted++] = token;
+      masks.push(await constraint.next(generated.subarray(0, base + accepted), state.length + accepted));
+    }
+    constraint.rollBack(accepted);
+    return { draft: proposed.subarray(0, accepted), masks };
   }
 
   #atLimit(): boolean {
@@ -428,7 +477,13 @@ export class DecodeRun {
   // Every token the model produces, in order.
   async *#accept(token: number): AsyncGenerator<GeneratedToken, void, undefined> {
     if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
-    if (this.#eos.has(token)) return yield* this.#stopWith({ reason: 'eogToken' });
+    if (this.#eos.has(token)) {
+      const complete = this.#constraint?.accept(token) === true && this.#constraint.ended;
+      return yield* this.#stopWith({ reason: complete ? 'grammarComplete' : 'eogToken' });
+    }
+    if (this.#constraint && !this.#constraint.accept(token)) {
+      throw new Error(`The grammar does not allow token ${token} at position ${this.#state.length}, though its mask did (a bug: please report it)`);
+    }
     const state = this.#state;
     state.tokens[state.length++] = token;
     this.#generated++;

@@ -13,6 +13,8 @@ import {
   type ResolvedSampling,
   type SampleOptions,
 } from '../sampling-options.js';
+import { Grammar } from '../grammar/grammar.js';
+import { resolveGrammarSpec, type GrammarSpec } from '../grammar/grammar-spec.js';
 import { resolveSpeculative, type ResolvedSpeculative, type SpeculativeOptions } from './speculative.js';
 
 /** One generated token and the text it releases ('' while a character or a possible stop trigger is incomplete). */
@@ -52,8 +54,16 @@ export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'histo
   onToken?: (token: GeneratedToken) => void | boolean;
   /** Called with each non-empty piece of text; returning false stops generation after it. */
   onTextChunk?: (text: string) => void | boolean;
-  /** A per-token constraint (the constrained path: one CPU round trip per token). */
+  /** A per-token constraint of your own (the constrained path; see grammar for JSON, regex and EBNF). */
   tokenMask?: TokenMask;
+  /**
+   * The output follows this grammar: a Grammar from createGrammar() for this
+   * model, or a spec ({ type: 'json', schema }, { type: 'regex', pattern },
+   * { type: 'ebnf', grammar }) compiled and cached for the model on first
+   * use. Generation stops when the grammar is complete (stopReason
+   * 'grammarComplete').
+   */
+  grammar?: Grammar | GrammarSpec;
   /** Tokens per GPU submission on the chained paths. Default 16. */
   chunkSize?: number;
   /**
@@ -83,12 +93,13 @@ export interface ResolvedGenerate {
   onToken: ((token: GeneratedToken) => void | boolean) | undefined;
   onTextChunk: ((text: string) => void | boolean) | undefined;
   tokenMask: TokenMask | undefined;
+  grammar: Grammar | GrammarSpec | undefined;
   chunkSize: number;
   speculative: ResolvedSpeculative | undefined;
 }
 
 const LOOP_OPTION_NAMES = [
-  'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'chunkSize', 'speculative',
+  'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'grammar', 'chunkSize', 'speculative',
 ];
 const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend'].includes(name));
 const GENERATE_NAMES = new Set([...SAMPLING_NAMES, ...LOOP_OPTION_NAMES]);
@@ -142,8 +153,9 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
   if (typeof stopOnAbortSignal !== 'boolean') throw invalidParameterError('stopOnAbortSignal', 'a boolean', stopOnAbortSignal, 'type');
 
   const speculative = resolveSpeculative(o.speculative);
-  if (speculative && o.tokenMask !== undefined) {
-    throw invalidParameterError('speculative', 'no speculation together with tokenMask (a mask is computed per token; drafts are not checked against it yet)', o.speculative, 'range');
+  const grammar = o.grammar === undefined || o.grammar instanceof Grammar ? o.grammar : resolveGrammarSpec(o.grammar).spec;
+  if (grammar !== undefined && o.tokenMask !== undefined) {
+    throw invalidParameterError('tokenMask', 'no tokenMask together with grammar (the grammar computes the masks)', o.tokenMask, 'range');
   }
   return {
     chainSampling: { ...samplingInput, seed: sampling.seed },
@@ -155,6 +167,7 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
     onToken: functionOption('onToken', o.onToken),
     onTextChunk: functionOption('onTextChunk', o.onTextChunk),
     tokenMask: functionOption('tokenMask', o.tokenMask),
+    grammar,
     chunkSize: resolveChainOptions({ chunkSize: o.chunkSize as number | undefined }).chunkSize,
     speculative,
   };

@@ -8,6 +8,7 @@ import type { MetadataValue } from '@huggingface/gguf';
 import type { Tokenizer } from '../generate/model.js';
 import { invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
+import { bytesOfByteLevel } from '../tokenizers/byte-level.js';
 import { cleanSpaces } from '../tokenizers/clean-spaces.js';
 import { readVocabulary, type GgufVocabulary } from '../tokenizers/gguf-vocabulary.js';
 import { VocabularyEncoder, type EncodeRequest } from '../tokenizers/encoder.js';
@@ -39,25 +40,6 @@ export interface DecodeOptions {
 const EMPTY = new Uint8Array(0);
 // ignoreBOM: a U+FEFF token is text like any other.
 const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
-let byteLevel: Map<number, number> | undefined;
-
-// GPT-2's byte-level alphabet: each byte as a printable code point.
-function byteLevelDecoder(): Map<number, number> {
-  const bytes: number[] = [];
-  for (let b = 33; b <= 126; b++) bytes.push(b);
-  for (let b = 161; b <= 172; b++) bytes.push(b);
-  for (let b = 174; b <= 255; b++) bytes.push(b);
-  const codePoints = [...bytes];
-  let extra = 0;
-  for (let b = 0; b < 256; b++) {
-    if (!bytes.includes(b)) {
-      bytes.push(b);
-      codePoints.push(256 + extra++);
-    }
-  }
-  return new Map(codePoints.map((c, i) => [c, bytes[i]]));
-}
-
 function checkOptions(name: string, options: unknown, keys: string[]): Record<string, unknown> {
   if (options === undefined) return {};
   if (!isPlainObject(options)) throw invalidParameterError(name, 'a plain object', options, 'type');
@@ -213,19 +195,8 @@ export class GgufTokenizer implements Tokenizer {
     if (type === TOKEN_TYPE.userDefined) return Buffer.from(piece, 'utf8');
     if (type === TOKEN_TYPE.byte) return byteTokenBytes(piece);
     if (type !== TOKEN_TYPE.normal) return EMPTY;
-    return this.#v.model === 'gpt2' ? byteLevelBytes(piece) : Buffer.from(piece.replaceAll('\u2581', ' '), 'utf8');
+    return this.#v.model === 'gpt2' ? (bytesOfByteLevel(piece) ?? Buffer.from(piece, 'utf8')) : Buffer.from(piece.replaceAll('\u2581', ' '), 'utf8');
   }
-}
-
-function byteLevelBytes(piece: string): Uint8Array {
-  const decoder = (byteLevel ??= byteLevelDecoder());
-  const out: number[] = [];
-  for (const ch of piece) {
-    const b = decoder.get(ch.codePointAt(0)!);
-    if (b === undefined) return Buffer.from(piece, 'utf8');  // not a byte-level symbol: the text itself
-    out.push(b);
-  }
-  return Uint8Array.from(out);
 }
 
 function byteTokenBytes(piece: string): Uint8Array {

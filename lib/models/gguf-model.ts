@@ -9,6 +9,8 @@ import type { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
 import { sharedDevice } from '../gpu/device.js';
+import { createGrammar, createGrammarForJsonSchema, type Grammar } from '../grammar/grammar.js';
+import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
@@ -105,6 +107,16 @@ export class GgufModel implements DecodeModel {
   }
 
   /** Frees the KV caches of every sequence and unmaps the file once work in flight ends. */
+  /** A JSON schema, regex or EBNF grammar compiled for this model's vocabulary (cached): the grammar option of generate() and prompt(). */
+  createGrammar<T = unknown>(spec: GrammarSpec): Promise<Grammar<T>> {
+    return createGrammar<T>(this, spec);
+  }
+
+  /** As node-llama-cpp's llama.createGrammarForJsonSchema: JSON that validates against `schema`; parse() reads the reply. */
+  createGrammarForJsonSchema<T = unknown>(schema: JsonSchema): Promise<Grammar<T>> {
+    return createGrammarForJsonSchema<T>(this, schema);
+  }
+
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;

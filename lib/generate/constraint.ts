@@ -1,0 +1,48 @@
+// constraint.ts: what the constrained path asks of a constraint (a grammar,
+// or the user's tokenMask function): the tokens allowed next, as a bitmask,
+// and its state moved along the tokens generated, or back over drafts
+// verification rejects.
+import { invalidParameterError } from '../errors.js';
+import type { TokenMask } from './generate-options.js';
+
+export interface Constraint {
+  /** The stopReason when next() says the output is complete. */
+  readonly completeReason: 'maskComplete' | 'grammarComplete';
+  /**
+   * The tokens allowed at `position` (bit t % 32 of word t >> 5 allows
+   * token t), given the tokens accepted so far (`generated`, this call's);
+   * null when the output is complete and generation stops.
+   */
+  next(generated: Uint32Array, position: number): Promise<Uint32Array | null>;
+  /** Moves past `token`; false, changing nothing, when the constraint does not allow it here. */
+  accept(token: number): boolean;
+  /** Undoes the last `count` accepted tokens (drafts that verification rejected). */
+  rollBack(count: number): void;
+  /** Whether the output is complete after the tokens accepted (an end token accepted where the grammar may end). */
+  readonly ended: boolean;
+  dispose(): void;
+}
+
+export function allows(mask: Uint32Array, token: number): boolean {
+  return (mask[token >>> 5] & (1 << (token & 31))) !== 0;
+}
+
+/** The user's tokenMask function as a constraint: stateless, its masks checked. */
+export function tokenMaskConstraint(tokenMask: TokenMask, vocabSize: number): Constraint {
+  const words = Math.ceil(vocabSize / 32);
+  const expected = `null or a Uint32Array bitmask of ${words} words (ceil(vocabSize / 32))`;
+  return {
+    completeReason: 'maskComplete',
+    ended: false,
+    async next(generated, position) {
+      const mask: unknown = tokenMask({ generated: generated.slice(), position });
+      if (mask === null) return null;
+      if (!(mask instanceof Uint32Array)) throw invalidParameterError('the tokenMask result', expected, mask, 'type');
+      if (mask.length !== words) throw invalidParameterError('the tokenMask result', expected, `${mask.length} words`, 'range');
+      return mask;
+    },
+    accept: () => true,
+    rollBack() {},
+    dispose() {},
+  };
+}

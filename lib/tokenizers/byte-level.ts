@@ -1,0 +1,39 @@
+// byte-level.ts: GPT-2's byte-level alphabet, which spells each of the 256
+// bytes as a printable code point (the printable Latin-1 bytes as
+// themselves, the rest as U+0100 onwards). Byte-level BPE vocabularies
+// store their tokens in it; the grammar engine takes any token's bytes in
+// it.
+
+let alphabet: { codePoints: number[]; bytes: Map<number, number> } | undefined;
+
+function byteLevelAlphabet(): { codePoints: number[]; bytes: Map<number, number> } {
+  if (alphabet) return alphabet;
+  const codePoints = new Array<number>(256);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    codePoints[b] = printable ? b : 256 + extra++;
+  }
+  alphabet = { codePoints, bytes: new Map(codePoints.map((c, b) => [c, b])) };
+  return alphabet;
+}
+
+/** The bytes a byte-level string spells; undefined when a character is not in the alphabet. */
+export function bytesOfByteLevel(text: string): Uint8Array | undefined {
+  const { bytes } = byteLevelAlphabet();
+  const out: number[] = [];
+  for (const ch of text) {
+    const b = bytes.get(ch.codePointAt(0)!);
+    if (b === undefined) return undefined;
+    out.push(b);
+  }
+  return Uint8Array.from(out);
+}
+
+/** `bytes` spelled in the byte-level alphabet. */
+export function byteLevelOfBytes(bytes: Uint8Array): string {
+  const { codePoints } = byteLevelAlphabet();
+  let text = '';
+  for (const b of bytes) text += String.fromCodePoint(codePoints[b]);
+  return text;
+}

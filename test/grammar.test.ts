@@ -1,0 +1,209 @@
+// grammar.test.ts: structured output with XGrammar on a model with Qwen 3's
+// real vocabulary. For each schema, seed and sampling setting, the output
+// is complete (stopReason 'grammarComplete'), parses and validates with
+// Ajv (a JSON Schema validator of its own, not the engine that made the
+// grammar); regex and EBNF outputs match; a grammar the engine refuses is a
+// GrammarError in its words; a spec is compiled once per model.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Ajv } from 'ajv';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+
+import { createGrammar, generate, GrammarError, Session, type GenerateOptions, type GgufModel, type JsonSchema } from '../lib/index.js';
+import { xgrammar } from '../lib/grammar/xgrammar.js';
+import { biasTowards, grammarModel } from './grammar-model.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'md-grammar-'));
+let model: GgufModel;
+let endValues: Record<string, number>;
+beforeAll(async () => {
+  model = await grammarModel(dir);
+  endValues = biasTowards(model, '"\\,}]', 5);
+});
+afterAll(() => {
+  model?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const SCHEMAS: Record<string, JsonSchema> = {
+  'nested objects': {
+    type: 'object',
+    properties: {
+      user: { type: 'object', properties: { name: { type: 'string' }, address: { type: 'object', properties: { city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } }, required: ['city', 'zip'] } }, required: ['name', 'address'] },
+    },
+    required: ['user'],
+  },
+  'arrays': {
+    type: 'object',
+    properties: { items: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, ok: { type: 'boolean' } }, required: ['id', 'ok'] }, minItems: 1, maxItems: 3 } },
+    required: ['items'],
+  },
+  'enums': {
+    type: 'object',
+    properties: { color: { enum: ['red', 'green', 'blue'] }, size: { type: 'string', enum: ['S', 'M', 'L'] }, level: { enum: [1, 2, null] } },
+    required: ['color', 'size', 'level'],
+  },
+  'numbers': {
+    type: 'object',
+    properties: { x: { type: 'number' }, n: { type: 'integer', minimum: -10, maximum: 10 }, big: { type: 'integer' } },
+    required: ['x', 'n', 'big'],
+  },
+  'strings with escapes': {
+    type: 'object',
+    properties: { text: { type: 'string' }, quote: { type: 'string' } },
+    required: ['text', 'quote'],
+  },
+  'optional fields': {
+    type: 'object',
+    properties: { a: { type: 'string' }, b: { type: 'integer' }, c: { type: 'boolean' } },
+    required: ['a'],
+  },
+};
+
+const SETTINGS: Record<string, GenerateOptions> = {
+  'temperature 1': { temperature: 1 },
+  'top-k 40, top-p 0.9, temperature 0.8': { temperature: 0.8, topK: 40, topP: 0.9 },
+  'min-p 0.02, penalties, temperature 1.3': { temperature: 1.3, minP: 0.02, repeatPenalty: { penalty: 1.2, presencePenalty: 0.5 } },
+};
+const SEEDS = [1, 2, 3];
+
+describe.each(Object.entries(SCHEMAS))('JSON schema: %s', (name, schema) => {
+  const ajv = new Ajv({ strict: false });
+  test(`every output of ${SEEDS.length} seeds x ${Object.keys(SETTINGS).length} settings is complete, parses and validates`, async () => {
+    const grammar = await model.createGrammarForJsonSchema(schema);
+    const validate = ajv.compile(schema as object);
+    const texts: string[] = [];
+    for (const settings of Object.values(SETTINGS)) {
+      for (const seed of SEEDS) {
+        const result = await generate(model, 'Answer in JSON:', { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 400, backend: 'native', contextSize: 512 });
+        expect(result.stopReason, result.text).toBe('grammarComplete');
+        expect(result.path).toBe('constrained');
+        const value = grammar.parse(result.text);
+        expect(validate(value), `${result.text}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+        texts.push(result.text);
+      }
+    }
+    // The outputs are the model's: they differ between seeds and settings.
+    expect(new Set(texts).size).toBeGreaterThan(1);
+    if (process.env.MD_SHOW_OUTPUTS) console.log(name, texts);
+    if (name === 'strings with escapes') expect(texts.some((t) => /\\["\\/bfnrtu]/.test(t))).toBe(true);
+    if (name === 'optional fields') expect(new Set(texts.map((t) => Object.keys(JSON.parse(t) as object).join())).size).toBeGreaterThan(1);
+  }, 120_000);
+});
+
+describe('regex and EBNF', () => {
+  const nameLike = '[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8}){0,2}';
+  test.each([
+    ['a name', nameLike, new RegExp(`^${nameLike}$`)],
+    ['a date', '[0-9]{4}-(0[1-9]|1[0-2])-[0-3][0-9]', /^[0-9]{4}-(0[1-9]|1[0-2])-[0-3][0-9]$/],
+  ])('regex: %s, every output matches', async (_, pattern, check) => {
+    for (const seed of SEEDS) {
+      const result = await generate(model, 'Say it:', { temperature: 1, seed, grammar: { type: 'regex', pattern }, maxTokens: 60, backend: 'native', contextSize: 256 });
+      expect(result.stopReason, result.text).toBe('grammarComplete');
+      expect(result.text).toMatch(check);
+    }
+  }, 60_000);
+
+  // Sums of digits and parenthesised sums: a recursive grammar a regex cannot check.
+  const EBNF = 'root ::= expr\nexpr ::= term ("+" term)*\nterm ::= [0-9] | "(" expr ")"';
+  function isExpr(text: string): boolean {
+    let at = 0;
+    const term = (): boolean => {
+      if (/[0-9]/.test(text[at] ?? '')) return ++at > 0;
+      if (text[at] !== '(') return false;
+      at++;
+      if (!expr() || text[at] !== ')') return false;
+      return ++at > 0;
+    };
+    const expr = (): boolean => {
+      if (!term()) return false;
+      while (text[at] === '+') {
+        at++;
+        if (!term()) return false;
+      }
+      return true;
+    };
+    return expr() && at === text.length;
+  }
+  test('EBNF: every output is derived by the grammar (checked by a recursive parser)', async () => {
+    const tokenBias = biasTowards(model, ')', 4);
+    const texts: string[] = [];
+    for (const seed of [...SEEDS, 4, 5, 6]) {
+      const result = await generate(model, 'Sum:', { temperature: 1, seed, grammar: { type: 'ebnf', grammar: EBNF }, tokenBias, maxTokens: 200, backend: 'native', contextSize: 512 });
+      expect(result.stopReason, result.text).toBe('grammarComplete');
+      expect(isExpr(result.text), result.text).toBe(true);
+      texts.push(result.text);
+    }
+    expect(texts.some((t) => t.includes('('))).toBe(true);
+    expect(isExpr('(1+2')).toBe(false);  // the checker can fail
+  }, 60_000);
+});
+
+describe('the grammar option', () => {
+  test('a Session keeps its conversation across constrained calls; greedy is deterministic', async () => {
+    const grammar = { type: 'json', schema: SCHEMAS.enums } as const;
+    using session = new Session(model, { backend: 'native', contextSize: 512 });
+    const first = await session.generate('Pick:', { temperature: 0, grammar });
+    const second = await session.generate(' Again:', { temperature: 0, grammar });
+    expect(first.stopReason).toBe('grammarComplete');
+    expect(second.stopReason).toBe('grammarComplete');
+    expect(session.tokens.length).toBe(first.stats.promptTokens + first.tokens.length + second.stats.promptTokens + second.tokens.length);
+    const again = await generate(model, 'Pick:', { temperature: 0, grammar, backend: 'native', contextSize: 512 });
+    expect(again.tokens).toEqual(first.tokens);
+  });
+
+  test('maxTokens before the grammar is complete: stopReason maxTokens, and parse() says the JSON is incomplete', async () => {
+    const grammar = await model.createGrammarForJsonSchema(SCHEMAS.numbers);
+    const result = await generate(model, 'x', { seed: 1, temperature: 1, grammar, maxTokens: 3, backend: 'native', contextSize: 256 });
+    expect(result.stopReason).toBe('maxTokens');
+    expect(() => grammar.parse(result.text)).toThrow(/^The text is not complete JSON \(did generation stop before the grammar was complete\?\): /);
+  });
+
+  test('a spec is compiled once per model; a Grammar is for the model it was compiled for', async () => {
+    const engine = await xgrammar();
+    const compile = vi.spyOn(engine.GrammarCompiler.prototype, 'compileGrammar');
+    const spec = { type: 'ebnf', grammar: 'root ::= "yes" | "no"' } as const;
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push(await generate(model, 'Say:', { seed: i, temperature: 1, grammar: spec, backend: 'native', contextSize: 64 }));
+    await createGrammar(model, spec);
+    expect(compile).toHaveBeenCalledTimes(1);
+    compile.mockRestore();
+    for (const r of results) expect(['yes', 'no']).toContain(r.text);
+
+    const other = await grammarModel(mkdtempSync(join(dir, 'other-')));
+    try {
+      const grammar = await model.createGrammar(spec);
+      await expect(generate(other, 'Say:', { grammar, backend: 'native', contextSize: 64 })).rejects.toThrow(
+        'Expected a Grammar created for the model being generated with (a grammar is compiled against its vocabulary) for grammar but received an object (Grammar)');
+    } finally {
+      other.dispose();
+    }
+  });
+
+  test.each([
+    [{ type: 'json', schema: { type: 'frob' } }, 'The grammar engine refused grammar.schema: Unsupported type "frob"'],
+    [{ type: 'json', schema: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } }, required: ['a'] } }, 'The grammar engine refused grammar.schema: '],
+    [{ type: 'regex', pattern: '[a-' }, "The grammar engine refused grammar.pattern: Regex parsing error at position 4: Unclosed '['"],
+    [{ type: 'ebnf', grammar: 'root ::= "a" |' }, 'The grammar engine refused grammar.grammar: EBNF parser error at line 1, column 15'],
+    [{ type: 'ebnf', grammar: 'start ::= "a"' }, 'The grammar engine refused grammar.grammar: EBNF parser error at line 1, column 1: The root rule with name "root" is not found'],
+  ])('%j is a GrammarError naming the problem', async (grammar, message) => {
+    const error = await generate(model, 'x', { grammar: grammar as never, backend: 'native', contextSize: 64 }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(GrammarError);
+    expect((error as Error).message.startsWith(message), (error as Error).message).toBe(true);
+    // The engine still works after refusing.
+    const ok = await generate(model, 'x', { grammar: { type: 'regex', pattern: 'ok' }, backend: 'native', contextSize: 64 });
+    expect(ok.text).toBe('ok');
+  });
+
+  test.each([
+    [{ grammar: 'json' }, TypeError, "Expected { type: 'json', schema? }, { type: 'regex', pattern } or { type: 'ebnf', grammar, root? } for grammar but received \"json\" (string)"],
+    [{ grammar: { type: 'xml' } }, RangeError, "Expected 'json', 'regex' or 'ebnf' for grammar.type but received \"xml\" (string)"],
+    [{ grammar: { type: 'regex', pattern: '' } }, RangeError, 'Expected a non-empty string for grammar.pattern but received "" (string)'],
+    [{ grammar: { type: 'json', schema: [] } }, TypeError, 'Expected a JSON schema (a plain object or a boolean) for grammar.schema but received an array of length 0'],
+    [{ grammar: { type: 'regex', pattern: 'a', flags: 'i' } }, TypeError, 'Unknown option grammar.flags; the options are: type, pattern'],
+  ])('%j is refused before anything runs', async (options, kind, message) => {
+    expect(() => generate(model, 'x', { ...(options as GenerateOptions), backend: 'native', contextSize: 64 })).toThrow(new kind(message));
+  });
+});
