@@ -141,6 +141,42 @@ describe('regex and EBNF', () => {
   }, 60_000);
 });
 
+describe('with speculative decoding', () => {
+  // n-gram drafts copy the example in the prompt; drafts the grammar refuses are cut, and verification rolls the matcher back.
+  const PROMPT = 'Example: {"items": [{"id": 12, "ok": true}, {"id": 7, "ok": false}]} Now:';
+  test.each(Object.entries(SETTINGS))('exact verification gives the tokens of plain constrained decoding (%s, 3 seeds, n-gram and model drafts)', async (_, settings) => {
+    const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
+    let drafted = 0, accepted = 0;
+    for (const seed of SEEDS) {
+      const options = { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512 } as const;
+      const plain = await generate(model, PROMPT, options);
+      expect(plain.stopReason).toBe('grammarComplete');
+      for (const draft of ['ngram', model] as const) {
+        const speculative = await generate(model, PROMPT, { ...options, speculative: { draft, draftTokens: 6, ngramMin: 2 } });
+        expect(speculative.tokens).toEqual(plain.tokens);
+        expect(speculative.stopReason).toBe('grammarComplete');
+        drafted += speculative.stats.speculative!.drafted;
+        accepted += speculative.stats.speculative!.accepted;
+      }
+    }
+    expect(accepted).toBeGreaterThan(0);
+    expect(accepted).toBeLessThan(drafted);
+  }, 60_000);
+
+  test('rejection verification: every output is complete and validates', async () => {
+    const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
+    const validate = new Ajv({ strict: false }).compile(SCHEMAS.arrays as object);
+    for (const seed of SEEDS) {
+      const result = await generate(model, PROMPT, {
+        temperature: 1, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512,
+        speculative: { draft: 'ngram', ngramMin: 2, verification: 'rejection' },
+      });
+      expect(result.stopReason).toBe('grammarComplete');
+      expect(validate(grammar.parse(result.text))).toBe(true);
+    }
+  }, 60_000);
+});
+
 describe('the grammar option', () => {
   test('a Session keeps its conversation across constrained calls; greedy is deterministic', async () => {
     const grammar = { type: 'json', schema: SCHEMAS.enums } as const;

@@ -109,6 +109,52 @@ describe('generate() with rejection verification', () => {
     expect(rate).toBeGreaterThan(0);
   });
 
+  // A constraint that depends on the tokens so far (as a grammar's does):
+  // never token 3, and never (previous + 1) % 5. The far draft often
+  // proposes refused tokens: those are kept in the draft for the test to
+  // reject, and the residual drawn, as the proof of speculative sampling
+  // needs (cutting the draft there instead skews the output).
+  const refused = (previous: number) => [3, (previous + 1) % 5];
+  const maskAfter = (previous: number) => {
+    const mask = new Uint32Array(1).fill(0b111111);
+    for (const t of refused(previous)) mask[0] &= ~(1 << t);
+    return mask;
+  };
+  const constrainedAfter = (a: number) =>
+    exactDistribution(TARGET[a].map((z, i) => (refused(a).includes(i) ? -Infinity : Math.fround(z))), FILTERS);
+  // A draft split between the target's favourite allowed token and the
+  // refused token 3: the residual then differs most from p.
+  const SPLIT = TARGET.map((row, a) => {
+    const favourite = row.reduce((best, z, i) => (!refused(a).includes(i) && z > row[best] ? i : best), refused(a).includes(0) ? 1 : 0);
+    return row.map((_, i) => (i === favourite || i === 3 ? 1 : -2));
+  });
+  it.each([
+    ['a sampled draft model that proposes refused tokens', bigramOf(SPLIT)],
+    ['a sampled draft model that disagrees', bigramOf(FAR)],
+    ['n-gram drafts', 'ngram' as const],
+  ])('with a constraint, %s: three tokens follow the constrained joint distribution (chi-square, 3,000 seeds)', async (_name, draft) => {
+    const counts = new Array<number>(VOCAB ** 3).fill(0);
+    const expectedMasked = new Array<number>(VOCAB ** 3).fill(0);
+    const first = constrainedAfter(prompt[prompt.length - 1]);
+    for (let a = 0; a < VOCAB; a++) {
+      for (let b = 0; b < VOCAB; b++) {
+        for (let c = 0; c < VOCAB; c++) expectedMasked[(a * VOCAB + b) * VOCAB + c] = first[a] * constrainedAfter(a)[b] * constrainedAfter(b)[c];
+      }
+    }
+    let drafted = 0;
+    for (let seed = 0; seed < 3_000; seed++) {
+      const result = await generate(target, prompt, {
+        ...FILTERS, seed, maxTokens: 3, backend: 'js', speculative: { draft, draftTokens: 3, verification: 'rejection' },
+        tokenMask: ({ generated }) => maskAfter(generated.length > 0 ? generated[generated.length - 1] : prompt[prompt.length - 1]),
+      });
+      counts[(result.tokens[0] * VOCAB + result.tokens[1]) * VOCAB + result.tokens[2]]++;
+      drafted += result.stats.speculative!.drafted;
+    }
+    expectedMasked.forEach((p, cell) => { if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0); });
+    expect(chiSquarePValue(counts, expectedMasked).p).toBeGreaterThan(0.001);
+    expect(drafted).toBeGreaterThan(0);
+  });
+
   it('keeps more of a sampled draft model\'s tokens than exact verification of its greedy drafts', async () => {
     const rates = { exact: [0, 0], rejection: [0, 0] };
     for (const verification of ['exact', 'rejection'] as const) {
