@@ -29,6 +29,10 @@ function prepare(logits: unknown, options: SampleOptions | undefined): { backend
   checkLogits(logits);
   const row = stableRow(logits);
   const resolved = resolveSampling(options);
+  const words = Math.ceil(logits.length / 32);
+  if (resolved.mask && resolved.mask.length !== words) {
+    throw invalidParameterError('mask', `a Uint32Array bitmask of ceil(logits.length / 32) = ${words} words`, `${resolved.mask.length} words`, 'range');
+  }
   const backend = selectBackend(resolved.backend, { logits, sampling: resolved });
   if (backend === 'metal' || backend === 'emulated') {
     const problem = kernelInputProblem(logits, resolved);

@@ -41,6 +41,13 @@ export interface SampleOptions {
   /** Whether top-p and min-p see the tempered distribution ('sampling', default) or T = 1 ('unit'). */
   filterTemperature?: FilterTemperature;
   /**
+   * The tokens allowed (a grammar's): a bitmask of ceil(vocabSize / 32)
+   * words, bit t % 32 of word t >> 5 set when token t is allowed. A token
+   * not allowed is -Infinity before anything else (bias, penalties,
+   * filters). Default: every token.
+   */
+  mask?: Uint32Array;
+  /**
    * Which implementation runs the step. Default 'auto': metal when it runs here and the
    * kernels take these inputs, else native if the addon loaded, else js.
    */
@@ -76,6 +83,8 @@ export interface ResolvedSampling {
   window: Uint32Array;
   biasTokens: Uint32Array;
   biasValues: Float32Array;
+  /** The allowed tokens' bitmask, when given. */
+  mask: Uint32Array | undefined;
   backend: BackendChoice;
 }
 
@@ -86,7 +95,7 @@ export function penaltiesOn(s: ResolvedSampling): boolean {
 
 export const SAMPLE_OPTION_NAMES = new Set([
   'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
-  'tokenBias', 'filterTemperature', 'backend',
+  'tokenBias', 'filterTemperature', 'mask', 'backend',
 ]);
 const REPEAT_PENALTY_NAMES = new Set(['penalty', 'lastTokens', 'frequencyPenalty', 'presencePenalty']);
 
@@ -203,6 +212,10 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
     presencePenalty = float32Option('repeatPenalty.presencePenalty', rp.presencePenalty, dp.presencePenalty, () => true, 'a finite number');
   }
   const window = resolveHistoryWindow(o.history, lastTokens);
+  const mask = o.mask;
+  if (mask !== undefined && !(mask instanceof Uint32Array)) {
+    throw invalidParameterError('mask', 'a Uint32Array bitmask of ceil(vocabSize / 32) words', mask, 'type');
+  }
 
   return {
     temperature, topK, topP, minP,
@@ -212,6 +225,7 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
     repeatPenalty: penalty, frequencyPenalty, presencePenalty, lastTokens,
     window,
     ...resolveTokenBias(o.tokenBias),
+    mask,
     backend,
   };
 }

@@ -147,6 +147,27 @@ MD_FN float md_token_noise(md_u32 key, md_u32 token) {
 
 // flags
 #define MD_FLAG_UNIT_FILTER_TEMPERATURE 1u  // filters see T = 1 ("unit")
+// A token mask is bound (a grammar's allowed tokens): ceil(vocab_size / 32)
+// words per row, bit t % 32 of word t / 32 set when token t is allowed; a
+// token not allowed is -inf before anything else (bias, penalties, filters).
+#define MD_FLAG_TOKEN_MASK 2u
+#define MD_KNOWN_FLAGS (MD_FLAG_UNIT_FILTER_TEMPERATURE | MD_FLAG_TOKEN_MASK)
+
+// Whether `mask` allows `token`.
+MD_FN bool md_mask_allows(
+#ifdef __METAL_VERSION__
+    device const md_u32* mask,
+#else
+    const md_u32* mask,
+#endif
+    md_u32 token) {
+  return ((mask[token >> 5] >> (token & 31u)) & 1u) != 0u;
+}
+
+// The words of one row's mask.
+MD_FN md_u32 md_mask_words(md_u32 vocab_size) {
+  return (vocab_size + 31u) / 32u;
+}
 
 // What a sampling step reads, as the GPU reads it: float32 and uint32 only,
 // no padding, the same layout in Metal and C++. The history window and the
@@ -191,6 +212,7 @@ typedef struct md_bias_entry {
 // threadgroup; the token goes to tokens[threadgroup index].
 typedef struct md_argmax_params {
   md_u32 vocab_size;
+  md_u32 flags;  // MD_FLAG_TOKEN_MASK or 0
 } md_argmax_params;
 
 // The bigram model's kernels (bigram.metal): a vocabulary of vocab_size
@@ -257,7 +279,7 @@ static_assert(offsetof(md_sampling_params, history_window) == 44, "history_windo
 static_assert(offsetof(md_sampling_params, bias_count) == 48, "bias_count offset");
 static_assert(offsetof(md_sampling_params, flags) == 52, "flags offset");
 static_assert(sizeof(md_bias_entry) == 8, "md_bias_entry size");
-static_assert(sizeof(md_argmax_params) == 4, "md_argmax_params size");
+static_assert(sizeof(md_argmax_params) == 8, "md_argmax_params size");
 static_assert(sizeof(md_bigram_params) == 8, "md_bigram_params size");
 static_assert(sizeof(md_probe_range) == 8, "md_probe_range size");
 #endif

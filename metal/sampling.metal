@@ -13,6 +13,8 @@
 //   6 tokens     R uints out: the token, or MD_NO_TOKEN if all is -inf
 //   7 marks      R x V uints of scratch: per token, which bias entry is its
 //                first, then how often it is in the penalty window
+//   8 mask       with MD_FLAG_TOKEN_MASK: R x ceil(V / 32) words, the tokens
+//                each row allows (a grammar's); unbound otherwise
 //
 // The kernel writes the token itself rather than float32 scores for an
 // argmax kernel to pick from: the threadgroup already holds the row, so the
@@ -32,18 +34,19 @@ inline half md_sanitised(half h) {
   return as_type<half>(ushort(md_half_bits_of_key(md_key_of(h))));
 }
 
-// Steps 1-2 into `edited`: a sanitised copy of the row, then the bias, then
+// Steps 1-2 into `edited`: a sanitised copy of the row (-inf where the
+// mask, when there is one, refuses the token), then the bias, then
 // the penalties, each applied once per distinct token. Linear in the bias
 // list and the window: `marks` (one uint per token, zeroed here) records
 // which bias entry of a token comes first and how often a token is in the
 // window, where a scan of the list per entry would be quadratic.
 inline void md_apply_edits(device const half* input, device half* edited, device atomic_uint* marks,
                            constant md_sampling_params& params, device const uint* history, uint history_start,
-                           uint history_end, bool penalties, device const md_bias_entry* bias, uint tid,
-                           uint threads) {
+                           uint history_end, bool penalties, device const md_bias_entry* bias,
+                           device const uint* mask, bool masked, uint tid, uint threads) {
   const uint vocab = params.vocab_size;
   for (uint i = tid; i < vocab; i += threads) {
-    edited[i] = md_sanitised(input[i]);
+    edited[i] = masked && !md_mask_allows(mask, i) ? half(-INFINITY) : md_sanitised(input[i]);
     atomic_store_explicit(&marks[i], 0u, memory_order_relaxed);
   }
   threadgroup_barrier(mem_flags::mem_device);
@@ -204,7 +207,8 @@ struct md_filtered_row {
 
 inline md_filtered_row md_filter_row(device const half* logits, constant md_sampling_params& params,
                                      device const uint* history, device const md_bias_entry* bias, device half* edited,
-                                     device atomic_uint* histogram, device atomic_uint* marks, uint group, uint tid,
+                                     device atomic_uint* histogram, device atomic_uint* marks,
+                                     device const uint* mask, uint group, uint tid,
                                      uint threads, uint lane, uint simd_index, threadgroup int* best_keys,
                                      threadgroup uint* best_indices, threadgroup uint* count_scan,
                                      threadgroup float* mass_scan, threadgroup int* thresholds) {
@@ -219,11 +223,12 @@ inline md_filtered_row md_filter_row(device const half* logits, constant md_samp
   const uint history_start = history_end > params.history_window ? history_end - params.history_window : 0;
   const bool penalties = history_end > history_start &&
                          md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
+  const bool masked = (params.flags & MD_FLAG_TOKEN_MASK) != 0u;
   md_filtered_row out;
   out.row = input;
-  if (penalties || params.bias_count > 0) {
+  if (penalties || params.bias_count > 0 || masked) {
     md_apply_edits(input, edited_row, marks + ulong(group) * vocab, params, history, history_start, history_end,
-                   penalties, bias, tid, threads);
+                   penalties, bias, mask + ulong(group) * md_mask_words(vocab), masked, tid, threads);
     out.row = edited_row;
   }
 
@@ -271,6 +276,7 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
                           device atomic_uint* histogram [[buffer(5)]],
                           device uint* tokens [[buffer(6)]],
                           device atomic_uint* marks [[buffer(7)]],
+                          device const uint* mask [[buffer(8)]],
                           MD_THREAD_IDS) {
   MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);
   MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);
@@ -281,8 +287,8 @@ kernel void md_sample_f16(device const half* logits [[buffer(0)]],
 
   const uint vocab = params.vocab_size;
   const uint simdgroups = threads / MD_SIMD_WIDTH;
-  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, group, tid,
-                                                 threads, lane, simd_index, best_keys, best_indices, count_scan,
+  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, mask, group,
+                                                 tid, threads, lane, simd_index, best_keys, best_indices, count_scan,
                                                  mass_scan, thresholds);
   const md_best<int> top = filtered.top;
   device const half* row = filtered.row;
@@ -339,6 +345,7 @@ kernel void md_draft_probability_f16(device const half* logits [[buffer(0)]],
                                      device const uint* drafts [[buffer(6)]],
                                      device atomic_uint* marks [[buffer(7)]],
                                      device float* probabilities [[buffer(8)]],
+                                     device const uint* mask [[buffer(9)]],
                                      MD_THREAD_IDS) {
   MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);
   MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);
@@ -348,8 +355,8 @@ kernel void md_draft_probability_f16(device const half* logits [[buffer(0)]],
 
   const uint vocab = params.vocab_size;
   const uint draft = drafts[group];
-  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, group, tid,
-                                                 threads, lane, simd_index, best_keys, best_indices, count_scan,
+  const md_filtered_row filtered = md_filter_row(logits, params, history, bias, edited, histogram, marks, mask, group,
+                                                 tid, threads, lane, simd_index, best_keys, best_indices, count_scan,
                                                  mass_scan, thresholds);
   if (filtered.greedy) {
     const bool chosen = filtered.top.value != MD_HALF_KEY_NEG_INF && filtered.top.index == draft;

@@ -17,7 +17,7 @@ describe('addon sampleRow', () => {
     v[addon.samplingSlots.repeatPenalty] = 1;
     return v;
   };
-  const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0)] as const;
+  const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0), new Uint32Array(0)] as const;
 
   it('samples with well-formed arguments', () => {
     expect(addon.sampleRow(new Float32Array([1, 4, 2]), slots(), ...empty)).toBe(1);
@@ -40,7 +40,20 @@ describe('addon sampleRow', () => {
   it('rejects wrong argument types', () => {
     expect(() => addon.sampleRow(new Float64Array(3) as never, slots(), ...empty)).toThrow(TypeError);
     expect(() => addon.sampleRow(new Float32Array(3), new Float64Array(2), ...empty)).toThrow('sampleRow: slots has the wrong length');
-    expect(() => (addon.sampleRow as (...a: unknown[]) => number)(new Float32Array(3))).toThrow('sampleRow: expected 5 arguments');
+    expect(() => (addon.sampleRow as (...a: unknown[]) => number)(new Float32Array(3))).toThrow('sampleRow: expected 6 arguments');
+    const [history, tokens, values] = empty;
+    expect(() => addon.sampleRow(new Float32Array(3), slots(), history, tokens, values, new Int32Array(1) as never)).toThrow(
+      new TypeError('sampleRow: mask must be a Uint32Array'));
+    expect(() => addon.sampleRow(new Float32Array(40), slots(), history, tokens, values, new Uint32Array(1))).toThrow(
+      new RangeError('sampleRow: mask must hold ceil(logits.length / 32) = 2 words'));
+  });
+
+  it('samples only the tokens a mask allows', () => {
+    const [history, tokens, values] = empty;
+    const row = Float32Array.from({ length: 40 }, (_, i) => i);  // token 39 is the argmax
+    expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(~0, 0x7f))).toBe(38);
+    expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(1 << 5, 0))).toBe(5);
+    expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(0, 0))).toBe(addon.noToken);
   });
 });
 
@@ -55,7 +68,7 @@ describe('addon Device', () => {
     v[addon.samplingSlots.temperature] = temperature;
     return v;
   };
-  const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0)] as const;
+  const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0), new Uint32Array(0)] as const;
   const half = new Uint16Array([0x3c00, 0x4000, 0x3800]);  // 1, 2, 0.5
 
   it('runs the kernels synchronously and asynchronously', async () => {

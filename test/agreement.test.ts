@@ -1,7 +1,8 @@
 // The backends agree, measured as SAMPLING-SPEC's "What
 // the same token is measured on" describes: random cases over V = 1..262144,
 // float16 and float32, realistic and heavily tied logits, every parameter
-// combination, histories with repeats and out-of-range ids. Greedy must
+// combination, histories with repeats and out-of-range ids, token masks
+// (a grammar's) from none allowed to all. Greedy must
 // agree always; sampled on >= 99.9% of cases, each disagreement explained by
 // a near-tie of the two tokens' scores or of a top-p boundary mass. Pairs:
 // native vs js, and the kernels (emulated; metal on a Mac) vs native.
@@ -44,6 +45,12 @@ function randomCase(random: () => number, index: number): { logits: Float32Array
   }
   if (random() < 0.3) {
     options.tokenBias = new Map(Array.from({ length: 4 }, () => [Math.floor(random() * (vocab + 4)), random() < 0.2 ? -Infinity : 4 * random() - 2]));
+  }
+  if (random() < 0.25) {
+    // A grammar's mask: most tokens refused, or most allowed; sometimes one token or none.
+    const density = pick([0, 0.001, 0.05, 0.5, 0.99]);
+    options.mask = new Uint32Array(Math.ceil(vocab / 32));
+    for (let t = 0; t < vocab; t++) if (random() < density) options.mask[t >>> 5] |= 1 << (t & 31);
   }
   return { logits: index % 2 ? values : toFloat16Array(values), options };
 }

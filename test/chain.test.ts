@@ -166,7 +166,7 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     expect(() => chain.writeTokens(3, [1, 2])).toThrow(
       'Expected an integer from 0 to 2 (the tokens must fit in contextSize 4) for position but received 3 (number)');
     expect(() => chain.sampledTable({ position: 3 } as ChainSamplingOptions)).toThrow(
-      'Unknown option position: a chain sets position and history per token and runs on its own device');
+      'Unknown option position: a chain sets position and history per token, binds masks as buffers and runs on its own device');
     expect(() => chain.sampledTable({ temperature: -1 })).toThrow('Expected a number from 0 to 1e+30 for temperature but received -1 (number)');
   });
 });

@@ -20,9 +20,10 @@ describe('DispatchTableBuilder', () => {
   });
   const tokens = device.createBuffer(64);
   const logits = device.createBuffer(new Uint16Array([0x3c00, 0x4000, 0x3800]));  // 1, 2, 0.5
-  const params = new Uint32Array([3]);  // md_argmax_params { vocab_size }
+  const params = new Uint32Array([3, 0]);  // md_argmax_params { vocab_size, flags }
+  const noMask = device.createBuffer(4);
   const argmax = (): CommandSpec => ({
-    buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: tokens }],
+    buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: tokens }, { index: 3, buffer: noMask }],
     params: { index: 1, bytes: params },
     patch: { rule: 'argmaxOutput', buffer: 2 },
   });
@@ -64,8 +65,8 @@ describe('DispatchTableBuilder', () => {
       "Expected one of 'none', 'tokenOffset', 'position', 'kvLength', 'positionAndKvLength', 'argmaxOutput', 'sampledToken' for commands[0].patch.rule but received \"later\" (string)"],
     ['a patch on an unbound buffer', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'tokenOffset', buffer: 5 } }),
       'Expected the index of a buffer the command binds for commands[0].patch.buffer but received 5 (number)'],
-    ['a patch field outside the params', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'position', fields: [4] } }),
-      'Expected a multiple of 4 with 4 bytes inside the 4 bytes of params for commands[0].patch.fields[0] but received 4 (number)'],
+    ['a patch field outside the params', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'position', fields: [8] } }),
+      'Expected a multiple of 4 with 4 bytes inside the 8 bytes of params for commands[0].patch.fields[0] but received 8 (number)'],
     ['a patch option of another rule', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, fields: [0] } as never }),
       "Unknown option commands[0].patch.fields for rule 'argmaxOutput'; it takes: rule, buffer"],
     ['a patch looking too far ahead', (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 32 } }),
@@ -95,14 +96,21 @@ describe('DispatchTableBuilder', () => {
   it('refuses commands that would make a built-in kernel read or write outside its buffers, naming what is short', () => {
     const build = (kernel: string, spec: CommandSpec) => () => new DispatchTableBuilder(device).add(kernel, { ...spec, label: 'x' }).build();
     // vocab_size larger than the logits hold (3 halves = 6 bytes)
-    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1000]) } })).toThrow(
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1000, 0]) } })).toThrow(
       "createTable: command 'x': md_argmax_f16: buffer 0 (logits: vocab_size per threadgroup) needs 2000 bytes from byte 0, but the buffer has 6");
     // 1,000,000 threadgroups, one token each, into a small output
-    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1]) }, threadgroups: 1_000_000 })).toThrow(
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([1, 0]) }, threadgroups: 1_000_000 })).toThrow(
       "createTable: command 'x': md_argmax_f16: buffer 0 (logits: vocab_size per threadgroup) needs 2000000 bytes from byte 0, but the buffer has 6");
     const wide = device.createBuffer(2 * 1_000_000);
-    expect(build('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: wide }, { index: 2, buffer: tokens }], params: { index: 1, bytes: new Uint32Array([1]) }, threadgroups: 1_000_000 })).toThrow(
+    expect(build('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: wide }, { index: 2, buffer: tokens }], params: { index: 1, bytes: new Uint32Array([1, 0]) }, threadgroups: 1_000_000 })).toThrow(
       "createTable: command 'x': md_argmax_f16: buffer 2 (tokens: one per threadgroup) needs 4000000 bytes from byte 4, but the buffer has 64");
+    // a mask too short for its rows, and flags the kernel does not know
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([3, 2]) }, threadgroups: 2 })).toThrow(
+      "createTable: command 'x': md_argmax_f16: buffer 0 (logits: vocab_size per threadgroup) needs 12 bytes from byte 0, but the buffer has 6");
+    expect(build('md_argmax_f16', { ...argmax(), buffers: [{ index: 0, buffer: wide }, { index: 2, buffer: tokens }, { index: 3, buffer: noMask }], params: { index: 1, bytes: new Uint32Array([40, 2]) }, threadgroups: 2 })).toThrow(
+      "createTable: command 'x': md_argmax_f16: buffer 3 (mask: ceil(vocab_size / 32) words per row) needs 16 bytes from byte 0, but the buffer has 4");
+    expect(build('md_argmax_f16', { ...argmax(), params: { index: 1, bytes: new Uint32Array([3, 1]) } })).toThrow(
+      "createTable: command 'x': md_argmax_f16: flags: only MD_FLAG_TOKEN_MASK");
     // a params block shorter than the kernel's struct
     expect(build('md_sample_f16', { buffers: [{ index: 0, buffer: logits }], params: { index: 1, bytes: new Uint32Array([3, 0]) } })).toThrow(
       "createTable: command 'x': md_sample_f16: takes a 56-byte md_sampling_params at [[buffer(1)]], but the command passes 8 bytes of params at [[buffer(1)]]");

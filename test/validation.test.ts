@@ -79,7 +79,7 @@ describe('sample() validation', () => {
   it('rejects unknown options, so a typo is not silently ignored', () => {
     const e = error({ topk: 3 });
     expect(e).toBeInstanceOf(TypeError);
-    expect(e.message).toBe('Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, tokenBias, filterTemperature, backend');
+    expect(e.message).toBe('Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, tokenBias, filterTemperature, mask, backend');
     expect(error({ repeatPenalty: { lastN: 3 } }).message).toMatch(/^Unknown option repeatPenalty\.lastN; /);
   });
 

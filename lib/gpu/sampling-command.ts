@@ -8,8 +8,8 @@ import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions
 import type { GpuBuffer, GpuDevice } from './device.js';
 import type { CommandSpec } from './dispatch-table.js';
 
-/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's. */
-export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend'>;
+/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's, masks are bound as buffers. */
+export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'>;
 
 /** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
 export function needsSamplingKernel(s: ResolvedSampling): boolean {
@@ -33,6 +33,24 @@ export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1):
   };
 }
 
+const noMasks = new WeakMap<GpuDevice, GpuBuffer>();
+
+/**
+ * What the sampling and argmax kernels' mask binding gets when they run
+ * without a mask (MD_FLAG_TOKEN_MASK off: never read). Metal requires
+ * every buffer a kernel declares to be bound, as the emulator checks.
+ */
+export function noMask(device: GpuDevice): GpuBuffer {
+  let buffer = noMasks.get(device);
+  if (!buffer) noMasks.set(device, (buffer = device.createBuffer(4)));
+  return buffer;
+}
+
+/** The words of a token mask: one bit per token. */
+export function maskWords(vocabSize: number): number {
+  return Math.ceil(vocabSize / 32);
+}
+
 /** Bytes of one of several rows of n halves in a buffer: rounded up to 4, as a binding's offset must be. */
 export function halfRowBytes(n: number): number {
   return Math.ceil(n / 2) * 4;
@@ -48,19 +66,22 @@ export function rowThreads(device: GpuDevice, kernel: string, vocabSize: number)
  * md_sample_f16 with `options` over `logits` (vocabSize halves), the
  * history in `sequence`, the token to slot p + 1 of `output` (the
  * sequence itself, where the next step reads it, unless given). `bias` is
- * a buffer the command reads: the caller frees it with the table.
+ * a buffer the command reads: the caller frees it with the table. With
+ * `mask` (ceil(vocabSize / 32) words, written before each run), only the
+ * tokens it allows can be sampled.
  */
 export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
-  scratch: SamplingScratch, output: GpuBuffer = sequence): { spec: CommandSpec; bias: GpuBuffer } {
-  for (const key of ['position', 'history', 'backend']) {
-    if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token and runs on its own device`);
+  scratch: SamplingScratch, output: GpuBuffer = sequence, mask?: GpuBuffer): { spec: CommandSpec; bias: GpuBuffer } {
+  for (const key of ['position', 'history', 'backend', 'mask']) {
+    if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token, binds masks as buffers and runs on its own device`);
   }
   const s = resolveSampling(options);
   const addon = device.addon;
   // The row only gives the vocabulary size; the history is the sequence buffer.
   const [row, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(vocabSize), s);
   slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
-  const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues);
+  // A mask's words only set MD_FLAG_TOKEN_MASK here: the kernel reads the buffer.
+  const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues, new Uint32Array(mask ? maskWords(vocabSize) : 0));
   const layout = addon.layouts.samplingParams;
   const bias = device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
   return {
@@ -75,6 +96,7 @@ export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: 
         { index: 5, buffer: scratch.histogram },
         { index: 6, buffer: output },
         { index: 7, buffer: scratch.marks },
+        { index: 8, buffer: mask ?? noMask(device) },
       ],
       params: { index: 1, bytes: packed.params },
       threadsPerThreadgroup: rowThreads(device, 'md_sample_f16', vocabSize),

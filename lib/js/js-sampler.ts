@@ -124,10 +124,12 @@ export function samplingDistribution(logits: Float32Array | Uint16Array, s: Reso
   return p;
 }
 
-/** Steps 0-2: the row every later step sees, as float32 values. */
+/** Steps 0-2: the row every later step sees, as float32 values; a token the mask refuses is -Infinity. */
 export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float32Array {
   const z = sanitisedRow(logits);
   applyEdits(z, s, logits instanceof Uint16Array);
+  const mask = s.mask;
+  if (mask) for (let t = 0; t < z.length; t++) if ((mask[t >>> 5] & (1 << (t & 31))) === 0) z[t] = -Infinity;
   return z;
 }
 

@@ -12,7 +12,7 @@ import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { commandForRow, halfRowBytes, needsSamplingKernel, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -243,7 +243,7 @@ export class BigramChain implements VerificationTables {
     params.setUint32(layout.vocabSize, this.model.vocabSize, true);
     return {
       label: 'argmax',
-      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }],
+      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: noMask(this.device) }],
       params: { index: 1, bytes: params },
       threadsPerThreadgroup: rowThreads(this.device, 'md_argmax_f16', this.model.vocabSize),
       patch: { rule: 'argmaxOutput', buffer: 2 },

@@ -20,7 +20,7 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { needsSamplingKernel, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { needsSamplingKernel, noMask, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -278,7 +278,8 @@ export class GgufForwardTable implements VerificationTables {
       this.#probabilities ??= this.#buffer(this.maxVerifyTokens * 4);
       b.add('md_draft_probability_f16', {
         ...spec, label: 'draft probabilities', threadgroups: count - 1,
-        buffers: [...spec.buffers.map((binding) => (binding.index === 6 ? { index: 6, buffer: this.tokens } : binding)), { index: 8, buffer: this.#probabilities }],
+        // The drafts where md_sample_f16 writes its tokens; the mask after the probabilities.
+        buffers: [...spec.buffers.map((binding) => (binding.index === 6 ? { index: 6, buffer: this.tokens } : binding.index === 8 ? { ...binding, index: 9 } : binding)), { index: 8, buffer: this.#probabilities }],
       });
     }
     const table = b.build();
@@ -396,7 +397,7 @@ export class GgufForwardTable implements VerificationTables {
     params.setUint32(layout.vocabSize, this.#vocabSize, true);
     return {
       label: 'argmax',
-      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }],
+      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: noMask(this.device) }],
       params: { index: 1, bytes: new Uint8Array(params.buffer) },
       threadgroups: rows,
       threadsPerThreadgroup: Math.min(1024, Math.floor(this.device.maxThreadsPerThreadgroup('md_argmax_f32') / 32) * 32),

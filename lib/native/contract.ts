@@ -16,6 +16,8 @@ export type SamplingArguments = [
   history: Uint32Array,
   biasTokens: Uint32Array,
   biasValues: Float32Array,
+  /** The allowed tokens, ceil(V / 32) words; empty for every token. */
+  mask: Uint32Array,
 ];
 
 /** Device memory both the CPU and the GPU address (native/addon/buffer_binding.h). */
@@ -108,7 +110,7 @@ export interface NativeTransformerLayouts {
 /** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */
 export interface NativeLayouts {
   samplingParams: { size: number; position: number; historyCount: number };
-  argmaxParams: { size: number; vocabSize: number };
+  argmaxParams: { size: number; vocabSize: number; flags: number };
   bigramParams: { size: number; vocabSize: number; dim: number };
   /** The transformer kernels' params blocks (metal/md_transformer.h): each field's byte offset. */
   transformer: NativeTransformerLayouts;

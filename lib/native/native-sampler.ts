@@ -3,6 +3,8 @@
 import type { ResolvedSampling } from '../sampling-options.js';
 import type { NativeAddon, SamplingArguments } from './contract.js';
 
+const NO_MASK = new Uint32Array(0);
+
 /** Reusable packing of one sampling step's arguments (the addon copies them during the call). */
 export class SamplingPacker {
   readonly #index: NativeAddon['samplingSlots'];
@@ -27,7 +29,7 @@ export class SamplingPacker {
     v[slot.frequencyPenalty] = s.frequencyPenalty;
     v[slot.presencePenalty] = s.presencePenalty;
     v[slot.lastTokens] = s.window.length;
-    return [logits, v, s.window, s.biasTokens, s.biasValues];
+    return [logits, v, s.window, s.biasTokens, s.biasValues, s.mask ?? NO_MASK];
   }
 }
 

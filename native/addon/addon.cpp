@@ -34,6 +34,7 @@ Napi::Object layouts(Napi::Env env) {
   Napi::Object argmax = Napi::Object::New(env);
   argmax.Set("size", n(sizeof(md_argmax_params)));
   argmax.Set("vocabSize", n(offsetof(md_argmax_params, vocab_size)));
+  argmax.Set("flags", n(offsetof(md_argmax_params, flags)));
   Napi::Object bigram = Napi::Object::New(env);
   bigram.Set("size", n(sizeof(md_bigram_params)));
   bigram.Set("vocabSize", n(offsetof(md_bigram_params, vocab_size)));

@@ -36,7 +36,7 @@ uint32_t uint32Slot(Napi::Env env, const char* method, const double* slots, unsi
 
 SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const char* method) {
   Napi::Env env = info.Env();
-  if (info.Length() != 5) throwType(env, method, "expected 5 arguments");
+  if (info.Length() != 6) throwType(env, method, "expected 6 arguments");
 
   SamplingArguments a;
   LogitsRow& row = a.row;
@@ -53,6 +53,7 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
   auto history = typedArrayArg<uint32_t>(info, 2, napi_uint32_array, method, "history must be a Uint32Array");
   auto biasTokens = typedArrayArg<uint32_t>(info, 3, napi_uint32_array, method, "biasTokens must be a Uint32Array");
   auto biasValues = typedArrayArg<float>(info, 4, napi_float32_array, method, "biasValues must be a Float32Array");
+  auto mask = typedArrayArg<uint32_t>(info, 5, napi_uint32_array, method, "mask must be a Uint32Array");
   if (slots.ElementLength() != kSamplingSlotCount) throwType(env, method, "slots has the wrong length");
   if (biasTokens.ElementLength() != biasValues.ElementLength())
     throwType(env, method, "biasTokens and biasValues differ in length");
@@ -80,6 +81,14 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
   p.bias_count = uint32_t(biasTokens.ElementLength());
   in.biasTokens = biasTokens.Data();
   in.biasValues = biasValues.Data();
+  // The allowed tokens: none given (every token), or one bit per token.
+  if (mask.ElementLength() > 0) {
+    if (mask.ElementLength() != md_mask_words(row.size))
+      throw Napi::RangeError::New(env, std::string(method) + ": mask must hold ceil(logits.length / 32) = " +
+                                           std::to_string(md_mask_words(row.size)) + " words");
+    p.flags |= MD_FLAG_TOKEN_MASK;
+    in.mask = mask.Data();
+  }
 
   if (const char* problem = checkSamplingInputs(row, in))
     throw Napi::RangeError::New(env, std::string(method) + ": " + problem);

@@ -1,5 +1,5 @@
 // sampling_arguments.h: the JS arguments of one sampling step
-// (logits, slots, history, biasTokens, biasValues), checked and unpacked.
+// (logits, slots, history, biasTokens, biasValues, mask), checked and unpacked.
 // Shared by sampleRow (CPU) and the device methods (GPU).
 #pragma once
 #include <napi.h>

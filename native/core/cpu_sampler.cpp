@@ -18,14 +18,22 @@ uint32_t sampleRow(const typename Logits::Bits* row, const SamplingInputs& in, S
   const md_sampling_params& p = in.params;
   const uint32_t n = p.vocab_size;
 
-  // Steps 1-2 on a copy, so the caller's logits are never written.
+  // Steps 1-2 on a copy, so the caller's logits are never written. A
+  // token the mask refuses is -inf, whatever its edits (-inf stays -inf
+  // under bias and penalties).
   std::vector<LogitEdit<Logits>> edits;
   computeLogitEdits<Logits>(row, in, scratch, edits);
-  if (!edits.empty()) {
+  const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
+  if (!edits.empty() || masked) {
     scratch.editedRow.resize(size_t(n) * sizeof(Bits));
     Bits* copy = reinterpret_cast<Bits*>(scratch.editedRow.data());
     std::memcpy(copy, row, size_t(n) * sizeof(Bits));
     for (const auto& e : edits) copy[e.token] = e.bits;
+    if (masked) {
+      const Bits refused = Logits::bitsOfKey(Logits::kNegInf);
+      for (uint32_t t = 0; t < n; ++t)
+        if (!md_mask_allows(in.mask, t)) copy[t] = refused;
+    }
     row = copy;
   }
 
@@ -72,7 +80,8 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in) 
   if (!isFinite(p.repeat_penalty) || !(p.repeat_penalty > 0)) return "repeatPenalty.penalty: must be a finite number > 0";
   if (!isFinite(p.frequency_penalty)) return "repeatPenalty.frequencyPenalty: must be finite";
   if (!isFinite(p.presence_penalty)) return "repeatPenalty.presencePenalty: must be finite";
-  if (p.flags & ~MD_FLAG_UNIT_FILTER_TEMPERATURE) return "flags: unknown flag bits";
+  if (p.flags & ~MD_KNOWN_FLAGS) return "flags: unknown flag bits";
+  if ((p.flags & MD_FLAG_TOKEN_MASK) && in.mask == nullptr) return "mask: no data";
   if (p.history_count > 0 && in.history == nullptr) return "history: no data";
   if (p.bias_count > 0 && (in.biasTokens == nullptr || in.biasValues == nullptr)) return "tokenBias: no data";
   for (uint32_t i = 0; i < p.bias_count; ++i) {

@@ -28,6 +28,10 @@ struct SamplingInputs {
   const uint32_t* history;     // the penalty window, oldest first
   const uint32_t* biasTokens;  // token ids (a repeated id keeps its first bias)
   const float* biasValues;     // finite or -inf
+  // With MD_FLAG_TOKEN_MASK in params.flags: md_mask_words(vocab_size)
+  // words per row, the tokens allowed (a grammar's); the others are -inf
+  // before anything else. nullptr otherwise.
+  const uint32_t* mask = nullptr;
 };
 
 // Parameters with every option off: greedy, no filters, no penalties.

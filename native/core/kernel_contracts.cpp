@@ -63,20 +63,30 @@ class Contract {
   std::string problem_;
 };
 
+// A token mask (MD_FLAG_TOKEN_MASK): ceil(vocab_size / 32) words per row.
+void mask(Contract& c, unsigned index, uint32_t flags, uint32_t vocab) {
+  if (flags & MD_FLAG_TOKEN_MASK) c.needs(index, 4 * uint64_t(md_mask_words(vocab)) * c.groups(), "mask: ceil(vocab_size / 32) words per row");
+}
+
 // argmax.metal: one row of vocab_size logits per threadgroup, its token to tokens[group].
 void argmax(Contract& c, uint64_t logitBytes) {
   md_argmax_params p;
   if (!c.params(1, "md_argmax_params", p)) return;
   c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  c.check((p.flags & ~MD_FLAG_TOKEN_MASK) == 0, "flags: only MD_FLAG_TOKEN_MASK");
   c.needs(0, logitBytes * p.vocab_size * c.groups(), "logits: vocab_size per threadgroup");
   c.needs(2, 4 * c.groups(), "tokens: one per threadgroup");
+  mask(c, 3, p.flags, p.vocab_size);
 }
 
-// sampling.metal: row r = group at position + r, with history_count + r tokens of history.
-void sample(Contract& c) {
+// sampling.metal: row r = group at position + r, with history_count + r
+// tokens of history; the mask, with MD_FLAG_TOKEN_MASK, at `maskIndex`.
+void sampleBuffers(Contract& c, unsigned maskIndex) {
   md_sampling_params p;
   if (!c.params(1, "md_sampling_params", p)) return;
   c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  c.check((p.flags & ~MD_KNOWN_FLAGS) == 0, "flags: unknown bits");
+  mask(c, maskIndex, p.flags, p.vocab_size);
   const uint64_t rows = c.groups(), vocab = p.vocab_size;
   c.needs(0, 2 * vocab * rows, "logits: vocab_size halves per row");
   const uint64_t history = uint64_t(p.history_count) + rows - 1;
@@ -88,10 +98,14 @@ void sample(Contract& c) {
   c.needs(7, 4 * vocab * rows, "marks: one uint per token per row");
 }
 
+void sample(Contract& c) {
+  sampleBuffers(c, 8);
+}
+
 // md_draft_probability_f16: md_sample_f16's buffers, with the row's draft
-// token read at 6 and its probability written at 8.
+// token read at 6, its probability written at 8 and the mask at 9.
 void draftProbability(Contract& c) {
-  sample(c);
+  sampleBuffers(c, 9);
   c.needs(8, 4 * c.groups(), "probabilities: one float per row");
 }
 

@@ -21,7 +21,7 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
 
 // The device buffers of one sampling step, grown as needed and reused.
 struct KernelSampler::Staging {
-  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks;
+  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks, mask;
 };
 
 // Idle Staging sets, shared with the completions of steps in flight (a
@@ -83,15 +83,20 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
   Buffer& logits = ensure(device_, staging.logits, rowBytes * rows);
   std::memcpy(logits.contents(), row.data, rowBytes * rows);
   Buffer& tokens = ensure(device_, staging.tokens, size_t(rows) * 4);
+  const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
+  const size_t maskBytes = size_t(md_mask_words(row.size)) * 4 * rows;
+  Buffer& mask = ensure(device_, staging.mask, masked ? maskBytes : 4);
+  if (masked) std::memcpy(mask.contents(), in.mask, maskBytes);
 
   auto commands = device_.newCommandBuffer();
   if (!half) {
     const Pipeline& argmax = device_.pipeline("md_argmax_f32");
-    md_argmax_params args{row.size};
+    md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
     commands->setPipeline(argmax);
     commands->setBuffer(0, logits, 0);
     commands->setBytes(1, &args, sizeof args);
     commands->setBuffer(2, tokens, 0);
+    commands->setBuffer(3, mask, 0);
     commands->dispatch(rows, threadsFor(argmax, row.size));
   } else {
     const Pipeline& sampler = device_.pipeline("md_sample_f16");
@@ -113,6 +118,7 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
     commands->setBuffer(5, ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
     commands->setBuffer(6, tokens, 0);
     commands->setBuffer(7, ensure(device_, staging.marks, size_t(row.size) * 4 * rows), 0);
+    commands->setBuffer(8, mask, 0);
     commands->dispatch(rows, threadsFor(sampler, row.size));
   }
   return commands;

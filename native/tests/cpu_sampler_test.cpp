@@ -23,7 +23,7 @@ uint32_t run(const Case& c) {
   k.params.history_count = uint32_t(c.window.size());
   k.params.history_window = uint32_t(c.window.size());
   k.params.bias_count = uint32_t(c.biasTokens.size());
-  md::SamplingInputs in{k.params, k.window.data(), k.biasTokens.data(), k.biasValues.data()};
+  md::SamplingInputs in{k.params, k.window.data(), k.biasTokens.data(), k.biasValues.data(), k.mask.empty() ? nullptr : k.mask.data()};
   std::vector<uint16_t> halves;
   md::LogitsRow row{c.values.data(), md::LogitsFormat::Float32, uint32_t(c.values.size())};
   if (c.isHalf) {
@@ -95,6 +95,31 @@ TEST_P(Steps, BiasIsAddedAndIdsOutsideTheVocabularyAreIgnored) {
   c.biasTokens = {1};
   c.biasValues = {-INFINITY};
   EXPECT_EQ(run(c), 0u);  // a ban
+}
+
+TEST_P(Steps, AMaskRefusesTokensBeforeBiasAndFilters) {
+  Case c = makeCase({1, 5, 2, 3}, GetParam());
+  c.params.flags = MD_FLAG_TOKEN_MASK;
+  c.mask = {0b1101};  // token 1, the argmax, refused
+  EXPECT_EQ(run(c), 3u);
+  c.biasTokens = {1};
+  c.biasValues = {100.0f};  // a bias cannot bring a refused token back
+  EXPECT_EQ(run(c), 3u);
+  c.params.temperature = 1.0f;
+  c.params.top_k = 1;  // top-k counts only allowed tokens
+  EXPECT_EQ(run(c), 3u);
+  c.mask = {0};
+  EXPECT_EQ(run(c), MD_NO_TOKEN);
+}
+
+TEST(CpuSamplerInputs, AMaskFlagWithoutMaskDataIsRefused) {
+  std::vector<float> values{1, 2};
+  md::LogitsRow row{values.data(), md::LogitsFormat::Float32, 2};
+  md::SamplingInputs in{md::greedySamplingParams(2), nullptr, nullptr, nullptr};
+  in.params.flags = MD_FLAG_TOKEN_MASK;
+  EXPECT_STREQ(md::checkSamplingInputs(row, in), "mask: no data");
+  in.params.flags = 4;
+  EXPECT_STREQ(md::checkSamplingInputs(row, in), "flags: unknown flag bits");
 }
 
 TEST_P(Steps, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {

@@ -191,6 +191,8 @@ std::vector<uint32_t> argmaxRows(const void* data, size_t bytes, bool isHalf, ui
   cb->setBuffer(0, *logits, 0);
   cb->setBytes(1, &args, sizeof args);
   cb->setBuffer(2, *tokens, tokenOffset);
+  auto noMask = d.newBuffer(4);
+  cb->setBuffer(3, *noMask, 0);
   cb->dispatch(rows, 1024);
   cb->commit();
   cb->wait();

@@ -1,6 +1,7 @@
 // random_cases.h: random sampling cases for the tests that compare two
 // samplers: realistic spreads, heavy ties, peaks, -inf and NaN, penalties
-// with repeats and out-of-range ids, biases including -inf.
+// with repeats and out-of-range ids, biases including -inf, token masks
+// from dense to allowing one token or none.
 #pragma once
 #include <cmath>
 #include <random>
@@ -46,6 +47,15 @@ inline reference::Case randomCase(std::mt19937& rng, uint32_t vocab, int shape, 
       k.biasValues.push_back(rng() % 4 == 0 ? -INFINITY : uniform(rng, -3, 3));
     }
   }
+  if (rng() % 4 == 0) {
+    // A grammar's mask: most tokens refused, or most allowed; rarely none.
+    const uint32_t density = std::vector<uint32_t>{0, 1, 50, 500, 990}[rng() % 5];
+    k.mask.assign(md_mask_words(vocab), 0u);
+    for (uint32_t t = 0; t < vocab; ++t)
+      if (rng() % 1000 < density) k.mask[t / 32] |= 1u << (t % 32);
+    if (density == 1) k.mask[(rng() % vocab) / 32] |= 1u;  // at least one word set, usually one token
+    p.flags |= MD_FLAG_TOKEN_MASK;
+  }
   p.history_count = p.history_window = uint32_t(k.window.size());
   p.bias_count = uint32_t(k.biasTokens.size());
   return k;
@@ -63,7 +73,7 @@ struct CaseRow {
       for (float v : c.values) halves.push_back(md::halfFromFloat(v));
       row = {halves.data(), md::LogitsFormat::Float16, uint32_t(halves.size())};
     }
-    inputs = {c.params, c.window.data(), c.biasTokens.data(), c.biasValues.data()};
+    inputs = {c.params, c.window.data(), c.biasTokens.data(), c.biasValues.data(), c.mask.empty() ? nullptr : c.mask.data()};
   }
 };
 

@@ -19,6 +19,7 @@ struct Case {
   md_sampling_params params{};
   std::vector<uint32_t> window, biasTokens;
   std::vector<float> biasValues;
+  std::vector<uint32_t> mask;  // the allowed tokens (MD_FLAG_TOKEN_MASK); empty for all
 };
 
 inline float sanitise(float v, bool isHalf) {
@@ -52,6 +53,9 @@ inline uint32_t sample(const Case& c) {
     float offset = float(count) * p.frequency_penalty + p.presence_penalty;
     z[t] = roundTo(y - offset, c.isHalf);
   }
+  if (p.flags & MD_FLAG_TOKEN_MASK)
+    for (size_t t = 0; t < n; ++t)
+      if (!((c.mask[t / 32] >> (t % 32)) & 1u)) z[t] = -INFINITY;
   size_t argmax = 0;
   for (size_t i = 1; i < n; ++i) if (z[i] > z[argmax]) argmax = i;
   const float m = z[argmax];
