@@ -22,6 +22,7 @@ export { generate, Session, type Prompt, type SessionOptions } from './generate/
 export { Generation } from './generate/generation.js';
 export type { GenerateOptions, GeneratedToken, MaskState, OneShotGenerateOptions, TokenMask } from './generate/generate-options.js';
 export type { DecodePath, GenerationResult, GenerationStats, StopReason } from './generate/decode-loop.js';
+export type { MaskStats } from './generate/constraint.js';
 export type { SpeculativeOptions, SpeculativeStats } from './generate/speculative.js';
 export type { DecodeModel, Logits, ModelSequence, SequenceChain, Tokenizer } from './generate/model.js';
 export { ByteTokenizer } from './generate/byte-tokenizer.js';

@@ -95,3 +95,18 @@ it('--speculative adds the decode with n-gram speculation: its speed-up, accepta
   expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, varied prompt .* forward passes per token; the same tokens$/m);
   expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, summarise task \(\d+ prompt tokens\) .* the same tokens$/m);
 });
+
+it('--constrained adds the decode under a JSON schema: its speed against unconstrained and the mask time per token', async () => {
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '16', '--runs', '1',
+    '--compare', 'none', '--constrained', '--json');
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout) as ModelBenchResult;
+  const c = result.constrained!;
+  expect(result.settings.constrained).toBe(true);
+  expect(c.vocabSize).toBe(300);
+  expect(c.ratio).toBeCloseTo(c.constrainedTokensPerSecond / c.plainTokensPerSecond, 6);
+  expect(c.maskMsPerToken).toBeGreaterThan(0);
+  expect(c.constrainedTokens).toBeGreaterThan(1);
+  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--constrained');
+  expect(tables.stdout).toMatch(/^metal-decode \(native\) under a JSON schema .* \d+% of the decode without \([\d.]+\); masks [\d.]+ ms per token at V 300; \d+ tokens under the grammar$/m);
+});

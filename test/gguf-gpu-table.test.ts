@@ -183,6 +183,25 @@ describe('generate() on the emulated device', () => {
     }
   });
 
+  // The chain writes its last token without evaluating it: the next call
+  // must evaluate it (a bug once left its KV entries empty on the GPU).
+  test.each([['greedy', { temperature: 0 }], ['sampled', { temperature: 0.9, seed: 4 }]] as const)('a Session continues after a chained call as a fresh one does (%s)', async (_, sampling) => {
+    const path = join(dir, 'resume.gguf');
+    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 4), logitScale: 1.5 });
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      using session = new Session(model, { backend: 'emulated', contextSize: 64 });
+      const first = await session.generate(PROMPT, { ...sampling, maxTokens: 3 });
+      expect(first.chained).toBe(true);
+      const next = await session.generate([2, 3], { ...sampling, maxTokens: 5 });
+      using fresh = new Session(model, { backend: 'emulated', contextSize: 64 });
+      const same = await fresh.generate([...PROMPT, ...first.tokens, 2, 3], { ...sampling, maxTokens: 5 });
+      expect(next.tokens).toEqual(same.tokens);
+    } finally {
+      model.dispose();
+    }
+  });
+
   test('sampled step by step (a tokenMask that allows every token), the chain\'s tokens: logits rounded to float16 as the chain does', async () => {
     const path = join(dir, 'stepwise.gguf');
     await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 6), logitScale: 1.5 });

@@ -12,6 +12,7 @@ import type { GgufModel, GgufSequence } from '../models/gguf-model.js';
 import type { GenerationResult } from '../generate/decode-loop.js';
 import type { Tokenizer } from '../generate/model.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
+import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';
 import { median } from './stats.js';
 import type { Table } from './tables.js';
 
@@ -27,6 +28,8 @@ export interface ModelBenchSettings {
   compare: 'auto' | 'llama.cpp' | 'none';
   /** Also decode with n-gram speculation (exact verification) and report what it changes. */
   speculative: boolean;
+  /** Also decode under a JSON schema and report the speed against unconstrained and the mask time. */
+  constrained: boolean;
 }
 
 /** Decode with `speculative: true` against without, ours, on one prompt, in the same run. */
@@ -70,6 +73,8 @@ export interface ModelBenchResult {
   ratios: { prefill: number; decode: number; timeToFirstToken: number } | null;
   /** With --speculative: the varied prompt, then the summarise task. */
   speculation: SpeculationResult[] | null;
+  /** With --constrained. */
+  constrained: ConstrainedResult | null;
 }
 
 /** A prompt of valid, varied token ids (the same for both engines). */
@@ -91,6 +96,7 @@ function summary(engine: string, t: Timings, prompt: number, note: string): Engi
 
 async function benchOurs(s: ModelBenchSettings): Promise<{
   result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult[] | null;
+  constrained: ConstrainedResult | null;
 }> {
   const before = process.memoryUsage().rss;
   const model = await loadModel(s.model, { threads: s.threads });
@@ -120,10 +126,11 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
     }
     const residentBytes = process.memoryUsage().rss - before;
     const speculation = s.speculative ? await benchSpeculation(s, model, prompt, tokenBias) : null;
+    const constrained = s.constrained ? await benchConstrained(s, model, prompt, tokenBias) : null;
     const note = s.backend === 'native'
       ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
       : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
-    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation };
+    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation, constrained };
   } finally {
     model.dispose();
   }
@@ -255,7 +262,7 @@ export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResul
       timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
     }
     : null;
-  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation };
+  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation, constrained: ours.constrained };
 }
 
 export function modelBenchTables(r: ModelBenchResult): Table[] {
@@ -273,6 +280,14 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
       '-', n(x.decodeTokensPerSecond, 2), '-',
       `${x.speedup.toFixed(2)}x the decode without (${n(x.plainTokensPerSecond, 2)}); ${(100 * x.acceptanceRate).toFixed(0)}% of drafts kept, ` +
       `${x.forwardPassesPerToken.toFixed(2)} forward passes per token; ${x.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
+    ]);
+  }
+  const c = r.constrained;
+  if (c) {
+    speed.rows.push([
+      `${r.engines[0].engine} under a JSON schema`, '-', n(c.constrainedTokensPerSecond, 2), '-',
+      `${(100 * c.ratio).toFixed(0)}% of the decode without (${n(c.plainTokensPerSecond, 2)}); masks ${c.maskMsPerToken.toFixed(3)} ms per token at V ${c.vocabSize}; ` +
+      `${c.constrainedTokens} tokens under the grammar`,
     ]);
   }
   const budget = r.fileBytes + r.kvCacheBytes;

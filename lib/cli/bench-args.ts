@@ -56,6 +56,8 @@ Options:
                      (the same tables on CPU fibers: for checking, its speed means nothing)
   --speculative      also decode with n-gram speculation (exact: the same tokens) and show
                      its decode tokens/s, the share of drafts kept and forward passes per token
+  --constrained      also decode under a JSON schema (the grammar's mask every token) and show
+                     its decode tokens/s against unconstrained and the mask time per token
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)
@@ -90,7 +92,7 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative']);
+  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative', 'constrained']);
   const backend = values.backend ?? 'native';
   if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
     throw new UsageError(`Expected native, metal or emulated for --backend but received ${JSON.stringify(backend)}`);
@@ -107,6 +109,7 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
       runs: integer('runs', values.runs, 3, 1000),
       compare: compareOption(values.compare),
       speculative: flags.speculative,
+      constrained: flags.constrained,
     },
   };
 }

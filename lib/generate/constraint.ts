@@ -23,6 +23,34 @@ export interface Constraint {
   dispose(): void;
 }
 
+/** What computing a constraint's masks cost in one generation. */
+export interface MaskStats {
+  /** Masks computed (one per token, one per draft row). */
+  masks: number;
+  /** Milliseconds spent computing them, on the main thread. */
+  maskMs: number;
+}
+
+/** `constraint` with the time of each next() added to `stats`. */
+export function timedConstraint(constraint: Constraint, stats: MaskStats): Constraint {
+  return {
+    get completeReason() { return constraint.completeReason; },
+    get ended() { return constraint.ended; },
+    async next(generated, position) {
+      const start = performance.now();
+      try {
+        return await constraint.next(generated, position);
+      } finally {
+        stats.masks++;
+        stats.maskMs += performance.now() - start;
+      }
+    },
+    accept: (token) => constraint.accept(token),
+    rollBack: (count) => constraint.rollBack(count),
+    dispose: () => constraint.dispose(),
+  };
+}
+
 export function allows(mask: Uint32Array, token: number): boolean {
   return (mask[token >>> 5] & (1 << (token & 31))) !== 0;
 }

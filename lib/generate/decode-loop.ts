@@ -9,12 +9,12 @@ import type { BackendName } from '../backends.js';
 import { AbortError, invalidParameterError, NoTokenError } from '../errors.js';
 import type { GeneratedToken, ResolvedGenerate } from './generate-options.js';
 import { grammarConstraint } from '../grammar/grammar.js';
-import { allows, tokenMaskConstraint, type Constraint } from './constraint.js';
+import { allows, timedConstraint, tokenMaskConstraint, type Constraint, type MaskStats } from './constraint.js';
 import { ABORTED, EventLoopTurns, unlessAborted } from './event-loop.js';
 import type { DecodeModel, DraftGather, DraftVerifier, Logits, ModelSequence } from './model.js';
 import { keepsDraft, residualDraw, speculativeUniform, verifyByRejection } from './rejection.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
-import { applyMask, StepSampler } from './step-sampler.js';
+import { StepSampler } from './step-sampler.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
 
 export type DecodePath = 'greedy' | 'sampled' | 'constrained';
@@ -42,6 +42,8 @@ export interface GenerationStats {
   decodeTokensPerSecond: number;
   /** With the speculative option: drafts, acceptance and forward passes. */
   speculative?: SpeculativeStats;
+  /** On the constrained path (grammar or tokenMask): the masks computed and their time. */
+  constrained?: MaskStats;
 }
 
 export interface GenerationResult {
@@ -101,7 +103,9 @@ export class DecodeRun {
   readonly #path: DecodePath;
   readonly #chained: boolean;
   readonly #verifiesOnGpu: boolean;  // speculative, verified by the chain's tables (only ids come back)
+  readonly #masksOnGpu: boolean;     // constrained, each token sampled on the GPU under the uploaded mask
   #constraint: Constraint | undefined;  // the constrained path's grammar or tokenMask, open while the run is
+  readonly #maskStats: MaskStats = { masks: 0, maskMs: 0 };
   #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
   #promptTokens = 0;
   #generated = 0;             // tokens accepted from the model this call (kept or held)
@@ -130,6 +134,7 @@ export class DecodeRun {
     this.#chained = !constrained && !options.speculative && state.sequence.chain !== undefined;
     // Constrained drafts are verified from the rows' logits, each row masked on the CPU.
     this.#verifiesOnGpu = !constrained && options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
+    this.#masksOnGpu = constrained && !options.speculative && state.sequence.chain?.openMaskedSteps !== undefined;
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -155,6 +160,7 @@ export class DecodeRun {
         this.#prefillMs = performance.now() - this.#started;
         if (logits === ABORTED) this.#stop = { reason: 'abort' };
         else if (this.#chained) yield* this.#decodeChained();
+        else if (this.#masksOnGpu) yield* this.#decodeMaskedOnGpu();
         else if (this.#o.speculative) yield* this.#decodeSpeculative(logits);
         else yield* this.#decodeStepwise(logits);
       }
@@ -179,8 +185,8 @@ export class DecodeRun {
   async #openConstraint(): Promise<Constraint | undefined> {
     const { grammar, tokenMask } = this.#o;
     const model = this.#state.model;
-    if (grammar !== undefined) return grammarConstraint(model, grammar);
-    return tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+    const constraint = grammar !== undefined ? await grammarConstraint(model, grammar) : tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+    return constraint && timedConstraint(constraint, this.#maskStats);
   }
 
   // This call's tokens so far: what a constraint's mask depends on.
@@ -206,7 +212,7 @@ export class DecodeRun {
   // token); the step-by-step paths evaluate it and keep the logits.
   async #prefill(): Promise<Logits | undefined | typeof ABORTED> {
     const state = this.#state;
-    if (this.#chained || this.#verifiesOnGpu) {
+    if (this.#chained || this.#verifiesOnGpu || this.#masksOnGpu) {
       await state.sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
       state.synced = state.length;
       return undefined;
@@ -235,9 +241,11 @@ export class DecodeRun {
     if (count > 0) {
       const chunks = state.sequence.chain!.run(this.#o.chainSampling, state.length - 1, count, this.#o.chunkSize);
       for await (const chunk of chunks) {
-        // The chain wrote these tokens into the model's sequence itself.
+        // The chain evaluated every token up to this one and wrote this one
+        // into the model's sequence without evaluating it (the next step
+        // would): it counts as unseen, so a later call evaluates it.
         for (const token of chunk.tokens) {
-          state.synced = state.length + 1;
+          state.synced = state.length;
           yield* this.#accept(token);
           if (this.#stop) return;  // leaving the loop waits for the chunk still on the GPU
         }
@@ -261,11 +269,41 @@ export class DecodeRun {
       logits = await evaluated;
       if (logits === ABORTED) return void (this.#stop = { reason: 'abort' });
       if (mask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
-      if (mask) logits = applyMask(logits, mask);
-      const token = await sampler.sample(logits, state.length, state.view());
+      const token = await sampler.sample(logits, state.length, state.view(), mask);
       logits = undefined;
       yield* this.#accept(token);
       if (this.#stop) return;
+    }
+  }
+
+  // Constrained on the GPU: per token, the forward pass is submitted, the
+  // mask computed meanwhile and uploaded, and the token picked on the GPU
+  // (with the sampling the chain uses), so no logits come back. The picked
+  // token is in the model's sequence; the next step evaluates it.
+  async *#decodeMaskedOnGpu(): AsyncGenerator<GeneratedToken, void, undefined> {
+    const state = this.#state;
+    const constraint = this.#constraint!;
+    const steps = state.sequence.chain!.openMaskedSteps!(this.#o.chainSampling);
+    try {
+      for (;;) {
+        await this.#turns.maybeTurn();
+        if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+        if (this.#atLimit()) return yield* this.#stopAtLimit();
+        const position = state.length - 1;
+        const maskFor = () => constraint.next(this.#generatedTokens(), state.length);
+        const token = await unlessAborted(steps.step(state.tokens[position], position, maskFor), this.#o.signal);
+        if (token === ABORTED) {
+          state.synced = Math.min(state.synced, position);
+          return void (this.#stop = { reason: 'abort' });
+        }
+        if (token === null) return yield* this.#stopWith({ reason: constraint.completeReason });
+        if (token < 0) throw new NoTokenError();
+        state.synced = state.length;  // evaluated up to here; the picked token is written, not evaluated
+        yield* this.#accept(token);
+        if (this.#stop) return;
+      }
+    } finally {
+      await steps.dispose();  // after an abort, once the GPU is done with the step
     }
   }
 
@@ -406,19 +444,20 @@ export class DecodeRun {
       const rejection = this.#rejects(sampler);
       for (let r = 0; r < rows.length; r++) {
         let token: number, kept: boolean;
+        let mask: Uint32Array | undefined;
         if (constrained) {
-          const mask = constrained.masks[r];
-          if (mask === undefined) break;  // after a draft token the grammar refuses: never reached, that draft is rejected
-          if (mask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
-          rows[r] = applyMask(rows[r], mask);
+          const rowMask = constrained.masks[r];
+          if (rowMask === undefined) break;  // after a draft token the grammar refuses: never reached, that draft is rejected
+          if (rowMask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
+          mask = rowMask;
         }
         if (rejection && r < draft.length) {
           // Speculative sampling's test (the token after a wholly kept draft is sampled as usual).
-          const p = sampler.distribution(rows[r], state.length, state.view());
+          const p = sampler.distribution(rows[r], state.length, state.view(), mask);
           const u = speculativeUniform(sampler.seed, state.length, 'accept'), v = speculativeUniform(sampler.seed, state.length, 'residual');
           ({ token, kept } = verifyByRejection(p, draft[r], proposed.probabilities?.[r], u, v));
         } else {
-          token = await sampler.sample(rows[r], state.length, state.view());
+          token = await sampler.sample(rows[r], state.length, state.view(), mask);
           kept = r < draft.length && token === draft[r];
         }
         yield* this.#accept(token);
@@ -560,6 +599,7 @@ export class DecodeRun {
             forwardPassesPerToken: this.#generated > 0 ? this.#forwardPasses / this.#generated : 0,
           },
         }),
+        ...(this.#path === 'constrained' && { constrained: { ...this.#maskStats } }),
       },
     };
     return this.result;

@@ -41,7 +41,7 @@ export interface MaskState {
  */
 export type TokenMask = (state: MaskState) => Uint32Array | null;
 
-export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'history' | 'backend'> {
+export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'> {
   /** The most tokens to generate; 0 evaluates the prompt and generates nothing. Default: until the context is full. */
   maxTokens?: number;
   /** Aborting stops generation at the next token: generate rejects with an AbortError, or see stopOnAbortSignal. */
@@ -84,7 +84,7 @@ export interface OneShotGenerateOptions extends GenerateOptions {
 
 export interface ResolvedGenerate {
   /** The options the chain's sampling table takes (seed fixed, so the chain and the CPU draw the same). */
-  chainSampling: Omit<SampleOptions, 'position' | 'history' | 'backend'>;
+  chainSampling: Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'>;
   sampling: ResolvedSampling;
   maxTokens: number;
   signal: AbortSignal | undefined;
@@ -101,7 +101,8 @@ export interface ResolvedGenerate {
 const LOOP_OPTION_NAMES = [
   'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'grammar', 'chunkSize', 'speculative',
 ];
-const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend'].includes(name));
+// A call's position and history are the session's; its masks are tokenMask's or grammar's.
+const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend', 'mask'].includes(name));
 const GENERATE_NAMES = new Set([...SAMPLING_NAMES, ...LOOP_OPTION_NAMES]);
 const ONE_SHOT_NAMES = new Set([...GENERATE_NAMES, 'backend', 'contextSize']);
 

@@ -80,6 +80,26 @@ export interface SequenceChain {
    * submission per draft, only token ids back.
    */
   openVerifier?(sampling: ChainSamplingOptions): DraftVerifier;
+  /**
+   * Constrained decoding on the GPU, with the sampling of run(): each token
+   * sampled on the GPU under a mask the CPU uploads, only its id back.
+   */
+  openMaskedSteps?(sampling: ChainSamplingOptions): MaskedSteps;
+}
+
+/** One constrained token per step; dispose() waits for the GPU and frees the tables. */
+export interface MaskedSteps {
+  /**
+   * Evaluates `token` at `position` and picks the token after it as run()
+   * would, among the tokens the mask allows: the forward pass is submitted
+   * first, then maskFor() is called (its work overlaps the GPU's) and the
+   * pick submitted with its mask. The picked token is then in the
+   * sequence at position + 1. Resolves with it, -1 when the mask allowed
+   * no token with a logit above -Infinity, or null (nothing picked) when
+   * maskFor() resolves null.
+   */
+  step(token: number, position: number, maskFor: () => Promise<Uint32Array | null>): Promise<number | null>;
+  dispose(): Promise<void>;
 }
 
 /** Verifies drafts with the sampling it was opened with; dispose() frees its tables. */

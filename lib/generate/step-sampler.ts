@@ -38,10 +38,11 @@ export class StepSampler {
 
   /**
    * The token at `position`, with `sequence` (every token before it) as the
-   * penalty history, exactly as sample() would draw it.
+   * penalty history, among the tokens `mask` allows (all without one),
+   * exactly as sample() would draw it.
    */
-  async sample(row: Logits, position: number, sequence: Uint32Array): Promise<number> {
-    const s = this.#at(position, sequence);
+  async sample(row: Logits, position: number, sequence: Uint32Array, mask?: Uint32Array): Promise<number> {
+    const s = this.#at(position, sequence, mask);
     const logits = this.#asSampled(row, s);
     let token: number;
     switch (this.#backend) {
@@ -62,8 +63,8 @@ export class StepSampler {
   }
 
   /** The distribution sample() draws from at `position` (speculative rejection sampling); NoTokenError when it is empty. */
-  distribution(logits: Logits, position: number, sequence: Uint32Array): Float64Array {
-    const s = this.#at(position, sequence);
+  distribution(logits: Logits, position: number, sequence: Uint32Array, mask?: Uint32Array): Float64Array {
+    const s = this.#at(position, sequence, mask);
     const p = samplingDistribution(this.#asSampled(logits, s), s);
     if (p === null) throw new NoTokenError();
     return p;
@@ -74,17 +75,7 @@ export class StepSampler {
     return gpu && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s) ? toFloat16Array(logits) : logits;
   }
 
-  #at(position: number, sequence: Uint32Array): ResolvedSampling {
-    return { ...this.#sampling, position, window: sequence.subarray(Math.max(0, sequence.length - this.#sampling.lastTokens)) };
+  #at(position: number, sequence: Uint32Array, mask: Uint32Array | undefined): ResolvedSampling {
+    return { ...this.#sampling, position, window: sequence.subarray(Math.max(0, sequence.length - this.#sampling.lastTokens)), mask };
   }
-}
-
-/** `logits` with every token the bitmask does not allow set to -Infinity (a copy). */
-export function applyMask(logits: Logits, mask: Uint32Array): Logits {
-  const masked = logits.slice();
-  const minusInfinity = masked instanceof Uint16Array ? 0xfc00 : -Infinity;
-  for (let t = 0; t < masked.length; t++) {
-    if ((mask[t >>> 5] & (1 << (t & 31))) === 0) masked[t] = minusInfinity;
-  }
-  return masked;
 }

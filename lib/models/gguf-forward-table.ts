@@ -20,7 +20,7 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { needsSamplingKernel, noMask, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -60,6 +60,7 @@ export class GgufForwardTable implements VerificationTables {
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
+  #maskBuffer: GpuBuffer | undefined;       // constrained decoding: the tokens the grammar allows
   #scratch: SamplingScratch | undefined;
   #verifyScratch: SamplingScratch | undefined;  // verification: the sampling kernel's, one row per token
   #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
@@ -351,15 +352,37 @@ export class GgufForwardTable implements VerificationTables {
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
     const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
-    const rows = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
-    const table = this.#oneToken()
-      .add('md_half_from_f32', {
-        label: 'logits to float16', buffers: [{ index: 0, buffer: this.logits }, { index: 1, buffer: this.#halfLogits }],
-        params: { index: 2, bytes: rows }, ...grid(n, 256),
-      })
-      .add('md_sample_f16', spec)
-      .build();
+    const table = this.#oneToken().add('md_half_from_f32', this.#toHalf()).add('md_sample_f16', spec).build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
+  }
+
+  /** The buffer masked picks read their mask from: one bit per token. */
+  get maskBuffer(): GpuBuffer {
+    return (this.#maskBuffer ??= this.#buffer(maskWords(this.#vocabSize) * 4));
+  }
+
+  /** What a pick writes when every logit is -Infinity. */
+  get noToken(): number {
+    return this.device.addon.noToken;
+  }
+
+  /**
+   * The pick of the token after the logits `forward` left, under the mask
+   * buffer, as tableFor(options) picks it: md_argmax_f32 over the float32
+   * logits, or the logits as float16 and md_sample_f16. The token goes to
+   * slot p + 1 of the token buffer. The caller disposes it.
+   */
+  maskedPickTable(options: ChainSamplingOptions): DispatchTable {
+    const b = new DispatchTableBuilder(this.device);
+    if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
+      return b.add('md_argmax_f32', { ...this.#argmax(this.logits, 1, this.tokens, this.maskBuffer), label: 'masked argmax' }).build();
+    }
+    const n = this.#vocabSize;
+    this.#halfLogits ??= this.#buffer(n * 2);
+    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch(), this.tokens, this.maskBuffer);
+    const table = b.add('md_half_from_f32', this.#toHalf()).add('md_sample_f16', { ...spec, label: 'masked sample' }).build();
+    bias.dispose();
     return table;
   }
 
@@ -377,6 +400,17 @@ export class GgufForwardTable implements VerificationTables {
     for (const b of this.#buffers) b.dispose();
   }
 
+  // The last token's logits as float16, for md_sample_f16.
+  #toHalf(): CommandSpec {
+    const n = this.#vocabSize;
+    this.#halfLogits ??= this.#buffer(n * 2);
+    const rows = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
+    return {
+      label: 'logits to float16', buffers: [{ index: 0, buffer: this.logits }, { index: 1, buffer: this.#halfLogits }],
+      params: { index: 2, bytes: rows }, ...grid(n, 256),
+    };
+  }
+
   #oneToken(): DispatchTableBuilder {
     return this.#commands(new DispatchTableBuilder(this.device), 1, 'last');
   }
@@ -390,14 +424,15 @@ export class GgufForwardTable implements VerificationTables {
     return scratch;
   }
 
-  // md_argmax_f32 over `rows` rows of logits: row r's token to slot p + 1 + r of `out`.
-  #argmax(logits: GpuBuffer, rows: number, out: GpuBuffer): CommandSpec {
+  // md_argmax_f32 over `rows` rows of logits: row r's token to slot p + 1 + r of `out`; with `mask`, among the tokens it allows.
+  #argmax(logits: GpuBuffer, rows: number, out: GpuBuffer, mask?: GpuBuffer): CommandSpec {
     const layout = this.device.addon.layouts.argmaxParams;
     const params = new DataView(new ArrayBuffer(layout.size));
     params.setUint32(layout.vocabSize, this.#vocabSize, true);
+    params.setUint32(layout.flags, mask ? this.device.addon.tokenMaskFlag : 0, true);
     return {
       label: 'argmax',
-      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: noMask(this.device) }],
+      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: mask ?? noMask(this.device) }],
       params: { index: 1, bytes: new Uint8Array(params.buffer) },
       threadgroups: rows,
       threadsPerThreadgroup: Math.min(1024, Math.floor(this.device.maxThreadsPerThreadgroup('md_argmax_f32') / 32) * 32),

@@ -4,11 +4,14 @@
 // model: the prompt goes through the batched tables (prefillBatch tokens
 // per submission), then the greedy or sampled table generates chunk by
 // chunk with no CPU round trip between tokens. Speculative decoding
-// verifies each draft with one run of a verification table (TableVerifier).
+// verifies each draft with one run of a verification table (TableVerifier);
+// constrained decoding samples each token on the GPU under the grammar's
+// mask (TableMaskedSteps).
 import type { BackendName } from '../backends.js';
-import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
+import type { DraftVerifier, Logits, MaskedSteps, ModelSequence, SequenceChain } from '../generate/model.js';
 import { ChainRunner, type ChainChunk } from '../gpu/chain.js';
 import type { ChainSamplingOptions } from '../gpu/sampling-command.js';
+import { TableMaskedSteps } from '../gpu/masked-steps.js';
 import { TableVerifier } from '../gpu/table-verifier.js';
 import type { GgufForwardTable } from './gguf-forward-table.js';
 
@@ -83,6 +86,10 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
 
   openVerifier(sampling: ChainSamplingOptions): DraftVerifier {
     return new TableVerifier(this.#table, sampling);
+  }
+
+  openMaskedSteps(sampling: ChainSamplingOptions): MaskedSteps {
+    return new TableMaskedSteps(this.#table, sampling);
   }
 
   dispose(): void {

@@ -201,6 +201,8 @@ export interface NativeAddon {
   readonly samplingSlots: Readonly<Record<SamplingSlotName | 'count', number>>;
   /** What sampleRow returns when every logit is -Infinity. */
   readonly noToken: number;
+  /** MD_FLAG_TOKEN_MASK: the params flag that makes a sampling or argmax kernel read its mask buffer. */
+  readonly tokenMaskFlag: number;
   /** One sampling step on the CPU (native/core/cpu_sampler.h). */
   sampleRow(...args: SamplingArguments): number;
   /** The bigram model's CPU forward (native/core/bigram_forward.h): writes logits.length float16 logits. */

@@ -129,6 +129,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
       InstanceValue("samplingSlots", slots, napi_enumerable),
       InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
+      InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),
       InstanceValue("patchRules", patchRules(env), napi_enumerable),
       InstanceValue("layouts", layouts(env), napi_enumerable),
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),

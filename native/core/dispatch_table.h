@@ -18,7 +18,7 @@
 
 namespace md {
 
-constexpr uint32_t kMaxCommandBuffers = 8;   // buffers one command binds
+constexpr uint32_t kMaxCommandBuffers = 12;  // buffers one command binds (md_draft_probability_f16: 9)
 constexpr uint32_t kMaxInlineParams = 64;    // bytes of setBytes parameters
 constexpr uint32_t kMaxBufferIndex = 30;     // Metal's [[buffer(n)]] limit
 constexpr uint8_t kNoField = 0xFF;           // an unused Patch field
