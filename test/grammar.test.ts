@@ -239,6 +239,12 @@ describe('the grammar option', () => {
     [{ grammar: { type: 'regex', pattern: '' } }, RangeError, 'Expected a non-empty string for grammar.pattern but received "" (string)'],
     [{ grammar: { type: 'json', schema: [] } }, TypeError, 'Expected a JSON schema (a plain object or a boolean) for grammar.schema but received an array of length 0'],
     [{ grammar: { type: 'regex', pattern: 'a', flags: 'i' } }, TypeError, 'Unknown option grammar.flags; the options are: type, pattern'],
+    [{ grammar: { type: 'json', schema: { type: 'array', items: { type: 'integer' }, uniqueItems: true } } }, RangeError,
+      'Expected no uniqueItems: the grammar engine does not enforce it, so output could fail your schema (check the parsed array yourself) for grammar.schema.uniqueItems but received true (boolean)'],
+    [{ grammar: { type: 'json', schema: { type: 'object', properties: { not: { type: 'object', properties: { n: { type: 'integer', multipleOf: 2 } } } } } } }, RangeError,
+      'Expected no multipleOf: the grammar engine does not enforce it, so output could fail your schema (check the parsed number yourself) for grammar.schema.properties["not"].properties["n"].multipleOf but received 2 (number)'],
+    [{ grammar: { type: 'json', schema: { anyOf: [{ type: 'string' }, { if: { type: 'string' } }] } } }, RangeError,
+      'Expected no if: the grammar engine does not enforce it, so output could fail your schema (use anyOf of the cases) for grammar.schema.anyOf[1].if but received an object (Object)'],
   ])('%j is refused before anything runs', async (options, kind, message) => {
     expect(() => generate(model, 'x', { ...(options as GenerateOptions), backend: 'native', contextSize: 64 })).toThrow(new kind(message));
   });

@@ -3,6 +3,7 @@
 import { invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
+import { checkEnforcedKeywords } from './schema-keywords.js';
 
 /** A JSON Schema (draft 2020-12 keywords the grammar engine supports; see docs/structured-output.md). */
 export type JsonSchema = boolean | { [keyword: string]: unknown };
@@ -48,6 +49,7 @@ export function resolveGrammarSpec(value: unknown, name = 'grammar'): ResolvedGr
       throw invalidParameterError(`${name}.schema`, `a JSON schema that JSON.stringify can write (${(error as Error).message})`, schema, 'range');
     }
     spec = text === undefined ? { type } : { type, schema: JSON.parse(text) as JsonSchema };
+    checkEnforcedKeywords(spec.schema, `${name}.schema`);
   } else if (type === 'regex') {
     spec = { type, pattern: nonEmptyString(`${name}.pattern`, value.pattern) };
   } else {
