@@ -11,9 +11,12 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 
-import { createGrammar, generate, GrammarError, Session, type GenerateOptions, type GgufModel, type JsonSchema } from '../lib/index.js';
-import { xgrammar } from '../lib/grammar/xgrammar.js';
+import { ChatSession, createGrammar, generate, GrammarError, loadModel, Session, type GenerateOptions, type GgufModel, type JsonSchema } from '../lib/index.js';
+import { seededRandom } from '../lib/bench/logit-rows.js';
+import { engine as currentEngine } from '../lib/grammar/xgrammar.js';
 import { biasTowards, grammarModel } from './grammar-model.js';
+import { writeRandomModel } from './gguf/random-model.js';
+import { variantSpec } from './gguf/variants.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-grammar-'));
 let model: GgufModel;
@@ -26,6 +29,13 @@ afterAll(() => {
   model?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
+
+// A model with the synthetic 300-token vocabulary.
+async function tinyModel(): Promise<GgufModel> {
+  const path = join(dir, 'tiny.gguf');
+  await writeRandomModel(path, variantSpec('qwen3', 'Q8_0', 2));
+  return loadModel(path, { threads: 1 });
+}
 
 const SCHEMAS: Record<string, JsonSchema> = {
   'nested objects': {
@@ -190,6 +200,53 @@ describe('the grammar option', () => {
     expect(again.tokens).toEqual(first.tokens);
   });
 
+  test('a ChatSession reply under a schema parses; the next turn sees it in the history and is constrained again', async () => {
+    const grammar = await model.createGrammarForJsonSchema<{ color: string; size: string }>(SCHEMAS.enums);
+    using chat = new ChatSession(model, { backend: 'native', contextSize: 1024 });
+    const first = await chat.promptWithMeta('Pick a color and a size, as JSON.', { grammar, temperature: 0.7, seed: 2 });
+    expect(first.stopReason).toBe('grammarComplete');
+    expect(['red', 'green', 'blue']).toContain(grammar.parse(first.responseText).color);
+    const second = await chat.promptWithMeta('Another one.', { grammar, temperature: 0.7, seed: 3 });
+    expect(second.stopReason).toBe('grammarComplete');
+    expect(['S', 'M', 'L']).toContain(grammar.parse(second.responseText).size);
+    expect(chat.getChatHistory().filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual([first.responseText, second.responseText]);
+  });
+
+  // A refusal unwinds no C++ frame in the engine: its stack ran out after
+  // about 60 of them, until a refusal retired the instance. The tiny model's
+  // vocabulary keeps the restarts quick.
+  test('the engine survives 300 malformed schemas, regexes and grammars: each compiles or is an error, and the process and engine carry on', async () => {
+    const tiny = await tinyModel();
+    const random = seededRandom(7);
+    // ('^' or '$' mid-pattern and unknown escapes are warnings, tested below, not errors.)
+    const pieces = ['[', ']', '(', ')', '{', '}', '*', '+', '?', '|', '"', 'a', '::=', 'root', ' ', '\n', '-', '0', ',', '{2,1}', '\\d'];
+    const text = () => Array.from({ length: 1 + Math.floor(random() * 12) }, () => pieces[Math.floor(random() * pieces.length)]).join('');
+    const values = [true, false, null, 0, -1, 1.5, 'x', [], {}, { type: 'string' }, { $ref: '#/nowhere' }];
+    const keys = ['type', 'properties', 'items', 'required', 'enum', 'minLength', 'maximum', 'anyOf', '$ref', 'pattern', 'format', 'prefixItems'];
+    const schema = (depth: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
+      const key = keys[Math.floor(random() * keys.length)];
+      return [key, depth < 2 && random() < 0.3 ? schema(depth + 1) : values[Math.floor(random() * values.length)]];
+    }));
+    let compiled = 0, refused = 0;
+    for (let i = 0; i < 300; i++) {
+      const spec = i % 3 === 0 ? { type: 'regex', pattern: text() } : i % 3 === 1 ? { type: 'ebnf', grammar: `root ::= ${text()}` } : { type: 'json', schema: schema(0) };
+      try {
+        await createGrammar(tiny, spec as never);
+        compiled++;
+      } catch (error) {
+        expect(error instanceof GrammarError || error instanceof TypeError || error instanceof RangeError, String(error)).toBe(true);
+        refused++;
+      }
+    }
+    expect(compiled).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(100);
+    const ok = await generate(tiny, 'x', { grammar: { type: 'regex', pattern: 'fine' }, backend: 'native', contextSize: 64 });
+    expect(ok.text).toBe('fine');
+    const grammar = await createGrammar(model, { type: 'regex', pattern: 'also fine' });  // compiled before, on a retired instance: compiled again
+    expect((await generate(model, 'x', { grammar, backend: 'native', contextSize: 64 })).text).toBe('also fine');
+    tiny.dispose();
+  }, 120_000);
+
   test('maxTokens before the grammar is complete: stopReason maxTokens, and parse() says the JSON is incomplete', async () => {
     const grammar = await model.createGrammarForJsonSchema(SCHEMAS.numbers);
     const result = await generate(model, 'x', { seed: 1, temperature: 1, grammar, maxTokens: 3, backend: 'native', contextSize: 256 });
@@ -197,8 +254,23 @@ describe('the grammar option', () => {
     expect(() => grammar.parse(result.text)).toThrow(/^The text is not complete JSON \(did generation stop before the grammar was complete\?\): /);
   });
 
+  test('the engine\'s warnings are Node warnings (code MD_GRAMMAR_WARNING), without its build paths', async () => {
+    const warnings: Error[] = [];
+    const collect = (w: Error) => void warnings.push(w);
+    process.on('warning', collect);
+    try {
+      await createGrammar(model, { type: 'regex', pattern: 'ab^c' });
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', collect);
+    }
+    const ours = warnings.filter((w) => (w as Error & { code?: string }).code === 'MD_GRAMMAR_WARNING');
+    expect(ours.length).toBeGreaterThan(0);  // the engine reads the pattern more than once, and warns each time
+    expect(new Set(ours.map((w) => w.message))).toEqual(new Set(["grammar engine: Regex parsing warning at position 3: '^' should be at the start of the regex, but found in the middle. It is ignored."]));
+  });
+
   test('a spec is compiled once per model; a Grammar is for the model it was compiled for', async () => {
-    const engine = await xgrammar();
+    const { xgrammar: engine } = await currentEngine();
     const compile = vi.spyOn(engine.GrammarCompiler.prototype, 'compileGrammar');
     const spec = { type: 'ebnf', grammar: 'root ::= "yes" | "no"' } as const;
     const results = [];

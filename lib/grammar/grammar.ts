@@ -5,9 +5,9 @@ import type { CompiledGrammar, GrammarMatcher } from '@mlc-ai/web-xgrammar';
 import { invalidParameterError } from '../errors.js';
 import type { Constraint } from '../generate/constraint.js';
 import type { DecodeModel } from '../generate/model.js';
-import { resolveGrammarSpec, type GrammarSpec, type JsonSchema } from './grammar-spec.js';
+import { resolveGrammarSpec, type GrammarSpec, type JsonSchema, type ResolvedGrammarSpec } from './grammar-spec.js';
 import { compiledGrammar } from './model-grammars.js';
-import { engineCall, GrammarError, xgrammar } from './xgrammar.js';
+import { engineCall, GrammarError, type Engine } from './xgrammar.js';
 
 const owner = Symbol('Grammar');
 
@@ -18,13 +18,20 @@ const owner = Symbol('Grammar');
  */
 export class Grammar<T = unknown> {
   readonly #model: DecodeModel;
-  readonly #compiled: CompiledGrammar;
+  readonly #resolved: ResolvedGrammarSpec;
+  #compiled: { engine: Engine; compiled: CompiledGrammar };
 
   /** @internal Use createGrammar() or createGrammarForJsonSchema(). */
-  constructor(key: typeof owner, model: DecodeModel, readonly spec: GrammarSpec, compiled: CompiledGrammar) {
+  constructor(key: typeof owner, model: DecodeModel, resolved: ResolvedGrammarSpec, compiled: { engine: Engine; compiled: CompiledGrammar }) {
     if (key !== owner) throw new TypeError('Use createGrammar(model, spec) or createGrammarForJsonSchema(model, schema)');
     this.#model = model;
+    this.#resolved = resolved;
     this.#compiled = compiled;
+  }
+
+  /** What the grammar was made from. */
+  get spec(): GrammarSpec {
+    return this.#resolved.spec;
   }
 
   /** The model whose vocabulary the grammar was compiled for. */
@@ -52,9 +59,11 @@ export class Grammar<T = unknown> {
     if (model !== this.#model) {
       throw invalidParameterError('grammar', 'a Grammar created for the model being generated with (a grammar is compiled against its vocabulary)', this, 'range');
     }
-    const engine = await xgrammar();
-    const matcher = await engineCall('The grammar engine could not start a matcher', () =>
-      engine.GrammarMatcher.createGrammarMatcher(this.#compiled, [...model.eosTokens]));
+    // Compiled again if the engine instance it was compiled on was retired since.
+    if (this.#compiled.engine.retired) this.#compiled = await compiledGrammar(model, this.#resolved);
+    const { engine, compiled } = this.#compiled;
+    const matcher = await engineCall(engine, 'The grammar engine could not start a matcher', () =>
+      engine.xgrammar.GrammarMatcher.createGrammarMatcher(compiled, [...model.eosTokens]));
     return new GrammarConstraint(matcher, model.eosTokens);
   }
 }
@@ -62,7 +71,7 @@ export class Grammar<T = unknown> {
 /** `spec` compiled for `model`; compiled once per model and spec. Throws GrammarError when the engine refuses it. */
 export async function createGrammar<T = unknown>(model: DecodeModel, spec: GrammarSpec): Promise<Grammar<T>> {
   const resolved = resolveGrammarSpec(spec);
-  return new Grammar<T>(owner, model, resolved.spec, await compiledGrammar(model, resolved));
+  return new Grammar<T>(owner, model, resolved, await compiledGrammar(model, resolved));
 }
 
 /** As node-llama-cpp's createGrammarForJsonSchema: JSON that validates against `schema`; parse() returns the value. */

@@ -18,18 +18,22 @@ import { invalidParameterError } from '../errors.js';
 import type { DecodeModel } from '../generate/model.js';
 import { byteLevelOfBytes } from '../tokenizers/byte-level.js';
 import type { GrammarSpec, ResolvedGrammarSpec } from './grammar-spec.js';
-import { engineCall, xgrammar } from './xgrammar.js';
+import { engine, engineCall, type Engine } from './xgrammar.js';
 
+/** A model's vocabulary and grammars on one engine instance. */
 interface ModelGrammars {
+  engine: Engine;
   info: TokenizerInfo;
   compiler: GrammarCompiler;
   compiled: Map<string, Promise<CompiledGrammar>>;
 }
 
 const perModel = new WeakMap<DecodeModel, Promise<ModelGrammars>>();
-// The engine's objects live in WebAssembly memory, which the garbage collector does not see.
+// The engine's objects live in WebAssembly memory, which the garbage
+// collector does not see. A retired instance is left to the collector whole.
 const freeWithModel = new FinalizationRegistry<Promise<ModelGrammars>>((grammars) => {
   void grammars.then((g) => {
+    if (g.engine.retired) return;
     for (const compiled of g.compiled.values()) void compiled.then((c) => c.dispose(), () => {});
     g.compiler.dispose();
     g.info.dispose();
@@ -49,49 +53,53 @@ export function encodedVocabulary(model: DecodeModel): string[] {
   return encoded;
 }
 
-function modelGrammars(model: DecodeModel): Promise<ModelGrammars> {
+// The model's grammars on the engine's current instance (made again on a
+// fresh instance after the last one was retired).
+async function modelGrammars(model: DecodeModel): Promise<ModelGrammars> {
+  const on = await engine();
   let grammars = perModel.get(model);
+  if (grammars && (await grammars.catch(() => undefined))?.engine !== on) grammars = undefined;
   if (!grammars) {
     grammars = (async () => {
-      const engine = await xgrammar();
       const encoded = encodedVocabulary(model);
       const stops = [...model.eosTokens];
-      const info = await engineCall('The grammar engine could not read the vocabulary', () =>
-        engine.TokenizerInfo.createTokenizerInfo(encoded, 'byte_level', false, model.vocabSize, stops));
-      const compiler = await engine.GrammarCompiler.createGrammarCompiler(info);
-      return { info, compiler, compiled: new Map() };
+      const info = await engineCall(on, 'The grammar engine could not read the vocabulary', () =>
+        on.xgrammar.TokenizerInfo.createTokenizerInfo(encoded, 'byte_level', false, model.vocabSize, stops));
+      const compiler = await engineCall(on, 'The grammar engine could not start', () => on.xgrammar.GrammarCompiler.createGrammarCompiler(info));
+      return { engine: on, info, compiler, compiled: new Map() };
     })();
-    grammars.catch(() => perModel.delete(model));  // a failure is not cached
-    perModel.set(model, grammars);
-    freeWithModel.register(model, grammars);
+    const made = grammars;
+    made.catch(() => perModel.get(model) === made && perModel.delete(model));  // a failure is not cached
+    perModel.set(model, made);
+    freeWithModel.register(model, made);
   }
   return grammars;
 }
 
-function compile(compiler: GrammarCompiler, spec: GrammarSpec): Promise<CompiledGrammar> {
+function compile(on: Engine, compiler: GrammarCompiler, spec: GrammarSpec): Promise<CompiledGrammar> {
   switch (spec.type) {
     case 'json':
-      if (spec.schema === undefined) return engineCall('The grammar engine refused grammar (JSON)', () => compiler.compileBuiltinJSONGrammar());
+      if (spec.schema === undefined) return engineCall(on, 'The grammar engine refused grammar (JSON)', () => compiler.compileBuiltinJSONGrammar());
       // One line, separators ", " and ": " (Python's json.dumps), no free
       // whitespace: the output is short and the grammar ends at its last brace.
-      return engineCall('The grammar engine refused grammar.schema', () =>
+      return engineCall(on, 'The grammar engine refused grammar.schema', () =>
         compiler.compileJSONSchema(JSON.stringify(spec.schema), false, -1, [', ', ': '], true));
     case 'regex':
-      return engineCall('The grammar engine refused grammar.pattern', () =>
+      return engineCall(on, 'The grammar engine refused grammar.pattern', () =>
         compiler.compileStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
     case 'ebnf':
-      return engineCall('The grammar engine refused grammar.grammar', () => compiler.compileGrammar(spec.grammar, spec.root ?? 'root'));
+      return engineCall(on, 'The grammar engine refused grammar.grammar', () => compiler.compileGrammar(spec.grammar, spec.root ?? 'root'));
   }
 }
 
-/** The spec compiled against the model's vocabulary; cached per model and spec. */
-export async function compiledGrammar(model: DecodeModel, resolved: ResolvedGrammarSpec): Promise<CompiledGrammar> {
+/** The spec compiled against the model's vocabulary, on the engine's current instance; cached per model and spec. */
+export async function compiledGrammar(model: DecodeModel, resolved: ResolvedGrammarSpec): Promise<{ engine: Engine; compiled: CompiledGrammar }> {
   const grammars = await modelGrammars(model);
   let compiled = grammars.compiled.get(resolved.key);
   if (!compiled) {
-    compiled = compile(grammars.compiler, resolved.spec);
+    compiled = compile(grammars.engine, grammars.compiler, resolved.spec);
     compiled.catch(() => grammars.compiled.delete(resolved.key));
     grammars.compiled.set(resolved.key, compiled);
   }
-  return compiled;
+  return { engine: grammars.engine, compiled: await compiled };
 }

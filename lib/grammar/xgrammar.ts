@@ -16,8 +16,17 @@
 // after printing "[FATAL] file:line: <reason>" through the console.error
 // it bound when it started; the exception it throws says only "Aborted()".
 // The engine is started here with a console.error of ours bound instead,
-// which keeps the last reason for the failing call to throw and passes
-// every other line on.
+// which keeps the last reason for the failing call to throw. Its warnings
+// ("[WARNING] file:line: '^' ... is ignored", through console.log) become
+// Node warnings (process.emitWarning, code MD_GRAMMAR_WARNING) without its
+// build machine's paths. Every other line is passed on.
+//
+// Why a refusal retires the instance: an abort unwinds no C++ frame, so
+// the WebAssembly stack keeps what the failing call had pushed; after a
+// few dozen refusals a call runs out of stack ("memory access out of
+// bounds"). After a refusal, the next engine() starts a fresh instance,
+// and what was compiled on the old one is compiled again on first use
+// (model-grammars.ts, grammar.ts).
 import { readFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -35,7 +44,13 @@ export class GrammarError extends Error {
   }
 }
 
-let started: Promise<XGrammarModule> | undefined;
+/** One WebAssembly instance of the engine; `retired` after a refusal (see above). */
+export interface Engine {
+  readonly xgrammar: XGrammarModule;
+  retired: boolean;
+}
+
+let current: Promise<Engine> | undefined;
 let lastFatal: string | undefined;
 
 function compileCommonJs(): XGrammarModule {
@@ -47,36 +62,47 @@ function compileCommonJs(): XGrammarModule {
   return commonJs.exports as XGrammarModule;
 }
 
-async function start(): Promise<XGrammarModule> {
-  const xgrammar = compileCommonJs();
-  const original = console.error;
-  const route = (...args: unknown[]) => {
+// What the engine prints: a refusal's reason kept, warnings as Node's, the rest passed on.
+function router(original: (...args: unknown[]) => void): (...args: unknown[]) => void {
+  return (...args) => {
     const line = args.map(String).join(' ');
-    const fatal = /^\[FATAL\] [^:]*:\d+: ([\s\S]*)$/.exec(line);
-    if (fatal) lastFatal = fatal[1].replace(/^Check failed: \([^)]*\) is false: /, '');
+    const tagged = /^\[(FATAL|WARNING)\] [^:]*:\d+: ([\s\S]*)$/.exec(line);
+    if (tagged?.[1] === 'FATAL') lastFatal = tagged[2].replace(/^Check failed: \([^)]*\) is false: /, '');
+    else if (tagged) process.emitWarning(`grammar engine: ${tagged[2]}`, { code: 'MD_GRAMMAR_WARNING' });
     else if (!line.startsWith('Aborted(')) original.apply(console, args);
   };
-  console.error = route;
+}
+
+async function start(): Promise<Engine> {
+  const xgrammar = compileCommonJs();
+  const [log, error] = [console.log, console.error];
+  console.log = router(log);
+  console.error = router(error);
   try {
-    // Its first call starts the WebAssembly module, which binds console.error now.
+    // Its first call starts the WebAssembly module, which binds console.log and console.error now.
     await xgrammar.Testings._jsonSchemaToEBNF('{}');
   } finally {
-    console.error = original;
+    [console.log, console.error] = [log, error];
   }
-  return xgrammar;
+  return { xgrammar, retired: false };
 }
 
-/** The engine, started (about 50 ms the first time). */
-export function xgrammar(): Promise<XGrammarModule> {
-  return (started ??= start());
+/** The engine's current instance, started when there is none or the last one was retired (about 50 ms). */
+export async function engine(): Promise<Engine> {
+  if (current && (await current).retired) current = undefined;
+  return (current ??= start());
 }
 
-/** Runs an engine call; a refusal becomes a GrammarError that says what was refused and why. */
-export async function engineCall<T>(what: string, call: () => Promise<T> | T): Promise<T> {
+/**
+ * Runs a call on `on`; a refusal becomes a GrammarError that says what was
+ * refused and why, and retires the instance.
+ */
+export async function engineCall<T>(on: Engine, what: string, call: () => Promise<T> | T): Promise<T> {
   lastFatal = undefined;
   try {
     return await call();
   } catch (error) {
+    on.retired = true;
     const reason = lastFatal ?? (error instanceof Error ? error.message : String(error));
     lastFatal = undefined;
     throw new GrammarError(what, reason.trim());
