@@ -3,7 +3,8 @@
 // random-weight Qwen 3-shaped file with Qwen 3's real vocabulary and chat
 // template (the test suite's writer), loads it with loadModel as it would
 // load a real one, and chats on one ChatSession: two turns, streamed, the
-// second evaluating only its own new tokens. Last, a few tokens from the
+// second evaluating only its own new tokens, then a third answered in JSON
+// under a schema (structured output). Last, a few tokens from the
 // GPU forward pass on the emulated device, next to the CPU's. The replies are noise (the
 // weights are random); the path is the real one: file -> tokenizer and
 // chat template -> C++ forward pass on the CPU -> sampler -> text.
@@ -49,6 +50,17 @@ try {
       });
       console.log(`\n           ${show(reply)}`);
     }
+    // Structured output: even random weights answer in JSON that parses and fits the schema.
+    const grammar = await model.createGrammarForJsonSchema<{ format: string; loader: string; quantized: boolean }>({
+      type: 'object',
+      properties: { format: { type: 'string', maxLength: 12 }, loader: { enum: ['loadModel', 'fetch'] }, quantized: { type: 'boolean' } },
+      required: ['format', 'loader', 'quantized'],
+    });
+    const question = 'Summarise that as JSON.';
+    console.log(`user:      ${question}`);
+    const json = await chat.promptWithMeta(question, { grammar, temperature: 1, seed: 42, maxTokens: 64 });
+    const parsed = json.stopReason === 'grammarComplete' ? `parsed: loader = ${grammar.parse(json.responseText).loader}` : 'stopped before the JSON was complete';
+    console.log(`assistant: ${json.responseText}\n           ${show(json)}; ${parsed}`);
     console.log(`history: ${chat.getChatHistory().length} messages; the sequence holds ${chat.session.tokens.length} tokens`);
   }
 

@@ -52,8 +52,8 @@ describe('GpuDevice.mapFile', () => {
     const [{ buffer, offset }] = device.mapFile(file, [{ offset: 20_000, length: 6 }]);
     const tokens = device.createBuffer(16);
     const table = new DispatchTableBuilder(device).add('md_argmax_f16', {
-      buffers: [{ index: 0, buffer, offset }, { index: 2, buffer: tokens }],
-      params: { index: 1, bytes: Uint32Array.of(3) },
+      buffers: [{ index: 0, buffer, offset }, { index: 2, buffer: tokens }, { index: 3, buffer: device.createBuffer(4) }],  // no mask
+      params: { index: 1, bytes: Uint32Array.of(3, 0) },  // md_argmax_params { vocab_size, flags }
       patch: { rule: 'argmaxOutput', buffer: 2 },
     }).build();
     await device.runChain(table, 0, 1);

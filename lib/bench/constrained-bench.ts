@@ -5,10 +5,9 @@
 // decode picks each token on the GPU under the uploaded mask; on the CPU
 // the sampler reads the mask with the logits.
 import { createGrammarForJsonSchema } from '../grammar/grammar.js';
-import { generate } from '../generate/session.js';
-import type { GenerationResult } from '../generate/decode-loop.js';
 import type { GgufModel } from '../models/gguf-model.js';
 import { median } from './stats.js';
+import { timedDecode } from './timed-decode.js';
 
 export interface ConstrainedResult {
   vocabSize: number;
@@ -39,22 +38,13 @@ interface Settings {
 export async function benchConstrained(s: Settings, model: GgufModel, prompt: number[], tokenBias: Record<string, number>): Promise<ConstrainedResult> {
   const grammar = await createGrammarForJsonSchema(model, SCHEMA);
   const contextSize = prompt.length + s.generatedTokens + 8;
+  // The warm-up run also compiles the grammar.
   const decode = async (constrained: boolean) => {
-    const perToken: number[] = [], maskPerToken: number[] = [];
-    let last: GenerationResult | undefined;
-    for (let run = 0; run < s.runs + 1; run++) {
-      const stamps: number[] = [];
-      last = await generate(model, prompt, {
-        temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend,
-        ...(constrained && { grammar }), onToken: () => void stamps.push(performance.now()),
-      });
-      if (run === 0 || stamps.length < 2) continue;  // warm-up (the grammar compiles), or too short to time
-      perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
-      const masks = last.stats.constrained;
-      if (masks) maskPerToken.push(masks.maskMs / Math.max(1, masks.masks));
-    }
-    if (perToken.length === 0) throw new Error('bench model --constrained: the grammar completed within one token; use a model whose output runs longer');
-    return { msPerToken: median(perToken), maskMs: maskPerToken.length > 0 ? median(maskPerToken) : 0, tokens: last!.tokens.length };
+    const timed = await timedDecode(model, prompt, {
+      temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, ...(constrained && { grammar }),
+    }, s.runs);
+    const maskPerToken = timed.results.map((r) => (r.stats.constrained ? r.stats.constrained.maskMs / Math.max(1, r.stats.constrained.masks) : 0));
+    return { msPerToken: timed.msPerToken, maskMs: median(maskPerToken), tokens: timed.results[timed.results.length - 1].tokens.length };
   };
   const plain = await decode(false);
   const constrained = await decode(true);

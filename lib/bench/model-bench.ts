@@ -14,6 +14,7 @@ import type { Tokenizer } from '../generate/model.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';
 import { median } from './stats.js';
+import { timedDecode } from './timed-decode.js';
 import type { Table } from './tables.js';
 
 export interface ModelBenchSettings {
@@ -155,17 +156,8 @@ async function benchSpeculation(s: ModelBenchSettings, model: GgufModel, varied:
   for (const [task, prompt] of [['varied', varied], ['summarise', summarise]] as const) {
     const contextSize = prompt.length + s.generatedTokens + 8;
     const decode = async (speculative: boolean) => {
-      const perToken: number[] = [];
-      let last: GenerationResult | undefined;
-      for (let run = 0; run < s.runs + 1; run++) {
-        const stamps: number[] = [];
-        last = await generate(model, prompt, {
-          temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative,
-          onToken: () => void stamps.push(performance.now()),
-        });
-        if (run > 0) perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
-      }
-      return { msPerToken: median(perToken), result: last! };
+      const timed = await timedDecode(model, prompt, { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative }, s.runs);
+      return { msPerToken: timed.msPerToken, result: timed.results[timed.results.length - 1] };
     };
     const plain = await decode(false);
     const speculative = await decode(true);
