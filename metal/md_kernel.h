@@ -133,7 +133,7 @@ inline md_best<int> md_thread_top_allowed_key(device const T* row, device const 
   top.value = MD_KEY_NONE;
   top.index = MD_NO_TOKEN;
   for (uint i = tid; i < vocab; i += threads) {
-    int k = md_mask_allows(mask, i) ? md_key_of(row[i]) : md_key_of(T(-INFINITY));
+    int k = md_mask_allows(mask[i >> 5], i) ? md_key_of(row[i]) : md_key_of(T(-INFINITY));
     if (k > top.value) {  // strictly greater: the first of ties is kept
       top.value = k;
       top.index = i;

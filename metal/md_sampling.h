@@ -153,15 +153,10 @@ MD_FN float md_token_noise(md_u32 key, md_u32 token) {
 #define MD_FLAG_TOKEN_MASK 2u
 #define MD_KNOWN_FLAGS (MD_FLAG_UNIT_FILTER_TEMPERATURE | MD_FLAG_TOKEN_MASK)
 
-// Whether `mask` allows `token`.
-MD_FN bool md_mask_allows(
-#ifdef __METAL_VERSION__
-    device const md_u32* mask,
-#else
-    const md_u32* mask,
-#endif
-    md_u32 token) {
-  return ((mask[token >> 5] >> (token & 31u)) & 1u) != 0u;
+// Whether a mask allows `token`, given the mask's word for it (mask[token
+// >> 5]): the caller reads the word, from whichever address space holds it.
+MD_FN bool md_mask_allows(md_u32 word, md_u32 token) {
+  return ((word >> (token & 31u)) & 1u) != 0u;
 }
 
 // The words of one row's mask.

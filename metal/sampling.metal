@@ -46,7 +46,7 @@ inline void md_apply_edits(device const half* input, device half* edited, device
                            device const uint* mask, bool masked, uint tid, uint threads) {
   const uint vocab = params.vocab_size;
   for (uint i = tid; i < vocab; i += threads) {
-    edited[i] = masked && !md_mask_allows(mask, i) ? half(-INFINITY) : md_sanitised(input[i]);
+    edited[i] = masked && !md_mask_allows(mask[i >> 5], i) ? half(-INFINITY) : md_sanitised(input[i]);
     atomic_store_explicit(&marks[i], 0u, memory_order_relaxed);
   }
   threadgroup_barrier(mem_flags::mem_device);

@@ -32,7 +32,7 @@ uint32_t sampleRow(const typename Logits::Bits* row, const SamplingInputs& in, S
     if (masked) {
       const Bits refused = Logits::bitsOfKey(Logits::kNegInf);
       for (uint32_t t = 0; t < n; ++t)
-        if (!md_mask_allows(in.mask, t)) copy[t] = refused;
+        if (!md_mask_allows(in.mask[t >> 5], t)) copy[t] = refused;
     }
     row = copy;
   }
