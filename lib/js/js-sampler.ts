@@ -1,7 +1,10 @@
 // js-sampler.ts: SAMPLING-SPEC.md in TypeScript, giving the native
-// sampler's tokens. Straightforward rather than fast: it sorts where the
-// native sampler selects on keys, but it sums masses and computes scores in
-// the same order and precision, which is what makes the tokens agree.
+// sampler's tokens. It selects as the native sampler does (native/core):
+// top-k and top-p on a histogram of the values (exact levels for float16
+// rows; 2^16 coarse bins refined by sorting one bin for float32), masses
+// summed in the same order and precision, scores computed alike, so the
+// tokens agree; greedy without edits reads the input without a copy; a
+// call allocates nothing of the vocabulary's size.
 import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
 import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
@@ -21,18 +24,6 @@ function sanitise(value: number, isHalf: boolean): number {
 function roundLogit(value: number, isHalf: boolean): number {
   if (!isHalf) return sanitise(f(value), false);
   return sanitisedHalfValues()[halfFromNumber(value)];
-}
-
-function sanitisedRow(logits: Float32Array | Uint16Array): Float32Array {
-  if (logits instanceof Uint16Array) {
-    const table = sanitisedHalfValues();
-    const z = new Float32Array(logits.length);
-    for (let i = 0; i < logits.length; i++) z[i] = table[logits[i]];
-    return z;
-  }
-  const z = Float32Array.from(logits);
-  for (let i = 0; i < z.length; i++) z[i] = sanitise(z[i], false);
-  return z;
 }
 
 /** Steps 1-2 in place: token bias, then penalties once per distinct token. */
@@ -58,43 +49,188 @@ function applyEdits(z: Float32Array, s: ResolvedSampling, isHalf: boolean): void
   }
 }
 
-/** tau_p over the values `sortedDesc` (S_k, sorted descending). */
-function topPThreshold(sortedDesc: Float32Array, end: number, max: number, tf: number, p: number): number {
-  const weight = (v: number) => mdExp(f(f(v - max) / tf));
-  const levels: Array<[value: number, mass: number]> = [];
-  let total = 0;
-  for (let i = 0; i < end;) {
-    let j = i;
-    while (j < end && sortedDesc[j] === sortedDesc[i]) j++;
-    const mass = (j - i) * weight(sortedDesc[i]);
-    levels.push([sortedDesc[i], mass]);
-    total += mass;
-    i = j;
+// Scratch reused by every call on this thread: a sampling step allocates
+// nothing of the vocabulary's size (the row copy, its half bits, the
+// histograms), which at V = 128k would cost more than the arithmetic.
+const scratch = { z: new Float32Array(0), counts: new Uint32Array(65536), mass: new Float64Array(65536) };
+
+function scratchRow(n: number): Float32Array {
+  if (scratch.z.length < n) scratch.z = new Float32Array(n);
+  return scratch.z.subarray(0, n);
+}
+
+// Half bits in value order (+0 and -0 as one level): the histogram's bin.
+function halfOrder(h: number): number {
+  return h & 0x8000 ? (h === 0x8000 ? 0x8000 : 0xffff - h) : h | 0x8000;
+}
+function halfOfOrder(o: number): number {
+  return o & 0x8000 ? o & 0x7fff : 0xffff - o;
+}
+// A float32 value's bits in value order, the top 16 as a coarse bin (as native/core/logit_keys.h's keys).
+function coarseBin(bits: number): number {
+  return (bits & 0x80000000 ? (bits === 0x80000000 ? 0x80000000 : ~bits) : bits | 0x80000000) >>> 16;
+}
+
+interface EditedRow {
+  z: Float32Array;
+  /** A float16 row: the input bits, and the tokens whose value edits or the mask changed. */
+  halves: Uint16Array | undefined;
+  changed: Set<number>;
+  /** The float16 histogram, once made (top-k and top-p share it). */
+  counts?: Uint32Array;
+  max: number;
+  argmax: number;
+}
+
+let halfOrders: Uint16Array | undefined;
+
+// Every half's bits -> the value-order bin of its sanitised value.
+function halfOrderTable(): Uint16Array {
+  if (!halfOrders) {
+    const bits = sanitisedHalfBits();
+    halfOrders = new Uint16Array(65536);
+    for (let h = 0; h < 65536; h++) halfOrders[h] = halfOrder(bits[h]);
   }
+  return halfOrders;
+}
+
+// A float16 row's histogram over value-order bins: the input's bins from
+// the table, then the few changed tokens moved to their edited values' bins.
+function halfHistogram(row: EditedRow, mask: Uint32Array | undefined): Uint32Array {
+  if (row.counts) return row.counts;
+  const { z, changed } = row;
+  const halves = row.halves!;
+  const counts = scratch.counts, order = halfOrderTable();
+  counts.fill(0);
+  if (mask) {
+    const refused = halfOrder(0xfc00);
+    for (let i = 0; i < halves.length; i++) counts[(mask[i >>> 5] & (1 << (i & 31))) !== 0 ? order[halves[i]] : refused]++;
+  } else {
+    for (let i = 0; i < halves.length; i++) counts[order[halves[i]]]++;
+  }
+  for (const t of changed) {
+    if (mask && (mask[t >>> 5] & (1 << (t & 31))) === 0) continue;  // refused: counted as -inf already
+    counts[order[halves[t]]]--;
+    counts[halfOrder(halfFromNumber(z[t]))]++;
+  }
+  return (row.counts = counts);
+}
+
+// The k-th largest value of z (k < n), from a histogram of the value bins.
+function kthLargest(row: EditedRow, k: number, mask: Uint32Array | undefined): number {
+  const { z, halves } = row;
+  const u32 = new Uint32Array(z.buffer, z.byteOffset, z.length);
+  let counts: Uint32Array;
+  if (halves) {
+    counts = halfHistogram(row, mask);
+  } else {
+    counts = scratch.counts;
+    counts.fill(0);
+    for (let i = 0; i < u32.length; i++) counts[coarseBin(u32[i])]++;
+  }
+  let above = 0, bin = 0xffff;
+  for (; bin > 0; bin--) {
+    if (above + counts[bin] >= k) break;
+    above += counts[bin];
+  }
+  if (halves) return sanitisedHalfValues()[halfOfOrder(bin)];
+  // The boundary bin's values, sorted, finish the count.
+  const inBin: number[] = [];
+  for (let i = 0; i < u32.length; i++) if (coarseBin(u32[i]) === bin) inBin.push(z[i]);
+  inBin.sort((a, b) => b - a);
+  return inBin[k - above - 1];
+}
+
+// Levels (a value and its ties) from the top with their masses, count x
+// float32 weight in double, summed from the top: native/core/top_p.h's
+// order, so both find the same boundary.
+function topPThreshold(row: EditedRow, floor: number, tf: number, p: number, mask: Uint32Array | undefined): number {
+  const { z, halves, max } = row;
+  const weight = (v: number) => mdExp(f(f(v - max) / tf));
+  if (halves) {
+    const counts = halfHistogram(row, mask), mass = scratch.mass, values = sanitisedHalfValues();
+    const top = halfOrder(halfFromNumber(max));
+    const bottom = floor === -Infinity ? 0 : halfOrder(halfFromNumber(floor));
+    let total = 0, lowest = top;
+    for (let b = top; b >= bottom; b--) {
+      if (counts[b] === 0) continue;
+      total += mass[b] = counts[b] * weight(values[halfOfOrder(b)]);
+      lowest = b;
+    }
+    const target = p * total;
+    let cumulative = 0;
+    for (let b = top; b >= bottom; b--) {
+      if (counts[b] === 0) continue;
+      cumulative += mass[b];
+      if (cumulative >= target) return values[halfOfOrder(b)];
+    }
+    return values[halfOfOrder(lowest)];
+  }
+  // float32: few candidates are sorted into levels; many are summed per
+  // coarse bin in index order (as the native sampler does), and the bin the
+  // boundary falls in is sorted into levels.
+  const candidates: number[] = [];
+  for (let i = 0; i < z.length && candidates.length <= 4096; i++) if (z[i] >= floor) candidates.push(z[i]);
+  if (candidates.length <= 4096) {
+    candidates.sort((a, b) => b - a);
+    return walkLevels(levelsOf(candidates, weight), p * levelsTotal(levelsOf(candidates, weight)), 0, floor);
+  }
+  const u32 = new Uint32Array(z.buffer, z.byteOffset, z.length);
+  const mass = scratch.mass;
+  mass.fill(0);
+  for (let i = 0; i < z.length; i++) if (z[i] >= floor) mass[coarseBin(u32[i])] += weight(z[i]);
+  let total = 0;
+  for (let b = 0xffff; b >= 0; b--) if (mass[b] !== 0) total += mass[b];
   const target = p * total;
   let cumulative = 0;
+  for (let b = 0xffff; b >= 0; b--) {
+    if (mass[b] === 0) continue;
+    if (cumulative + mass[b] < target && b > 0) {
+      cumulative += mass[b];
+      continue;
+    }
+    const inBin: number[] = [];
+    for (let i = 0; i < z.length; i++) if (z[i] >= floor && coarseBin(u32[i]) === b) inBin.push(z[i]);
+    inBin.sort((x, y) => y - x);
+    return walkLevels(levelsOf(inBin, weight), target, cumulative, floor);
+  }
+  return floor;
+}
+
+function levelsOf(sortedDesc: number[], weight: (v: number) => number): Array<[value: number, mass: number]> {
+  const levels: Array<[number, number]> = [];
+  for (let i = 0; i < sortedDesc.length;) {
+    let j = i;
+    while (j < sortedDesc.length && sortedDesc[j] === sortedDesc[i]) j++;
+    levels.push([sortedDesc[i], (j - i) * weight(sortedDesc[i])]);
+    i = j;
+  }
+  return levels;
+}
+
+function levelsTotal(levels: Array<[number, number]>): number {
+  let total = 0;
+  for (const [, mass] of levels) total += mass;
+  return total;
+}
+
+function walkLevels(levels: Array<[value: number, mass: number]>, target: number, cumulative: number, fallback: number): number {
   for (const [value, mass] of levels) {
     cumulative += mass;
     if (cumulative >= target) return value;
   }
-  return levels[levels.length - 1][0];
+  return levels.length > 0 ? levels[levels.length - 1][0] : fallback;
 }
 
 /** Steps 3-5: the value a token must reach to stay (top-k, top-p, min-p). */
-function keepThreshold(z: Float32Array, max: number, s: ResolvedSampling): number {
-  const n = z.length;
+function keepThreshold(row: EditedRow, s: ResolvedSampling): number {
+  const n = row.z.length;
   const tf = s.unitFilterTemperature ? 1 : s.temperature;
   let tau = -Infinity;
   const topKOn = s.topK > 0 && s.topK < n;
-  if (topKOn || s.topP < 1) {
-    const sortedDesc = Float32Array.from(z).sort().reverse();
-    const tauK = topKOn ? sortedDesc[s.topK - 1] : -Infinity;
-    let end = n;
-    while (end > 0 && sortedDesc[end - 1] < tauK) end--;
-    tau = tauK;
-    if (s.topP < 1) tau = Math.max(tau, topPThreshold(sortedDesc, end, max, tf, s.topP));
-  }
-  if (s.minP > 0) tau = Math.max(tau, f(max + f(tf * mdLogAny(s.minP))));
+  if (topKOn) tau = kthLargest(row, s.topK, s.mask);
+  if (s.topP < 1) tau = Math.max(tau, topPThreshold(row, tau, tf, s.topP, s.mask));
+  if (s.minP > 0) tau = Math.max(tau, f(row.max + f(tf * mdLogAny(s.minP))));
   return tau;
 }
 
@@ -105,17 +241,15 @@ function keepThreshold(z: Float32Array, max: number, s: ResolvedSampling): numbe
  * logit is -Infinity. Speculative rejection sampling reads it.
  */
 export function samplingDistribution(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float64Array | null {
-  const z = editedLogits(logits, s);
-  let argmax = 0;
-  for (let i = 1; i < z.length; i++) if (z[i] > z[argmax]) argmax = i;
-  const max = z[argmax];
+  const row = editRow(logits, s);
+  const { z, max, argmax } = row;
   if (max === -Infinity) return null;
   const p = new Float64Array(z.length);
   if (s.temperature === 0) {
     p[argmax] = 1;
     return p;
   }
-  const tau = keepThreshold(z, max, s);
+  const tau = keepThreshold(row, s);
   let total = 0;
   for (let i = 0; i < z.length; i++) {
     if (z[i] >= tau && z[i] !== -Infinity) total += p[i] = Math.exp((z[i] - max) / s.temperature);
@@ -124,28 +258,144 @@ export function samplingDistribution(logits: Float32Array | Uint16Array, s: Reso
   return p;
 }
 
-/** Steps 0-2: the row every later step sees, as float32 values; a token the mask refuses is -Infinity. */
-export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float32Array {
-  const z = sanitisedRow(logits);
-  applyEdits(z, s, logits instanceof Uint16Array);
+let sanitisedBits: Uint16Array | undefined;
+
+// Every half's bits after step 0 (NaN -> -inf, +inf -> 65504).
+function sanitisedHalfBits(): Uint16Array {
+  if (!sanitisedBits) {
+    sanitisedBits = new Uint16Array(65536);
+    for (let h = 0; h < 65536; h++) {
+      const exponent = h & 0x7c00, mantissa = h & 0x3ff;
+      sanitisedBits[h] = exponent === 0x7c00 ? (mantissa !== 0 ? 0xfc00 : h & 0x8000 ? 0xfc00 : 0x7bff) : h;
+    }
+  }
+  return sanitisedBits;
+}
+
+// Steps 0-2 into the scratch row (and its half bits for a float16 row),
+// with the argmax: the copy, then the few tokens bias and penalties touch,
+// then the mask.
+function editRow(logits: Float32Array | Uint16Array, s: ResolvedSampling): EditedRow {
+  const n = logits.length;
+  const isHalf = logits instanceof Uint16Array;
+  const z = scratchRow(n);
+  // The copy finds the argmax too; edits or a mask mean finding it again.
+  let argmax = 0, max = -Infinity;
+  // A float16 row that top-k or top-p will filter gets its histogram in the same pass.
+  let counts: Uint32Array | undefined;
+  if (isHalf && !s.mask && s.temperature > 0 && ((s.topK > 0 && s.topK < n) || s.topP < 1)) {
+    const values = sanitisedHalfValues(), order = halfOrderTable();
+    counts = scratch.counts;
+    counts.fill(0);
+    for (let i = 0; i < n; i++) {
+      const h = logits[i];
+      counts[order[h]]++;
+      const v = (z[i] = values[h]);
+      if (v > max) {
+        max = v;
+        argmax = i;
+      }
+    }
+  } else if (isHalf) {
+    const values = sanitisedHalfValues();
+    for (let i = 0; i < n; i++) {
+      const v = (z[i] = values[logits[i]]);
+      if (v > max) {
+        max = v;
+        argmax = i;
+      }
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      const v = (z[i] = sanitise(logits[i], false));
+      if (v > max) {
+        max = v;
+        argmax = i;
+      }
+    }
+  }
+  applyEdits(z, s, isHalf);
+  const changed = new Set<number>();
+  for (const t of s.biasTokens) if (t < n) changed.add(t);
+  if (penaltiesOn(s)) for (const t of s.window) if (t < n) changed.add(t);
   const mask = s.mask;
-  if (mask) for (let t = 0; t < z.length; t++) if ((mask[t >>> 5] & (1 << (t & 31))) === 0) z[t] = -Infinity;
-  return z;
+  if (mask) for (let t = 0; t < n; t++) if ((mask[t >>> 5] & (1 << (t & 31))) === 0) z[t] = -Infinity;
+  if (!mask && !changed.has(argmax)) {
+    // Only the edited tokens can have overtaken the argmax.
+    for (const t of changed) {
+      if (z[t] > max || (z[t] === max && t < argmax)) {
+        max = z[t];
+        argmax = t;
+      }
+    }
+  } else if (mask || changed.size > 0) {
+    argmax = 0;
+    max = z[0];
+    for (let i = 1; i < n; i++) {
+      if (z[i] > max) {
+        max = z[i];
+        argmax = i;
+      }
+    }
+  }
+  if (counts) {
+    // The edited tokens move to their new values' bins.
+    const order = halfOrderTable();
+    for (const t of changed) {
+      counts[order[logits[t]]]--;
+      counts[halfOrder(halfFromNumber(z[t]))]++;
+    }
+  }
+  return { z, halves: isHalf ? logits : undefined, changed, counts, max, argmax };
+}
+
+// Greedy with nothing to edit: the first index of the largest sanitised
+// value, read from the input (no copy of the row).
+function plainArgmax(logits: Float32Array | Uint16Array): { max: number; argmax: number } {
+  let argmax = 0;
+  if (logits instanceof Uint16Array) {
+    const order = halfOrderTable();
+    let best = order[logits[0]];
+    for (let i = 1; i < logits.length; i++) {
+      const o = order[logits[i]];
+      if (o > best) {
+        best = o;
+        argmax = i;
+      }
+    }
+    return { max: sanitisedHalfValues()[logits[argmax]], argmax };
+  }
+  let max = sanitise(logits[0], false);
+  for (let i = 1; i < logits.length; i++) {
+    let v = logits[i];
+    if (v === Infinity) v = FLOAT32_MAX;  // step 0; NaN is never greater
+    if (v > max) {
+      max = v;
+      argmax = i;
+    }
+  }
+  return { max: sanitise(max, false), argmax };
+}
+
+/** Steps 0-2: the row every later step sees, as float32 values (a copy); a token the mask refuses is -Infinity. */
+export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSampling): Float32Array {
+  return editRow(logits, s).z.slice();
 }
 
 /** The sampled token, or NO_TOKEN when every logit is -Infinity. */
 export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling): number {
-  const z = editedLogits(logits, s);
+  if (s.temperature === 0 && s.biasTokens.length === 0 && !s.mask && !(penaltiesOn(s) && s.window.length > 0)) {
+    const { max, argmax } = plainArgmax(logits);
+    return max === -Infinity ? NO_TOKEN : argmax;
+  }
+  const row = editRow(logits, s);
+  const { z, max, argmax } = row;
   const n = z.length;
-
-  let argmax = 0;
-  for (let i = 1; i < n; i++) if (z[i] > z[argmax]) argmax = i;
-  const max = z[argmax];
   if (max === -Infinity) return NO_TOKEN;
   if (s.temperature === 0) return argmax;
 
   const t = s.temperature;
-  const tau = keepThreshold(z, max, s);
+  const tau = keepThreshold(row, s);
 
   // Step 6, skipping tokens that cannot reach the best score (see noise_argmax.h).
   const key = noiseKey(s.seed, s.position);
