@@ -8,13 +8,13 @@ import { join } from 'node:path';
 
 import { loadModel, type GgufModel } from '../lib/index.js';
 import { writeRandomModel } from './gguf/random-model.js';
-import { realVocabulary, vocabularyMetadata } from './gguf/real-vocab.js';
+import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
 
-export async function grammarModel(dir: string): Promise<GgufModel> {
-  const vocabulary = realVocabulary('qwen3');
-  const path = join(dir, 'qwen3-vocab.gguf');
+export async function grammarModel(dir: string, name: VocabularyName = 'qwen3'): Promise<GgufModel> {
+  const vocabulary = realVocabulary(name);
+  const path = join(dir, `${name}-vocab.gguf`);
   await writeRandomModel(path, {
-    arch: 'qwen3', type: 'Q8_0', seed: 5, vocabulary: vocabularyMetadata(vocabulary),
+    arch: name === 'qwen3' ? 'qwen3' : 'llama', type: 'Q8_0', seed: 5, vocabulary: vocabularyMetadata(vocabulary),
     shape: { vocab: vocabulary.tokens.length, d: 64, layers: 2, heads: 2, kvHeads: 1, headDim: 32, ff: 128 },
   });
   return loadModel(path, { threads: 1 });

@@ -103,6 +103,28 @@ describe.each(Object.entries(SCHEMAS))('JSON schema: %s', (name, schema) => {
   }, 120_000);
 });
 
+// The engine sees each token's streamed bytes: a SentencePiece vocabulary
+// (▁ for spaces, <0xNN> byte tokens) and Llama 3's byte-level one work as
+// Qwen 3's does.
+describe.each(['llama2', 'llama3'] as const)('the %s vocabulary', (name) => {
+  test('JSON under a schema with strings, escapes and nesting: complete and valid for 3 seeds', async () => {
+    const other = await grammarModel(mkdtempSync(join(dir, `${name}-`)), name);
+    try {
+      const schema = { type: 'object', properties: { text: { type: 'string' }, items: { type: 'array', items: { enum: ['a b', 'ü'] }, maxItems: 2 } }, required: ['text', 'items'] };
+      const grammar = await other.createGrammarForJsonSchema(schema);
+      const validate = new Ajv({ strict: false }).compile(schema);
+      const tokenBias = biasTowards(other, '"\\,}]', 5);
+      for (const seed of SEEDS) {
+        const result = await generate(other, 'JSON:', { seed, temperature: 1, grammar, tokenBias, maxTokens: 300, backend: 'native', contextSize: 512 });
+        expect(result.stopReason, result.text).toBe('grammarComplete');
+        expect(validate(grammar.parse(result.text)), result.text).toBe(true);
+      }
+    } finally {
+      other.dispose();
+    }
+  }, 120_000);
+});
+
 describe('regex and EBNF', () => {
   const nameLike = '[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8}){0,2}';
   test.each([
