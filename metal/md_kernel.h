@@ -27,7 +27,8 @@ using namespace metal;
   uint group [[threadgroup_position_in_grid]],           \
   uint threads [[threads_per_threadgroup]],              \
   uint lane [[thread_index_in_simdgroup]],               \
-  uint simd_index [[simdgroup_index_in_threadgroup]]    \
+  uint simd_index [[simdgroup_index_in_threadgroup]],   \
+  uint grid_groups [[threadgroups_per_grid]]            \
   MD_KERNEL_SCOPE_PARAMETER
 
 #define MD_SIMD_WIDTH 32u

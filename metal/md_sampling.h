@@ -203,6 +203,36 @@ typedef struct md_bias_entry {
   float value;  // finite or -inf
 } md_bias_entry;
 
+// The one-row sampling step across threadgroups (sampling_wide.metal):
+// what each threadgroup of its row passes leaves, and what its
+// single-threadgroup steps pass on. Scratch the kernels write and read;
+// the host only sizes it.
+typedef struct md_wide_partial {
+  md_i32 top_key;      // the slice's largest key (MD_KEY_NONE: empty slice)
+  md_u32 top_index;    // its first token
+  float score;         // the slice's best z + T * g (-inf: none)
+  md_u32 score_index;  // its token (MD_NO_TOKEN: none)
+} md_wide_partial;
+
+// How many threadgroups a row's passes get by default: one per
+// MD_WIDE_TOKENS_PER_GROUP tokens (4 per thread of 1024, enough to hide a
+// load's latency), at most MD_WIDE_MAX_GROUPS (a few per core of the
+// largest Apple GPU, 40 cores, and the reductions after stay one
+// simdgroup's loop). The token does not depend on it.
+#define MD_WIDE_TOKENS_PER_GROUP 4096u
+#define MD_WIDE_MAX_GROUPS 64u
+MD_FN md_u32 md_wide_groups(md_u32 vocab_size) {
+  md_u32 groups = (vocab_size + MD_WIDE_TOKENS_PER_GROUP - 1u) / MD_WIDE_TOKENS_PER_GROUP;
+  return groups < 1u ? 1u : (groups > MD_WIDE_MAX_GROUPS ? MD_WIDE_MAX_GROUPS : groups);
+}
+
+typedef struct md_wide_state {
+  md_i32 floor_key;  // the noise pass reads keys >= floor_key
+  md_u32 top_index;  // the row's argmax, MD_NO_TOKEN when all is -inf
+  md_u32 greedy;     // 1: the token is top_index (temperature 0 or all -inf)
+  md_u32 groups;     // threadgroups of the last row pass: partials to reduce
+} md_wide_state;
+
 // The argmax kernels' parameters: one row of vocab_size logits per
 // threadgroup; the token goes to tokens[threadgroup index].
 typedef struct md_argmax_params {
@@ -274,6 +304,8 @@ static_assert(offsetof(md_sampling_params, history_window) == 44, "history_windo
 static_assert(offsetof(md_sampling_params, bias_count) == 48, "bias_count offset");
 static_assert(offsetof(md_sampling_params, flags) == 52, "flags offset");
 static_assert(sizeof(md_bias_entry) == 8, "md_bias_entry size");
+static_assert(sizeof(md_wide_partial) == 16, "md_wide_partial size");
+static_assert(sizeof(md_wide_state) == 16, "md_wide_state size");
 static_assert(sizeof(md_argmax_params) == 8, "md_argmax_params size");
 static_assert(sizeof(md_bigram_params) == 8, "md_bigram_params size");
 static_assert(sizeof(md_probe_range) == 8, "md_probe_range size");

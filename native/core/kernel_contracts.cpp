@@ -109,6 +109,27 @@ void draftProbability(Contract& c) {
   c.needs(8, 4 * c.groups(), "probabilities: one float per row");
 }
 
+// sampling_wide.metal: one row; the row passes (prepare, count, noise) on
+// any number of threadgroups, one partial each; the steps between on one.
+void wideSample(Contract& c, bool rowPass) {
+  md_sampling_params p;
+  if (!c.params(1, "md_sampling_params", p)) return;
+  c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  c.check((p.flags & ~MD_KNOWN_FLAGS) == 0, "flags: unknown bits");
+  c.check(rowPass || c.groups() == 1, "runs as one threadgroup: it reduces what the row passes left");
+  mask(c, 8, p.flags, p.vocab_size);
+  const uint64_t vocab = p.vocab_size;
+  c.needs(0, 2 * vocab, "logits: vocab_size halves");
+  if (p.history_count > 0) c.needs(2, 4 * uint64_t(p.history_count), "history: history_count tokens");
+  if (p.bias_count > 0) c.needs(3, sizeof(md_bias_entry) * uint64_t(p.bias_count), "bias: bias_count entries");
+  c.needs(4, 2 * vocab, "edited: vocab_size halves");
+  c.needs(5, 4 * uint64_t(MD_HALF_KEY_BINS), "histogram: one bin per float16 key");
+  c.needs(6, 4, "tokens: one");
+  c.needs(7, 4 * vocab, "marks: one uint per token");
+  c.needs(9, sizeof(md_wide_partial) * (rowPass ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the row passes");
+  c.needs(10, sizeof(md_wide_state), "state: one md_wide_state");
+}
+
 // bigram.metal
 void embed(Contract& c) {
   md_bigram_params p;
@@ -285,6 +306,12 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_argmax_f32", [](Contract& c) { argmax(c, 4); }},
       {"md_sample_f16", sample},
       {"md_draft_probability_f16", draftProbability},
+      {"md_sample_wide_prepare_f16", [](Contract& c) { wideSample(c, true); }},
+      {"md_sample_wide_edit_f16", [](Contract& c) { wideSample(c, false); }},
+      {"md_sample_wide_count_f16", [](Contract& c) { wideSample(c, true); }},
+      {"md_sample_wide_filter_f16", [](Contract& c) { wideSample(c, false); }},
+      {"md_sample_wide_noise_f16", [](Contract& c) { wideSample(c, true); }},
+      {"md_sample_wide_pick_f16", [](Contract& c) { wideSample(c, false); }},
       {"md_embed_f16", embed},
       {"md_lm_head_f16", lmHead},
       {"md_fp_contract_probe", fpContractProbe},

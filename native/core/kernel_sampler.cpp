@@ -21,7 +21,7 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
 
 // The device buffers of one sampling step, grown as needed and reused.
 struct KernelSampler::Staging {
-  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks, mask;
+  std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks, mask, partials, state;
 };
 
 // Idle Staging sets, shared with the completions of steps in flight (a
@@ -53,6 +53,20 @@ Buffer& ensure(Device& device, std::shared_ptr<Buffer>& buffer, size_t bytes) {
   return *buffer;
 }
 
+// md_sample_f16's buffers 0-8, which the wide kernels bind too.
+template <class Staging>
+void bindSamplingBuffers(CommandBuffer& commands, Staging& staging, const md_sampling_params& p) {
+  commands.setBuffer(0, *staging.logits, 0);
+  commands.setBytes(1, &p, sizeof p);
+  commands.setBuffer(2, *staging.history, 0);
+  commands.setBuffer(3, *staging.bias, 0);
+  commands.setBuffer(4, *staging.edited, 0);
+  commands.setBuffer(5, *staging.histogram, 0);
+  commands.setBuffer(6, *staging.tokens, 0);
+  commands.setBuffer(7, *staging.marks, 0);
+  commands.setBuffer(8, *staging.mask, 0);
+}
+
 std::vector<uint32_t> tokensOf(Buffer& tokens, uint32_t rows) {
   const auto* out = static_cast<const uint32_t*>(tokens.contents());
   return std::vector<uint32_t>(out, out + rows);
@@ -60,8 +74,8 @@ std::vector<uint32_t> tokensOf(Buffer& tokens, uint32_t rows) {
 
 }  // namespace
 
-KernelSampler::KernelSampler(Device& device, uint32_t threadsPerThreadgroup)
-    : device_(device), threads_(threadsPerThreadgroup), pool_(std::make_shared<StagingPool>()) {}
+KernelSampler::KernelSampler(Device& device, uint32_t threadsPerThreadgroup, RowLaunch rowLaunch)
+    : device_(device), threads_(threadsPerThreadgroup), rowLaunch_(rowLaunch), pool_(std::make_shared<StagingPool>()) {}
 
 KernelSampler::~KernelSampler() = default;
 
@@ -109,19 +123,43 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
     Buffer& bias = ensure(device_, staging.bias, size_t(p.bias_count) * sizeof(md_bias_entry));
     auto* entries = static_cast<md_bias_entry*>(bias.contents());
     for (uint32_t i = 0; i < p.bias_count; ++i) entries[i] = {in.biasTokens[i], in.biasValues[i]};
-    commands->setPipeline(sampler);
-    commands->setBuffer(0, logits, 0);
-    commands->setBytes(1, &p, sizeof p);
-    commands->setBuffer(2, history, 0);
-    commands->setBuffer(3, bias, 0);
-    commands->setBuffer(4, ensure(device_, staging.edited, rowBytes * rows), 0);
-    commands->setBuffer(5, ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4), 0);
-    commands->setBuffer(6, tokens, 0);
-    commands->setBuffer(7, ensure(device_, staging.marks, size_t(row.size) * 4 * rows), 0);
-    commands->setBuffer(8, mask, 0);
-    commands->dispatch(rows, threadsFor(sampler, row.size));
+    ensure(device_, staging.edited, rowBytes * rows);
+    ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4);
+    ensure(device_, staging.marks, size_t(row.size) * 4 * rows);
+    if (rows == 1 && rowLaunch_.wide) {
+      encodeWide(*commands, staging, row, in);
+    } else {
+      commands->setPipeline(sampler);
+      bindSamplingBuffers(*commands, staging, p);
+      commands->dispatch(rows, threadsFor(sampler, row.size));
+    }
   }
   return commands;
+}
+
+// The six dispatches of sampling_wide.metal: the row passes on `groups`
+// threadgroups, the steps between them on one.
+void KernelSampler::encodeWide(CommandBuffer& commands, Staging& staging, const LogitsRow& row,
+                               const SamplingInputs& in) {
+  const uint32_t groups = rowLaunch_.threadgroups ? rowLaunch_.threadgroups : md_wide_groups(row.size);
+  Buffer& partials = ensure(device_, staging.partials, size_t(groups) * sizeof(md_wide_partial));
+  Buffer& state = ensure(device_, staging.state, sizeof(md_wide_state));
+  const struct {
+    const char* kernel;
+    bool rowPass;
+  } steps[] = {{"md_sample_wide_prepare_f16", true}, {"md_sample_wide_edit_f16", false},
+               {"md_sample_wide_count_f16", true},   {"md_sample_wide_filter_f16", false},
+               {"md_sample_wide_noise_f16", true},   {"md_sample_wide_pick_f16", false}};
+  for (const auto& step : steps) {
+    const Pipeline& pipeline = device_.pipeline(step.kernel);
+    commands.setPipeline(pipeline);
+    bindSamplingBuffers(commands, staging, in.params);
+    commands.setBuffer(9, partials, 0);
+    commands.setBuffer(10, state, 0);
+    // A slice of a row has vocab / groups tokens: threads for that many.
+    const uint32_t tokens = step.rowPass ? (row.size + groups - 1) / groups : row.size;
+    commands.dispatch(step.rowPass ? groups : 1, threadsFor(pipeline, tokens));
+  }
 }
 
 std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {

@@ -18,11 +18,21 @@ namespace md {
 // only, so they can be sampled greedily without bias or penalties.
 const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in);
 
+// How a single float16 row is sampled: by the wide kernels
+// (sampling_wide.metal) over `threadgroups` threadgroups (0: md_wide_groups
+// of the vocabulary), or by md_sample_f16's one threadgroup. Batches of
+// rows always take md_sample_f16, one threadgroup per row. The token is the
+// same either way; tests pass every shape.
+struct RowLaunch {
+  bool wide = true;
+  uint32_t threadgroups = 0;
+};
+
 class KernelSampler {
  public:
   // threadsPerThreadgroup: 0 for one thread per token up to 1024 or the
   // pipeline's maximum if lower (a multiple of 32); tests pass other counts.
-  explicit KernelSampler(Device& device, uint32_t threadsPerThreadgroup = 0);
+  explicit KernelSampler(Device& device, uint32_t threadsPerThreadgroup = 0, RowLaunch rowLaunch = {});
   ~KernelSampler();
 
   // Samples `rows` rows of `row.size` logits each, stored one after the
@@ -47,9 +57,11 @@ class KernelSampler {
   // Copies the inputs into `staging` and records the kernels.
   std::unique_ptr<CommandBuffer> encode(Staging& staging, const LogitsRow& row, uint32_t rows, const SamplingInputs& in);
   uint32_t threadsFor(const Pipeline& pipeline, uint32_t vocab) const;
+  void encodeWide(CommandBuffer& commands, Staging& staging, const LogitsRow& row, const SamplingInputs& in);
 
   Device& device_;
   uint32_t threads_;
+  RowLaunch rowLaunch_;
   // One step's buffers each; a step in flight keeps its own, so steps
   // never wait for each other on the CPU.
   std::shared_ptr<StagingPool> pool_;

@@ -146,7 +146,7 @@ void EmulatedDevice::Queue::run(const EmulatedDispatch& d) {
     }
     for (uint32_t g; !failed && (g = next.fetch_add(1)) < d.groups;) {
       try {
-        runners_[w]->run(d.kernel->invoke, &bound, g, d.threads);
+        runners_[w]->run(d.kernel->invoke, &bound, g, d.groups, d.threads);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(failureMutex);
         if (!failed.exchange(true)) failure = std::string(d.kernel->name) + ": " + e.what();

@@ -42,7 +42,7 @@ struct KernelBinding;
 
 template <class... Params, void (*Kernel)(Params...)>
 struct KernelBinding<Kernel> {
-  static constexpr uint32_t kThreadIds = 6;  // MD_THREAD_IDS: five ids and the kernel-scope token
+  static constexpr uint32_t kThreadIds = 7;  // MD_THREAD_IDS: six ids and the kernel-scope token
   static_assert(sizeof...(Params) >= kThreadIds, "a kernel ends with MD_THREAD_IDS");
   static constexpr uint32_t kArguments = sizeof...(Params) - kThreadIds;
   static_assert(kArguments <= kMaxKernelArguments, "too many kernel arguments");
@@ -58,7 +58,7 @@ struct KernelBinding<Kernel> {
   template <size_t... I>
   static void call(const BoundArguments& bound, const ThreadIds& ids, std::index_sequence<I...>) {
     static_assert((std::is_same<std::decay_t<Param<kArguments + 0>>, uint32_t>::value), "MD_THREAD_IDS are uint");
-    Kernel(argumentFrom<Param<I>>(bound.slots[I])..., ids.tid, ids.group, ids.threads, ids.lane, ids.simd, KernelScope{});
+    Kernel(argumentFrom<Param<I>>(bound.slots[I])..., ids.tid, ids.group, ids.threads, ids.lane, ids.simd, ids.groups, KernelScope{});
   }
 };
 

@@ -14,6 +14,7 @@
 #include "metal_compat.h"
 #include "argmax.metal"
 #include "sampling.metal"
+#include "sampling_wide.metal"
 #include "bigram.metal"
 #include "probes.metal"
 #include "transformer_rows.metal"
@@ -32,6 +33,12 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_argmax_f32),
     MD_EMULATED_KERNEL(md_sample_f16),
     MD_EMULATED_KERNEL(md_draft_probability_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_prepare_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_edit_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_count_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_filter_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_noise_f16),
+    MD_EMULATED_KERNEL(md_sample_wide_pick_f16),
     MD_EMULATED_KERNEL(md_embed_f16),
     MD_EMULATED_KERNEL(md_lm_head_f16),
     MD_EMULATED_KERNEL(md_fp_contract_probe),

@@ -92,15 +92,16 @@ void ThreadgroupRunner::laneMain(void* arg) {
   Lane& lane = *static_cast<Lane*>(arg);
   ThreadgroupRunner& r = *lane.runner;
   const uint32_t i = lane.index;
-  r.fn_(r.context_, ThreadIds{i, r.group_, r.threads_, i % kSimdWidth, i / kSimdWidth});
+  r.fn_(r.context_, ThreadIds{i, r.group_, r.threads_, i % kSimdWidth, i / kSimdWidth, r.groups_});
   lane.state = State::Done;
 }
 
-void ThreadgroupRunner::run(LaneFunction fn, const void* context, uint32_t group, uint32_t threads) {
+void ThreadgroupRunner::run(LaneFunction fn, const void* context, uint32_t group, uint32_t groups, uint32_t threads) {
   prepare(threads);
   fn_ = fn;
   context_ = context;
   group_ = group;
+  groups_ = groups;
   threads_ = threads;
   ThreadgroupRunner* outer = currentRunner;
   currentRunner = this;

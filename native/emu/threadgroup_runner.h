@@ -42,6 +42,7 @@ struct ThreadIds {
   uint32_t threads;  // threads_per_threadgroup
   uint32_t lane;     // thread_index_in_simdgroup
   uint32_t simd;     // simdgroup_index_in_threadgroup
+  uint32_t groups;   // threadgroups_per_grid
 };
 
 constexpr uint32_t kSimdWidth = 32;
@@ -63,7 +64,7 @@ class ThreadgroupRunner {
 
   // Runs threadgroup `group` with `threads` threads (a multiple of 32, at
   // most 1024). Throws KernelFault when the kernel misuses barriers.
-  void run(LaneFunction fn, const void* context, uint32_t group, uint32_t threads);
+  void run(LaneFunction fn, const void* context, uint32_t group, uint32_t groups, uint32_t threads);
 
   // The runner of the fiber calling this (only valid inside a kernel).
   static ThreadgroupRunner& current();
@@ -125,6 +126,7 @@ class ThreadgroupRunner {
   std::string pendingFault_;
   uint32_t threads_ = 0;
   uint32_t group_ = 0;
+  uint32_t groups_ = 1;
   uint32_t running_ = 0;  // lane whose fiber is executing
   LaneFunction fn_ = nullptr;
   const void* context_ = nullptr;

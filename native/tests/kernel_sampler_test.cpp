@@ -21,8 +21,8 @@ md::emu::EmulatedDevice& device() {
   return d;
 }
 
-uint32_t onKernel(const Case& c, uint32_t threads = 0) {
-  md::KernelSampler sampler(device(), threads);
+uint32_t onKernel(const Case& c, uint32_t threads = 0, md::RowLaunch launch = {}) {
+  md::KernelSampler sampler(device(), threads, launch);
   CaseRow r(c);
   EXPECT_EQ(md::checkSamplingInputs(r.row, r.inputs), nullptr);
   return sampler.sample(r.row, 1, r.inputs).at(0);
@@ -139,6 +139,70 @@ TEST(EmulatedSampler, EveryThreadgroupSizeGivesTheSameTokens) {
     Case k = testing_cases::randomCase(rng, std::vector<uint32_t>{7, 500, 5000}[c % 3], c % 5, true);
     uint32_t cpu = onCpu(k);
     for (uint32_t threads : {32u, 96u, 1024u}) EXPECT_EQ(onKernel(k, threads), cpu) << "case " << c << ", " << threads;
+  }
+}
+
+// The wide kernels (one row over many threadgroups) against md_sample_f16
+// (one threadgroup): the same token, bit for bit, for every launch shape;
+// no near-tie allowance. Rows with heavy ties and top-p boundaries are in
+// the random cases (modes 0-4), and V = 20000 and 262144 make slices of
+// uneven lengths, some empty (262144 over 7 threadgroups is not a whole
+// number of 32-token slices; 31 tokens over 64 threadgroups leaves 63 empty).
+TEST(EmulatedSampler, WideKernelsGiveTheOneThreadgroupTokenForEveryLaunch) {
+  std::mt19937 rng(21);
+  const md::RowLaunch narrow{false, 0};
+  int compared = 0;
+  for (int c = 0; c < 60; ++c) {
+    uint32_t vocab = std::vector<uint32_t>{1, 31, 1000, 3000, 20000, 262144}[c % 6];
+    Case k = testing_cases::randomCase(rng, vocab, c % 5, true);
+    if (c % 12 == 4) k.params.top_k = 0, k.params.top_p = 0.9f, k.params.min_p = 0;  // top-p alone: every bin weighed
+    const uint32_t expected = onKernel(k, 1024, narrow);
+    EXPECT_EQ(onKernel(k, 32, narrow), expected) << "case " << c << ": md_sample_f16 depends on its threads";
+    const std::vector<std::pair<uint32_t, uint32_t>> shapes =
+        vocab > 100000 ? std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {7, 256}}
+                       : std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {1, 32}, {2, 96}, {7, 1024}, {64, 32}};
+    for (auto [groups, threads] : shapes) {
+      EXPECT_EQ(onKernel(k, threads, md::RowLaunch{true, groups}), expected)
+          << "case " << c << " V=" << vocab << ": " << groups << " threadgroups of " << threads << " threads";
+      ++compared;
+    }
+    EXPECT_EQ(expected, onCpu(k)) << "case " << c;
+  }
+  EXPECT_GT(compared, 200);
+}
+
+// Every token is some slice's: the maximum placed at each slice's first and
+// last token is found, greedily and at a low temperature.
+TEST(EmulatedSampler, WideKernelsSeeEverySliceEdge) {
+  const uint32_t vocab = 3000, groups = 7;
+  const uint32_t per = ((vocab + groups - 1) / groups + 31) / 32 * 32;  // md_slice_range's slices
+  for (uint32_t g = 0; g * per < vocab; ++g) {
+    for (uint32_t at : {g * per, std::min(vocab, (g + 1) * per) - 1}) {
+      std::vector<float> values(vocab, 0.0f);
+      values[at] = 30.0f;
+      Case c = rowOf(values);
+      EXPECT_EQ(onKernel(c, 32, md::RowLaunch{true, groups}), at) << "greedy, slice " << g;
+      c = sampled(c, 0.5f, 3);
+      EXPECT_EQ(onKernel(c, 32, md::RowLaunch{true, groups}), at) << "sampled, slice " << g;
+    }
+  }
+}
+
+// The wide kernels' top-p walk on a row built so that the threshold falls
+// inside a mass block: one token per float16 value over a wide range, so
+// blocks, groups of blocks and single keys are each entered.
+TEST(EmulatedSampler, WideTopPWalkEntersBlocksAndKeys) {
+  std::vector<float> values;
+  for (int i = 0; i < 5000; ++i) values.push_back(-8.0f + 16.0f * float(i) / 5000.0f);
+  for (float p : {0.05f, 0.5f, 0.93f, 0.999f}) {
+    Case c = sampled(rowOf(values), 1.0f, 7);
+    c.params.top_p = p;
+    for (uint32_t pos = 0; pos < 6; ++pos) {
+      c.params.position = pos;
+      const uint32_t expected = onKernel(c, 1024, md::RowLaunch{false, 0});
+      EXPECT_EQ(expected, onCpu(c)) << "p " << p << " position " << pos;
+      for (uint32_t groups : {1u, 3u, 16u}) EXPECT_EQ(onKernel(c, 64, md::RowLaunch{true, groups}), expected);
+    }
   }
 }
 
