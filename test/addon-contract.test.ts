@@ -19,6 +19,14 @@ describe('addon sampleRow', () => {
   };
   const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0), new Uint32Array(0)] as const;
 
+  it('spreads a row over more threadgroups as the vocabulary grows, within bounds, and refuses a vocabulary that is not one', () => {
+    const groups = [1, 4096, 4097, 128256, 262144, 1 << 24].map((v) => addon.wideSamplingGroups(v));
+    expect(groups).toEqual([1, 1, 2, 32, 64, 64]);
+    for (const bad of [0, 1.5, -3, Number.NaN, 2 ** 32]) {
+      expect(() => addon.wideSamplingGroups(bad)).toThrow(new RangeError('wideSamplingGroups: vocabSize must be an integer from 1 to 4294967295'));
+    }
+  });
+
   it('samples with well-formed arguments', () => {
     expect(addon.sampleRow(new Float32Array([1, 4, 2]), slots(), ...empty)).toBe(1);
   });

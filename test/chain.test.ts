@@ -48,7 +48,8 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     const table = chain.tableFor(sampling);
 
     it('uses the argmax table only when it gives the same tokens', () => {
-      expect(table.labels).toEqual(['embedding', 'lm head', _name === 'greedy' ? 'argmax' : 'sample']);
+      const sample = ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'].map((step) => `sample: ${step}`);
+      expect(table.labels).toEqual(['embedding', 'lm head', ...(_name === 'greedy' ? ['argmax'] : sample)]);
     });
 
     it('a chain of n tokens equals n one-token submissions, and every chunk size agrees', async () => {
@@ -192,7 +193,8 @@ describe('devices', () => {
       'md_matvec_batch_q4_k', 'md_matvec_batch_q5_0', 'md_matvec_batch_q5_k', 'md_matvec_batch_q6_k', 'md_matvec_batch_q8_0',
       'md_matvec_bf16', 'md_matvec_f16', 'md_matvec_f32', 'md_matvec_q4_0', 'md_matvec_q4_1', 'md_matvec_q4_k', 'md_matvec_q5_0',
       'md_matvec_q5_k', 'md_matvec_q6_k', 'md_matvec_q8_0', 'md_noise_cells', 'md_rms_norm_f32', 'md_rope_f32',
-      'md_sample_f16', 'md_swiglu_f32',
+      'md_sample_f16', 'md_sample_wide_count_f16', 'md_sample_wide_edit_f16', 'md_sample_wide_filter_f16', 'md_sample_wide_noise_f16',
+      'md_sample_wide_pick_f16', 'md_sample_wide_prepare_f16', 'md_swiglu_f32',
     ]);
     device.dispose();
     expect(() => device.kernelNames()).toThrow('The emulated device was disposed');

@@ -6,7 +6,7 @@
 import { SamplingPacker } from '../native/native-sampler.js';
 import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
 import type { GpuBuffer, GpuDevice } from './device.js';
-import type { CommandSpec } from './dispatch-table.js';
+import type { CommandSpec, DispatchTableBuilder } from './dispatch-table.js';
 
 /** Sampling options of a chain: the chain sets position and history per token, the device is the chain's, masks are bound as buffers. */
 export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'>;
@@ -17,19 +17,24 @@ export function needsSamplingKernel(s: ResolvedSampling): boolean {
   return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
 }
 
-/** The sampling kernel's per-row scratch buffers, made once per chain. */
+/** The sampling kernels' per-row scratch buffers, made once per chain; `partials` and `state` for the wide kernels' one row. */
 export interface SamplingScratch {
   edited: GpuBuffer;
   histogram: GpuBuffer;
   marks: GpuBuffer;
+  partials: GpuBuffer;
+  state: GpuBuffer;
 }
 
 /** Scratch for `rows` rows: the kernel's batched form (one threadgroup per row) samples them in one dispatch. */
 export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1): SamplingScratch {
+  const { partialBytes, stateBytes } = device.addon.layouts.wideSampling;
   return {
     edited: device.createBuffer(rows * vocabSize * 2),
     histogram: device.createBuffer(rows * device.addon.layouts.halfKeyBins * 4),
     marks: device.createBuffer(rows * vocabSize * 4),
+    partials: device.createBuffer(device.addon.wideSamplingGroups(vocabSize) * partialBytes),
+    state: device.createBuffer(stateBytes),
   };
 }
 
@@ -103,6 +108,51 @@ export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: 
       patch: { rule: 'sampledToken', buffer: 6, position: layout.position, historyCount: layout.historyCount },
     },
   };
+}
+
+/** The wide kernels in order, and whether each is a pass over the row (on many threadgroups) or a step between passes (on one). */
+const WIDE_STEPS: [kernel: string, rowPass: boolean][] = [
+  ['md_sample_wide_prepare_f16', true], ['md_sample_wide_edit_f16', false], ['md_sample_wide_count_f16', true],
+  ['md_sample_wide_filter_f16', false], ['md_sample_wide_noise_f16', true], ['md_sample_wide_pick_f16', false],
+];
+
+/** One command of a table: a kernel and its spec. */
+export interface KernelCommand {
+  kernel: string;
+  spec: CommandSpec;
+}
+
+/**
+ * The sampling step of a one-row chain table across the whole GPU:
+ * sampling_wide.metal's six commands, with samplingCommand()'s arguments
+ * and the same token. The row passes run on device.addon.wideSamplingGroups
+ * threadgroups, the steps between on one; every command's position and
+ * history length follow the token (the pick also moves its output).
+ */
+export function wideSamplingCommands(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
+  scratch: SamplingScratch, output: GpuBuffer = sequence, mask?: GpuBuffer): { commands: KernelCommand[]; bias: GpuBuffer } {
+  const { spec, bias } = samplingCommand(device, logits, sequence, vocabSize, options, scratch, output, mask);
+  const groups = device.addon.wideSamplingGroups(vocabSize);
+  const layout = device.addon.layouts.samplingParams;
+  const sliceTokens = Math.ceil(vocabSize / groups);
+  const commands = WIDE_STEPS.map(([kernel, rowPass]): KernelCommand => ({
+    kernel,
+    spec: {
+      ...spec,
+      label: `sample: ${kernel.replace('md_sample_wide_', '').replace('_f16', '')}`,
+      buffers: [...spec.buffers, { index: 9, buffer: scratch.partials }, { index: 10, buffer: scratch.state }],
+      threadgroups: rowPass ? groups : 1,
+      threadsPerThreadgroup: rowThreads(device, kernel, rowPass ? sliceTokens : vocabSize),
+      patch: kernel === 'md_sample_wide_pick_f16' ? spec.patch : { rule: 'kvLength', fields: [layout.position, layout.historyCount] },
+    },
+  }));
+  return { commands, bias };
+}
+
+/** Appends commands to a table builder in order. */
+export function addCommands(builder: DispatchTableBuilder, commands: KernelCommand[]): DispatchTableBuilder {
+  for (const { kernel, spec } of commands) builder.add(kernel, spec);
+  return builder;
 }
 
 /**

@@ -1,7 +1,7 @@
 // bigram-gpu.ts: the bigram model on a GPU device as two dispatch tables,
 // built with the public DispatchTableBuilder:
 //   greedy:  embed (token offset) -> LM head -> argmax (argmax output)
-//   sampled: embed (token offset) -> LM head -> md_sample_f16 (sampled token)
+//   sampled: embed (token offset) -> LM head -> the wide sampling kernels (sampled token)
 // Both write token p + 1 of the chain into the sequence buffer, where the
 // next step's embedding reads it. A verification table (speculative
 // decoding) repeats embed -> LM head per row r of a draft, each row's
@@ -12,7 +12,7 @@ import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideSamplingCommands, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -151,8 +151,10 @@ export class BigramChain implements VerificationTables {
   /** The table that samples with `options` (temperature, filters, seed, penalties, bias) on the GPU. */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
     this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
-    const { spec } = samplingCommand(this.device, this.logits, this.sequence, this.model.vocabSize, options, this.#scratch);
-    return this.#forward().add('md_sample_f16', spec).build();
+    const { commands, bias } = wideSamplingCommands(this.device, this.logits, this.sequence, this.model.vocabSize, options, this.#scratch);
+    const table = addCommands(this.#forward(), commands).build();
+    bias.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
   }
 
   /** The table for these options: the argmax table when it gives the same tokens, else sampledTable(). */

@@ -20,7 +20,7 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideSamplingCommands, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -347,12 +347,12 @@ export class GgufForwardTable implements VerificationTables {
     return table;
   }
 
-  /** The table that samples with `options` on the GPU: the forward pass, the logits as float16, md_sample_f16. */
+  /** The table that samples with `options` on the GPU: the forward pass, the logits as float16, the wide sampling kernels (md_sample_f16's token on every GPU core). */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
-    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
-    const table = this.#oneToken().add('md_half_from_f32', this.#toHalf()).add('md_sample_f16', spec).build();
+    const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
+    const table = addCommands(this.#oneToken().add('md_half_from_f32', this.#toHalf()), commands).build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
     return table;
   }
@@ -370,7 +370,7 @@ export class GgufForwardTable implements VerificationTables {
   /**
    * The pick of the token after the logits `forward` left, under the mask
    * buffer, as tableFor(options) picks it: md_argmax_f32 over the float32
-   * logits, or the logits as float16 and md_sample_f16. The token goes to
+   * logits, or the logits as float16 and the wide sampling kernels. The token goes to
    * slot p + 1 of the token buffer. The caller disposes it.
    */
   maskedPickTable(options: ChainSamplingOptions): DispatchTable {
@@ -380,8 +380,8 @@ export class GgufForwardTable implements VerificationTables {
     }
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
-    const { spec, bias } = samplingCommand(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch(), this.tokens, this.maskBuffer);
-    const table = b.add('md_half_from_f32', this.#toHalf()).add('md_sample_f16', { ...spec, label: 'masked sample' }).build();
+    const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch(), this.tokens, this.maskBuffer);
+    const table = addCommands(b.add('md_half_from_f32', this.#toHalf()), commands.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } }))).build();
     bias.dispose();
     return table;
   }

@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 4;
+export const ADDON_ABI_VERSION = 5;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -117,6 +117,8 @@ export interface NativeLayouts {
   biasEntry: number;
   /** Bins of md_sample_f16's per-row histogram scratch (uint32 each). */
   halfKeyBins: number;
+  /** The wide sampling kernels' scratch (sampling_wide.metal): md_wide_partial and md_wide_state bytes. */
+  wideSampling: { partialBytes: number; stateBytes: number };
   maxInlineParams: number;
   maxCommandBuffers: number;
   maxBufferIndex: number;
@@ -209,6 +211,8 @@ export interface NativeAddon {
   bigramForward(embedding: Uint16Array, head: Uint16Array, dim: number, token: number, logits: Uint16Array): void;
   /** md_sampling_params and md_bias_entry bytes for a sampling command; `logits` gives only the vocabulary size. */
   packSamplingParams(...args: SamplingArguments): { params: Uint8Array; bias: Uint8Array };
+  /** Threadgroups the wide sampling kernels' row passes get for a vocabulary (md_wide_groups). */
+  wideSamplingGroups(vocabSize: number): number;
   readonly patchRules: Readonly<Record<PatchRuleName, number>>;
   readonly layouts: NativeLayouts;
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */

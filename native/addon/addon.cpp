@@ -86,6 +86,10 @@ Napi::Object layouts(Napi::Env env) {
   all.Set("bigramParams", bigram);
   all.Set("biasEntry", n(sizeof(md_bias_entry)));
   all.Set("halfKeyBins", n(MD_HALF_KEY_BINS));
+  Napi::Object wide = Napi::Object::New(env);
+  wide.Set("partialBytes", n(sizeof(md_wide_partial)));
+  wide.Set("stateBytes", n(sizeof(md_wide_state)));
+  all.Set("wideSampling", wide);
   all.Set("maxInlineParams", n(kMaxInlineParams));
   all.Set("maxCommandBuffers", n(kMaxCommandBuffers));
   all.Set("maxBufferIndex", n(kMaxBufferIndex));
@@ -127,6 +131,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
       InstanceMethod("bigramForward", &MetalDecodeAddon::BigramForward),
       InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
+      InstanceMethod("wideSamplingGroups", &MetalDecodeAddon::WideSamplingGroups),
       InstanceValue("samplingSlots", slots, napi_enumerable),
       InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
       InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),
@@ -135,7 +140,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
       InstanceValue("Transformer", TransformerHandle::define(env), napi_enumerable),
       InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 4), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 5), napi_enumerable),
   });
 }
 

@@ -27,6 +27,9 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   // { params, bias }: md_sampling_params and md_bias_entry bytes for a
   // sampling command of a dispatch table, checked as sampleRow checks them.
   Napi::Value PackSamplingParams(const Napi::CallbackInfo& info);
+  // wideSamplingGroups(vocabSize) -> how many threadgroups the wide
+  // sampling kernels' row passes get by default (md_wide_groups).
+  Napi::Value WideSamplingGroups(const Napi::CallbackInfo& info);
 
   CpuSampler sampler_;
   Napi::FunctionReference bufferConstructor_;

@@ -51,4 +51,12 @@ Napi::Value MetalDecodeAddon::PackSamplingParams(const Napi::CallbackInfo& info)
   return out;
 }
 
+Napi::Value MetalDecodeAddon::WideSamplingGroups(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const double vocab = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(vocab >= 1 && vocab <= UINT32_MAX && vocab == double(uint64_t(vocab))))
+    throw Napi::RangeError::New(env, "wideSamplingGroups: vocabSize must be an integer from 1 to 4294967295");
+  return Napi::Number::New(env, md_wide_groups(uint32_t(vocab)));
+}
+
 }  // namespace md::addon
