@@ -139,7 +139,9 @@
         "native/addon/model_binding.cpp",
         "native/addon/device_promise.cpp",
         "native/addon/job_thread.cpp",
-        "native/addon/transformer_binding.cpp"
+        "native/addon/transformer_binding.cpp",
+        "native/addon/bench_binding.cpp",
+        "native/bench/llama_cpp_sampler.cpp"
       ],
       "conditions": [
         ["OS=='mac'", {

@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 
+import { findLlamaSampler } from '../lib/bench/llama-cpp-sampler.js';
 import type { BenchReport } from '../lib/bench/report.js';
 import { getBackends } from '../lib/index.js';
 import { requireNativeBuilt, runCli } from './helpers.js';
@@ -33,6 +34,7 @@ describe('arguments', () => {
     [['bench', '--seed', '4294967296'], 'Expected an integer from 0 to 4294967295 for --seed but received "4294967296"'],
     [['bench', '--backend', 'gpu'], 'Expected one of metal, emulated, native, js for --backend but received "gpu"'],
     [['bench', '--shape', 'round'], 'Expected lm or flat for --shape but received "round"'],
+    [['bench', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
     [['bench', '--out', 'report.png'], 'Expected a file name ending in .svg or .html for --out but received "report.png"'],
     [['bench', '--fast'], "Unknown option '--fast'"],
     [['bench', '--vocab'], "Option '--vocab <value>' argument missing"],
@@ -82,7 +84,11 @@ describe('--json', () => {
     expect(report.settings).toMatchObject({ scenarios: ['sampler', 'decode'], backends: available, vocabs: [64], iterations: 2, seed: 7 });
     expect(report.backends.map((b) => b.name)).toEqual(['metal', 'emulated', 'native', 'js']);
     for (const b of report.backends.filter((b) => !b.available)) expect(stderr).toContain(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}`);
-    expect(report.sampler).toHaveLength(4 * available.length);
+    // llama.cpp's sampler chain is a column of its own where its library is installed (node-llama-cpp's prebuilt binaries).
+    const llama = findLlamaSampler();
+    expect(report.llamaCppSampler).toEqual(llama);
+    if (llama.reason !== null) expect(stderr).toContain(`llama.cpp sampler: not compared: ${llama.reason}`);
+    expect(report.sampler).toHaveLength(4 * (available.length + (llama.library ? 1 : 0)));
     expect(report.decode).toHaveLength(2 * available.length);
     for (const r of report.sampler) {
       const js = report.sampler.find((j) => j.backend === 'js' && j.config === r.config)!;
@@ -105,7 +111,7 @@ describe('--json', () => {
   });
 
   it('the filters choose what is measured', async () => {
-    const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--json');
+    const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--compare', 'none', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as BenchReport;
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
@@ -115,6 +121,23 @@ describe('--json', () => {
       [40, 80].flatMap((v) => [1, 2, 3, 4].map(() => ['native', v, 3])),
     );
     expect(report.sampler.every((r) => r.speedupOverJs === null)).toBe(true);  // js was not measured
+    expect(report.llamaCppSampler).toEqual({ library: null, reason: '--compare none' });
+  });
+
+  // node-llama-cpp is a dev dependency: its prebuilt libllama is here, so
+  // the comparison runs (the run checks llama.cpp's greedy tokens against
+  // the rows' argmax, so a library it misreads fails instead of timing).
+  it('--compare llama.cpp times llama.cpp\'s sampler chain on the same rows, with native\'s ratio to it', async () => {
+    const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '300', '--iterations', '3', '--compare', 'llama.cpp');
+    expect(code).toBe(0);
+    const table = stdout.split('\n').filter((line) => /^300 /.test(line));
+    expect(stdout).toMatch(/V\s+config\s+llama\.cpp\s+native\s+native vs llama\.cpp/);
+    expect(table).toHaveLength(4);
+    for (const line of table) expect(line).toMatch(/\d+(\.\d+)? \(\d+(\.\d+)?\)\s+\d+(\.\d+)? \(\d+(\.\d+)?\)\s+\d+(\.\d+)?x$/);
+    const json = JSON.parse((await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '300', '--iterations', '3', '--json')).stdout) as BenchReport;
+    expect(validate(json), ajv.errorsText(validate.errors)).toBe(true);
+    expect(json.llamaCppSampler.library).toMatch(/libllama[^/]*\.(so|dylib)$/);
+    expect(json.sampler.filter((r) => r.backend === 'llama.cpp').map((r) => r.config)).toEqual(['greedy', 'default chain', 'topP 0.9', 'temperature only']);
   });
 
   it('the schema rejects a report with a missing field or a wrong value', () => {
@@ -128,7 +151,7 @@ describe('--out', () => {
 
   it('writes an SVG chart with a bar per measured cell', async () => {
     const file = join(dir, 'report.svg');
-    const { code, stdout } = await runCli('bench', ...TINY, '--backend', 'native', '--backend', 'js', '--out', file);
+    const { code, stdout } = await runCli('bench', ...TINY, '--backend', 'native', '--backend', 'js', '--compare', 'none', '--out', file);
     expect(code).toBe(0);
     expect(stdout).toContain(`wrote ${file}`);
     const svg = readFileSync(file, 'utf8');

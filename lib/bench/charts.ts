@@ -5,7 +5,7 @@ import { describeMachine } from './machine.js';
 import type { BenchReport } from './report.js';
 import { reportTables, type Table } from './tables.js';
 
-const COLORS: Record<string, string> = { metal: '#d9480f', emulated: '#7048e8', native: '#1971c2', js: '#2f9e44' };
+const COLORS: Record<string, string> = { metal: '#d9480f', emulated: '#7048e8', native: '#1971c2', js: '#2f9e44', 'llama.cpp': '#495057' };
 const WIDTH = 960;
 const LABEL = 190;       // the group labels on the left
 const VALUE_ROOM = 230;  // right of the longest bar: its value label

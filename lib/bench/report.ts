@@ -8,9 +8,12 @@ export const REPORT_SCHEMA_VERSION = 1;
 
 export type ScenarioName = 'sampler' | 'decode';
 
-/** One cell of the sampler scenario: sample() on one backend, vocabulary size and configuration. */
+/** What the sampler scenario times: a backend's sample(), or llama.cpp's sampler chain on the same rows. */
+export type SamplerEngine = BackendName | 'llama.cpp';
+
+/** One cell of the sampler scenario: sample() on one backend (or llama.cpp's chain), vocabulary size and configuration. */
 export interface SamplerResult {
-  backend: BackendName;
+  backend: SamplerEngine;
   vocab: number;
   config: string;
   iterations: number;
@@ -58,6 +61,8 @@ export interface BenchSettings {
   iterations: number | null;
   decode: { vocab: number; dim: number; tokens: number; chunkSize: number };
   seed: number;
+  /** The sampler scenario's llama.cpp column: 'auto' when its library is found, 'llama.cpp' (an error without it), 'none'. */
+  compare: 'auto' | 'llama.cpp' | 'none';
 }
 
 export interface BenchReport {
@@ -67,6 +72,8 @@ export interface BenchReport {
   /** Every backend, measured or not, with why it is (un)available. */
   backends: BackendInfo[];
   sampler: SamplerResult[];
+  /** The llama.cpp sampler the sampler scenario compared (its library), or why it did not. */
+  llamaCppSampler: { library: string | null; reason: string | null };
   decode: DecodeResult[];
   /** With the decode scenario: speculative decoding against without. */
   speculative?: SpeculativeDecodeResult[];

@@ -14,17 +14,20 @@ const perSecond = (x: number | null) => (x === null ? '-' : x.toFixed(0));
 
 export function samplerTable(report: BenchReport): Table {
   const backends = [...new Set(report.sampler.map((r) => r.backend))];
-  const withSpeedup = backends.filter((b) => b !== 'js' && report.sampler.some((r) => r.backend === b && r.speedupOverJs !== null));
+  const withSpeedup = backends.filter((b) => b !== 'js' && b !== 'llama.cpp' && report.sampler.some((r) => r.backend === b && r.speedupOverJs !== null));
+  // llama.cpp's time over native's, both from this run.
+  const versusLlama = backends.includes('llama.cpp') && backends.includes('native');
   const cells = [...new Map(report.sampler.map((r) => [`${r.vocab} ${r.config}`, r])).values()];
   return {
     title: `sampler: us per sample() call, median (p90), ${report.settings.shape} rows of float16 logits`,
-    header: ['V', 'config', ...backends, ...withSpeedup.map((b) => `${b} vs js`)],
+    header: ['V', 'config', ...backends, ...withSpeedup.map((b) => `${b} vs js`), ...(versusLlama ? ['native vs llama.cpp'] : [])],
     rows: cells.map(({ vocab, config }) => {
       const of = (b: string) => report.sampler.find((r) => r.vocab === vocab && r.config === config && r.backend === b)!;
       return [
         String(vocab), config,
         ...backends.map((b) => `${us(of(b).medianUs)} (${us(of(b).p90Us)})`),
         ...withSpeedup.map((b) => ratio(of(b).speedupOverJs)),
+        ...(versusLlama ? [ratio(of('llama.cpp').medianUs / of('native').medianUs)] : []),
       ];
     }),
   };

@@ -42,6 +42,9 @@ Options:
   --model-vocab N    decode: the bigram model's vocabulary (default 4096)
   --dim N            decode: the bigram model's dimension (default 64)
   --seed N           logits, weights and sampling noise (default 7)
+  --compare WHAT     sampler: llama.cpp's sampler chain on the same rows, from node-llama-cpp's
+                     prebuilt libllama: llama.cpp (an error without it), none, or auto
+                     (default: when it is installed, else a line saying why not)
   --json             print the report as JSON (schema: bench/report.schema.json)
   --out FILE         also write a chart: FILE.svg, or FILE.html with the tables
   --no-progress      no progress bar (it is drawn only on a terminal anyway)
@@ -247,6 +250,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
         'model-vocab': { type: 'string' },
         dim: { type: 'string' },
         seed: { type: 'string' },
+        compare: { type: 'string' },
         json: { type: 'boolean' },
         out: { type: 'string' },
         'no-progress': { type: 'boolean' },
@@ -289,6 +293,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
         chunkSize: integer('chunk', values.chunk, 16, 65536),
       },
       seed: integer('seed', values.seed, 7, 0xffffffff, 0),
+      compare: compareOption(values.compare),
     },
   };
 }

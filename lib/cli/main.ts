@@ -11,6 +11,7 @@ import { reportHtml, reportSvg } from '../bench/charts.js';
 import { planDecode, planSpeculativeDecode } from '../bench/decode-scenario.js';
 import { describeMachine, machineInfo } from '../bench/machine.js';
 import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult, type SpeculativeDecodeResult } from '../bench/report.js';
+import { findLlamaSampler } from '../bench/llama-cpp-sampler.js';
 import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText, type Table } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
@@ -112,7 +113,15 @@ async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<n
   for (const b of backends.filter((b) => !b.available)) log.write(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}\n`);
 
   const settings: BenchSettings = { ...args.settings, backends: chosen };
-  const samplerTasks = settings.scenarios.includes('sampler') ? planSampler(settings) : [];
+  const sampling = settings.scenarios.includes('sampler');
+  const llamaCppSampler = settings.compare === 'none'
+    ? { library: null, reason: '--compare none' } : findLlamaSampler();
+  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'llama.cpp') {
+    stderr.write(`metal-decode bench: --compare llama.cpp: ${llamaCppSampler.reason}\n`);
+    return 1;
+  }
+  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'auto') log.write(`llama.cpp sampler: not compared: ${llamaCppSampler.reason}\n`);
+  const samplerTasks = sampling ? planSampler(settings, llamaCppSampler) : [];
   const decodeTasks = settings.scenarios.includes('decode') ? planDecode(settings) : [];
   const speculativeTasks = settings.scenarios.includes('decode') ? planSpeculativeDecode(settings) : [];
   const startedAt = new Date();
@@ -128,6 +137,7 @@ async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<n
     settings,
     backends,
     sampler,
+    llamaCppSampler,
     decode,
     ...(speculativeTasks.length > 0 && { speculative }),
     startedAt: startedAt.toISOString(),

@@ -20,6 +20,12 @@ export type SamplingArguments = [
   mask: Uint32Array,
 ];
 
+/** A sampling configuration as llama.cpp's chain (native/bench/llama_cpp_sampler.h): off values 0, 1, 1, 0 for topK, topP, repeatPenalty, minP. */
+export interface LlamaChainConfig {
+  temperature: number; topK: number; topP: number; minP: number;
+  repeatPenalty: number; frequencyPenalty: number; presencePenalty: number; lastTokens: number; seed: number;
+}
+
 /** Device memory both the CPU and the GPU address (native/addon/buffer_binding.h). */
 export interface NativeBuffer {
   readonly length: number;
@@ -213,6 +219,14 @@ export interface NativeAddon {
   packSamplingParams(...args: SamplingArguments): { params: Uint8Array; bias: Uint8Array };
   /** Threadgroups the wide sampling kernels' row passes get for a vocabulary (md_wide_groups). */
   wideSamplingGroups(vocabSize: number): number;
+  /**
+   * llama.cpp's sampler chain, loaded from `libraryPath` (a libllama), on
+   * `rows` (whole rows of `vocab` floats; call i reads row i % count), off
+   * the event loop: each timed call's microseconds (refilling llama.cpp's
+   * candidate array from the row, then the chain) and selected token.
+   */
+  timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: LlamaChainConfig, history: Int32Array,
+    iterations: number, warmup: number): Promise<{ microseconds: Float64Array; tokens: Int32Array }>;
   readonly patchRules: Readonly<Record<PatchRuleName, number>>;
   readonly layouts: NativeLayouts;
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */

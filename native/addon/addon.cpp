@@ -132,6 +132,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceMethod("bigramForward", &MetalDecodeAddon::BigramForward),
       InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
       InstanceMethod("wideSamplingGroups", &MetalDecodeAddon::WideSamplingGroups),
+      InstanceMethod("timeLlamaCppSampler", &MetalDecodeAddon::TimeLlamaCppSampler),
       InstanceValue("samplingSlots", slots, napi_enumerable),
       InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
       InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),

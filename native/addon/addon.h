@@ -30,6 +30,10 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   // wideSamplingGroups(vocabSize) -> how many threadgroups the wide
   // sampling kernels' row passes get by default (md_wide_groups).
   Napi::Value WideSamplingGroups(const Napi::CallbackInfo& info);
+  // timeLlamaCppSampler(libraryPath, rows, vocab, config, history,
+  // iterations, warmup) -> Promise<{ microseconds, tokens }>: llama.cpp's
+  // sampler chain on our rows (bench_binding.cpp), for the benchmark.
+  Napi::Value TimeLlamaCppSampler(const Napi::CallbackInfo& info);
 
   CpuSampler sampler_;
   Napi::FunctionReference bufferConstructor_;
