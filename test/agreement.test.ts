@@ -133,6 +133,55 @@ describe('native and js samplers', () => {
   });
 });
 
+// The TypeScript sampler reads float16 rows through block maxima and an
+// arithmetic bin that is exact except for -0, +inf and the NaNs
+// (lib/js/half-row.ts): rows full of them, and filters whose boundary is
+// the bin of 0 (where -0 and +0 tie), must give the native tokens exactly.
+describe('native and js samplers on float16 rows with special values', () => {
+  const SPECIALS = [0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00, 0xffff, 0x8000, 0x0000];
+
+  function specialRow(random: () => number, vocab: number, density: number): Uint16Array {
+    const row = toFloat16Array(logitValues(vocab, random() < 0.5 ? 'lm' : 'flat', Math.floor(random() * 1e6)));
+    for (let i = 0; i < vocab; i++) if (random() < density) row[i] = SPECIALS[Math.floor(random() * SPECIALS.length)];
+    return row;
+  }
+
+  it('agree on rows sprinkled with +-inf, NaNs and signed zeros', () => {
+    const random = seededRandom(20261124);
+    let compared = 0;
+    for (let c = 0; c < 400; c++) {
+      const vocab = [70, 1000, 5000, 40000][c % 4];
+      const logits = specialRow(random, vocab, [0.001, 0.02, 0.3][c % 3]);
+      const options: SampleOptions = {
+        temperature: [0, 0.7, 2, 30][Math.floor(random() * 4)], topK: [0, 3, 40, 5000][Math.floor(random() * 4)],
+        topP: random() < 0.5 ? 1 : 0.9, minP: random() < 0.7 ? 0 : 0.05, seed: c, position: c * 7,
+      };
+      if (c % 5 === 0) options.tokenBias = new Map([[Math.floor(random() * vocab), 3], [Math.floor(random() * vocab), -Infinity]]);
+      const native = sample(logits, { ...options, backend: 'native' });
+      expect(sample(logits, { ...options, backend: 'js' }), `case ${c}`).toBe(native);
+      compared++;
+    }
+    expect(compared).toBe(400);
+  });
+
+  it('keep -0 where the filters\' boundary is the bin of 0', () => {
+    // Three tokens at 1, 300 at -0, 300 at +0, the rest negative: top-k 4
+    // keeps every zero, and a hot draw picks -0 tokens as often as +0 ones.
+    const vocab = 3000;
+    const logits = new Uint16Array(vocab).fill(0xc000);  // -2
+    for (let i = 0; i < 3; i++) logits[i * 997] = 0x3c00;  // 1
+    for (let i = 0; i < 600; i++) logits[5 + i * 4] = i % 2 ? 0x8000 : 0x0000;
+    let negativeZeros = 0;
+    for (let seed = 0; seed < 300; seed++) {
+      const options: SampleOptions = { temperature: 20, topK: 4, seed, position: seed };
+      const token = sample(logits, { ...options, backend: 'js' });
+      expect(token, `seed ${seed}`).toBe(sample(logits, { ...options, backend: 'native' }));
+      if (logits[token] === 0x8000) negativeZeros++;
+    }
+    expect(negativeZeros).toBeGreaterThan(50);
+  });
+});
+
 // The kernels sample float16 rows: every case is given as float16.
 describe.each(GPU_BACKENDS)('%s kernels and the native sampler', (backend) => {
   it(`agree on ${GPU_CASES} random float16 cases`, () => measureAgreement(backend, 'native', GPU_CASES, 20261121, true));

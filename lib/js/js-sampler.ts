@@ -7,6 +7,7 @@
 // call allocates nothing of the vocabulary's size.
 import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
+import { halfOfOrder, halfOrder, halfOrderTable, sampleHalfRow } from './half-row.js';
 import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
 
 const f = Math.fround;
@@ -26,27 +27,39 @@ function roundLogit(value: number, isHalf: boolean): number {
   return sanitisedHalfValues()[halfFromNumber(value)];
 }
 
-/** Steps 1-2 in place: token bias, then penalties once per distinct token. */
-function applyEdits(z: Float32Array, s: ResolvedSampling, isHalf: boolean): void {
-  const seen = new Set<number>();
+/**
+ * Steps 1-2: the tokens token bias and then penalties (once per distinct
+ * token) change, with their new values; valueOf(t) is token t's value after
+ * step 0.
+ */
+function editValues(s: ResolvedSampling, n: number, valueOf: (t: number) => number, isHalf: boolean): Map<number, number> {
+  const edits = new Map<number, number>();
+  const current = (t: number) => edits.get(t) ?? valueOf(t);
+  const biased = new Set<number>();
   for (let i = 0; i < s.biasTokens.length; i++) {
     const token = s.biasTokens[i];
-    if (token >= z.length || seen.has(token)) continue;
-    seen.add(token);
-    z[token] = roundLogit(f(z[token] + s.biasValues[i]), isHalf);
+    if (token >= n || biased.has(token)) continue;
+    biased.add(token);
+    edits.set(token, roundLogit(f(current(token) + s.biasValues[i]), isHalf));
   }
-  if (!penaltiesOn(s)) return;
+  if (!penaltiesOn(s)) return edits;
   const counts = new Map<number, number>();
-  for (const token of s.window) if (token < z.length) counts.set(token, (counts.get(token) ?? 0) + 1);
+  for (const token of s.window) if (token < n) counts.set(token, (counts.get(token) ?? 0) + 1);
   const r = s.repeatPenalty;
   for (const [token, count] of counts) {
-    const zt = z[token];
+    const zt = current(token);
     const y = r === 1 ? zt : zt > 0 ? f(zt / r) : f(zt * r);
     // The count is an integer, converted to float32 before the product, as
     // the C++ sampler and the kernels do (exact up to 2^24, rounded alike above).
     const offset = f(f(f(count) * s.frequencyPenalty) + s.presencePenalty);
-    z[token] = roundLogit(f(y - offset), isHalf);
+    edits.set(token, roundLogit(f(y - offset), isHalf));
   }
+  return edits;
+}
+
+/** Steps 1-2 in place. */
+function applyEdits(z: Float32Array, s: ResolvedSampling, isHalf: boolean): void {
+  for (const [token, value] of editValues(s, z.length, (t) => z[t], isHalf)) z[token] = value;
 }
 
 // Scratch reused by every call on this thread: a sampling step allocates
@@ -59,13 +72,6 @@ function scratchRow(n: number): Float32Array {
   return scratch.z.subarray(0, n);
 }
 
-// Half bits in value order (+0 and -0 as one level): the histogram's bin.
-function halfOrder(h: number): number {
-  return h & 0x8000 ? (h === 0x8000 ? 0x8000 : 0xffff - h) : h | 0x8000;
-}
-function halfOfOrder(o: number): number {
-  return o & 0x8000 ? o & 0x7fff : 0xffff - o;
-}
 // A float32 value's bits in value order, the top 16 as a coarse bin (as native/core/logit_keys.h's keys).
 function coarseBin(bits: number): number {
   return (bits & 0x80000000 ? (bits === 0x80000000 ? 0x80000000 : ~bits) : bits | 0x80000000) >>> 16;
@@ -80,18 +86,6 @@ interface EditedRow {
   counts?: Uint32Array;
   max: number;
   argmax: number;
-}
-
-let halfOrders: Uint16Array | undefined;
-
-// Every half's bits -> the value-order bin of its sanitised value.
-function halfOrderTable(): Uint16Array {
-  if (!halfOrders) {
-    const bits = sanitisedHalfBits();
-    halfOrders = new Uint16Array(65536);
-    for (let h = 0; h < 65536; h++) halfOrders[h] = halfOrder(bits[h]);
-  }
-  return halfOrders;
 }
 
 // A float16 row's histogram over value-order bins: the input's bins from
@@ -258,20 +252,6 @@ export function samplingDistribution(logits: Float32Array | Uint16Array, s: Reso
   return p;
 }
 
-let sanitisedBits: Uint16Array | undefined;
-
-// Every half's bits after step 0 (NaN -> -inf, +inf -> 65504).
-function sanitisedHalfBits(): Uint16Array {
-  if (!sanitisedBits) {
-    sanitisedBits = new Uint16Array(65536);
-    for (let h = 0; h < 65536; h++) {
-      const exponent = h & 0x7c00, mantissa = h & 0x3ff;
-      sanitisedBits[h] = exponent === 0x7c00 ? (mantissa !== 0 ? 0xfc00 : h & 0x8000 ? 0xfc00 : 0x7bff) : h;
-    }
-  }
-  return sanitisedBits;
-}
-
 // Steps 0-2 into the scratch row (and its half bits for a float16 row),
 // with the argmax: the copy, then the few tokens bias and penalties touch,
 // then the mask.
@@ -387,6 +367,10 @@ export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling
   if (s.temperature === 0 && s.biasTokens.length === 0 && !s.mask && !(penaltiesOn(s) && s.window.length > 0)) {
     const { max, argmax } = plainArgmax(logits);
     return max === -Infinity ? NO_TOKEN : argmax;
+  }
+  if (logits instanceof Uint16Array) {
+    const values = sanitisedHalfValues();
+    return sampleHalfRow(logits, s, editValues(s, logits.length, (t) => values[logits[t]], true)) ?? NO_TOKEN;
   }
   const row = editRow(logits, s);
   const { z, max, argmax } = row;
