@@ -155,9 +155,12 @@ function scanHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: Map<number
     if (mask && (mask[t >>> 5] & (1 << (t & 31))) === 0) continue;  // refused: -inf whatever its edits
     row.edited.set(t, halfOrder(halfFromNumber(value)));
   }
+  for (const t of row.edited.keys()) blockArithmetic[Math.floor(t / BLOCK)] = 2;  // marked once per block
   for (const t of row.edited.keys()) {
-    blockMax[Math.floor(t / BLOCK)] = blockTop(row, Math.floor(t / BLOCK), order);
-    blockArithmetic[Math.floor(t / BLOCK)] = 0;
+    const b = Math.floor(t / BLOCK);
+    if (blockArithmetic[b] !== 2) continue;
+    blockMax[b] = blockTop(row, b, order);
+    blockArithmetic[b] = 0;
   }
   let top = 0, first = 0;
   for (let b = 0; b < blocks; b++) {
@@ -189,8 +192,9 @@ function gatherAtLeast(row: ScannedHalfRow, floor: number, limit: number): Uint1
   let count = 0;
   for (let b = 0; b < row.blocks; b++) {
     if (row.blockMax[b] < floor) continue;
+    const plain = row.blockArithmetic[b] === 1;
     for (let i = b * BLOCK, end = Math.min(n, i + BLOCK); i < end; i++) {
-      const o = orderOf(row, i, order);
+      const o = plain ? order[row.halves[i]] : orderOf(row, i, order);
       if (o < floor) continue;
       if (count === limit) return undefined;
       out[count++] = o;
