@@ -43,13 +43,16 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
   describe.each([
     ['greedy', {} as ChainSamplingOptions],
     ['sampled', SAMPLED],
+    // No edits and no histogram: the wide sampler's prepare and edit steps are left out.
+    ['temperature only', { temperature: 0.8, topK: 0, topP: 1, minP: 0, seed: 99 } as ChainSamplingOptions],
   ])('%s', (_name, sampling) => {
     const chain = new BigramChain(model, device, { contextSize: 128 });
     const table = chain.tableFor(sampling);
 
     it('uses the argmax table only when it gives the same tokens', () => {
-      const sample = ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'].map((step) => `sample: ${step}`);
-      expect(table.labels).toEqual(['embedding', 'lm head', ...(_name === 'greedy' ? ['argmax'] : sample)]);
+      const steps = { greedy: [], sampled: ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'], 'temperature only': ['count', 'filter', 'noise', 'pick'] }[_name]!;
+      const pick = _name === 'greedy' ? ['argmax'] : steps.map((step) => `sample: ${step}`);
+      expect(table.labels).toEqual(['embedding', 'lm head', ...pick]);
     });
 
     it('a chain of n tokens equals n one-token submissions, and every chunk size agrees', async () => {

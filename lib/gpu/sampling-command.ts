@@ -124,7 +124,7 @@ export interface KernelCommand {
 
 /**
  * The sampling step of a one-row chain table across the whole GPU:
- * sampling_wide.metal's six commands, with samplingCommand()'s arguments
+ * sampling_wide.metal's commands (four to six), with samplingCommand()'s arguments
  * and the same token. The row passes run on device.addon.wideSamplingGroups
  * threadgroups, the steps between on one; every command's position and
  * history length follow the token (the pick also moves its output).
@@ -135,7 +135,18 @@ export function wideSamplingCommands(device: GpuDevice, logits: GpuBuffer, seque
   const groups = device.addon.wideSamplingGroups(vocabSize);
   const layout = device.addon.layouts.samplingParams;
   const sliceTokens = Math.ceil(vocabSize / groups);
-  const commands = WIDE_STEPS.map(([kernel, rowPass]): KernelCommand => ({
+  // Steps with nothing to do for these options are left out (the kernels
+  // decide the same from the params, so a step left in would do nothing):
+  // the edit step without bias or penalties, the prepare step without
+  // edits, a mask or a histogram to zero.
+  const s = resolveSampling(options);
+  const edits = s.biasTokens.length > 0 || (s.lastTokens > 0 && penaltiesOn(s));
+  const histogram = s.temperature !== 0 && ((s.topK > 0 && s.topK < vocabSize) || s.topP < 1);
+  const skipped = new Set<string>([
+    ...(edits ? [] : ['md_sample_wide_edit_f16']),
+    ...(edits || mask || histogram ? [] : ['md_sample_wide_prepare_f16']),
+  ]);
+  const commands = WIDE_STEPS.filter(([kernel]) => !skipped.has(kernel)).map(([kernel, rowPass]): KernelCommand => ({
     kernel,
     spec: {
       ...spec,

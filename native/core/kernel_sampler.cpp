@@ -137,8 +137,8 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
   return commands;
 }
 
-// The six dispatches of sampling_wide.metal: the row passes on `groups`
-// threadgroups, the steps between them on one.
+// The dispatches of sampling_wide.metal (four to six): the row passes on
+// `groups` threadgroups, the steps between them on one.
 void KernelSampler::encodeWide(CommandBuffer& commands, Staging& staging, const LogitsRow& row,
                                const SamplingInputs& in) {
   const uint32_t groups = rowLaunch_.threadgroups ? rowLaunch_.threadgroups : md_wide_groups(row.size);
@@ -150,7 +150,18 @@ void KernelSampler::encodeWide(CommandBuffer& commands, Staging& staging, const 
   } steps[] = {{"md_sample_wide_prepare_f16", true}, {"md_sample_wide_edit_f16", false},
                {"md_sample_wide_count_f16", true},   {"md_sample_wide_filter_f16", false},
                {"md_sample_wide_noise_f16", true},   {"md_sample_wide_pick_f16", false}};
+  // Steps with nothing to do for these params are left out, as the tables
+  // leave them out (lib/gpu/sampling-command.ts); the kernels would decide
+  // the same from the params.
+  const md_sampling_params& p = in.params;
+  const bool edits = p.bias_count > 0 || (p.history_count > 0 && p.history_window > 0 &&
+                                          md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty));
+  const bool histogram = p.temperature != 0.0f && ((p.top_k > 0 && p.top_k < p.vocab_size) || p.top_p < 1.0f);
+  const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
   for (const auto& step : steps) {
+    const std::string kernel = step.kernel;
+    if (kernel == "md_sample_wide_edit_f16" && !edits) continue;
+    if (kernel == "md_sample_wide_prepare_f16" && !edits && !masked && !histogram) continue;
     const Pipeline& pipeline = device_.pipeline(step.kernel);
     commands.setPipeline(pipeline);
     bindSamplingBuffers(commands, staging, in.params);
