@@ -27,6 +27,26 @@ describe('addon sampleRow', () => {
     }
   });
 
+  it('times llama.cpp\'s sampler only with well-formed arguments, and says why a library cannot be loaded', async () => {
+    const config = { temperature: 0, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, lastTokens: 0, seed: 1 };
+    const rows = new Float32Array([1, 3, 2, 0]);
+    const usage = 'timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: object, history: Int32Array, iterations: number, warmup: number)';
+    expect(() => addon.timeLlamaCppSampler(7 as unknown as string, rows, 2, config, new Int32Array(0), 1, 0)).toThrow(new TypeError(usage));
+    expect(() => addon.timeLlamaCppSampler('x', new Float64Array(4) as unknown as Float32Array, 2, config, new Int32Array(0), 1, 0)).toThrow(new TypeError(usage));
+    expect(() => addon.timeLlamaCppSampler('x', rows, 3, config, new Int32Array(0), 1, 0)).toThrow(
+      new RangeError('timeLlamaCppSampler: rows must hold a whole number of rows of vocab floats, at least one'));
+    expect(() => addon.timeLlamaCppSampler('x', rows, 2, config, new Int32Array(0), 0, 0)).toThrow(
+      new RangeError('timeLlamaCppSampler: iterations must be an integer from 1 to 10000000'));
+    expect(() => addon.timeLlamaCppSampler('x', rows, 2, { ...config, topP: Number.NaN }, new Int32Array(0), 1, 0)).toThrow(
+      new TypeError('timeLlamaCppSampler: config.topP must be a finite number'));
+    await expect(addon.timeLlamaCppSampler('/no/such/libllama.so', rows, 2, config, new Int32Array(0), 1, 0)).rejects.toThrow(
+      /^timeLlamaCppSampler: cannot load \/no\/such\/libllama\.so: /);
+    // A library without the sampler API (the system's math library) is named with the missing symbol.
+    const libm = process.platform === 'darwin' ? '/usr/lib/libSystem.B.dylib' : 'libm.so.6';
+    await expect(addon.timeLlamaCppSampler(libm, rows, 2, config, new Int32Array(0), 1, 0)).rejects.toThrow(
+      `timeLlamaCppSampler: ${libm} has no llama_sampler_chain_default_params: not a libllama with the sampler API`);
+  });
+
   it('samples with well-formed arguments', () => {
     expect(addon.sampleRow(new Float32Array([1, 4, 2]), slots(), ...empty)).toBe(1);
   });
