@@ -53,6 +53,7 @@ struct SamplerScratch {
   std::vector<int32_t> blockMax;   // largest key of each block of the row
   std::vector<int32_t> keys;       // top-k buffer, top-p candidates
   std::vector<uint32_t> counts;    // top-p histogram
+  std::vector<uint32_t> rawCounts; // top-p over a whole float16 row: counts by bit pattern
   std::vector<double> mass;        // top-p histogram
   std::vector<std::pair<int32_t, double>> levels;  // top-p: (value, mass) from the top
   std::vector<uint32_t> window;    // penalty window, sorted

@@ -80,7 +80,19 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
   uint32_t* counts = s.counts.data();
   double* mass = s.mass.data();
   const typename Logits::Bits* bits = row.bits;
-  row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
+  if constexpr (shift == 0) {
+    if (floorKey == Logits::kNegInf) {
+      // Every token counts: index by the raw bits (no key, no branch), then
+      // fold the patterns into their keys' bins.
+      s.rawCounts.assign(65536, 0);
+      uint32_t* raw = s.rawCounts.data();
+      const uint32_t n = row.size;  // a local: the stores through `raw` could alias the row otherwise
+      for (uint32_t i = 0; i < n; ++i) raw[bits[i]]++;
+      for (uint32_t pattern = 0; pattern < 65536; ++pattern)
+        if (raw[pattern]) counts[Logits::key(typename Logits::Bits(pattern)) - low] += raw[pattern];
+    }
+  }
+  if (shift != 0 || floorKey != Logits::kNegInf) row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
     for (uint32_t i = first; i < first + len; ++i) {
       int32_t key = Logits::key(bits[i]);
       if (key < floorKey) continue;
