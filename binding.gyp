@@ -40,7 +40,8 @@
       "actions": [{
         "action_name": "lint_metal",
         "inputs": ["scripts/lint-metal.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
-                   "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal", "metal/probes.metal",
+                   "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
+                   "metal/bigram.metal", "metal/probes.metal",
                    "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_blocks.h",
                        "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
         "outputs": ["<(INTERMEDIATE_DIR)/lint-metal.stamp"],
@@ -150,7 +151,8 @@
           "actions": [{
             "action_name": "embed_kernels",
             "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
-                       "metal/argmax.metal", "metal/sampling.metal", "metal/bigram.metal", "metal/probes.metal",
+                       "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
+                   "metal/bigram.metal", "metal/probes.metal",
                        "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_blocks.h",
                        "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
             "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
