@@ -108,41 +108,6 @@ inline md_best<T> md_threadgroup_best(T value, uint index, uint lane, uint simd_
   return result;
 }
 
-// This thread's largest key over tokens tid, tid + threads, ... and the
-// first index holding it (MD_KEY_NONE and MD_NO_TOKEN when it has none).
-template <typename T>
-inline md_best<int> md_thread_top_key(device const T* row, uint vocab, uint tid, uint threads) {
-  md_best<int> top;
-  top.value = MD_KEY_NONE;
-  top.index = MD_NO_TOKEN;
-  for (uint i = tid; i < vocab; i += threads) {
-    int k = md_key_of(row[i]);
-    if (k > top.value) {  // strictly greater: the first of ties is kept
-      top.value = k;
-      top.index = i;
-    }
-  }
-  return top;
-}
-
-// md_thread_top_key over the tokens `mask` allows (the others are -inf):
-// MD_KEY_NONE when it allows none of this thread's.
-template <typename T>
-inline md_best<int> md_thread_top_allowed_key(device const T* row, device const uint* mask, uint vocab, uint tid,
-                                              uint threads) {
-  md_best<int> top;
-  top.value = MD_KEY_NONE;
-  top.index = MD_NO_TOKEN;
-  for (uint i = tid; i < vocab; i += threads) {
-    int k = md_mask_allows(mask[i >> 5], i) ? md_key_of(row[i]) : md_key_of(T(-INFINITY));
-    if (k > top.value) {  // strictly greater: the first of ties is kept
-      top.value = k;
-      top.index = i;
-    }
-  }
-  return top;
-}
-
 // Inclusive prefix sum over the 32 lanes by doubling shifts: a fixed order
 // of additions, so float sums are the same bits on every GPU and in the
 // emulator (simd_prefix_*_sum leaves the order to the hardware).

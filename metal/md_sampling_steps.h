@@ -133,14 +133,31 @@ inline void md_apply_sparse_edits(device half* edited, device atomic_uint* marks
 }
 
 // The largest key of the range and its first token (MD_KEY_NONE and
-// MD_NO_TOKEN when the range is empty).
-inline md_best<int> md_range_top_key(device const half* row, md_token_range r) {
+// MD_NO_TOKEN when the range is empty); with a mask, over the tokens it
+// allows (the others count as -inf).
+template <typename T>
+inline md_best<int> md_range_top_key(device const T* row, md_token_range r) {
   md_best<int> top;
   top.value = MD_KEY_NONE;
   top.index = MD_NO_TOKEN;
   for (uint i = r.begin + r.first; i < r.end; i += r.stride) {
     int k = md_key_of(row[i]);
     if (k > top.value) {  // strictly greater: the first of ties is kept
+      top.value = k;
+      top.index = i;
+    }
+  }
+  return top;
+}
+
+template <typename T>
+inline md_best<int> md_range_top_allowed_key(device const T* row, device const uint* mask, md_token_range r) {
+  md_best<int> top;
+  top.value = MD_KEY_NONE;
+  top.index = MD_NO_TOKEN;
+  for (uint i = r.begin + r.first; i < r.end; i += r.stride) {
+    int k = md_mask_allows(mask[i >> 5], i) ? md_key_of(row[i]) : md_key_of(T(-INFINITY));
+    if (k > top.value) {
       top.value = k;
       top.index = i;
     }

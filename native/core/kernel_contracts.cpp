@@ -79,6 +79,21 @@ void argmax(Contract& c, uint64_t logitBytes) {
   mask(c, 3, p.flags, p.vocab_size);
 }
 
+// argmax.metal's one row over many threadgroups: the slices on any
+// number, one partial each; the pick on one.
+void wideArgmax(Contract& c, uint64_t logitBytes, bool slices) {
+  md_argmax_params p;
+  if (!c.params(1, "md_argmax_params", p)) return;
+  c.check(p.vocab_size >= 1, "vocab_size must be at least 1");
+  c.check((p.flags & ~MD_FLAG_TOKEN_MASK) == 0, "flags: only MD_FLAG_TOKEN_MASK");
+  c.check(slices || c.groups() == 1, "runs as one threadgroup: it reduces what the slices left");
+  c.needs(0, logitBytes * p.vocab_size, "logits: vocab_size");
+  c.needs(2, 4, "tokens: one");
+  if (p.flags & MD_FLAG_TOKEN_MASK) c.needs(3, 4 * uint64_t(md_mask_words(p.vocab_size)), "mask: ceil(vocab_size / 32) words");
+  c.needs(4, sizeof(md_wide_partial) * (slices ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the slices");
+  c.needs(5, sizeof(md_wide_state), "state: one md_wide_state");
+}
+
 // sampling.metal: row r = group at position + r, with history_count + r
 // tokens of history; the mask, with MD_FLAG_TOKEN_MASK, at `maskIndex`.
 void sampleBuffers(Contract& c, unsigned maskIndex) {
@@ -304,6 +319,10 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
   std::map<std::string, std::function<void(Contract&)>> all = {
       {"md_argmax_f16", [](Contract& c) { argmax(c, 2); }},
       {"md_argmax_f32", [](Contract& c) { argmax(c, 4); }},
+      {"md_argmax_slices_f16", [](Contract& c) { wideArgmax(c, 2, true); }},
+      {"md_argmax_slices_f32", [](Contract& c) { wideArgmax(c, 4, true); }},
+      {"md_argmax_pick_f16", [](Contract& c) { wideArgmax(c, 2, false); }},
+      {"md_argmax_pick_f32", [](Contract& c) { wideArgmax(c, 4, false); }},
       {"md_sample_f16", sample},
       {"md_draft_probability_f16", draftProbability},
       {"md_sample_wide_prepare_f16", [](Contract& c) { wideSample(c, true); }},

@@ -103,7 +103,28 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
   if (masked) std::memcpy(mask.contents(), in.mask, maskBytes);
 
   auto commands = device_.newCommandBuffer();
-  if (!half) {
+  if (!half && rows == 1 && rowLaunch_.wide) {
+    // One row over the GPU: argmax.metal's slices, then its pick.
+    const uint32_t groups = rowLaunch_.threadgroups ? rowLaunch_.threadgroups : md_wide_groups(row.size);
+    Buffer& partials = ensure(device_, staging.partials, size_t(groups) * sizeof(md_wide_partial));
+    Buffer& state = ensure(device_, staging.state, sizeof(md_wide_state));
+    md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
+    const struct {
+      const char* kernel;
+      bool slices;
+    } steps[] = {{"md_argmax_slices_f32", true}, {"md_argmax_pick_f32", false}};
+    for (const auto& [kernel, slices] : steps) {
+      const Pipeline& pipeline = device_.pipeline(kernel);
+      commands->setPipeline(pipeline);
+      commands->setBuffer(0, logits, 0);
+      commands->setBytes(1, &args, sizeof args);
+      commands->setBuffer(2, tokens, 0);
+      commands->setBuffer(3, mask, 0);
+      commands->setBuffer(4, partials, 0);
+      commands->setBuffer(5, state, 0);
+      commands->dispatch(slices ? groups : 1, threadsFor(pipeline, slices ? (row.size + groups - 1) / groups : groups));
+    }
+  } else if (!half) {
     const Pipeline& argmax = device_.pipeline("md_argmax_f32");
     md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
     commands->setPipeline(argmax);

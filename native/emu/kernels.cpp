@@ -31,6 +31,10 @@ namespace {
 const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_argmax_f16),
     MD_EMULATED_KERNEL(md_argmax_f32),
+    MD_EMULATED_KERNEL(md_argmax_slices_f16),
+    MD_EMULATED_KERNEL(md_argmax_slices_f32),
+    MD_EMULATED_KERNEL(md_argmax_pick_f16),
+    MD_EMULATED_KERNEL(md_argmax_pick_f32),
     MD_EMULATED_KERNEL(md_sample_f16),
     MD_EMULATED_KERNEL(md_draft_probability_f16),
     MD_EMULATED_KERNEL(md_sample_wide_prepare_f16),

@@ -297,6 +297,84 @@ TEST(EmulatedArgmax, Float16RowsMatchTheCpu) {
   }
 }
 
+// argmax.metal's one row over many threadgroups against md_argmax_*: the
+// same token for every launch shape, on rows with heavy ties, +-inf and
+// NaN, with and without a mask, float16 and float32.
+std::vector<uint32_t> wideArgmax(const void* data, size_t bytes, bool isHalf, uint32_t vocab, uint32_t groups,
+                                 uint32_t threads, const std::vector<uint32_t>& maskWords) {
+  md::Device& d = device();
+  auto logits = d.newBuffer(bytes);
+  std::memcpy(logits->contents(), data, bytes);
+  auto tokens = d.newBuffer(4), partials = d.newBuffer(groups * sizeof(md_wide_partial)),
+       state = d.newBuffer(sizeof(md_wide_state)), mask = d.newBuffer(std::max<size_t>(4, maskWords.size() * 4));
+  if (!maskWords.empty()) std::memcpy(mask->contents(), maskWords.data(), maskWords.size() * 4);
+  md_argmax_params args{vocab, maskWords.empty() ? 0u : MD_FLAG_TOKEN_MASK};
+  auto cb = d.newCommandBuffer();
+  for (const char* kernel : isHalf ? std::vector<const char*>{"md_argmax_slices_f16", "md_argmax_pick_f16"}
+                                   : std::vector<const char*>{"md_argmax_slices_f32", "md_argmax_pick_f32"}) {
+    cb->setPipeline(d.pipeline(kernel));
+    cb->setBuffer(0, *logits, 0);
+    cb->setBytes(1, &args, sizeof args);
+    cb->setBuffer(2, *tokens, 0);
+    cb->setBuffer(3, *mask, 0);
+    cb->setBuffer(4, *partials, 0);
+    cb->setBuffer(5, *state, 0);
+    cb->dispatch(std::strstr(kernel, "slices") ? groups : 1, threads);
+  }
+  cb->commit();
+  cb->wait();
+  return {*static_cast<uint32_t*>(tokens->contents())};
+}
+
+TEST(EmulatedArgmax, WideArgmaxGivesTheOneThreadgroupTokenForEveryLaunch) {
+  std::mt19937 rng(31);
+  int compared = 0;
+  for (int c = 0; c < 40; ++c) {
+    const uint32_t vocab = std::vector<uint32_t>{1, 33, 1500, 20000}[c % 4];
+    std::vector<float> values(vocab);
+    for (float& v : values) v = std::round(std::normal_distribution<float>(0, 2)(rng));  // heavy ties
+    if (c % 5 == 1) for (uint32_t i = 0; i < vocab; i += 7) values[i] = i % 2 ? NAN : -INFINITY;
+    if (c % 5 == 2) values[rng() % vocab] = INFINITY;
+    if (c % 5 == 3) std::fill(values.begin(), values.end(), -INFINITY);
+    std::vector<uint32_t> maskWords;
+    if (c % 3 == 0) {
+      maskWords.assign(md_mask_words(vocab), 0);
+      for (uint32_t t = 0; t < vocab; ++t) if (rng() % 4 == 0) maskWords[t >> 5] |= 1u << (t & 31);
+    }
+    std::vector<uint16_t> halves;
+    for (float v : values) halves.push_back(md::halfFromFloat(v));
+    for (bool isHalf : {false, true}) {
+      const void* data = isHalf ? static_cast<const void*>(halves.data()) : values.data();
+      const size_t bytes = isHalf ? halves.size() * 2 : values.size() * 4;
+      // md_argmax_* with the same mask is the reference.
+      md::Device& d = device();
+      auto logits = d.newBuffer(bytes), tokens = d.newBuffer(4), mask = d.newBuffer(std::max<size_t>(4, maskWords.size() * 4));
+      std::memcpy(logits->contents(), data, bytes);
+      if (!maskWords.empty()) std::memcpy(mask->contents(), maskWords.data(), maskWords.size() * 4);
+      md_argmax_params args{vocab, maskWords.empty() ? 0u : MD_FLAG_TOKEN_MASK};
+      auto cb = d.newCommandBuffer();
+      cb->setPipeline(d.pipeline(isHalf ? "md_argmax_f16" : "md_argmax_f32"));
+      cb->setBuffer(0, *logits, 0);
+      cb->setBytes(1, &args, sizeof args);
+      cb->setBuffer(2, *tokens, 0);
+      cb->setBuffer(3, *mask, 0);
+      cb->dispatch(1, 1024);
+      cb->commit();
+      cb->wait();
+      const uint32_t expected = *static_cast<uint32_t*>(tokens->contents());
+      if (c % 5 == 3 && maskWords.empty()) {
+        EXPECT_EQ(expected, MD_NO_TOKEN);
+      }
+      for (auto [groups, threads] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 32}, {3, 96}, {7, 1024}, {64, 32}}) {
+        EXPECT_EQ(wideArgmax(data, bytes, isHalf, vocab, groups, threads, maskWords), std::vector<uint32_t>{expected})
+            << "case " << c << (isHalf ? " float16" : " float32") << ", " << groups << " x " << threads;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 40 * 2 * 4);
+}
+
 TEST(KernelInputs, Float32SamplingIsRefusedWithTheReason) {
   Case c = sampled(rowOf({1, 2}), 0.7f, 1);
   c.isHalf = false;
