@@ -51,7 +51,7 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
 
     it('uses the argmax table only when it gives the same tokens', () => {
       const steps = { greedy: [], sampled: ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'], 'temperature only': ['count', 'filter', 'noise', 'pick'] }[_name]!;
-      const pick = _name === 'greedy' ? ['argmax'] : steps.map((step) => `sample: ${step}`);
+      const pick = _name === 'greedy' ? ['argmax: slices', 'argmax: pick'] : steps.map((step) => `sample: ${step}`);
       expect(table.labels).toEqual(['embedding', 'lm head', ...pick]);
     });
 
@@ -186,7 +186,7 @@ describe('devices', () => {
     expect(() => device.addKernelSource('kernel void f() {}')).toThrow(
       'addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by kernelNames); kernels from source need the Metal device');
     expect(device.kernelNames()).toEqual([
-      'md_add_f32', 'md_argmax_f16', 'md_argmax_f32', 'md_attention_f16', 'md_attention_merge_f32', 'md_draft_probability_f16', 'md_embed_f16', 'md_embed_rows_bf16', 'md_embed_rows_f16',
+      'md_add_f32', 'md_argmax_f16', 'md_argmax_f32', 'md_argmax_pick_f16', 'md_argmax_pick_f32', 'md_argmax_slices_f16', 'md_argmax_slices_f32', 'md_attention_f16', 'md_attention_merge_f32', 'md_draft_probability_f16', 'md_embed_f16', 'md_embed_rows_bf16', 'md_embed_rows_f16',
       'md_embed_rows_f32', 'md_embed_rows_q4_0', 'md_embed_rows_q4_1', 'md_embed_rows_q4_k', 'md_embed_rows_q5_0', 'md_embed_rows_q5_k',
       'md_embed_rows_q6_k', 'md_embed_rows_q8_0', 'md_exp_values', 'md_fp_contract_probe', 'md_half_from_f32', 'md_kv_store_f16',
       'md_lm_head_f16',

@@ -26,16 +26,49 @@ export interface SamplingScratch {
   state: GpuBuffer;
 }
 
+/** What the kernels that spread one row over many threadgroups pass between their steps: one partial per threadgroup, one state. */
+export interface WideScratch {
+  partials: GpuBuffer;
+  state: GpuBuffer;
+}
+
+export function wideScratch(device: GpuDevice, vocabSize: number): WideScratch {
+  const { partialBytes, stateBytes } = device.addon.layouts.wideSampling;
+  return { partials: device.createBuffer(device.addon.wideSamplingGroups(vocabSize) * partialBytes), state: device.createBuffer(stateBytes) };
+}
+
 /** Scratch for `rows` rows: the kernel's batched form (one threadgroup per row) samples them in one dispatch. */
 export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1): SamplingScratch {
-  const { partialBytes, stateBytes } = device.addon.layouts.wideSampling;
   return {
     edited: device.createBuffer(rows * vocabSize * 2),
     histogram: device.createBuffer(rows * device.addon.layouts.halfKeyBins * 4),
     marks: device.createBuffer(rows * vocabSize * 4),
-    partials: device.createBuffer(device.addon.wideSamplingGroups(vocabSize) * partialBytes),
-    state: device.createBuffer(stateBytes),
+    ...wideScratch(device, vocabSize),
   };
+}
+
+/**
+ * The greedy pick of a one-row chain table across the whole GPU:
+ * argmax.metal's slices on device.addon.wideSamplingGroups threadgroups,
+ * then its pick, which writes the token to slot p + 1 of `output`
+ * (md_argmax_*'s token). With `mask`, among the tokens it allows.
+ */
+export function wideArgmaxCommands(device: GpuDevice, logits: GpuBuffer, output: GpuBuffer, vocabSize: number, type: 'f16' | 'f32',
+  scratch: WideScratch, mask?: GpuBuffer): KernelCommand[] {
+  const layout = device.addon.layouts.argmaxParams;
+  const params = new DataView(new ArrayBuffer(layout.size));
+  params.setUint32(layout.vocabSize, vocabSize, true);
+  params.setUint32(layout.flags, mask ? device.addon.tokenMaskFlag : 0, true);
+  const groups = device.addon.wideSamplingGroups(vocabSize);
+  const buffers = [
+    { index: 0, buffer: logits }, { index: 2, buffer: output }, { index: 3, buffer: mask ?? noMask(device) },
+    { index: 4, buffer: scratch.partials }, { index: 5, buffer: scratch.state },
+  ];
+  const slices = `md_argmax_slices_${type}`, pick = `md_argmax_pick_${type}`;
+  return [
+    { kernel: slices, spec: { label: 'argmax: slices', buffers, params: { index: 1, bytes: params }, threadgroups: groups, threadsPerThreadgroup: rowThreads(device, slices, Math.ceil(vocabSize / groups)) } },
+    { kernel: pick, spec: { label: 'argmax: pick', buffers, params: { index: 1, bytes: params }, threadsPerThreadgroup: rowThreads(device, pick, groups), patch: { rule: 'argmaxOutput', buffer: 2 } } },
+  ];
 }
 
 const noMasks = new WeakMap<GpuDevice, GpuBuffer>();

@@ -1,6 +1,6 @@
 // bigram-gpu.ts: the bigram model on a GPU device as two dispatch tables,
 // built with the public DispatchTableBuilder:
-//   greedy:  embed (token offset) -> LM head -> argmax (argmax output)
+//   greedy:  embed (token offset) -> LM head -> argmax over the GPU (slices, then the pick: argmax output)
 //   sampled: embed (token offset) -> LM head -> the wide sampling kernels (sampled token)
 // Both write token p + 1 of the chain into the sequence buffer, where the
 // next step's embedding reads it. A verification table (speculative
@@ -12,7 +12,7 @@ import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideSamplingCommands, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramModel } from './bigram.js';
@@ -58,6 +58,7 @@ export class BigramChain implements VerificationTables {
   #rows: { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } | undefined;  // verification's
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
+  readonly #wide: WideScratch;
 
   constructor(model: BigramModel, device: GpuDevice, options: BigramChainOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
@@ -74,7 +75,8 @@ export class BigramChain implements VerificationTables {
     params.setUint32(layout.dim, model.dim, true);
     this.#params = new Uint8Array(params.buffer);
 
-    this.greedyTable = this.#forward().add('md_argmax_f16', this.#argmax(this.logits, this.sequence)).build();
+    this.#wide = wideScratch(device, model.vocabSize);
+    this.greedyTable = addCommands(this.#forward(), wideArgmaxCommands(device, this.logits, this.sequence, model.vocabSize, 'f16', this.#wide)).build();
   }
 
   /** The tokens the sequence buffer holds. */
@@ -196,7 +198,7 @@ export class BigramChain implements VerificationTables {
     if (this.#busy()) throw new Error('dispose: a chain is running on this sequence');
     this.greedyTable.dispose();
     this.#forwardTable?.dispose();
-    const scratch = [this.#scratch?.edited, this.#scratch?.histogram, this.#scratch?.marks];
+    const scratch = [...Object.values(this.#scratch ?? {}), this.#wide.partials, this.#wide.state];
     const rows = [this.#rows?.hidden, this.#rows?.logits, this.#rows?.verified];
     for (const buffer of [this.sequence, this.logits, this.#hidden, ...scratch, ...rows]) buffer?.dispose();
   }

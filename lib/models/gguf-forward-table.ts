@@ -20,7 +20,7 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideSamplingCommands, type ChainSamplingOptions, type SamplingScratch } from '../gpu/sampling-command.js';
+import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -62,6 +62,7 @@ export class GgufForwardTable implements VerificationTables {
   #halfLogits: GpuBuffer | undefined;
   #maskBuffer: GpuBuffer | undefined;       // constrained decoding: the tokens the grammar allows
   #scratch: SamplingScratch | undefined;
+  #wide: WideScratch | undefined;
   #verifyScratch: SamplingScratch | undefined;  // verification: the sampling kernel's, one row per token
   #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
   #rowHalfLogits: GpuBuffer | undefined;
@@ -233,7 +234,7 @@ export class GgufForwardTable implements VerificationTables {
       return b;
     };
     this.forward = this.#oneToken().build();
-    this.greedy = this.#oneToken().add('md_argmax_f32', this.#argmax(this.logits, 1, this.tokens)).build();
+    this.greedy = addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, c.vocabSize, 'f32', this.#wideScratch())).build();
   }
 
   /**
@@ -376,7 +377,8 @@ export class GgufForwardTable implements VerificationTables {
   maskedPickTable(options: ChainSamplingOptions): DispatchTable {
     const b = new DispatchTableBuilder(this.device);
     if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
-      return b.add('md_argmax_f32', { ...this.#argmax(this.logits, 1, this.tokens, this.maskBuffer), label: 'masked argmax' }).build();
+      const pick = wideArgmaxCommands(this.device, this.logits, this.tokens, this.#vocabSize, 'f32', this.#wideScratch(), this.maskBuffer);
+      return addCommands(b, pick.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } }))).build();
     }
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
@@ -413,6 +415,14 @@ export class GgufForwardTable implements VerificationTables {
 
   #oneToken(): DispatchTableBuilder {
     return this.#commands(new DispatchTableBuilder(this.device), 1, 'last');
+  }
+
+  #wideScratch(): WideScratch {
+    if (!this.#wide) {
+      this.#wide = wideScratch(this.device, this.#vocabSize);
+      this.#buffers.push(this.#wide.partials, this.#wide.state);
+    }
+    return this.#wide;
   }
 
   #samplingScratch(): SamplingScratch {

@@ -286,6 +286,23 @@ TEST(EmulatedArgmax, Float32RowsMatchTheCpuIncludingTiesAndSentinel) {
   EXPECT_EQ(argmaxRows(rows.data(), rows.size() * 4, false, vocab, 4, 8), expected);
 }
 
+// KernelSampler picks one float32 row greedily with the wide argmax.
+TEST(EmulatedArgmax, OneFloat32RowThroughTheSamplerMatchesTheCpu) {
+  std::mt19937 rng(9);
+  for (int r = 0; r < 12; ++r) {
+    Case c;
+    const uint32_t vocab = std::vector<uint32_t>{1, 70, 5000, 130000}[r % 4];
+    for (uint32_t i = 0; i < vocab; ++i) c.values.push_back(std::round(std::normal_distribution<float>(0, 3)(rng)));
+    if (r % 3 == 1) c.values[rng() % vocab] = INFINITY;
+    if (r % 3 == 2) for (uint32_t i = 0; i < vocab; i += 3) c.values[i] = NAN;
+    c.params = md::greedySamplingParams(vocab);
+    const uint32_t cpu = onCpu(c);
+    EXPECT_EQ(onKernel(c), cpu) << "row " << r;
+    EXPECT_EQ(onKernel(c, 64, md::RowLaunch{true, 5}), cpu) << "row " << r;
+    EXPECT_EQ(onKernel(c, 0, md::RowLaunch{false, 0}), cpu) << "row " << r;
+  }
+}
+
 TEST(EmulatedArgmax, Float16RowsMatchTheCpu) {
   std::mt19937 rng(4);
   for (uint32_t vocab : {1u, 33u, 1024u, 1500u, 262144u}) {
