@@ -28,7 +28,9 @@ MD_FN float md_floor(float x) { return metal::floor(x); }
 #include <string.h>
 typedef uint32_t md_u32;
 typedef int32_t md_i32;
-#define MD_FN static inline __attribute__((always_inline))
+// `unused`: a helper only the host calls (md_wide_groups) is no warning
+// where the kernels are checked with -Werror.
+#define MD_FN static inline __attribute__((always_inline, unused))
 MD_FN float md_float_from_bits(md_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 MD_FN md_u32 md_bits_from_float(float f) { md_u32 u; memcpy(&u, &f, 4); return u; }
 // floor for |x| < 2^31 (md_exp's range) from a truncating convert, which
@@ -191,6 +193,20 @@ typedef struct md_sampling_params {
 // Whether any penalty changes a logit (each at its "off" value otherwise).
 MD_FN bool md_penalties_on(float repeat_penalty, float frequency_penalty, float presence_penalty) {
   return repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
+}
+
+// Whether a step's row is edited (steps 1-2: bias, or penalties over a
+// non-empty window; a mask edits too, by its flag), and whether its
+// filters need the key histogram (top-k or top-p on a sampled row). The
+// wide sampler's host code leaves out the steps these say are idle.
+MD_FN bool md_bias_or_penalties(md_u32 bias_count, md_u32 history_count, md_u32 history_window, float repeat_penalty,
+                                float frequency_penalty, float presence_penalty) {
+  return bias_count > 0u || (history_count > 0u && history_window > 0u &&
+                             md_penalties_on(repeat_penalty, frequency_penalty, presence_penalty));
+}
+
+MD_FN bool md_filters_need_histogram(float temperature, md_u32 top_k, float top_p, md_u32 vocab_size) {
+  return temperature != 0.0f && ((top_k > 0u && top_k < vocab_size) || top_p < 1.0f);
 }
 
 #define MD_SAMPLING_PARAMS_SIZE 56

@@ -68,7 +68,10 @@ inline md_edit_plan md_edit_plan_of(constant md_sampling_params& params, uint ro
   plan.penalties = plan.history_end > plan.history_start &&
                    md_penalties_on(params.repeat_penalty, params.frequency_penalty, params.presence_penalty);
   plan.masked = (params.flags & MD_FLAG_TOKEN_MASK) != 0u;
-  plan.any = plan.penalties || params.bias_count > 0 || plan.masked;
+  // The same test the host uses to leave the edit step out.
+  plan.any = md_bias_or_penalties(params.bias_count, plan.history_end, params.history_window, params.repeat_penalty,
+                                  params.frequency_penalty, params.presence_penalty) ||
+             plan.masked;
   return plan;
 }
 
@@ -353,7 +356,7 @@ inline md_filter_plan md_filter_plan_of(constant md_sampling_params& params, int
 
 // Whether a sampled row needs the key histogram (top-k or top-p on).
 inline bool md_needs_histogram(constant md_sampling_params& params) {
-  return params.temperature != 0.0f && ((params.top_k > 0u && params.top_k < params.vocab_size) || params.top_p < 1.0f);
+  return md_filters_need_histogram(params.temperature, params.top_k, params.top_p, params.vocab_size);
 }
 
 // tau, from bins that count every key >= plan.count_low up to top_key.

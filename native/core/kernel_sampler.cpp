@@ -175,9 +175,9 @@ void KernelSampler::encodeWide(CommandBuffer& commands, Staging& staging, const 
   // leave them out (lib/gpu/sampling-command.ts); the kernels would decide
   // the same from the params.
   const md_sampling_params& p = in.params;
-  const bool edits = p.bias_count > 0 || (p.history_count > 0 && p.history_window > 0 &&
-                                          md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty));
-  const bool histogram = p.temperature != 0.0f && ((p.top_k > 0 && p.top_k < p.vocab_size) || p.top_p < 1.0f);
+  const bool edits = md_bias_or_penalties(p.bias_count, p.history_count, p.history_window, p.repeat_penalty,
+                                          p.frequency_penalty, p.presence_penalty);
+  const bool histogram = md_filters_need_histogram(p.temperature, p.top_k, p.top_p, p.vocab_size);
   const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
   for (const auto& step : steps) {
     const std::string kernel = step.kernel;
