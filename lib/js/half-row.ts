@@ -282,6 +282,26 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
   return lowest;
 }
 
+// Step 5 as a bin: the lowest a token may have and stay (0: every token).
+function keepOrder(row: ScannedHalfRow, s: ResolvedSampling): number {
+  const n = row.halves.length, tf = s.unitFilterTemperature ? 1 : s.temperature;
+  let tau = 0;
+  if (s.topK > 0 && s.topK < n) tau = kthLargest(row, s.topK);
+  if (s.topP < 1) tau = Math.max(tau, topPOrder(row, tau, tf, s.topP));
+  if (s.minP > 0) tau = Math.max(tau, orderAtLeast(f(orderValueTable()[row.top] + f(tf * mdLogAny(s.minP)))));
+  return tau;
+}
+
+/**
+ * Step 5 for a float16 row with temperature > 0, as a value: a token stays
+ * when its (edited) value is at least this. `edits` as for scanHalfRow.
+ * The row must not be all -inf.
+ */
+export function halfKeepThreshold(halves: Uint16Array, s: ResolvedSampling, edits: Map<number, number>): number {
+  const tau = keepOrder(scanHalfRow(halves, s, edits), s);
+  return tau === 0 ? -Infinity : orderValueTable()[tau];
+}
+
 /**
  * The noise cells (bits >> 9 of a token's hash, md_uniform's cell) below
  * which a token's Gumbel noise is surely under `need`: u < exp(-exp(-need)),
@@ -302,13 +322,8 @@ export function sampleHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: M
   if (row.top === NEG_INF_ORDER) return undefined;
   if (s.temperature === 0) return row.argmax;
   const n = halves.length, values = orderValueTable(), order = halfOrderTable();
-  const max = values[row.top], tf = s.unitFilterTemperature ? 1 : s.temperature;
-
-  // Step 5 as a bin: the lowest a token may have and stay.
-  let tau = 0;
-  if (s.topK > 0 && s.topK < n) tau = kthLargest(row, s.topK);
-  if (s.topP < 1) tau = Math.max(tau, topPOrder(row, tau, tf, s.topP));
-  if (s.minP > 0) tau = Math.max(tau, orderAtLeast(f(max + f(tf * mdLogAny(s.minP)))));
+  const max = values[row.top];
+  const tau = keepOrder(row, s);
 
   // Step 6, skipping what cannot reach the best score: blocks and tokens
   // below the noise's bound (as the native sampler), and, in a block, tokens

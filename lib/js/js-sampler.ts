@@ -1,13 +1,13 @@
 // js-sampler.ts: SAMPLING-SPEC.md in TypeScript, giving the native
 // sampler's tokens. It selects as the native sampler does (native/core):
-// top-k and top-p on a histogram of the values (exact levels for float16
-// rows; 2^16 coarse bins refined by sorting one bin for float32), masses
-// summed in the same order and precision, scores computed alike, so the
-// tokens agree; greedy without edits reads the input without a copy; a
-// call allocates nothing of the vocabulary's size.
+// float16 rows through half-row.ts (block maxima, exact levels), float32
+// rows on 2^16 coarse bins refined by sorting one bin; masses summed in
+// the same order and precision, scores computed alike, so the tokens
+// agree; greedy without edits reads the input without a copy; a call
+// allocates nothing of the vocabulary's size.
 import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
-import { halfOfOrder, halfOrder, halfOrderTable, sampleHalfRow } from './half-row.js';
+import { halfKeepThreshold, halfOrderTable, sampleHalfRow } from './half-row.js';
 import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
 
 const f = Math.fround;
@@ -79,55 +79,22 @@ function coarseBin(bits: number): number {
 
 interface EditedRow {
   z: Float32Array;
-  /** A float16 row: the input bits, and the tokens whose value edits or the mask changed. */
-  halves: Uint16Array | undefined;
-  changed: Set<number>;
-  /** The float16 histogram, once made (top-k and top-p share it). */
-  counts?: Uint32Array;
   max: number;
   argmax: number;
 }
 
-// A float16 row's histogram over value-order bins: the input's bins from
-// the table, then the few changed tokens moved to their edited values' bins.
-function halfHistogram(row: EditedRow, mask: Uint32Array | undefined): Uint32Array {
-  if (row.counts) return row.counts;
-  const { z, changed } = row;
-  const halves = row.halves!;
-  const counts = scratch.counts, order = halfOrderTable();
-  counts.fill(0);
-  if (mask) {
-    const refused = halfOrder(0xfc00);
-    for (let i = 0; i < halves.length; i++) counts[(mask[i >>> 5] & (1 << (i & 31))) !== 0 ? order[halves[i]] : refused]++;
-  } else {
-    for (let i = 0; i < halves.length; i++) counts[order[halves[i]]]++;
-  }
-  for (const t of changed) {
-    if (mask && (mask[t >>> 5] & (1 << (t & 31))) === 0) continue;  // refused: counted as -inf already
-    counts[order[halves[t]]]--;
-    counts[halfOrder(halfFromNumber(z[t]))]++;
-  }
-  return (row.counts = counts);
-}
-
-// The k-th largest value of z (k < n), from a histogram of the value bins.
-function kthLargest(row: EditedRow, k: number, mask: Uint32Array | undefined): number {
-  const { z, halves } = row;
+// The k-th largest value of a float32 row z (k < n), from a histogram of
+// coarse value bins (float16 rows: half-row.ts).
+function kthLargest(z: Float32Array, k: number): number {
   const u32 = new Uint32Array(z.buffer, z.byteOffset, z.length);
-  let counts: Uint32Array;
-  if (halves) {
-    counts = halfHistogram(row, mask);
-  } else {
-    counts = scratch.counts;
-    counts.fill(0);
-    for (let i = 0; i < u32.length; i++) counts[coarseBin(u32[i])]++;
-  }
+  const counts = scratch.counts;
+  counts.fill(0);
+  for (let i = 0; i < u32.length; i++) counts[coarseBin(u32[i])]++;
   let above = 0, bin = 0xffff;
   for (; bin > 0; bin--) {
     if (above + counts[bin] >= k) break;
     above += counts[bin];
   }
-  if (halves) return sanitisedHalfValues()[halfOfOrder(bin)];
   // The boundary bin's values, sorted, finish the count.
   const inBin: number[] = [];
   for (let i = 0; i < u32.length; i++) if (coarseBin(u32[i]) === bin) inBin.push(z[i]);
@@ -138,29 +105,10 @@ function kthLargest(row: EditedRow, k: number, mask: Uint32Array | undefined): n
 // Levels (a value and its ties) from the top with their masses, count x
 // float32 weight in double, summed from the top: native/core/top_p.h's
 // order, so both find the same boundary.
-function topPThreshold(row: EditedRow, floor: number, tf: number, p: number, mask: Uint32Array | undefined): number {
-  const { z, halves, max } = row;
+function topPThreshold(row: EditedRow, floor: number, tf: number, p: number): number {
+  const { z, max } = row;
   const weight = (v: number) => mdExp(f(f(v - max) / tf));
-  if (halves) {
-    const counts = halfHistogram(row, mask), mass = scratch.mass, values = sanitisedHalfValues();
-    const top = halfOrder(halfFromNumber(max));
-    const bottom = floor === -Infinity ? 0 : halfOrder(halfFromNumber(floor));
-    let total = 0, lowest = top;
-    for (let b = top; b >= bottom; b--) {
-      if (counts[b] === 0) continue;
-      total += mass[b] = counts[b] * weight(values[halfOfOrder(b)]);
-      lowest = b;
-    }
-    const target = p * total;
-    let cumulative = 0;
-    for (let b = top; b >= bottom; b--) {
-      if (counts[b] === 0) continue;
-      cumulative += mass[b];
-      if (cumulative >= target) return values[halfOfOrder(b)];
-    }
-    return values[halfOfOrder(lowest)];
-  }
-  // float32: few candidates are sorted into levels; many are summed per
+  // Few candidates are sorted into levels; many are summed per
   // coarse bin in index order (as the native sampler does), and the bin the
   // boundary falls in is sorted into levels.
   const candidates: number[] = [];
@@ -216,14 +164,17 @@ function walkLevels(levels: Array<[value: number, mass: number]>, target: number
   return levels.length > 0 ? levels[levels.length - 1][0] : fallback;
 }
 
-/** Steps 3-5: the value a token must reach to stay (top-k, top-p, min-p). */
-function keepThreshold(row: EditedRow, s: ResolvedSampling): number {
+/** Step 5: the value a token must reach to stay (top-k, top-p, min-p), on the row the steps before left; float16 rows by half-row.ts. */
+function keepThreshold(logits: Float32Array | Uint16Array, row: EditedRow, s: ResolvedSampling): number {
+  if (logits instanceof Uint16Array) {
+    const values = sanitisedHalfValues();
+    return halfKeepThreshold(logits, s, editValues(s, logits.length, (t) => values[logits[t]], true));
+  }
   const n = row.z.length;
   const tf = s.unitFilterTemperature ? 1 : s.temperature;
   let tau = -Infinity;
-  const topKOn = s.topK > 0 && s.topK < n;
-  if (topKOn) tau = kthLargest(row, s.topK, s.mask);
-  if (s.topP < 1) tau = Math.max(tau, topPThreshold(row, tau, tf, s.topP, s.mask));
+  if (s.topK > 0 && s.topK < n) tau = kthLargest(row.z, s.topK);
+  if (s.topP < 1) tau = Math.max(tau, topPThreshold(row, tau, tf, s.topP));
   if (s.minP > 0) tau = Math.max(tau, f(row.max + f(tf * mdLogAny(s.minP))));
   return tau;
 }
@@ -243,7 +194,7 @@ export function samplingDistribution(logits: Float32Array | Uint16Array, s: Reso
     p[argmax] = 1;
     return p;
   }
-  const tau = keepThreshold(row, s);
+  const tau = keepThreshold(logits, row, s);
   let total = 0;
   for (let i = 0; i < z.length; i++) {
     if (z[i] >= tau && z[i] !== -Infinity) total += p[i] = Math.exp((z[i] - max) / s.temperature);
@@ -252,31 +203,15 @@ export function samplingDistribution(logits: Float32Array | Uint16Array, s: Reso
   return p;
 }
 
-// Steps 0-2 into the scratch row (and its half bits for a float16 row),
-// with the argmax: the copy, then the few tokens bias and penalties touch,
-// then the mask.
+// Steps 0-2 into the scratch row, with the argmax: the copy, then the few
+// tokens bias and penalties touch, then the mask.
 function editRow(logits: Float32Array | Uint16Array, s: ResolvedSampling): EditedRow {
   const n = logits.length;
   const isHalf = logits instanceof Uint16Array;
   const z = scratchRow(n);
   // The copy finds the argmax too; edits or a mask mean finding it again.
   let argmax = 0, max = -Infinity;
-  // A float16 row that top-k or top-p will filter gets its histogram in the same pass.
-  let counts: Uint32Array | undefined;
-  if (isHalf && !s.mask && s.temperature > 0 && ((s.topK > 0 && s.topK < n) || s.topP < 1)) {
-    const values = sanitisedHalfValues(), order = halfOrderTable();
-    counts = scratch.counts;
-    counts.fill(0);
-    for (let i = 0; i < n; i++) {
-      const h = logits[i];
-      counts[order[h]]++;
-      const v = (z[i] = values[h]);
-      if (v > max) {
-        max = v;
-        argmax = i;
-      }
-    }
-  } else if (isHalf) {
+  if (isHalf) {
     const values = sanitisedHalfValues();
     for (let i = 0; i < n; i++) {
       const v = (z[i] = values[logits[i]]);
@@ -318,15 +253,7 @@ function editRow(logits: Float32Array | Uint16Array, s: ResolvedSampling): Edite
       }
     }
   }
-  if (counts) {
-    // The edited tokens move to their new values' bins.
-    const order = halfOrderTable();
-    for (const t of changed) {
-      counts[order[logits[t]]]--;
-      counts[halfOrder(halfFromNumber(z[t]))]++;
-    }
-  }
-  return { z, halves: isHalf ? logits : undefined, changed, counts, max, argmax };
+  return { z, max, argmax };
 }
 
 // Greedy with nothing to edit: the first index of the largest sanitised
@@ -379,7 +306,7 @@ export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling
   if (s.temperature === 0) return argmax;
 
   const t = s.temperature;
-  const tau = keepThreshold(row, s);
+  const tau = keepThreshold(logits, row, s);
 
   // Step 6, skipping tokens that cannot reach the best score (see noise_argmax.h).
   const key = noiseKey(s.seed, s.position);
