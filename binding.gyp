@@ -42,7 +42,7 @@
         "inputs": ["scripts/lint-metal.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
                    "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
                    "metal/bigram.metal", "metal/probes.metal",
-                   "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_blocks.h",
+                   "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_matvec_rows.h", "metal/head_sampling.metal", "metal/md_blocks.h",
                        "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
         "outputs": ["<(INTERMEDIATE_DIR)/lint-metal.stamp"],
         "action": ["node", "scripts/lint-metal.mjs", "--stamp", "<(INTERMEDIATE_DIR)/lint-metal.stamp"]
@@ -153,7 +153,7 @@
             "inputs": ["scripts/embed-kernels.mjs", "metal/md_kernel.h", "metal/md_sampling.h", "metal/md_exact_float.h",
                        "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
                    "metal/bigram.metal", "metal/probes.metal",
-                       "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_blocks.h",
+                       "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_matvec_rows.h", "metal/head_sampling.metal", "metal/md_blocks.h",
                        "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
             "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
             "action": ["node", "scripts/embed-kernels.mjs", "<(INTERMEDIATE_DIR)/md_kernel_source.h"]

@@ -23,33 +23,7 @@
 #include "md_kernel.h"
 #include "md_block_values.h"
 #include "md_transformer.h"
-
-// Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x
-// for each of the `count` (at most TOKENS) rows of x, summed over the SIMD
-// group: every lane gets the totals, totals[r * TOKENS + t]. Each token's
-// sums take the same steps whatever the count, so a batch gives each
-// token the bits it gets alone.
-template <typename Block, uint TOKENS>
-inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint count, uint first,
-                           uint lane, thread float* totals) {
-  const uint values = md_block_values(w), parts_per_block = values / MD_QK;
-  const uint blocks = cols / values, parts = blocks * parts_per_block;
-  float sums[MD_MATVEC_ROWS * TOKENS];
-  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) sums[i] = 0.0f;
-  // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
-  // types, and for the K types the eight parts of a super-block go to
-  // eight neighbouring lanes.
-  for (uint u = lane; u < parts; u += MD_SIMD_WIDTH) {
-    const uint b = u / parts_per_block, part = u % parts_per_block;
-    for (uint t = 0; t < TOKENS && t < count; ++t) {
-      device const float* xb = x + ulong(t) * cols + ulong(u) * MD_QK;
-      for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
-      }
-    }
-  }
-  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) totals[i] = simd_sum(sums[i]);
-}
+#include "md_matvec_rows.h"
 
 template <typename Block, uint TOKENS>
 inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,

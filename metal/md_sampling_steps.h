@@ -380,13 +380,19 @@ inline int md_filter_tau(constant md_sampling_params& params, md_filter_plan pla
 
 // ---- step 6: noise ----------------------------------------------------------
 
+// Step 6's score of token `token` with key `key`: z + T * g. One
+// expression for every kernel that scores, so each compiles it alike.
+inline float md_noise_score(int key, float temperature, uint noise_key, uint token) {
+  return md_half_key_value(key) + temperature * md_token_noise(noise_key, token);
+}
+
 // The lowest key step 6 must look at: tau, or higher where no noise can lift
 // a token over the argmax's own score. g <= MD_GUMBEL_MAX, so a token below
 // (the argmax's score - T * MD_GUMBEL_MAX), less a few ulps for rounding,
 // cannot win: an exact shortcut.
 inline int md_noise_floor_key(float temperature, uint noise_key, int top_key, uint top_index, int tau) {
   const float max_noise = temperature * MD_GUMBEL_MAX;
-  const float argmax_score = md_half_key_value(top_key) + temperature * md_token_noise(noise_key, top_index);
+  const float argmax_score = md_noise_score(top_key, temperature, noise_key, top_index);
   float limit = argmax_score - max_noise;
   limit -= (fabs(argmax_score) + max_noise) * 9.5367431640625e-7f;  // 2^-20
   const int window = isinf(limit) || isnan(limit) ? MD_HALF_KEY_NEG_INF : md_half_key_at_least(limit);
@@ -403,7 +409,7 @@ inline md_best<float> md_range_noise_best(device const half* row, md_token_range
   for (uint i = r.begin + r.first; i < r.end; i += r.stride) {
     int k = md_key_of(row[i]);
     if (k < floor_key) continue;
-    float s = md_half_key_value(k) + temperature * md_token_noise(noise_key, i);
+    float s = md_noise_score(k, temperature, noise_key, i);
     if (s > best.value) {
       best.value = s;
       best.index = i;

@@ -121,6 +121,35 @@ typedef struct md_attention_params {
 // Rows of W one SIMD group computes in the matrix-vector kernels.
 #define MD_MATVEC_ROWS 4u
 
+// FlashSampling (head_sampling.metal): the LM head W x (W rows x cols, a
+// GGUF type, as md_matvec_*) and the pick of the next token from it, the
+// logits never stored. Each row's logit has md_matvec_*'s bits; then
+//   flags 0                       the argmax over the float32 logits
+//                                 (md_argmax_f32's token)
+//   MD_HEAD_HALF                  the logits rounded to float16 as
+//                                 md_half_from_f32 rounds them, then with
+//     MD_HEAD_BIAS                bias[token] added (a dense float per row:
+//                                 0 adds nothing a key can see), and
+//     temperature 0               the argmax of the keys, or
+//     temperature > 0             the best z + T * g at `position` under
+//                                 `seed`: md_sample_f16's token when no
+//                                 filter or penalty is on
+#define MD_HEAD_HALF 1u
+#define MD_HEAD_BIAS 2u
+typedef struct md_head_sampling_params {
+  md_u32 rows;
+  md_u32 cols;
+  md_u32 flags;
+  float temperature;
+  md_u32 seed;
+  md_u32 position;  // the noise position: the sampled token's
+  md_u32 reserved[2];
+} md_head_sampling_params;
+
+// The most threadgroups (tiles) md_head_sample_* takes: each one leaves a
+// partial for the pick to reduce; past this, SIMD groups loop over rows.
+#define MD_HEAD_MAX_TILES 2048u
+
 // The matrix-matrix kernels' tile: MD_MATMUL_TILE rows of W by
 // MD_MATMUL_TILE tokens per threadgroup of MD_MATMUL_THREADS threads (four
 // SIMD groups of 16 x 16), in steps of MD_QK columns (one block of the 0
@@ -130,6 +159,7 @@ typedef struct md_attention_params {
 
 #ifndef __METAL_VERSION__
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
+static_assert(sizeof(md_head_sampling_params) == 32, "md_head_sampling_params size");
 static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");
 static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
               sizeof(md_attention_params) == 32, "transformer params sizes");

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const metalDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'metal');
-export const KERNEL_FILES = ['argmax.metal', 'sampling.metal', 'sampling_wide.metal', 'bigram.metal', 'probes.metal', 'transformer_rows.metal', 'matvec.metal', 'embedding.metal', 'attention.metal', 'matmul.metal'];
+export const KERNEL_FILES = ['argmax.metal', 'sampling.metal', 'sampling_wide.metal', 'bigram.metal', 'probes.metal', 'transformer_rows.metal', 'matvec.metal', 'head_sampling.metal', 'embedding.metal', 'attention.metal', 'matmul.metal'];
 
 function inline(file, seen) {
   if (seen.has(file)) return '';

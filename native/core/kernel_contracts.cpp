@@ -229,6 +229,28 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount
   }
 }
 
+// head_sampling.metal: W rows x (cols / values) blocks and x cols floats;
+// the tiles on any number of threadgroups (a partial each), the pick on
+// one; both bind every buffer.
+void headSample(Contract& c, uint32_t values, uint64_t blockBytes, bool tiles) {
+  md_head_sampling_params p;
+  if (!c.params(2, "md_head_sampling_params", p)) return;
+  c.check(p.rows >= 1, "rows must be at least 1");
+  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.check((p.flags & ~(MD_HEAD_HALF | MD_HEAD_BIAS)) == 0, "flags: only MD_HEAD_HALF and MD_HEAD_BIAS");
+  c.check((p.flags & MD_HEAD_BIAS) == 0 || (p.flags & MD_HEAD_HALF) != 0, "MD_HEAD_BIAS needs MD_HEAD_HALF (the bias is added to float16 logits)");
+  c.check(p.temperature == 0.0f || (p.flags & MD_HEAD_HALF) != 0, "a temperature needs MD_HEAD_HALF (sampling reads float16 logits)");
+  c.check(p.temperature >= 0.0f && p.temperature <= MD_MAX_TEMPERATURE, "temperature " + std::to_string(p.temperature) + " is not in [0, MD_MAX_TEMPERATURE]");
+  c.check(tiles || c.groups() == 1, "runs as one threadgroup: it reduces what the tiles left");
+  c.check(!tiles || c.groups() <= MD_HEAD_MAX_TILES, "at most MD_HEAD_MAX_TILES threadgroups (the partials the pick reduces)");
+  c.needs(0, tiles ? uint64_t(p.rows) * (p.cols / values) * blockBytes : 1, "w: rows x cols / values blocks");
+  c.needs(1, tiles ? 4 * uint64_t(p.cols) : 1, "x: cols floats");
+  c.needs(3, (p.flags & MD_HEAD_BIAS) && tiles ? 4 * uint64_t(p.rows) : 1, "bias: rows floats");
+  c.needs(4, sizeof(md_wide_partial) * (tiles ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the tiles");
+  c.needs(5, sizeof(md_wide_state), "state: one md_wide_state");
+  if (!tiles) c.needs(6, 4, "tokens: one");
+}
+
 // matmul.metal: W as in matvec, X count x cols and Y count x rows floats.
 void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_matmul_params p;
@@ -331,6 +353,7 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_sample_wide_filter_f16", [](Contract& c) { wideSample(c, false); }},
       {"md_sample_wide_noise_f16", [](Contract& c) { wideSample(c, true); }},
       {"md_sample_wide_pick_f16", [](Contract& c) { wideSample(c, false); }},
+      {"md_head_sample_pick", [](Contract& c) { headSample(c, 1, 1, false); }},
       {"md_embed_f16", embed},
       {"md_lm_head_f16", lmHead},
       {"md_fp_contract_probe", fpContractProbe},
@@ -350,6 +373,7 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
     all[std::string("md_matvec_batch_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, MD_MATVEC_BATCH); };
     all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
     all[std::string("md_matmul_") + w.suffix] = [w](Contract& c) { matmul(c, w.values, w.bytes); };
+    all[std::string("md_head_sample_") + w.suffix] = [w](Contract& c) { headSample(c, w.values, w.bytes, true); };
   }
   return all;
 }

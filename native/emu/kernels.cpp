@@ -19,6 +19,7 @@
 #include "probes.metal"
 #include "transformer_rows.metal"
 #include "matvec.metal"
+#include "head_sampling.metal"
 #include "embedding.metal"
 #include "attention.metal"
 #include "matmul.metal"
@@ -72,6 +73,17 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_matvec_batch_q4_k),
     MD_EMULATED_KERNEL(md_matvec_batch_q5_k),
     MD_EMULATED_KERNEL(md_matvec_batch_q6_k),
+    MD_EMULATED_KERNEL(md_head_sample_f32),
+    MD_EMULATED_KERNEL(md_head_sample_f16),
+    MD_EMULATED_KERNEL(md_head_sample_bf16),
+    MD_EMULATED_KERNEL(md_head_sample_q8_0),
+    MD_EMULATED_KERNEL(md_head_sample_q4_0),
+    MD_EMULATED_KERNEL(md_head_sample_q4_1),
+    MD_EMULATED_KERNEL(md_head_sample_q5_0),
+    MD_EMULATED_KERNEL(md_head_sample_q4_k),
+    MD_EMULATED_KERNEL(md_head_sample_q5_k),
+    MD_EMULATED_KERNEL(md_head_sample_q6_k),
+    MD_EMULATED_KERNEL(md_head_sample_pick),
     MD_EMULATED_KERNEL(md_embed_rows_f32),
     MD_EMULATED_KERNEL(md_embed_rows_f16),
     MD_EMULATED_KERNEL(md_embed_rows_q8_0),

@@ -18,6 +18,7 @@
 #include "md_blocks.h"
 #include "md_transformer.h"
 #include "quant/convert_rows.h"
+#include "random_weights.h"
 #include "transformer/ops.h"
 
 namespace {
@@ -119,82 +120,6 @@ void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> b
   cb->commit();
   cb->wait();
 }
-
-// Random rows of `type`: random quants, scales of a trained model's size.
-std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint32_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 0.05f);
-  std::uniform_int_distribution<int> byte(0, 255);
-  const bool k = type == md::TensorType::Q4_K || type == md::TensorType::Q5_K || type == md::TensorType::Q6_K;
-  const uint32_t blocks = rows * (cols / (k ? MD_QK_K : MD_QK));
-  std::vector<uint8_t> out;
-  auto append = [&](const void* p, size_t n) { out.insert(out.end(), (const uint8_t*)p, (const uint8_t*)p + n); };
-  // A K block: random bytes, then sane float16 scales where its d and dmin are.
-  auto kBlock = [&](auto block) {
-    auto* bytes = reinterpret_cast<uint8_t*>(&block);
-    for (size_t i = 0; i < sizeof block; ++i) bytes[i] = uint8_t(byte(rng));
-    block.d = md::halfFromFloat(std::fabs(normal(rng)) / 16);
-    if constexpr (!std::is_same_v<decltype(block), md_block_q6_k>) block.dmin = md::halfFromFloat(std::fabs(normal(rng)) / 16);
-    append(&block, sizeof block);
-  };
-  for (uint32_t b = 0; b < blocks; ++b) {
-    switch (type) {
-      case md::TensorType::BF16:
-        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::bf16FromFloat(normal(rng)); append(&v, 2); }
-        break;
-      case md::TensorType::Q4_1: {
-        md_block_q4_1 q;
-        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
-        q.m = md::halfFromFloat(normal(rng));
-        for (auto& v : q.qs) v = uint8_t(byte(rng));
-        append(&q, sizeof q);
-        break;
-      }
-      case md::TensorType::Q5_0: {
-        md_block_q5_0 q;
-        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 8);
-        for (auto& v : q.qh) v = uint8_t(byte(rng));
-        for (auto& v : q.qs) v = uint8_t(byte(rng));
-        append(&q, sizeof q);
-        break;
-      }
-      case md::TensorType::Q4_K: kBlock(md_block_q4_k{}); break;
-      case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
-      case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
-      case md::TensorType::F32:
-        for (int j = 0; j < MD_QK; ++j) { const float v = normal(rng); append(&v, 4); }
-        break;
-      case md::TensorType::F16:
-        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::halfFromFloat(normal(rng)); append(&v, 2); }
-        break;
-      case md::TensorType::Q8_0: {
-        md_block_q8_0 q;
-        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 64);
-        for (auto& v : q.qs) v = int8_t(byte(rng) - 128);
-        append(&q, sizeof q);
-        break;
-      }
-      default: {
-        md_block_q4_0 q;
-        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
-        for (auto& v : q.qs) v = uint8_t(byte(rng));
-        append(&q, sizeof q);
-      }
-    }
-  }
-  return out;
-}
-
-// Every weight type and its kernel suffix (md_matvec_*, md_embed_rows_*).
-struct TypeCase {
-  md::TensorType type;
-  const char* suffix;
-};
-const TypeCase kWeightTypes[] = {
-    {md::TensorType::F32, "f32"}, {md::TensorType::F16, "f16"}, {md::TensorType::BF16, "bf16"}, {md::TensorType::Q8_0, "q8_0"},
-    {md::TensorType::Q4_0, "q4_0"}, {md::TensorType::Q4_1, "q4_1"}, {md::TensorType::Q5_0, "q5_0"}, {md::TensorType::Q4_K, "q4_k"},
-    {md::TensorType::Q5_K, "q5_k"}, {md::TensorType::Q6_K, "q6_k"},
-};
 
 // y = W x on the GPU against the dequantized rows' dot products in double.
 // The kernel adds in float32: per block, then across the 32 lanes, then
