@@ -9,7 +9,8 @@
 //   GPU multiplies float activations, as llama.cpp's Metal backend does);
 // - each step's argmax, written by the table at p + 1, is the CPU's,
 //   unless the CPU's top two are within twice the tolerance (a near tie);
-// - a chain of 8 tokens in one submission equals 8 one-token submissions;
+// - a chain of 8 tokens in one submission equals 8 one-token submissions
+//   (of the table with the LM head fused into the pick: the same tokens);
 // - generate() and Session chain it (greedy: the CPU's tokens but at a
 //   near tie; stops rewind and resume), speculative verification gives
 //   the chain's tokens, and a sampled token follows the exact filtered
@@ -77,7 +78,8 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
     // BF16 counts as quantized here: the CPU rounds activations to BF16
     // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
     const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
-    const { model, device, table, close } = await tableFor(path);
+    // Unfused: this table's greedy steps leave the logits they pick from.
+    const { model, device, table, close } = await tableFor(path, undefined, { fusedHead: false });
     try {
       const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
       for (let p = 0; p < PROMPT.length; p++) {
@@ -93,7 +95,8 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
         const best = argmax(expected);
         if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
       }
-      // 8 greedy tokens after the prompt: one submission, then 8 one-token ones on a fresh table.
+      // 8 greedy tokens after the prompt: one submission, then 8 one-token
+      // ones on a fresh table, whose LM head is fused into the pick.
       table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
       await device.runChain(table.greedy, PROMPT.length - 1, 8);
       const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));

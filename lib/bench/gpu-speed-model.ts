@@ -7,7 +7,9 @@
 // these chips); `metal-decode bench model` measures the real thing on a Mac.
 //
 // Bytes come from the file's tensor table (each tensor's type and shape),
-// the F16 KV cache, and the logits the sampler reads. Dispatches: the
+// the F16 KV cache, and what passes from the LM head to the token: in the
+// greedy table, FlashSampling's per-threadgroup partials (the logits row is
+// never written); with a filter or a penalty on, the logits row itself. Dispatches: the
 // one-token table as GgufForwardTable builds it today (built for the file
 // on the emulated device, which maps the weights and runs nothing), and
 // the fused plan it is to become (plannedDispatches below).
@@ -20,6 +22,7 @@ import { loadAddon } from '../native/load-addon.js';
 import { openDevice } from '../gpu/device.js';
 import { attentionSplitsFor, GgufForwardTable } from '../models/gguf-forward-table.js';
 import { GpuWeights } from '../models/gpu-weights.js';
+import { headTiles } from '../models/head-sampling.js';
 import type { Table } from './tables.js';
 
 /** Memory bandwidth as Apple publishes it, GB/s (10^9 bytes). Where a chip comes in two, the larger GPU's. */
@@ -35,9 +38,10 @@ export const TARGET_FRACTION = 0.8;
 /** The share of a token's time at the target the dispatches' own overhead may take. */
 export const DISPATCH_SHARE = 0.1;
 
-// The sampling kernel reads the logits row about three times (maximum,
-// filters, the noisy draw), after the LM head writes it once.
-const LOGIT_PASSES = 4;
+// With a filter on, the LM head writes the float32 logits, which are read
+// and written again as float16, which the sampling kernels read about three
+// times (maximum and histogram, filters, the noisy draw).
+const unfusedLogitBytes = (vocabSize: number) => vocabSize * (4 + 4 + 2 + 3 * 2);
 
 export interface PredictSettings {
   model: string;
@@ -50,8 +54,10 @@ export interface TokenCost {
   weightBytes: number;
   /** K and V of every layer up to the context, F16. */
   kvBytes: number;
-  /** The logits row, written by the LM head and read by the sampler. */
+  /** From the LM head to the token in the greedy table: FlashSampling's partials, written and read once. */
   logitBytes: number;
+  /** The same with a filter or a penalty on (not fused): the logits row, written, converted to float16 and read by the sampler. */
+  unfusedLogitBytes: number;
   totalBytes: number;
   /** Commands of the fused one-token table planned (plannedDispatches). */
   dispatches: number;
@@ -92,7 +98,7 @@ function bytesOf(types: readonly NativeTensorType[], type: number, dims: readonl
 /** What one decoded token at `context` costs, from the file's tensor table and config. */
 export function tokenCost(
   tensors: readonly { name: string; type: number; dims: readonly number[] }[], config: NativeModelConfig,
-  types: readonly NativeTensorType[], context: number, tableDispatches: number,
+  types: readonly NativeTensorType[], context: number, tableDispatches: number, headPartialBytes: number,
 ): TokenCost {
   const tied = !tensors.some((t) => t.name === 'output.weight');
   let weightBytes = 0;
@@ -102,23 +108,27 @@ export function tokenCost(
     else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize;  // the LM head when tied, and one row
   }
   const kvBytes = config.blockCount * 2 * context * config.headCountKv * config.headDim * 2;
-  const logitBytes = config.vocabSize * 4 * LOGIT_PASSES;
-  return { weightBytes, kvBytes, logitBytes, totalBytes: weightBytes + kvBytes + logitBytes, dispatches: plannedDispatches(config).length, tableDispatches };
+  const logitBytes = 2 * headPartialBytes;
+  return {
+    weightBytes, kvBytes, logitBytes, unfusedLogitBytes: unfusedLogitBytes(config.vocabSize), totalBytes: weightBytes + kvBytes + logitBytes,
+    dispatches: plannedDispatches(config).length, tableDispatches,
+  };
 }
 
-// The greedy one-token table's commands for this file at `context`: built
-// on the emulated device over the mapped file (nothing copied, nothing run),
-// with the context's attention splits and a two-position cache (the argmax writes position 1).
+// The greedy one-token table's commands for this file at `context`, and
+// its fused head's partial bytes: built on the emulated device over the
+// mapped file (nothing copied, nothing run), with the context's attention
+// splits and a two-position cache (the pick writes position 1).
 function countTableDispatches(path: string, tensors: readonly NativeTensorEntry[],
-  config: NativeModelConfig, types: readonly NativeTensorType[], context: number): number {
+  config: NativeModelConfig, types: readonly NativeTensorType[], context: number): { dispatches: number; headPartialBytes: number } {
   const device = openDevice('emulated');
   try {
     const weights = new GpuWeights(device, { path, tensors, types });
     const table = new GgufForwardTable(device, config, weights, 2, { attentionSplits: attentionSplitsFor(context), prefillBatch: 1 });
-    const count = table.greedy.size;
+    const dispatches = table.greedy.size;
     table.dispose();
     weights.dispose();
-    return count;
+    return { dispatches, headPartialBytes: headTiles(device, config.vocabSize) * device.addon.layouts.wideSampling.partialBytes };
   } finally {
     device.dispose();
   }
@@ -131,7 +141,8 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
   const arch = architectureOf(header);
   const config = readConfig(header, arch);
   const types = loaded.addon.tensorTypes;
-  const cost = tokenCost(header.tensors, config, types, s.context, countTableDispatches(s.model, header.tensors, config, types, s.context));
+  const table = countTableDispatches(s.model, header.tensors, config, types, s.context);
+  const cost = tokenCost(header.tensors, config, types, s.context, table.dispatches, table.headPartialBytes);
   const tensorTypes: Record<string, number> = {};
   for (const t of header.tensors) {
     const name = types.find((x) => x.id === t.type)?.name ?? `#${t.type}`;
@@ -161,8 +172,9 @@ export function predictTables(r: PredictResult): Table[] {
       rows: [
         ['weights', mb(c.weightBytes), `${((100 * c.weightBytes) / c.totalBytes).toFixed(1)}%`],
         ['KV cache (F16)', mb(c.kvBytes), `${((100 * c.kvBytes) / c.totalBytes).toFixed(1)}%`],
-        ['logits (LM head write, sampler reads)', mb(c.logitBytes), `${((100 * c.logitBytes) / c.totalBytes).toFixed(1)}%`],
+        ['LM head to token (FlashSampling partials)', mb(c.logitBytes), `${((100 * c.logitBytes) / c.totalBytes).toFixed(1)}%`],
         ['total', mb(c.totalBytes), ''],
+        ['(with a filter on: the logits row, not fused)', mb(c.unfusedLogitBytes), `+${((100 * c.unfusedLogitBytes) / c.totalBytes).toFixed(1)}%`],
         ['dispatches: the table today', String(c.tableDispatches), ''],
         ['dispatches: the fused plan', String(c.dispatches), ''],
       ],

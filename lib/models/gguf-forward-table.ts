@@ -20,10 +20,11 @@
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
-import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
+import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
+import { headSamplingCommands, headSamplingFuses, headScratch, type HeadScratch } from './head-sampling.js';
 import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
 
 export interface ForwardTableOptions {
@@ -31,6 +32,13 @@ export interface ForwardTableOptions {
   attentionSplits?: number;
   /** Most tokens one prefill submission evaluates. Default 32 (one tile of the matrix-matrix kernels). */
   prefillBatch?: number;
+  /**
+   * FlashSampling: greedy and temperature-only chain tables compute the LM
+   * head and pick the token in one pass, never writing the logits (the
+   * same tokens). Default true; false keeps the LM head, then the argmax or
+   * the sampling kernels, as the tests that compare the two do.
+   */
+  fusedHead?: boolean;
 }
 
 /**
@@ -47,22 +55,25 @@ export class GgufForwardTable implements VerificationTables {
   readonly tokens: GpuBuffer;
   /** The logits after the last token of the last table run, float32. */
   readonly logits: GpuBuffer;
-  /** Greedy decoding: the forward pass of one token, then the argmax writes token p + 1. */
+  /** Greedy decoding: the forward pass of one token, then the argmax writes token p + 1 (fused: the LM head's tiles pick it, and `logits` is not written). */
   readonly greedy: DispatchTable;
   /** The forward pass of one token: step p leaves the logits after token p. */
   readonly forward: DispatchTable;
   readonly prefillBatch: number;
   readonly attentionSplits: number;
+  readonly fusedHead: boolean;
   /** Bytes of the F16 KV caches (every layer, contextSize positions). */
   readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
-  readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows) => DispatchTableBuilder;
+  readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick) => DispatchTableBuilder;
+  readonly #cols: number;
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
   #maskBuffer: GpuBuffer | undefined;       // constrained decoding: the tokens the grammar allows
   #scratch: SamplingScratch | undefined;
   #wide: WideScratch | undefined;
+  #head: HeadScratch | undefined;
   #verifyScratch: SamplingScratch | undefined;  // verification: the sampling kernel's, one row per token
   #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
   #rowHalfLogits: GpuBuffer | undefined;
@@ -74,6 +85,8 @@ export class GgufForwardTable implements VerificationTables {
     this.#vocabSize = c.vocabSize;
     this.prefillBatch = options.prefillBatch ?? 32;
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
+    this.fusedHead = options.fusedHead ?? true;
+    this.#cols = c.embeddingLength;
     const batch = this.prefillBatch;
     const layouts = device.addon.layouts.transformer;
     const pack = new ParamsPacker(layouts);
@@ -105,7 +118,7 @@ export class GgufForwardTable implements VerificationTables {
     // logits 'every' (verification): every row's logits, and every
     // projection by the matrix-vector kernels, whose rows have the bits of
     // one-token steps.
-    this.#commands = (b, count, logits) => {
+    this.#commands = (b, count, logits, pick) => {
       const rmsNorm = (label: string, x: GpuBuffer, w: GpuWeight, out: GpuBuffer, n: number, rows: number, xOffset = 0): CommandSpec => ({
         label, buffers: [{ index: 0, buffer: x, offset: xOffset }, bind(1, w), { index: 3, buffer: out }],
         params: { index: 2, bytes: pack.rows(n, rows, c.normEps) }, threadgroups: rows, threadsPerThreadgroup: 256,
@@ -229,12 +242,15 @@ export class GgufForwardTable implements VerificationTables {
       const last = (count - rows) * c.embeddingLength * 4;
       b.add('md_rms_norm_f32', rmsNorm('output norm', hidden, weights.get('output_norm.weight'), normed, c.embeddingLength, rows, last));
       const head = weights.find('output.weight') ?? embedding;  // tied embeddings: the table is the LM head
+      if (pick) return addCommands(b, pick(head, normed));  // FlashSampling: the head and the pick in one pass
       const out = logits === 'every' ? this.#verificationBuffers().rowLogits : this.logits;
       matvec(normed, c.embeddingLength, [{ label: 'LM head', w: head, y: out, rows: c.vocabSize }], 'store', rows);
       return b;
     };
     this.forward = this.#oneToken().build();
-    this.greedy = addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, c.vocabSize, 'f32', this.#wideScratch())).build();
+    this.greedy = this.fusedHead
+      ? this.#fusedTable(undefined)
+      : addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, c.vocabSize, 'f32', this.#wideScratch())).build();
   }
 
   /**
@@ -348,8 +364,14 @@ export class GgufForwardTable implements VerificationTables {
     return table;
   }
 
-  /** The table that samples with `options` on the GPU: the forward pass, the logits as float16, the wide sampling kernels (md_sample_f16's token on every GPU core). */
+  /**
+   * The table that samples with `options` on the GPU: the forward pass, the
+   * logits as float16, the wide sampling kernels (md_sample_f16's token on
+   * every GPU core); or, where FlashSampling gives that token (no filter,
+   * no penalty), the forward pass with the fused head.
+   */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
+    if (this.fusedHead && headSamplingFuses(resolveSampling({ seed: 0, ...options }), this.#vocabSize)) return this.#fusedTable(options);
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
     const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
@@ -413,8 +435,21 @@ export class GgufForwardTable implements VerificationTables {
     };
   }
 
-  #oneToken(): DispatchTableBuilder {
-    return this.#commands(new DispatchTableBuilder(this.device), 1, 'last');
+  #oneToken(pick?: HeadPick): DispatchTableBuilder {
+    return this.#commands(new DispatchTableBuilder(this.device), 1, 'last', pick);
+  }
+
+  // The one-token table whose LM head picks the token (options undefined: greedy).
+  #fusedTable(options: ChainSamplingOptions | undefined): DispatchTable {
+    let bias: GpuBuffer | undefined;
+    const table = this.#oneToken((head, x) => {
+      this.#head ??= this.#scratchBuffers(headScratch(this.device, this.#vocabSize));
+      const fused = headSamplingCommands(this.device, head, x, this.#vocabSize, this.#cols, this.tokens, this.#head, options);
+      bias = fused.bias;
+      return fused.commands;
+    }).build();
+    bias?.dispose();  // the table holds the memory it binds until it is disposed
+    return table;
   }
 
   #wideScratch(): WideScratch {
@@ -429,8 +464,8 @@ export class GgufForwardTable implements VerificationTables {
     return (this.#scratch ??= this.#scratchBuffers(samplingScratch(this.device, this.#vocabSize)));
   }
 
-  #scratchBuffers(scratch: SamplingScratch): SamplingScratch {
-    this.#buffers.push(...Object.values(scratch));
+  #scratchBuffers<T extends object>(scratch: T): T {
+    this.#buffers.push(...(Object.values(scratch) as GpuBuffer[]));
     return scratch;
   }
 
@@ -466,6 +501,9 @@ export class GgufForwardTable implements VerificationTables {
 
 /** Which logits a table leaves: none (prefill), the last token's, or every token's (verification). */
 type LogitRows = 'none' | 'last' | 'every';
+
+/** A fused head's commands, given the LM head's weights and the normed hidden state: in place of the LM head. */
+type HeadPick = (head: GpuWeight, x: GpuBuffer) => KernelCommand[];
 
 /** One matrix of a projection: its weights, its output and its rows. */
 interface Projection {

@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 5;
+export const ADDON_ABI_VERSION = 6;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -101,6 +101,12 @@ export interface NativeTransformerLayouts {
   attention: {
     size: number; heads: number; kvHeads: number; headDim: number; kvLength: number; context: number; scale: number; count: number; splits: number;
   };
+  /** FlashSampling's params (md_head_sampling_params): the LM head and the token's pick in one pass. */
+  headSampling: { size: number; rows: number; cols: number; flags: number; temperature: number; seed: number; position: number };
+  /** md_head_sampling_params flags: half (float16 logits, the sampler's), bias (a dense bias per token). */
+  headFlags: { half: number; bias: number };
+  /** The most threadgroups md_head_sample_* takes (its partials). */
+  headMaxTiles: number;
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
   /** The most tokens one md_matvec_batch_* dispatch takes (MD_MATVEC_BATCH). */
