@@ -127,6 +127,7 @@
         "native/core/transformer/ops.cpp",
         "native/core/transformer/matmul.cpp",
         "native/core/transformer/transformer.cpp",
+        "native/core/transformer/head_pick.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",

@@ -93,6 +93,18 @@ export function penaltiesOn(s: ResolvedSampling): boolean {
   return s.repeatPenalty !== 1 || s.frequencyPenalty !== 0 || s.presencePenalty !== 0;
 }
 
+/**
+ * Whether FlashSampling (the LM head fused with the pick) gives these
+ * options' token: it reads each logit once, as it is computed, so only
+ * greedy and temperature-only sampling, either with a bias, with no
+ * penalty and no filter (top-k, top-p and min-p off) and no mask.
+ */
+export function fusedHeadSamples(s: ResolvedSampling, vocabSize: number): boolean {
+  if ((s.lastTokens > 0 && penaltiesOn(s)) || s.mask !== undefined) return false;
+  if (s.temperature === 0) return true;
+  return (s.topK === 0 || s.topK >= vocabSize) && s.topP >= 1 && s.minP === 0;
+}
+
 export const SAMPLE_OPTION_NAMES = new Set([
   'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
   'tokenBias', 'filterTemperature', 'mask', 'backend',

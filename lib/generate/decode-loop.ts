@@ -1,7 +1,8 @@
 // decode-loop.ts: one generate() call on a sequence. Prefill, then one path
 // decided once: constrained (a grammar's or tokenMask's mask per token),
 // sampled or greedy (chained on the GPU when the model has a chain,
-// speculative when asked, step by step otherwise). Every token the model
+// speculative when asked, step by step otherwise, where a sequence that
+// fuses its LM head with the pick returns tokens instead of logits). Every token the model
 // produces goes through one place, #accept, which applies the stop
 // conditions; a stop rewinds the sequence to the tokens handed out, as if
 // generation had stopped exactly there.
@@ -15,6 +16,8 @@ import type { DecodeModel, DraftGather, DraftVerifier, Logits, ModelSequence } f
 import { keepsDraft, residualDraw, speculativeUniform, verifyByRejection } from './rejection.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { StepSampler } from './step-sampler.js';
+import { NO_TOKEN } from '../js/js-sampler.js';
+import { fusedHeadSamples } from '../sampling-options.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
 
 export type DecodePath = 'greedy' | 'sampled' | 'constrained';
@@ -104,6 +107,7 @@ export class DecodeRun {
   readonly #chained: boolean;
   readonly #verifiesOnGpu: boolean;  // speculative, verified by the chain's tables (only ids come back)
   readonly #masksOnGpu: boolean;     // constrained, each token sampled on the GPU under the uploaded mask
+  readonly #picksInHead: boolean;    // step by step, the sequence's LM head picks each token (FlashSampling)
   #constraint: Constraint | undefined;  // the constrained path's grammar or tokenMask, open while the run is
   readonly #maskStats: MaskStats = { masks: 0, maskMs: 0 };
   #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
@@ -135,6 +139,8 @@ export class DecodeRun {
     // Constrained drafts are verified from the rows' logits, each row masked on the CPU.
     this.#verifiesOnGpu = !constrained && options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
     this.#masksOnGpu = constrained && !options.speculative && state.sequence.chain?.openMaskedSteps !== undefined;
+    this.#picksInHead = !constrained && !options.speculative && state.sequence.evaluateAndPick !== undefined &&
+      fusedHeadSamples(options.sampling, state.model.vocabSize);
   }
 
   /** Yields each token as it is handed out; returns the result. The sequence is untouched until the first next(). */
@@ -235,6 +241,22 @@ export class DecodeRun {
     return logits;
   }
 
+  // #evaluatePending() and the pick of the next token in the LM head: the
+  // token the step sampler would draw from the logits, which never come back.
+  async #evaluateAndPick(): Promise<number | typeof ABORTED> {
+    const state = this.#state;
+    const from = Math.min(state.synced, state.length - 1);
+    const sampling = { ...this.#o.sampling, position: state.length, window: new Uint32Array(0) };  // no penalty: fusedHeadSamples
+    const token = await unlessAborted(state.sequence.evaluateAndPick!(state.tokens.slice(from, state.length), from, sampling), this.#o.signal);
+    if (token === ABORTED) {
+      state.synced = Math.min(state.synced, from);
+      return ABORTED;
+    }
+    state.synced = state.length;
+    if (token === NO_TOKEN) throw new NoTokenError();
+    return token;
+  }
+
   async *#decodeChained(): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const count = Math.min(this.#o.maxTokens, state.tokens.length - state.length);
@@ -262,6 +284,14 @@ export class DecodeRun {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
       if (this.#atLimit()) return yield* this.#stopAtLimit();
+      // The prefill's logits are sampled; every later token comes from the fused head.
+      if (this.#picksInHead && logits === undefined) {
+        const token = await this.#evaluateAndPick();
+        if (token === ABORTED) return void (this.#stop = { reason: 'abort' });
+        yield* this.#accept(token);
+        if (this.#stop) return;
+        continue;
+      }
       // The mask is computed while the model evaluates the last token.
       const evaluated = logits ?? this.#evaluatePending();
       if (evaluated instanceof Promise) evaluated.catch(() => {});  // awaited below, unless next() throws first

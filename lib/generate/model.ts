@@ -5,7 +5,7 @@
 import type { BackendName } from '../backends.js';
 import type { ChainChunk } from '../gpu/chain.js';
 import type { ChainSamplingOptions } from '../models/bigram-gpu.js';
-import type { BackendChoice } from '../sampling-options.js';
+import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
 
 /** One row of next-token logits: float32, or float16 bits. */
 export type Logits = Float32Array | Uint16Array;
@@ -56,6 +56,14 @@ export interface ModelSequence {
    * reads. Without it, verification evaluates token by token.
    */
   evaluateRows?(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]>;
+  /**
+   * FlashSampling: as evaluate(), then the token at the next position as
+   * the sequence's sampler draws it from those logits with `sampling`
+   * (position and window set), without the logits coming back; NO_TOKEN
+   * (0xFFFFFFFF) when every logit is -Infinity. Only for options
+   * fusedHeadSamples() accepts. Without it, the loop samples the logits.
+   */
+  evaluateAndPick?(tokens: Uint32Array, position: number, sampling: ResolvedSampling): Promise<number>;
   /** Present when the model's forward pass runs as chained dispatch tables. */
   readonly chain?: SequenceChain;
   dispose(): void;

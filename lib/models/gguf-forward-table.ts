@@ -21,10 +21,10 @@ import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
 import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
-import { resolveSampling } from '../sampling-options.js';
+import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
-import { headSamplingCommands, headSamplingFuses, headScratch, type HeadScratch } from './head-sampling.js';
+import { headSamplingCommands, headScratch, type HeadScratch } from './head-sampling.js';
 import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
 
 export interface ForwardTableOptions {
@@ -371,7 +371,7 @@ export class GgufForwardTable implements VerificationTables {
    * no penalty), the forward pass with the fused head.
    */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
-    if (this.fusedHead && headSamplingFuses(resolveSampling({ seed: 0, ...options }), this.#vocabSize)) return this.#fusedTable(options);
+    if (this.fusedHead && fusedHeadSamples(resolveSampling({ seed: 0, ...options }), this.#vocabSize)) return this.#fusedTable(options);
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
     const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());

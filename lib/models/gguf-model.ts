@@ -11,12 +11,13 @@ import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
 import { sharedDevice } from '../gpu/device.js';
 import { createGrammar, createGrammarForJsonSchema, type Grammar } from '../grammar/grammar.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
-import type { NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import { SamplingPacker } from '../native/native-sampler.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
 import { GpuWeights } from './gpu-weights.js';
 import { GgufGpuSequence } from './gguf-gpu-sequence.js';
-import type { BackendChoice } from '../sampling-options.js';
+import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
 import type { ChatTemplate } from '../tokenizers/chat-template.js';
 
 export interface GgufModelInfo {
@@ -101,7 +102,9 @@ export class GgufModel implements DecodeModel {
     }
     if (backend === 'js') throw new BackendUnavailableError('js', 'a GGUF model\'s forward pass runs in the native addon; there is no TypeScript transformer');
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
-    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize), contextSize, (s) => this.#sequences.delete(s));
+    const addon = loadAddon();  // loaded: the model is the addon's
+    if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
+    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize), contextSize, (s) => this.#sequences.delete(s), addon.addon);
     this.#sequences.add(sequence);
     return sequence;
   }
@@ -133,19 +136,23 @@ export class GgufModel implements DecodeModel {
 }
 
 /** One sequence of a GgufModel: its KV cache and logits in the addon. */
+const NO_LOGITS = new Float32Array(0);  // evaluateAndPick packs options only
+
 export class GgufSequence implements ModelSequence {
   readonly backend: BackendName = 'native';
   readonly chain = undefined;
   readonly #native: NativeTransformerSequence;
   readonly #onDispose: (s: GgufSequence) => void;
+  readonly #packer: SamplingPacker;
   // The forward pass in flight: an aborted generation leaves it running,
   // and the next evaluate() waits for it instead of failing.
   #inFlight: Promise<unknown> = Promise.resolve();
   #disposed = false;
 
   /** @internal GgufModel.openSequence() makes sequences. */
-  constructor(native: NativeTransformerSequence, readonly contextSize: number, onDispose: (s: GgufSequence) => void) {
+  constructor(native: NativeTransformerSequence, readonly contextSize: number, onDispose: (s: GgufSequence) => void, addon: NativeAddon) {
     this.#native = native;
+    this.#packer = new SamplingPacker(addon);
     this.#onDispose = onDispose;
   }
 
@@ -166,6 +173,15 @@ export class GgufSequence implements ModelSequence {
     this.#inFlight = run;
     await run;
     return this.#native.logits;
+  }
+
+  async evaluateAndPick(tokens: Uint32Array, position: number, sampling: ResolvedSampling): Promise<number> {
+    await this.#inFlight.catch(() => undefined);
+    if (this.#disposed) throw new Error('evaluateAndPick: the sequence was disposed');
+    const [, slots, , biasTokens, biasValues] = this.#packer.pack(NO_LOGITS, sampling);
+    const run = this.#native.evaluateAndPick(tokens, position, slots, biasTokens, biasValues);
+    this.#inFlight = run;
+    return run;
   }
 
   async evaluateRows(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]> {

@@ -8,19 +8,8 @@
 // tables in test/head-sampling.test.ts).
 import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { rowThreads, type ChainSamplingOptions, type KernelCommand } from '../gpu/sampling-command.js';
-import { penaltiesOn, resolveSampling, type ResolvedSampling } from '../sampling-options.js';
+import { fusedHeadSamples, resolveSampling, type ResolvedSampling } from '../sampling-options.js';
 import type { GpuWeight } from './gpu-weights.js';
-
-/**
- * Whether the fused head gives these options' token: no penalty and, when
- * sampling, no filter (top-k, top-p and min-p all off), as those read the
- * whole row before the noise.
- */
-export function headSamplingFuses(s: ResolvedSampling, vocabSize: number): boolean {
-  if (s.lastTokens > 0 && penaltiesOn(s)) return false;
-  if (s.temperature === 0) return true;
-  return (s.topK === 0 || s.topK >= vocabSize) && s.topP >= 1 && s.minP === 0;
-}
 
 /** The fused head's scratch: one partial per threadgroup of the tiles, one state. */
 export interface HeadScratch {
@@ -51,7 +40,7 @@ export function headScratch(device: GpuDevice, rows: number): HeadScratch {
 export function headSamplingCommands(device: GpuDevice, head: GpuWeight, x: GpuBuffer, rows: number, cols: number, tokens: GpuBuffer,
   scratch: HeadScratch, options?: ChainSamplingOptions): { commands: KernelCommand[]; bias: GpuBuffer } {
   const s = resolveSampling(options ?? {});  // a fresh seed per table when none is given, as samplingCommand()
-  if (!headSamplingFuses(s, rows)) throw new RangeError('headSamplingCommands: these options need the sampling kernels (a filter or a penalty is on)');
+  if (!fusedHeadSamples(s, rows)) throw new RangeError('headSamplingCommands: these options need the sampling kernels (a filter or a penalty is on)');
   const t = device.addon.layouts.transformer;
   const biased = s.biasTokens.length > 0;
   // Greedy without a bias reads the float32 logits, as md_argmax_f32 does; anything else the sampler's float16.

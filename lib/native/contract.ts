@@ -206,6 +206,13 @@ export interface NativeTransformerSequence {
   evaluate(tokens: Uint32Array, start: number): Promise<void>;
   /** The same, resolving with the logits after each of the last `rows` tokens (rows x vocabSize, a new array). */
   evaluate(tokens: Uint32Array, start: number, rows: number): Promise<Float32Array>;
+  /**
+   * FlashSampling: evaluate() without writing `logits`, resolving with the
+   * token the fused LM head picks with sampleRow's options (slots, bias;
+   * temperature and bias only: a filter or a penalty is a RangeError), or
+   * noToken when every logit is -Infinity.
+   */
+  evaluateAndPick(tokens: Uint32Array, start: number, slots: Float64Array, biasTokens: Uint32Array, biasValues: Float32Array): Promise<number>;
   dispose(): void;
 }
 

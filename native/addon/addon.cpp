@@ -74,6 +74,15 @@ Napi::Object layouts(Napi::Env env) {
       {"headDim", offsetof(md_attention_params, head_dim)}, {"kvLength", offsetof(md_attention_params, kv_length)},
       {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)},
       {"count", offsetof(md_attention_params, count)}, {"splits", offsetof(md_attention_params, splits)}}));
+  transformer.Set("headSampling", layout(sizeof(md_head_sampling_params), {
+      {"rows", offsetof(md_head_sampling_params, rows)}, {"cols", offsetof(md_head_sampling_params, cols)},
+      {"flags", offsetof(md_head_sampling_params, flags)}, {"temperature", offsetof(md_head_sampling_params, temperature)},
+      {"seed", offsetof(md_head_sampling_params, seed)}, {"position", offsetof(md_head_sampling_params, position)}}));
+  Napi::Object headFlags = Napi::Object::New(env);
+  headFlags.Set("half", n(MD_HEAD_HALF));
+  headFlags.Set("bias", n(MD_HEAD_BIAS));
+  transformer.Set("headFlags", headFlags);
+  transformer.Set("headMaxTiles", n(MD_HEAD_MAX_TILES));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
   transformer.Set("matvecBatch", n(MD_MATVEC_BATCH));
   transformer.Set("matmulTile", n(MD_MATMUL_TILE));
@@ -141,7 +150,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
       InstanceValue("Transformer", TransformerHandle::define(env), napi_enumerable),
       InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 5), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 6), napi_enumerable),
   });
 }
 

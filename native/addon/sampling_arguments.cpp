@@ -32,6 +32,23 @@ uint32_t uint32Slot(Napi::Env env, const char* method, const double* slots, unsi
   return uint32_t(x);
 }
 
+// The scalar options of `slots`, integers checked (the window's length is the caller's).
+md_sampling_params paramsOfSlots(Napi::Env env, const char* method, const double* s) {
+  md_sampling_params p{};
+  p.temperature = float(s[kSlot_temperature]);
+  p.top_k = uint32Slot(env, method, s, kSlot_topK, "topK");
+  p.top_p = float(s[kSlot_topP]);
+  p.min_p = float(s[kSlot_minP]);
+  p.seed = uint32Slot(env, method, s, kSlot_seed, "seed");
+  p.position = uint32Slot(env, method, s, kSlot_position, "position");
+  p.flags = s[kSlot_unitFilterTemperature] != 0 ? MD_FLAG_UNIT_FILTER_TEMPERATURE : 0;
+  p.repeat_penalty = float(s[kSlot_repeatPenalty]);
+  p.frequency_penalty = float(s[kSlot_frequencyPenalty]);
+  p.presence_penalty = float(s[kSlot_presencePenalty]);
+  p.history_window = uint32Slot(env, method, s, kSlot_lastTokens, "lastTokens");
+  return p;
+}
+
 }  // namespace
 
 SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const char* method) {
@@ -58,23 +75,12 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
   if (biasTokens.ElementLength() != biasValues.ElementLength())
     throwType(env, method, "biasTokens and biasValues differ in length");
 
-  const double* s = slots.Data();
   SamplingInputs& in = a.inputs;
   md_sampling_params& p = in.params;
-  p.temperature = float(s[kSlot_temperature]);
-  p.top_k = uint32Slot(env, method, s, kSlot_topK, "topK");
-  p.top_p = float(s[kSlot_topP]);
-  p.min_p = float(s[kSlot_minP]);
-  p.seed = uint32Slot(env, method, s, kSlot_seed, "seed");
-  p.position = uint32Slot(env, method, s, kSlot_position, "position");
-  p.flags = s[kSlot_unitFilterTemperature] != 0 ? MD_FLAG_UNIT_FILTER_TEMPERATURE : 0;
-  p.repeat_penalty = float(s[kSlot_repeatPenalty]);
-  p.frequency_penalty = float(s[kSlot_frequencyPenalty]);
-  p.presence_penalty = float(s[kSlot_presencePenalty]);
+  p = paramsOfSlots(env, method, slots.Data());
   p.vocab_size = row.size;
 
   // The penalty window: the last `lastTokens` tokens of the history.
-  p.history_window = uint32Slot(env, method, s, kSlot_lastTokens, "lastTokens");
   size_t window = std::min<size_t>(history.ElementLength(), p.history_window);
   p.history_count = uint32_t(window);
   in.history = history.Data() + (history.ElementLength() - window);
@@ -93,6 +99,41 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
   if (const char* problem = checkSamplingInputs(row, in))
     throw Napi::RangeError::New(env, std::string(method) + ": " + problem);
   return a;
+}
+
+HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vocab, const char* method) {
+  Napi::Env env = info.Env();
+  auto slots = typedArrayArg<double>(info, first, napi_float64_array, method, "slots must be a Float64Array");
+  auto biasTokens = typedArrayArg<uint32_t>(info, first + 1, napi_uint32_array, method, "biasTokens must be a Uint32Array");
+  auto biasValues = typedArrayArg<float>(info, first + 2, napi_float32_array, method, "biasValues must be a Float32Array");
+  if (slots.ElementLength() != kSamplingSlotCount) throwType(env, method, "slots has the wrong length");
+  if (biasTokens.ElementLength() != biasValues.ElementLength())
+    throwType(env, method, "biasTokens and biasValues differ in length");
+  SamplingInputs in{};
+  in.params = paramsOfSlots(env, method, slots.Data());
+  in.params.vocab_size = vocab;
+  in.params.bias_count = uint32_t(biasTokens.ElementLength());
+  in.biasTokens = biasTokens.Data();
+  in.biasValues = biasValues.Data();
+  const float unread = 0.0f;  // the checks read the options only
+  if (const char* problem = checkSamplingInputs(LogitsRow{&unread, LogitsFormat::Float32, vocab}, in))
+    throw Napi::RangeError::New(env, std::string(method) + ": " + problem);
+  // What the fused head does not do: it reads each logit once, as it is computed.
+  const md_sampling_params& p = in.params;
+  auto refuse = [&](const char* what) {
+    throw Napi::RangeError::New(env, std::string(method) + ": " + what + " (the fused LM head samples with temperature and bias only)");
+  };
+  if (p.temperature > 0 && p.top_k > 0 && p.top_k < vocab) refuse("topK is on");
+  if (p.temperature > 0 && p.top_p < 1.0f) refuse("topP is on");
+  if (p.temperature > 0 && p.min_p > 0.0f) refuse("minP is on");
+  if (p.history_window > 0 && md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty))
+    refuse("repeatPenalty is on");
+  HeadPick pick;
+  pick.temperature = p.temperature;
+  pick.seed = p.seed;
+  pick.position = p.position;
+  pick.bias = headPickBias(in.biasTokens, in.biasValues, in.params.bias_count, vocab);
+  return pick;
 }
 
 }  // namespace md::addon

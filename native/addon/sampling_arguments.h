@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include "../core/cpu_sampler.h"
+#include "../core/transformer/head_pick.h"
 
 namespace md::addon {
 
@@ -17,5 +18,12 @@ struct SamplingArguments {
 // Throws a JS TypeError or RangeError naming the argument (never aborts).
 // `method` prefixes the messages. The inputs pass checkSamplingInputs.
 SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const char* method);
+
+// evaluateAndPick's options: slots, biasTokens and biasValues at
+// info[first], info[first + 1], info[first + 2], checked as
+// parseSamplingArguments checks them, for a vocabulary of `vocab`. A filter
+// or a penalty that is on is a RangeError naming it: the fused LM head has
+// neither.
+HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vocab, const char* method);
 
 }  // namespace md::addon

@@ -12,6 +12,7 @@
 #include "../core/transformer/transformer.h"
 #include "addon.h"
 #include "device_promise.h"
+#include "sampling_arguments.h"
 #include "job_thread.h"
 
 namespace md::addon {
@@ -233,6 +234,7 @@ Napi::Function SequenceHandle::define(Napi::Env env) {
                          InstanceAccessor("contextSize", &SequenceHandle::ContextSize, nullptr),
                          InstanceAccessor("kvCacheBytes", &SequenceHandle::KvCacheBytes, nullptr),
                          InstanceMethod("evaluate", &SequenceHandle::Evaluate),
+                         InstanceMethod("evaluateAndPick", &SequenceHandle::EvaluateAndPick),
                          InstanceMethod("dispose", &SequenceHandle::Dispose),
                      });
 }
@@ -327,6 +329,44 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
       });
     } catch (const std::exception& e) {
       std::string message = std::string("evaluate: ") + e.what();
+      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        throw Napi::Error::New(env, message);
+      });
+    }
+  });
+  return promise.promise();
+}
+
+Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!shared_) throw Napi::Error::New(env, "evaluateAndPick: the sequence was disposed");
+  if (shared_->busy) throw Napi::Error::New(env, "evaluateAndPick: a forward pass of this sequence is still running");
+  if (info.Length() != 5 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    typeError(env, "evaluateAndPick: expected (tokens: Uint32Array, start, slots: Float64Array, biasTokens: Uint32Array, biasValues: Float32Array)");
+  Napi::Uint32Array array = info[0].As<Napi::Uint32Array>();
+  std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
+  const uint32_t start = uint32Argument(info, 1, "evaluateAndPick", "start", 0, 4294967295u);
+  HeadPick pick = parseHeadPick(info, 2, shared_->model->transformer->config().vocabSize, "evaluateAndPick");
+  shared_->busy = true;
+  DevicePromise promise(env, "metal-decode:forward");
+  auto sequence = shared_;
+  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, pick = std::move(pick)]() mutable {
+    try {
+      const uint32_t token = sequence->model->transformer->evaluateAndPick(sequence->state, tokens.data(),
+                                                                          int64_t(tokens.size()), start, pick);
+      promise.settle([sequence, token](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        return Napi::Number::New(env, token);
+      });
+    } catch (const std::out_of_range& e) {
+      std::string message = std::string("evaluateAndPick: ") + e.what();
+      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        throw Napi::RangeError::New(env, message);
+      });
+    } catch (const std::exception& e) {
+      std::string message = std::string("evaluateAndPick: ") + e.what();
       promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
         sequence->busy = false;
         throw Napi::Error::New(env, message);

@@ -53,6 +53,11 @@ class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
   // evaluate(tokens: Uint32Array, start) -> Promise<void>: RangeError
   // naming the argument for tokens or positions that do not fit.
   Napi::Value Evaluate(const Napi::CallbackInfo& info);
+  // evaluateAndPick(tokens, start, slots, biasTokens, biasValues) ->
+  // Promise<number>: evaluate(), then the token the fused LM head picks
+  // with those options (temperature and bias only; noToken when every
+  // logit is -inf), the logits left as they were.
+  Napi::Value EvaluateAndPick(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<SequenceShared> shared_;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_sampler.h"
+#include "md_sampling.h"
 #include "quant/dot.h"
 #include "transformer/transformer.h"
 
@@ -136,6 +138,77 @@ TEST(Transformer, TheLastRowsOfACallAreTheStepwiseLogitsOfEachToken) {
       ADD_FAILURE() << "8 rows of 7 tokens were accepted";
     } catch (const std::out_of_range& e) {
       EXPECT_STREQ(e.what(), "rows: expected 1 to 7 (the tokens given), got 8");
+    }
+  }
+}
+
+// FlashSampling on the CPU: evaluateAndPick's token is the one CpuSampler
+// draws from evaluate()'s logits, for greedy, greedy with a bias and
+// temperature-only sampling with and without one, on 1 to 3 threads (each
+// splits the LM head's rows its own way), and no token when every logit is
+// -inf.
+TEST(Transformer, EvaluateAndPickGivesTheSamplersTokenFromTheLogits) {
+  TinyModel m = tinyModel();
+  const std::vector<uint32_t> tokens{3, 17, 42, 8};
+  const float negInf = -INFINITY;
+  std::vector<float> logits(50);
+  {
+    Transformer t = makeTransformer(m, 2);
+    TransformerState s(m.config, 16, 512);
+    t.evaluate(s, tokens.data(), 4, 0, logits.data());
+  }
+  uint32_t top = 0;
+  for (uint32_t i = 1; i < 50; ++i) if (logits[i] > logits[top]) top = i;
+  const uint32_t other = (top + 7) % 50;
+  struct Case {
+    float temperature;
+    std::vector<uint32_t> biasTokens;
+    std::vector<float> biasValues;
+  };
+  std::vector<uint32_t> all(50);
+  for (uint32_t i = 0; i < 50; ++i) all[i] = i;
+  const float gap = logits[top] - logits[other];
+  const std::vector<Case> cases = {
+      {0.0f, {}, {}},
+      // Just past the argmax; a repeated token keeps its first bias; a token beyond the vocabulary is ignored.
+      {0.0f, {other, other, 60}, {gap + 1e-4f, -9.0f, 5.0f}},
+      {0.0f, {top}, {negInf}},
+      {0.7f, {}, {}},
+      {2.5f, {}, {}},
+      {1.0f, {top, other, other}, {negInf, gap * 0.5f, 3.0f}},
+      // Ties: each of these logits + 1e30 rounds to 1e30, and the noise is
+      // below its ulp; the lowest index wins.
+      {0.0f, {other, top, 7}, {1e30f, 1e30f, 1e30f}},
+      {0.8f, {other, top, 7}, {1e30f, 1e30f, 1e30f}},
+      {0.0f, all, std::vector<float>(50, negInf)},  // no token: cases 8 and 9
+      {0.9f, all, std::vector<float>(50, negInf)},
+  };
+  CpuSampler sampler;
+  for (int threads : {1, 2, 3}) {
+    Transformer t = makeTransformer(m, threads);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      for (uint32_t position = 4; position < 12; ++position) {
+        HeadPick pick;
+        pick.temperature = cases[c].temperature;
+        pick.seed = 99 + uint32_t(c);
+        pick.position = position;
+        pick.bias = headPickBias(cases[c].biasTokens.data(), cases[c].biasValues.data(), cases[c].biasTokens.size(), 50);
+        SamplingInputs in{greedySamplingParams(50), nullptr, cases[c].biasTokens.data(), cases[c].biasValues.data()};
+        in.params.temperature = pick.temperature;
+        in.params.seed = pick.seed;
+        in.params.position = position;
+        in.params.bias_count = uint32_t(cases[c].biasTokens.size());
+        const LogitsRow row{logits.data(), LogitsFormat::Float32, 50};
+        ASSERT_EQ(checkSamplingInputs(row, in), nullptr);
+        const uint32_t expected = sampler.sample(row, in);
+        TransformerState s(m.config, 16, 512);
+        EXPECT_EQ(t.evaluateAndPick(s, tokens.data(), 4, 0, pick), expected)
+            << "threads " << threads << " case " << c << " position " << position;
+        EXPECT_EQ(s.length(), 4u);
+        if (c >= 8) {
+          EXPECT_EQ(expected, MD_NO_TOKEN);
+        }
+      }
     }
   }
 }

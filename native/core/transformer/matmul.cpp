@@ -25,6 +25,27 @@ int slotIndex(TensorType type) {
 // stays in the L2 cache while every activation row passes over it.
 constexpr int64_t kRowBlock = 16;
 
+// Rows [r0, r1) x tokens [t0, t1) of W x with the vector tiles, each tile
+// handed to emit(r, n, t, tokens, part) (part[i * kTileTokens + k] is row
+// r + i, token t + k): the one loop that matmul() and matvecTiles() run,
+// so a row has the same bits whoever consumes it.
+template <class Emit>
+void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t stride, int64_t cols, int64_t r0, int64_t r1,
+                 int64_t t0, int64_t t1, Emit emit) {
+  float part[kTileRows * kTileTokens];
+  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+    const int64_t re = std::min(r1, rb + kRowBlock);
+    for (int64_t t = t0; t < t1; t += kTileTokens) {
+      const int tokens = int(std::min<int64_t>(kTileTokens, t1 - t));
+      for (int64_t r = rb; r < re; r += kTileRows) {
+        const int n = int(std::min<int64_t>(kTileRows, re - r));
+        tile(w.row(uint64_t(r)), w.rowBytes, n, act + size_t(t) * stride, stride, tokens, cols, part, kTileTokens);
+        emit(r, n, t, tokens, part);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void ActivationRows::reset(const float* source, int64_t rows, int64_t cols) {
@@ -88,7 +109,6 @@ void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<Matmul
   pool.run([&](int thread) {
     int64_t begin, end;
     ThreadPool::split(total, thread, pool.size(), &begin, &end);
-    float part[kTileRows * kTileTokens];
     for (int j = 0; j < count; ++j) {
       const Prepared& p = prepared[j];
       const int64_t rows = int64_t(p.w->rows);
@@ -96,20 +116,11 @@ void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<Matmul
       if (from >= to) continue;
       // Rows [r0, r1) x tokens [t0, t1) with the vector tiles.
       auto tiles = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
-        for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
-          const int64_t re = std::min(r1, rb + kRowBlock);
-          for (int64_t t = t0; t < t1; t += kTileTokens) {
-            const int tokens = int(std::min<int64_t>(kTileTokens, t1 - t));
-            for (int64_t r = rb; r < re; r += kTileRows) {
-              const int n = int(std::min<int64_t>(kTileRows, re - r));
-              p.tile(p.w->row(uint64_t(r)), p.w->rowBytes, n, p.act + size_t(t) * p.stride, p.stride, tokens, cols, part,
-                     kTileTokens);
-              for (int i = 0; i < n; ++i)
-                for (int k = 0; k < tokens; ++k)
-                  p.out[(t + k) * rows + r + i] = part[i * kTileTokens + k] + (p.bias ? p.bias[r + i] : 0.f);
-            }
-          }
-        }
+        vectorTiles(p.tile, *p.w, p.act, p.stride, cols, r0, r1, t0, t1, [&](int64_t r, int n, int64_t t, int tokens, const float* part) {
+          for (int i = 0; i < n; ++i)
+            for (int k = 0; k < tokens; ++k)
+              p.out[(t + k) * rows + r + i] = part[i * kTileTokens + k] + (p.bias ? p.bias[r + i] : 0.f);
+        });
       };
       // Matrix units take the 16 x 16-aligned part of a batch, the tiles the edges.
       constexpr int64_t kGrid = 16;
@@ -127,6 +138,23 @@ void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<Matmul
         tiles(from, to, 0, batch);
       }
     }
+  });
+}
+
+void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, const MatvecVisit& visit) {
+  if (x.rows() != 1) throw std::logic_error("matvecTiles: one activation row");
+  if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matvecTiles: activation width differs from the weights'");
+  const TileDot tile = dots.forType(w.type);
+  size_t stride;
+  const uint8_t* act = x.in(activationTypeFor(w.type), pool, &stride);
+  const int64_t rows = int64_t(w.rows), cols = x.cols();
+  // matmul()'s split and tiles for one product and one token (the matrix units take batches of 16 only).
+  pool.run([&](int thread) {
+    int64_t begin, end;
+    ThreadPool::split(rows, thread, pool.size(), &begin, &end);
+    vectorTiles(tile, w, act, stride, cols, begin, end, 0, 1, [&](int64_t r, int n, int64_t, int, const float* part) {
+      visit(thread, r, n, part, kTileTokens);
+    });
   });
 }
 

@@ -5,6 +5,7 @@
 // block of weights is read from memory once per batch, not once per token.
 #pragma once
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -50,6 +51,14 @@ struct MatmulJob {
 // pass of the pool: the rows of all of them are split across the threads
 // as one range, so the threads meet once, not once per matrix.
 void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x);
+
+// W x for one activation row without an output row: each thread hands its
+// tiles to visit(thread, firstRow, n, values, stride) (row firstRow + i is
+// values[i * stride]), rows in increasing order per thread, threads over
+// consecutive ranges; every value has the bits matmul() stores. The fused
+// LM head (FlashSampling) picks its token from them.
+using MatvecVisit = std::function<void(int thread, int64_t firstRow, int n, const float* values, size_t stride)>;
+void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, const MatvecVisit& visit);
 
 inline void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
                    const TensorView* bias = nullptr) {

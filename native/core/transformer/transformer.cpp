@@ -14,6 +14,7 @@
 
 #include "../float16.h"
 #include "../quant/convert_rows.h"
+#include "md_sampling.h"
 #include "ops.h"
 
 namespace md {
@@ -61,6 +62,18 @@ Transformer::Transformer(const ModelConfig& config, ModelWeights weights, int th
 
 void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
                            int64_t rows) {
+  forward(s, tokens, count, start, rows, HeadOutput{logits, nullptr, nullptr});
+}
+
+uint32_t Transformer::evaluateAndPick(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
+                                      const HeadPick& pick) {
+  uint32_t picked = MD_NO_TOKEN;
+  forward(s, tokens, count, start, 1, HeadOutput{nullptr, &pick, &picked});
+  return picked;
+}
+
+void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows,
+                          HeadOutput head) {
   if (count < 1) throw std::out_of_range("tokens: at least one token is needed, got 0");
   if (rows < 1 || rows > count)
     throw std::out_of_range("rows: expected 1 to " + std::to_string(count) + " (the tokens given), got " + std::to_string(rows));
@@ -79,16 +92,17 @@ void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t 
     const int64_t n = std::min<int64_t>(count - done, s.maxBatch_);
     // The rows of this batch among the last `rows` of the call, and where they go.
     const int64_t firstRow = std::max<int64_t>(0, count - rows - done);
-    float* out = logits + size_t(std::max<int64_t>(0, done + firstRow - (count - rows))) * config_.vocabSize;
+    HeadOutput out = head;
+    if (head.logits) out.logits += size_t(std::max<int64_t>(0, done + firstRow - (count - rows))) * config_.vocabSize;
     if (firstRow < n) evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
-    else evaluateBatch(s, tokens + done, n, start + done, nullptr, n);
+    else evaluateBatch(s, tokens + done, n, start + done, HeadOutput{}, n);
     done += n;
     s.length_ = uint32_t(start + done);
   }
 }
 
 void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
-                                float* logits, int64_t firstRow) {
+                                HeadOutput head, int64_t firstRow) {
   const ModelConfig& c = config_;
   s.ensureScratch(c, count, pool_.size());
   const int64_t d = c.embeddingLength, f = c.ffnLength, qDim = int64_t(c.headCount) * c.headDim;
@@ -128,7 +142,21 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
   for (int64_t t = 0; t < wanted; ++t)
     rmsNorm(s.x_.data() + (firstRow + t) * d, floats(weights_.outputNorm), s.xn_.data() + t * d, d, c.normEps);
   s.rows_.reset(s.xn_.data(), wanted, d);
-  matmul(pool_, dots_, weights_.output, s.rows_, logits);
+  if (head.pick) *head.picked = pickFromHead(s, *head.pick);
+  else matmul(pool_, dots_, weights_.output, s.rows_, head.logits);
+}
+
+// Each thread scores its tiles of the LM head as they come (the bits
+// matmul() would store), then the threads' bests meet in row order.
+uint32_t Transformer::pickFromHead(TransformerState& s, const HeadPick& pick) {
+  const HeadScorer scorer(pick);
+  std::vector<HeadBest> bests(size_t(pool_.size()), scorer.none());
+  matvecTiles(pool_, dots_, weights_.output, s.rows_, [&](int thread, int64_t first, int n, const float* values, size_t stride) {
+    scorer.score(first, n, values, stride, bests[size_t(thread)]);
+  });
+  HeadBest best = bests[0];
+  for (size_t t = 1; t < bests.size(); ++t) scorer.merge(best, bests[t]);
+  return scorer.token(best);
 }
 
 void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start) {

@@ -13,6 +13,7 @@
 
 #include "../quant/dot.h"
 #include "../thread_pool.h"
+#include "head_pick.h"
 #include "matmul.h"
 #include "model_config.h"
 #include "weights.h"
@@ -62,10 +63,26 @@ class Transformer {
   void evaluate(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
                 int64_t rows = 1);
 
+  // evaluate() of the tokens, then FlashSampling in place of the LM head:
+  // the token after the last one as `pick` draws it from the logits
+  // evaluate() would write (head_pick.h), MD_NO_TOKEN when every logit is
+  // -inf; no logits are written. The same errors as evaluate().
+  uint32_t evaluateAndPick(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start,
+                           const HeadPick& pick);
+
  private:
-  // The batch's tokens from `firstRow` on get their logits, into `logits`.
-  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
+  // Where the last batch's LM head goes: `logits` (rows x vocab), or with
+  // `pick` the token into *picked.
+  struct HeadOutput {
+    float* logits = nullptr;
+    const HeadPick* pick = nullptr;
+    uint32_t* picked = nullptr;
+  };
+  void forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows, HeadOutput head);
+  // The batch's tokens from `firstRow` on get their logits (or the pick).
+  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, HeadOutput head,
                      int64_t firstRow);
+  uint32_t pickFromHead(TransformerState& s, const HeadPick& pick);
   void attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
 
   ModelConfig config_;
