@@ -26,6 +26,8 @@ describe('arguments', () => {
     [['bench', 'model', '--model', 'package.json', '--tokens', '1'], 'Expected an integer from 2 to 65536 for --tokens but received "1"'],
     [['bench', 'model', '--model', 'package.json', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
     [['bench', 'model', '--model', 'package.json', '--backend', 'cuda'], 'Expected native, metal or emulated for --backend but received "cuda"'],
+    [['bench', 'model', '--model', 'package.json', '--backend', 'emulated', '--fused-head'],
+      'bench model --fused-head compares the CPU\'s LM head with and without the pick fused in (--backend native); the emulated tables always fuse it, and bench predict models what that saves'],
   ])('%j', async (argv, message) => {
     const { code, stderr } = await runCli(...argv);
     expect(code).toBe(2);
@@ -109,4 +111,19 @@ it('--constrained adds the decode under a JSON schema: its speed against unconst
   expect(c.constrainedTokens).toBeGreaterThan(1);
   const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--constrained');
   expect(tables.stdout).toMatch(/^metal-decode \(native\) under a JSON schema .* \d+% of the decode without \([\d.]+\); masks [\d.]+ ms per token at V 300; \d+ tokens under the grammar$/m);
+});
+
+it('--fused-head adds greedy and temperature-only decodes with the logits sampled against the LM head fused with the pick, and the same tokens', async () => {
+  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '12', '--runs', '1',
+    '--compare', 'none', '--fused-head', '--json');
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout) as ModelBenchResult;
+  expect(result.settings.fusedHead).toBe(true);
+  expect(result.fusedHead!.map((h) => h.config)).toEqual(['greedy', 'temperature only']);
+  for (const h of result.fusedHead!) {
+    expect(h.sameTokens).toBe(true);
+    expect(h.speedup).toBeCloseTo(h.fusedTokensPerSecond / h.unfusedTokensPerSecond, 6);
+  }
+  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--fused-head');
+  expect(tables.stdout).toMatch(/^metal-decode \(native\), temperature only, LM head fused with the pick .* [\d.]+x the decode with the logits sampled \([\d.]+\); the same tokens$/m);
 });

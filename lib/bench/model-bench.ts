@@ -13,6 +13,7 @@ import type { GenerationResult } from '../generate/decode-loop.js';
 import type { Tokenizer } from '../generate/model.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';
+import { benchFusedHead, type FusedHeadResult } from './head-bench.js';
 import { median } from './stats.js';
 import { timedDecode } from './timed-decode.js';
 import type { Table } from './tables.js';
@@ -31,6 +32,8 @@ export interface ModelBenchSettings {
   speculative: boolean;
   /** Also decode under a JSON schema and report the speed against unconstrained and the mask time. */
   constrained: boolean;
+  /** Also decode with the LM head unfused (the logits sampled) against fused, greedy and temperature-only (native only). */
+  fusedHead: boolean;
 }
 
 /** Decode with `speculative: true` against without, ours, on one prompt, in the same run. */
@@ -76,6 +79,8 @@ export interface ModelBenchResult {
   speculation: SpeculationResult[] | null;
   /** With --constrained. */
   constrained: ConstrainedResult | null;
+  /** With --fused-head. */
+  fusedHead: FusedHeadResult[] | null;
 }
 
 /** A prompt of valid, varied token ids (the same for both engines). */
@@ -97,7 +102,7 @@ function summary(engine: string, t: Timings, prompt: number, note: string): Engi
 
 async function benchOurs(s: ModelBenchSettings): Promise<{
   result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult[] | null;
-  constrained: ConstrainedResult | null;
+  constrained: ConstrainedResult | null; fusedHead: FusedHeadResult[] | null;
 }> {
   const before = process.memoryUsage().rss;
   const model = await loadModel(s.model, { threads: s.threads });
@@ -128,10 +133,11 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
     const residentBytes = process.memoryUsage().rss - before;
     const speculation = s.speculative ? await benchSpeculation(s, model, prompt, tokenBias) : null;
     const constrained = s.constrained ? await benchConstrained(s, model, prompt, tokenBias) : null;
+    const fusedHead = s.fusedHead ? await benchFusedHead(s, model, prompt, tokenBias) : null;
     const note = s.backend === 'native'
       ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
       : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
-    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation, constrained };
+    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation, constrained, fusedHead };
   } finally {
     model.dispose();
   }
@@ -254,7 +260,7 @@ export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResul
       timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
     }
     : null;
-  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation, constrained: ours.constrained };
+  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation, constrained: ours.constrained, fusedHead: ours.fusedHead };
 }
 
 export function modelBenchTables(r: ModelBenchResult): Table[] {
@@ -280,6 +286,12 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
       `${r.engines[0].engine} under a JSON schema`, '-', n(c.constrainedTokensPerSecond, 2), '-',
       `${(100 * c.ratio).toFixed(0)}% of the decode without (${n(c.plainTokensPerSecond, 2)}); masks ${c.maskMsPerToken.toFixed(3)} ms per token at V ${c.vocabSize}; ` +
       `${c.constrainedTokens} tokens under the grammar`,
+    ]);
+  }
+  for (const h of r.fusedHead ?? []) {
+    speed.rows.push([
+      `${r.engines[0].engine}, ${h.config}, LM head fused with the pick`, '-', n(h.fusedTokensPerSecond, 2), '-',
+      `${h.speedup.toFixed(3)}x the decode with the logits sampled (${n(h.unfusedTokensPerSecond, 2)}); ${h.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
     ]);
   }
   const budget = r.fileBytes + r.kvCacheBytes;

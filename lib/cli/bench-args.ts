@@ -61,6 +61,9 @@ Options:
                      its decode tokens/s, the share of drafts kept and forward passes per token
   --constrained      also decode under a JSON schema (the grammar's mask every token) and show
                      its decode tokens/s against unconstrained and the mask time per token
+  --fused-head       also decode greedy and temperature-only with the logits written and
+                     sampled, against the LM head fused with the pick (native only: the
+                     GPU tables always fuse); the tokens must be the same
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)
@@ -95,10 +98,13 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative', 'constrained']);
+  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative', 'constrained', 'fused-head']);
   const backend = values.backend ?? 'native';
   if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
     throw new UsageError(`Expected native, metal or emulated for --backend but received ${JSON.stringify(backend)}`);
+  }
+  if (flags['fused-head'] && backend !== 'native') {
+    throw new UsageError(`bench model --fused-head compares the CPU's LM head with and without the pick fused in (--backend native); the ${backend} tables always fuse it, and bench predict models what that saves`);
   }
   return {
     help,
@@ -113,6 +119,7 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
       compare: compareOption(values.compare),
       speculative: flags.speculative,
       constrained: flags.constrained,
+      fusedHead: flags['fused-head'],
     },
   };
 }
