@@ -12,8 +12,8 @@ import { join } from 'node:path';
 
 import { afterAll, afterEach, describe, expect, test, vi } from 'vitest';
 
-import { generate, loadModel, Session, type GgufModel } from '../lib/index.js';
-import type { DecodeModel, ModelSequence } from '../lib/generate/model.js';
+import { generate, loadModel, Session } from '../lib/index.js';
+import { withoutHeadPick } from '../lib/bench/head-bench.js';
 import { requireNativeSampler } from '../lib/backends.js';
 import { GgufSequence } from '../lib/models/gguf-model.js';
 import { resolveSampling, type SampleOptions } from '../lib/sampling-options.js';
@@ -37,20 +37,6 @@ const OPTION_SETS: [string, SampleOptions][] = [
   ['hot temperature', { temperature: 2.5, seed: 12, ...OFF }],
   ['temperature and a bias', { temperature: 1, seed: 13, tokenBias: { 5: 2, 17: -Infinity }, ...OFF }],
 ];
-
-// The same model with sequences that cannot pick in the head: the loop samples their logits.
-function withoutFusion(model: GgufModel): DecodeModel {
-  return {
-    vocabSize: model.vocabSize, tokenizer: model.tokenizer, eosTokens: model.eosTokens, bosToken: model.bosToken,
-    openSequence: (options) => {
-      const s = model.openSequence(options);
-      const plain: ModelSequence = {
-        backend: s.backend, contextSize: s.contextSize, evaluate: (tokens, position) => s.evaluate(tokens, position), dispose: () => s.dispose(),
-      };
-      return plain;
-    },
-  };
-}
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
   test.each(TYPES)('%s: evaluateAndPick picks what the sampler draws from the logits, on 1 and 2 threads', async (type) => {
@@ -89,13 +75,13 @@ describe('generate() and Session', () => {
       // The first token comes from the prompt's logits; each later one from the head.
       expect(picks).toHaveBeenCalledTimes(fused.tokens.length - 1);
       picks.mockClear();
-      const plain = await generate(withoutFusion(model), PROMPT, { ...options, maxTokens: 12 });
+      const plain = await generate(withoutHeadPick(model), PROMPT, { ...options, maxTokens: 12 });
       expect(picks).not.toHaveBeenCalled();
       expect(fused.tokens).toEqual(plain.tokens);
       expect(fused.tokens.length).toBe(12);
 
       // A session goes on from a fused call as from a plain one.
-      const a = new Session(model, { backend: 'native', contextSize: 64 }), b = new Session(withoutFusion(model), { backend: 'native', contextSize: 64 });
+      const a = new Session(model, { backend: 'native', contextSize: 64 }), b = new Session(withoutHeadPick(model), { backend: 'native', contextSize: 64 });
       for (const prompt of [PROMPT, [3, 4]]) {
         const [x, y] = [await a.generate(prompt, { ...options, maxTokens: 5 }), await b.generate(prompt, { ...options, maxTokens: 5 })];
         expect(x.tokens).toEqual(y.tokens);

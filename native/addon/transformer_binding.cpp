@@ -40,6 +40,19 @@ namespace {
 
 [[noreturn]] void typeError(Napi::Env env, const std::string& message) { throw Napi::TypeError::New(env, message); }
 
+// Settles a forward pass's promise with its error, on the JavaScript
+// thread, and frees the sequence for the next pass: a RangeError for
+// arguments that do not fit (std::out_of_range), an Error otherwise.
+void rejectForward(DevicePromise& promise, const std::shared_ptr<SequenceShared>& sequence, const char* method,
+                   const std::exception& e, bool range) {
+  std::string message = std::string(method) + ": " + e.what();
+  promise.settle([sequence, message, range](Napi::Env env) -> Napi::Value {
+    sequence->busy = false;
+    if (range) throw Napi::RangeError::New(env, message);
+    throw Napi::Error::New(env, message);
+  });
+}
+
 double numberField(Napi::Object o, const char* where, const char* name) {
   Napi::Value v = o.Get(name);
   if (!v.IsNumber()) typeError(o.Env(), std::string(where) + "." + name + ": expected a number");
@@ -322,17 +335,9 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
         return Napi::Float32Array::New(env, out->size(), buffer, 0);
       });
     } catch (const std::out_of_range& e) {
-      std::string message = std::string("evaluate: ") + e.what();
-      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        throw Napi::RangeError::New(env, message);
-      });
+      rejectForward(promise, sequence, "evaluate", e, true);
     } catch (const std::exception& e) {
-      std::string message = std::string("evaluate: ") + e.what();
-      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        throw Napi::Error::New(env, message);
-      });
+      rejectForward(promise, sequence, "evaluate", e, false);
     }
   });
   return promise.promise();
@@ -360,17 +365,9 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
         return Napi::Number::New(env, token);
       });
     } catch (const std::out_of_range& e) {
-      std::string message = std::string("evaluateAndPick: ") + e.what();
-      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        throw Napi::RangeError::New(env, message);
-      });
+      rejectForward(promise, sequence, "evaluateAndPick", e, true);
     } catch (const std::exception& e) {
-      std::string message = std::string("evaluateAndPick: ") + e.what();
-      promise.settle([sequence, message](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        throw Napi::Error::New(env, message);
-      });
+      rejectForward(promise, sequence, "evaluateAndPick", e, false);
     }
   });
   return promise.promise();
