@@ -27,7 +27,7 @@ class NoiseArgmax {
     for (uint32_t b = 0; b < row_.blocks; ++b) {
       if (row_.blockMax[b] < window_) continue;
       const uint32_t first = b * kBlock, len = row_.blockLength(b);
-      const uint32_t minCell = minimumCell(row_.blockMax[b]);
+      const uint32_t minCell = bucketMinimumCell(row_.blockMax[b]);
       if (minCell > 0) scoreUnlikelyBlock(first, len, minCell);
       else if (liveTokens(first, len) > 1) scoreBlock(first, len);
       else scoreEach(first, len, 0, nullptr);
@@ -53,6 +53,22 @@ class NoiseArgmax {
     const double u = std::exp(-std::exp(-needed));
     const double cell = std::floor((u * 16777216.0 - 1.0) / 2.0) - 2.0;
     return cell > 0 ? uint32_t(std::min(cell, 8388607.0)) : 0;
+  }
+
+  // minimumCell at the largest key of blockMaxKey's bucket (2^6 float16
+  // keys, 2^13 float32 ones): a cell no higher than the block's own, so the
+  // same tokens or more are scored, and one exp pair per bucket while best_
+  // stands instead of one per block (thousands share a few buckets).
+  static constexpr int kCellBucketShift = sizeof(typename Logits::Bits) == 2 ? 6 : 13;
+  static constexpr uint32_t kCellCacheSize = 256;
+  uint32_t bucketMinimumCell(int32_t blockMaxKey) {
+    const int32_t bucket = blockMaxKey >> kCellBucketShift;
+    CachedCell& cached = cellCache_[uint32_t(bucket) % kCellCacheSize];
+    if (cached.generation != generation_ || cached.bucket != bucket) {
+      const int64_t highest = (int64_t(bucket) << kCellBucketShift) + ((int64_t(1) << kCellBucketShift) - 1);
+      cached = CachedCell{bucket, generation_, minimumCell(int32_t(std::min<int64_t>(highest, Logits::kMaxFinite)))};
+    }
+    return cached.cell;
   }
 
   // Only tokens whose cell reaches minCell can win; usually none do.
@@ -106,6 +122,7 @@ class NoiseArgmax {
     if (s > best_ || (s == best_ && i < bestIndex_)) {
       best_ = s;
       bestIndex_ = i;
+      ++generation_;  // the cached cells were for the old best
       updateWindow();
     }
   }
@@ -127,6 +144,13 @@ class NoiseArgmax {
   float best_ = 0;
   uint32_t bestIndex_ = 0;
   int32_t window_ = 0;
+  struct CachedCell {
+    int32_t bucket = 0;
+    uint32_t generation = 0xFFFFFFFFu;  // no generation yet
+    uint32_t cell = 0;
+  };
+  CachedCell cellCache_[kCellCacheSize];
+  uint32_t generation_ = 0;
 };
 
 }  // namespace md

@@ -51,27 +51,26 @@ inline int32_t walkLevels(const std::vector<std::pair<int32_t, double>>& levels,
   return levels.empty() ? fallback : levels.back().first;
 }
 
-// tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
+// How many tokens of a float16 row have each bit pattern, into s.rawCounts:
+// indexed by the raw bits, no key, no branch.
 template <class Logits>
-int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
-                      float p, SamplerScratch& s) {
-  const int32_t maxKey = row.top;
-  const TopPContext<Logits> ctx{Logits::value(maxKey), filterTemperature};
-  std::vector<int32_t>& keys = s.keys;
+void countPatterns(const ScannedRow<Logits>& row, SamplerScratch& s) {
+  s.rawCounts.assign(65536, 0);
+  uint32_t* raw = s.rawCounts.data();
+  const typename Logits::Bits* bits = row.bits;
+  const uint32_t n = row.size;  // a local: the stores through `raw` could alias the row otherwise
+  for (uint32_t i = 0; i < n; ++i) raw[bits[i]]++;
+}
 
-  if (gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
-    std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
-    s.levels.clear();
-    appendLevels(keys, ctx, s.levels);
-    double total = 0;
-    for (const auto& level : s.levels) total += level.second;
-    return walkLevels(s.levels, double(p) * total, 0.0, floorKey);
-  }
-
-  // Histogram over coarse keys (exact levels for float16; 2^16-value bins
-  // for float32, refined by sorting the one bin the boundary falls in).
+// The histogram of the keys >= floorKey up to the row's top (exact levels
+// for float16; 2^16-value bins for float32) and each bin's mass, into
+// s.counts and s.mass: bin b holds keys (b + low) << shift ... Returns low.
+// rawCounted: s.rawCounts already holds the row's pattern counts.
+template <class Logits>
+int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPContext<Logits>& ctx, SamplerScratch& s,
+                  bool rawCounted = false) {
   constexpr int shift = Logits::kCoarseShift;
-  const int32_t low = std::max(floorKey, row.bottom) >> shift, high = maxKey >> shift;
+  const int32_t low = std::max(floorKey, row.bottom) >> shift, high = row.top >> shift;
   const size_t bins = size_t(high - low) + 1;
   s.counts.assign(bins, 0);
   s.mass.assign(bins, 0.0);
@@ -80,19 +79,18 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
   uint32_t* counts = s.counts.data();
   double* mass = s.mass.data();
   const typename Logits::Bits* bits = row.bits;
+  const bool wholeRow = floorKey == Logits::kNegInf;
   if constexpr (shift == 0) {
-    if (floorKey == Logits::kNegInf) {
+    if (wholeRow) {
       // Every token counts: index by the raw bits (no key, no branch), then
       // fold the patterns into their keys' bins.
-      s.rawCounts.assign(65536, 0);
-      uint32_t* raw = s.rawCounts.data();
-      const uint32_t n = row.size;  // a local: the stores through `raw` could alias the row otherwise
-      for (uint32_t i = 0; i < n; ++i) raw[bits[i]]++;
+      if (!rawCounted) countPatterns(row, s);
+      const uint32_t* raw = s.rawCounts.data();
       for (uint32_t pattern = 0; pattern < 65536; ++pattern)
         if (raw[pattern]) counts[Logits::key(typename Logits::Bits(pattern)) - low] += raw[pattern];
     }
   }
-  if (shift != 0 || floorKey != Logits::kNegInf) row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
+  if (shift != 0 || !wholeRow) row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
     for (uint32_t i = first; i < first + len; ++i) {
       int32_t key = Logits::key(bits[i]);
       if (key < floorKey) continue;
@@ -104,20 +102,37 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
     // Every bin, empty or not: a branch-free loop the compiler vectorises.
     for (size_t b = 0; b < bins; ++b) mass[b] = double(counts[b]) * double(ctx.weight(int32_t(b) + low));
   }
-  // Empty bins add exact zeros, so skipping them leaves the sum's bits as
-  // they are (and in the order the TypeScript sampler sums levels).
-  double total = 0;
-  for (size_t b = bins; b-- > 0;)
-    if (mass[b] != 0) total += mass[b];
-  const double target = double(p) * total;
+  return low;
+}
 
+// The sum of the bins' masses from the top. Empty bins add exact zeros,
+// so skipping them leaves the sum's bits as they are (and in the order the
+// TypeScript sampler sums levels).
+inline double sumFromTop(const std::vector<double>& mass) {
+  double total = 0;
+  for (size_t b = mass.size(); b-- > 0;)
+    if (mass[b] != 0) total += mass[b];
+  return total;
+}
+
+// The walk down the bins binMasses() left (first bin `low`) to the level
+// where the cumulative mass reaches target. `bottomIsFloor`: the lowest bin
+// is the lowest there is, and ends the walk whatever the mass (rounding);
+// otherwise reaching it short of the target is no answer (false).
+template <class Logits>
+bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, const TopPContext<Logits>& ctx, double target,
+              bool bottomIsFloor, SamplerScratch& s, int32_t* tau) {
+  constexpr int shift = Logits::kCoarseShift;
+  std::vector<int32_t>& keys = s.keys;
   double cumulative = 0;
-  for (size_t b = bins; b-- > 0;) {
+  for (size_t b = s.mass.size(); b-- > 0;) {
     if (s.mass[b] == 0 && (shift != 0 || s.counts[b] == 0)) continue;
     if (cumulative + s.mass[b] < target && b > 0) { cumulative += s.mass[b]; continue; }
+    if (cumulative + s.mass[b] < target && !bottomIsFloor) return false;
     const int32_t bin = int32_t(b) + low;
     if constexpr (shift == 0) {
-      return bin;
+      *tau = bin;
+      return true;
     } else {
       // The boundary is inside this bin: its keys, sorted, finish the walk.
       keys.clear();
@@ -130,10 +145,105 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
       std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
       s.levels.clear();
       appendLevels(keys, ctx, s.levels);
-      return walkLevels(s.levels, target, cumulative, floorKey);
+      // (Should the bin's levels round short of the target its mass
+      // reached: its last level, wherever the walk started.)
+      *tau = walkLevels(s.levels, target, cumulative, floorKey);
+      return true;
     }
   }
-  return floorKey;
+  if (!bottomIsFloor) return false;
+  *tau = floorKey;
+  return true;
+}
+
+// The whole-row histogram's answer for a float16 row from its heaviest
+// levels alone, when the rest cannot change it (false when it might).
+// Heavy: keys >= B, the top's value + Tf ln 2^-20 (weights down to 2^-20
+// of the top's); light: the keys below. The whole-row walk sums the heavy
+// levels first, in the same order, and its target p * total lies between
+// p * heavy and p * (heavy + light); if the walk stops at the same heavy
+// level for both, that level is its answer, bit for bit. The light mass
+// is bounded from the pattern counts by runs of 256 keys, each counted at
+// its largest weight: with language-model logits (a few tokens near the
+// top, the rest far below) that is about 250 weights instead of one per
+// occupied level (tens of thousands), and the bound within a few times the
+// light mass, far below the heavy levels' steps. *counted: s.rawCounts
+// holds the row's pattern counts (for the whole-row histogram, when this
+// does not decide).
+template <class Logits>
+bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, SamplerScratch& s,
+                         int32_t* tau, bool* counted) {
+  static_assert(Logits::kCoarseShift == 0, "float16 rows: one level per key");
+  const float limit = ctx.maxValue + ctx.filterTemperature * -13.862943611198906f;  // ln 2^-20
+  const int32_t heavyFrom = keyAtLeast<Logits>(limit);
+  const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
+  if (heavyFrom <= lowest) return false;  // everything is heavy
+  // More levels than that many weights save nothing over weighing all (flat rows).
+  if (row.top - heavyFrom > int32_t(kTopPSortLimit)) return false;
+  countPatterns(row, s);
+  *counted = true;
+  const uint32_t* raw = s.rawCounts.data();
+  // Tokens of key k: its pattern's, -0's with 0, +inf's with the largest finite.
+  auto count = [&](int32_t k) {
+    uint32_t c = raw[Logits::bitsOfKey(k)];
+    if (k == 0) c += raw[0x8000];
+    if (k == Logits::kMaxFinite) c += raw[Logits::kMagnitudeInf];
+    return c;
+  };
+  // Light: keys [lowest, heavyFrom), in runs of 256 keys from the top down.
+  double light = 0;
+  for (int32_t high = heavyFrom - 1; high >= lowest; high -= 256) {
+    const int32_t low = std::max(lowest, high - 255);
+    uint32_t tokens = 0;
+    for (int32_t k = low; k <= high; ++k) tokens += raw[Logits::bitsOfKey(k)];
+    if (low <= 0 && 0 <= high) tokens += raw[0x8000];
+    light += double(tokens) * double(ctx.weight(high));
+  }
+  // Heavy: the whole-row histogram's top bins, the same products.
+  const int32_t top = row.top;
+  s.counts.assign(size_t(top - heavyFrom) + 1, 0);
+  s.mass.assign(s.counts.size(), 0.0);
+  for (int32_t k = heavyFrom; k <= top; ++k) {
+    const uint32_t c = count(k);
+    s.counts[size_t(k - heavyFrom)] = c;
+    if (c) s.mass[size_t(k - heavyFrom)] = double(c) * double(ctx.weight(k));
+  }
+  const double heavy = sumFromTop(s.mass);
+  // Margins: md_exp need not be monotone in its last bit; the whole-row
+  // total rounds once per level (at most 65,536 x 2^-53 of it).
+  const double lowTarget = double(p) * heavy;
+  const double highTarget = double(p) * ((heavy + light * (1 + 0x1p-20)) * (1 + 0x1p-30));
+  int32_t atLow, atHigh;
+  if (!walkBins(row, Logits::kNegInf, heavyFrom, ctx, lowTarget, false, s, &atLow)) return false;
+  if (!walkBins(row, Logits::kNegInf, heavyFrom, ctx, highTarget, false, s, &atHigh) || atHigh != atLow) return false;
+  *tau = atLow;
+  return true;
+}
+
+// tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
+template <class Logits>
+int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
+                      float p, SamplerScratch& s) {
+  const TopPContext<Logits> ctx{Logits::value(row.top), filterTemperature};
+  std::vector<int32_t>& keys = s.keys;
+
+  if (gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
+    std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
+    s.levels.clear();
+    appendLevels(keys, ctx, s.levels);
+    double total = 0;
+    for (const auto& level : s.levels) total += level.second;
+    return walkLevels(s.levels, double(p) * total, 0.0, floorKey);
+  }
+  int32_t tau;
+  bool rawCounted = false;
+  if constexpr (Logits::kCoarseShift == 0) {
+    if (floorKey == Logits::kNegInf && topPFromHeavyLevels(row, ctx, p, s, &tau, &rawCounted)) return tau;
+  }
+  // The whole histogram.
+  const int32_t low = binMasses(row, floorKey, ctx, s, rawCounted);
+  walkBins(row, floorKey, low, ctx, double(p) * sumFromTop(s.mass), true, s, &tau);
+  return tau;
 }
 
 }  // namespace md
