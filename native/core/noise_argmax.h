@@ -65,7 +65,8 @@ class NoiseArgmax {
     const int32_t bucket = blockMaxKey >> kCellBucketShift;
     CachedCell& cached = cellCache_[uint32_t(bucket) % kCellCacheSize];
     if (cached.generation != generation_ || cached.bucket != bucket) {
-      const int64_t highest = (int64_t(bucket) << kCellBucketShift) + ((int64_t(1) << kCellBucketShift) - 1);
+      const int64_t width = int64_t(1) << kCellBucketShift;
+      const int64_t highest = int64_t(bucket) * width + (width - 1);  // (a negative bucket may not be shifted left)
       cached = CachedCell{bucket, generation_, minimumCell(int32_t(std::min<int64_t>(highest, Logits::kMaxFinite)))};
     }
     return cached.cell;
