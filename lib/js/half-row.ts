@@ -266,15 +266,66 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
     return levels[levels.length - 1];
   }
   const counts = countAll(row), mass = scratch.mass;
-  let total = 0, lowest = row.top;
-  for (let b = row.top; b >= floor; b--) {
+  const heavy = topPFromHeavyLevels(counts, row.top, floor, weight, f(max + f(tf * -13.862943611198906)), p);
+  if (heavy !== undefined) return heavy;
+  return topPWholeRow(counts, row.top, floor, weight, p);
+}
+
+/**
+ * The whole-row walk's answer from the heaviest levels alone, when the
+ * rest cannot change it (undefined when it might): native/core/top_p.h's
+ * topPFromHeavyLevels, over bins. Heavy: bins whose value is at least
+ * `heavyValue` (the top's weight x 2^-20); light: the bins below, whose
+ * mass is bounded by runs of 256 bins, each at its largest weight. The
+ * whole-row walk sums the heavy bins first, in the same order, and its
+ * target lies between p x heavy and p x (heavy + light): the same stop
+ * for both is its stop.
+ * @internal exported for its test
+ */
+export function topPFromHeavyLevels(counts: Uint32Array, top: number, floor: number, weight: (o: number) => number,
+  heavyValue: number, p: number): number | undefined {
+  const heavyFrom = orderAtLeast(heavyValue), lowest = Math.max(floor, NEG_INF_ORDER + 1);  // -inf weighs nothing
+  if (heavyFrom <= lowest || top - heavyFrom > 4096) return undefined;  // everything heavy, or too many levels to save anything
+  const mass = scratch.mass;
+  let light = 0;
+  for (let high = heavyFrom - 1; high >= lowest; high -= 256) {
+    let tokens = 0;
+    for (let b = Math.max(lowest, high - 255); b <= high; b++) tokens += counts[b];
+    light += tokens * weight(high);
+  }
+  let heavy = 0;
+  for (let b = top; b >= heavyFrom; b--) if (counts[b] !== 0) heavy += mass[b] = counts[b] * weight(b);
+  const walk = (target: number) => {
+    let cumulative = 0;
+    for (let b = top; b >= heavyFrom; b--) {
+      if (counts[b] === 0) continue;
+      cumulative += mass[b];
+      if (cumulative >= target) return b;
+    }
+    return undefined;
+  };
+  // Margins as native's: the weights' last bit, the whole-row total's roundings.
+  const atLow = walk(p * heavy), atHigh = walk(p * ((heavy + light * (1 + 2 ** -20)) * (1 + 2 ** -30)));
+  return atLow !== undefined && atLow === atHigh ? atLow : undefined;
+}
+
+/**
+ * The walk over every bin from the top to `floor`: masses count x weight,
+ * summed from the top, the first bin whose cumulative mass reaches p x the
+ * total (the lowest occupied bin when rounding keeps it short).
+ * @internal exported for its test
+ */
+export function topPWholeRow(counts: Uint32Array, top: number, floor: number, weight: (o: number) => number, p: number): number {
+  const mass = scratch.mass;
+  let total = 0, lowest = top;
+  for (let b = top; b >= floor; b--) {
     if (counts[b] === 0) continue;
     total += mass[b] = counts[b] * weight(b);
     lowest = b;
   }
   const target = p * total;
   let cumulative = 0;
-  for (let b = row.top; b >= floor; b--) {
+  for (let b = top; b >= floor; b--) {
     if (counts[b] === 0) continue;
     cumulative += mass[b];
     if (cumulative >= target) return b;
