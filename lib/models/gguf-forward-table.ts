@@ -12,7 +12,9 @@
 //
 // Decode (count 1) uses the matrix-vector kernels, and its tables end with
 // the argmax or the sampler, which writes token p + 1 where the next step's
-// embedding reads it: a chain replays them with no CPU round trip. Prefill
+// embedding reads it: a chain replays them with no CPU round trip. Greedy
+// and temperature-only tables fuse the LM head with the pick instead
+// (head-sampling.ts: FlashSampling, the logits never written). Prefill
 // (count up to prefillBatch) uses the matrix-matrix kernels, one submission
 // per batch. Speculative verification (verifyTable) evaluates a pending
 // token and its draft with the matrix-vector kernels' batch form, which
