@@ -295,17 +295,9 @@ export function topPFromHeavyLevels(counts: Uint32Array, top: number, floor: num
   }
   let heavy = 0;
   for (let b = top; b >= heavyFrom; b--) if (counts[b] !== 0) heavy += mass[b] = counts[b] * weight(b);
-  const walk = (target: number) => {
-    let cumulative = 0;
-    for (let b = top; b >= heavyFrom; b--) {
-      if (counts[b] === 0) continue;
-      cumulative += mass[b];
-      if (cumulative >= target) return b;
-    }
-    return undefined;
-  };
   // Margins as native's: the weights' last bit, the whole-row total's roundings.
-  const atLow = walk(p * heavy), atHigh = walk(p * ((heavy + light * (1 + 2 ** -20)) * (1 + 2 ** -30)));
+  const atLow = walkFromTop(counts, top, heavyFrom, p * heavy);
+  const atHigh = walkFromTop(counts, top, heavyFrom, p * ((heavy + light * (1 + 2 ** -20)) * (1 + 2 ** -30)));
   return atLow !== undefined && atLow === atHigh ? atLow : undefined;
 }
 
@@ -323,14 +315,20 @@ export function topPWholeRow(counts: Uint32Array, top: number, floor: number, we
     total += mass[b] = counts[b] * weight(b);
     lowest = b;
   }
-  const target = p * total;
+  return walkFromTop(counts, top, floor, p * total) ?? lowest;
+}
+
+// The first occupied bin from `top` down to `bottom` at which the masses
+// (scratch.mass), summed from the top, reach target; undefined if none does.
+function walkFromTop(counts: Uint32Array, top: number, bottom: number, target: number): number | undefined {
+  const mass = scratch.mass;
   let cumulative = 0;
-  for (let b = top; b >= floor; b--) {
+  for (let b = top; b >= bottom; b--) {
     if (counts[b] === 0) continue;
     cumulative += mass[b];
     if (cumulative >= target) return b;
   }
-  return lowest;
+  return undefined;
 }
 
 // Step 5 as a bin: the lowest a token may have and stay (0: every token).
