@@ -136,7 +136,9 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
   const float negInf = -std::numeric_limits<float>::infinity();
   for (const TypeCase& t : kWeightTypes) {
     const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
-    for (uint32_t rows : {1u, 203u, 1001u}) {
+    // Rows: one, and counts that are no multiple of a tile's 16 (small enough
+    // that the aarch64 run under qemu stays within a few minutes).
+    for (uint32_t rows : {1u, 203u, 517u}) {
       const uint32_t cols = superBlocks ? 512 : 96;
       const Head h = makeHead(t, rows, cols, rows * 7 + cols);
       uint32_t top = 0;
@@ -156,7 +158,7 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
           {MD_HEAD_HALF | MD_HEAD_BIAS, 1.0f, {top, other, rows + 5}, {negInf, gap + 0.5f, 9.0f}},
       };
       for (size_t m = 0; m < modes.size(); ++m) {
-        for (uint32_t position = 0; position < 6; ++position) {
+        for (uint32_t position = 0; position < 3; ++position) {
           const uint32_t seed = 1234 + uint32_t(m);
           const uint32_t expected = unfused(h, modes[m], seed, position);
           const uint32_t simdGroups = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
