@@ -230,31 +230,31 @@ export class DecodeRun {
   // if need be). An abort while the model computes wins: the model's answer
   // is then dropped, and the tokens count as unseen.
   async #evaluatePending(): Promise<Logits | typeof ABORTED> {
-    const state = this.#state;
-    const from = Math.min(state.synced, state.length - 1);
-    const logits = await unlessAborted(state.sequence.evaluate(state.tokens.slice(from, state.length), from), this.#o.signal);
-    if (logits === ABORTED) {
-      state.synced = Math.min(state.synced, from);
-      return ABORTED;
-    }
-    state.synced = state.length;
-    return logits;
+    return this.#runPending((tokens, from) => this.#state.sequence.evaluate(tokens, from));
   }
 
   // #evaluatePending() and the pick of the next token in the LM head: the
   // token the step sampler would draw from the logits, which never come back.
   async #evaluateAndPick(): Promise<number | typeof ABORTED> {
     const state = this.#state;
-    const from = Math.min(state.synced, state.length - 1);
     const sampling = { ...this.#o.sampling, position: state.length, window: new Uint32Array(0) };  // no penalty: fusedHeadSamples
-    const token = await unlessAborted(state.sequence.evaluateAndPick!(state.tokens.slice(from, state.length), from, sampling), this.#o.signal);
-    if (token === ABORTED) {
+    const token = await this.#runPending((tokens, from) => state.sequence.evaluateAndPick!(tokens, from, sampling));
+    if (token === NO_TOKEN) throw new NoTokenError();
+    return token;
+  }
+
+  // `run` over the tokens the model has not seen, from where they start;
+  // the sequence counts them as seen once it answers, unless aborted first.
+  async #runPending<T>(run: (tokens: Uint32Array, from: number) => Promise<T>): Promise<T | typeof ABORTED> {
+    const state = this.#state;
+    const from = Math.min(state.synced, state.length - 1);
+    const answer = await unlessAborted(run(state.tokens.slice(from, state.length), from), this.#o.signal);
+    if (answer === ABORTED) {
       state.synced = Math.min(state.synced, from);
       return ABORTED;
     }
     state.synced = state.length;
-    if (token === NO_TOKEN) throw new NoTokenError();
-    return token;
+    return answer;
   }
 
   async *#decodeChained(): AsyncGenerator<GeneratedToken, void, undefined> {

@@ -63,12 +63,12 @@ export class GgufForwardTable implements VerificationTables {
   readonly forward: DispatchTable;
   readonly prefillBatch: number;
   readonly attentionSplits: number;
-  readonly fusedHead: boolean;
   /** Bytes of the F16 KV caches (every layer, contextSize positions). */
   readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
   readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick) => DispatchTableBuilder;
   readonly #cols: number;
+  readonly #fusedHead: boolean;
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
@@ -87,7 +87,7 @@ export class GgufForwardTable implements VerificationTables {
     this.#vocabSize = c.vocabSize;
     this.prefillBatch = options.prefillBatch ?? 32;
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
-    this.fusedHead = options.fusedHead ?? true;
+    this.#fusedHead = options.fusedHead ?? true;
     this.#cols = c.embeddingLength;
     const batch = this.prefillBatch;
     const layouts = device.addon.layouts.transformer;
@@ -250,7 +250,7 @@ export class GgufForwardTable implements VerificationTables {
       return b;
     };
     this.forward = this.#oneToken().build();
-    this.greedy = this.fusedHead
+    this.greedy = this.#fusedHead
       ? this.#fusedTable(undefined)
       : addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, c.vocabSize, 'f32', this.#wideScratch())).build();
   }
@@ -373,7 +373,7 @@ export class GgufForwardTable implements VerificationTables {
    * no penalty), the forward pass with the fused head.
    */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
-    if (this.fusedHead && fusedHeadSamples(resolveSampling({ seed: 0, ...options }), this.#vocabSize)) return this.#fusedTable(options);
+    if (this.#fusedHead && fusedHeadSamples(resolveSampling({ seed: 0, ...options }), this.#vocabSize)) return this.#fusedTable(options);
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
     const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());

@@ -135,9 +135,9 @@ export class GgufModel implements DecodeModel {
   }
 }
 
-/** One sequence of a GgufModel: its KV cache and logits in the addon. */
 const NO_LOGITS = new Float32Array(0);  // evaluateAndPick packs options only
 
+/** One sequence of a GgufModel: its KV cache and logits in the addon. */
 export class GgufSequence implements ModelSequence {
   readonly backend: BackendName = 'native';
   readonly chain = undefined;
