@@ -214,6 +214,36 @@ TEST(CpuSampler, MatchesTheReferenceOnRandomRows) {
   EXPECT_EQ(cases, 1500);
 }
 
+// Temperature sampling finds tokens far below the best score from the
+// noise cells that could lift them over it (NoiseArgmax's
+// scoreTokensOfCells, through the hash's inverse), not by hashing them: rows
+// with one token on top and a long bulk 13-14.5 temperatures below it. Every
+// draw must equal the reference's, and bulk tokens more than 13.2
+// temperatures below the top's score (found only from their cells) must win
+// often enough to have tested it.
+TEST_P(Steps, TokensFarBelowTheBestWinAsOftenAsTheirNoiseSays) {
+  std::mt19937 rng(77);
+  int farWins = 0;
+  for (int c = 0; c < 200; ++c) {
+    const float temperature = std::vector<float>{0.5f, 1.0f, 2.0f}[c % 3];
+    const uint32_t vocab = 60000 + rng() % 70000;
+    std::uniform_real_distribution<float> gap(13.f, 14.5f);
+    std::vector<float> values(vocab);
+    for (float& v : values) v = 20.f - temperature * gap(rng);
+    const uint32_t top = rng() % vocab;
+    values[top] = 20.f;
+    Case k = makeCase(std::move(values), GetParam());
+    k.params.temperature = temperature;
+    k.params.seed = 1000 + uint32_t(c);
+    const uint32_t token = run(k);
+    ASSERT_EQ(token, reference::sample(k)) << "case " << c;
+    const md_u32 key = md_noise_key(k.params.seed, k.params.position);
+    const float topScore = 20.f + temperature * md_token_noise(key, top);
+    farWins += k.values[token] < topScore - 13.2f * temperature;
+  }
+  EXPECT_GE(farWins, 3) << "too few far winners to have tested finding them";
+}
+
 }  // namespace
 
 // Top-p over a float16 row from its heaviest levels (top_p.h,

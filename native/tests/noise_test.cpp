@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "float16.h"
 #include "md_sampling.h"
@@ -88,6 +89,30 @@ TEST(Noise, BlockRoutinesMatchTheScalarDefinitions) {
     for (uint32_t j = 0; j < 64; ++j) {
       ASSERT_EQ(md::bitsFromFloat(noise[j]), md::bitsFromFloat(md_token_noise(key, 1000 + j)));
       ASSERT_EQ(cells[j], md_hash(key + 1000 + j) >> 9);
+    }
+  }
+}
+
+TEST(Noise, HashInverseUndoesTheHash) {
+  // Every xorshift amount (the state's top 4 bits), both ends of the word,
+  // and a spread of others: the sampler finds unlikely winners through it.
+  std::vector<md_u32> inputs = {0u, 1u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu};
+  for (md_u32 x = 0, step = 0x9E3779B9u; inputs.size() < (1u << 20); x += step) inputs.push_back(x);
+  uint32_t seenShifts = 0;
+  for (md_u32 x : inputs) {
+    const md_u32 h = md_hash(x);
+    ASSERT_EQ(md::hashInverse(h), x) << x;
+    seenShifts |= 1u << ((x * 747796405u + 2891336453u) >> 28);
+  }
+  EXPECT_EQ(seenShifts, 0xFFFFu);
+}
+
+TEST(Noise, TokensOfHashesAreTheTokensThatDrawThem) {
+  uint32_t tokens[64];
+  for (md_u32 key : {0u, 12345u, 0xFFFFFFF0u}) {
+    for (md_u32 firstHash : {0u, 0xFFFFFFC0u, 0x12345678u}) {
+      md::tokensOfHashes(key, firstHash, 64, tokens);
+      for (uint32_t j = 0; j < 64; ++j) ASSERT_EQ(md_hash(key + tokens[j]), firstHash + j);
     }
   }
 }
