@@ -110,6 +110,7 @@
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",
+        "native/core/weight_bounds.cpp",
         "native/core/kernel_sampler.cpp",
         "native/core/dispatch_table.cpp",
         "native/core/bigram_forward.cpp",

@@ -38,7 +38,7 @@ uint32_t sampleRow(const typename Logits::Bits* row, const SamplingInputs& in, S
   }
 
   // Step 3: nothing can be sampled.
-  const ScannedRow<Logits> scanned = scanRow<Logits>(row, n, scratch.blockMax);
+  const ScannedRow<Logits> scanned = scanRow<Logits>(row, n, scratch.maxima);
   if (scanned.top == Logits::kNegInf) return MD_NO_TOKEN;
   const uint32_t argmax = firstIndexOfTop(scanned);
 

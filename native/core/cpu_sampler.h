@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../metal/md_sampling.h"
+#include "row_passes.h"
 
 namespace md {
 
@@ -50,7 +51,7 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in);
 // Reusable scratch for the sampler: one per thread of use.
 struct SamplerScratch {
   std::vector<uint8_t> editedRow;  // the row with bias and penalties applied
-  std::vector<int32_t> blockMax;   // largest key of each block of the row
+  RowMaxima maxima;                // largest keys of the row's blocks and lanes
   std::vector<int32_t> keys;       // top-k buffer, top-p candidates
   std::vector<uint32_t> counts;    // top-p histogram
   std::vector<uint32_t> rawCounts; // top-p over a whole float16 row: counts by bit pattern

@@ -8,10 +8,44 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "float16.h"
 
 namespace md {
+
+// 8 keys side by side, for loops the compiler must not leave scalar: GCC's
+// and Clang's vector extension (lanes, not the target's registers).
+typedef int16_t HalfKeyLanes __attribute__((vector_size(16)));
+typedef int32_t FloatKeyLanes __attribute__((vector_size(32)));
+typedef float FloatValueLanes __attribute__((vector_size(32)));
+
+// Lane by lane, mask ? a : b (mask lanes all ones or all zeros). A macro:
+// a function returning a 32-byte vector has an ABI that depends on the
+// target's vector width, which GCC warns of.
+#define MD_SELECT_LANES(mask, a, b) (((a) & (mask)) | ((b) & ~(mask)))
+
+// The largest and smallest of 8 lanes, by halving shuffles.
+template <class V>
+inline auto largestLane(const V& v) {
+  V s = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  V h = MD_SELECT_LANES(v > s, v, s);
+  s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
+  h = MD_SELECT_LANES(h > s, h, s);
+  s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
+  h = MD_SELECT_LANES(h > s, h, s);
+  return h[0];
+}
+template <class V>
+inline auto smallestLane(const V& v) {
+  V s = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  V h = MD_SELECT_LANES(v < s, v, s);
+  s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
+  h = MD_SELECT_LANES(h < s, h, s);
+  s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
+  h = MD_SELECT_LANES(h < s, h, s);
+  return h[0];
+}
 
 struct HalfLogits {
   using Bits = uint16_t;
@@ -30,6 +64,19 @@ struct HalfLogits {
     k = (k > kMagnitudeInf || k < -kMagnitudeInf) ? Key(kNegInf) : k;  // NaN
     return k == kMagnitudeInf ? Key(kMaxFinite) : k;                   // +inf
   }
+  // key() of the 8 tokens at p, as lanes (an out-parameter: a vector
+  // return value's ABI depends on the target's vector width).
+  using Lanes = HalfKeyLanes;
+  static void keys(const Bits* p, Lanes& out) {
+    Lanes s;
+    std::memcpy(&s, p, sizeof s);
+    const Lanes m = s >> 15;
+    Lanes k = (s ^ (m & 0x7FFF)) - m;
+    const Lanes nan = (k > kMagnitudeInf) | (k < -kMagnitudeInf);
+    k = MD_SELECT_LANES(nan, Lanes{} + Key(kNegInf), k);
+    const Lanes inf = k == kMagnitudeInf;
+    out = MD_SELECT_LANES(inf, Lanes{} + Key(kMaxFinite), k);
+  }
   static Bits bitsOfKey(int32_t k) { return Bits(k < 0 ? (0x8000 | -k) : k); }
   // The value of a sanitised key, with selects only so that loops vectorise:
   // the magnitude bits are rescaled as in halfToFloat.
@@ -38,6 +85,21 @@ struct HalfLogits {
     float v = floatFromBits(uint32_t(magnitude) << 13) * 0x1p112f;
     v = magnitude >= kMagnitudeInf ? INFINITY : v;
     return k < 0 ? -v : v;
+  }
+  // value() of 8 keys (widened to int32), as lanes.
+  static void values(const FloatKeyLanes& k, FloatValueLanes& out) {
+    const FloatKeyLanes negative = k < 0;
+    const FloatKeyLanes magnitude = MD_SELECT_LANES(negative, -k, k);
+    FloatValueLanes v;
+    const FloatKeyLanes shifted = magnitude << 13;
+    std::memcpy(&v, &shifted, sizeof v);
+    v = v * 0x1p112f;
+    const FloatKeyLanes infinite = magnitude >= kMagnitudeInf;
+    FloatKeyLanes bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bits = MD_SELECT_LANES(infinite, FloatKeyLanes{} + 0x7F800000, bits);
+    bits |= negative & int32_t(0x80000000u);
+    std::memcpy(&out, &bits, sizeof out);
   }
   static Bits fromFloat(float f) { return halfFromFloat(f); }
 };
@@ -55,6 +117,18 @@ struct FloatLogits {
     int32_t k = (b & 0x80000000u) ? -mag : mag;
     k = k > kMaxFinite ? kMaxFinite : k;
     return mag > kMagnitudeInf ? kNegInf : k;
+  }
+  using Lanes = FloatKeyLanes;
+  static void keys(const Bits* p, Lanes& out) {
+    Lanes b;
+    std::memcpy(&b, p, sizeof b);
+    const Lanes magnitude = b & 0x7FFFFFFF;
+    const Lanes sign = b >> 31;  // arithmetic: all ones for negative
+    Lanes k = (magnitude ^ sign) - sign;
+    const Lanes overflow = k > kMaxFinite;
+    k = MD_SELECT_LANES(overflow, Lanes{} + kMaxFinite, k);
+    const Lanes nan = magnitude > kMagnitudeInf;
+    out = MD_SELECT_LANES(nan, Lanes{} + kNegInf, k);
   }
   static Bits bitsOfKey(int32_t k) { return k < 0 ? (0x80000000u | uint32_t(-k)) : uint32_t(k); }
   static float value(int32_t k) { return floatFromBits(bitsOfKey(k)); }

@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -15,18 +16,42 @@
 namespace md {
 
 constexpr uint32_t kBlock = 64;
+// Each block's tokens j, j + kLanes, j + 2 kLanes, ... form lane j: one
+// vector lane of the scan, whose largest key the scan keeps too.
+constexpr uint32_t kLanes = 8;
+
+// The largest keys scanRow records, reused from row to row.
+struct RowMaxima {
+  std::vector<int32_t> block;  // per block of kBlock tokens
+  std::vector<int32_t> lane;   // kLanes per block; a short last block's empty lanes hold the smallest key
+};
 
 template <class Logits>
 struct ScannedRow {
   const typename Logits::Bits* bits;
   uint32_t size;
   const int32_t* blockMax;  // largest key of block b (tokens [b * kBlock, ...))
+  const int32_t* laneMax;   // largest key of lane l of block b at [b * kLanes + l]
   uint32_t blocks;
   int32_t top;              // largest key of the row
   int32_t bottom;           // smallest key of the row
 
   uint32_t blockLength(uint32_t b) const { return std::min(kBlock, size - b * kBlock); }
   int32_t key(uint32_t i) const { return Logits::key(bits[i]); }
+
+  // Calls visit(i) for every token of every lane holding a key >= threshold
+  // (a superset of the tokens >= threshold, a few lanes of 8 when they are
+  // rare), block by block, lane by lane.
+  template <class Visit>
+  void forEachInLanesAtLeast(int32_t threshold, Visit&& visit) const {
+    for (uint32_t b = 0; b < blocks; ++b) {
+      if (blockMax[b] < threshold) continue;
+      const uint32_t first = b * kBlock, end = first + blockLength(b);
+      for (uint32_t l = 0; l < kLanes; ++l)
+        if (laneMax[size_t(b) * kLanes + l] >= threshold)
+          for (uint32_t i = first + l; i < end; i += kLanes) visit(i);
+    }
+  }
 
   // Calls visit(first, length) for every block holding a key >= threshold.
   template <class Visit>
@@ -36,26 +61,48 @@ struct ScannedRow {
   }
 };
 
+// One pass: every block's and lane's largest key, the row's largest and
+// smallest. Full blocks keep kLanes maxima and minima side by side, which
+// the compiler keeps in one vector register each.
 template <class Logits>
-ScannedRow<Logits> scanRow(const typename Logits::Bits* bits, uint32_t n, std::vector<int32_t>& blockMax) {
+ScannedRow<Logits> scanRow(const typename Logits::Bits* bits, uint32_t n, RowMaxima& maxima) {
   using Key = typename Logits::Key;
   const uint32_t blocks = (n + kBlock - 1) / kBlock;
-  blockMax.resize(blocks);
-  int32_t top = Logits::kNegInf, bottom = Logits::kMaxFinite;
+  maxima.block.resize(blocks);
+  maxima.lane.resize(size_t(blocks) * kLanes);
+  int32_t* blockMax = maxima.block.data();
+  int32_t* laneMax = maxima.lane.data();
+  using Lanes = typename Logits::Lanes;
+  static_assert(sizeof(Lanes) == kLanes * sizeof(Key), "one key per lane");
+  int32_t top = Logits::kNegInf;
+  Lanes low = Lanes{} + Key(Logits::kMaxFinite);  // the row's smallest, lane by lane
   for (uint32_t b = 0; b < blocks; ++b) {
     const typename Logits::Bits* p = bits + size_t(b) * kBlock;
     const uint32_t len = std::min(kBlock, n - b * kBlock);
-    Key high = Key(Logits::kNegInf), low = Key(Logits::kMaxFinite);
-    for (uint32_t j = 0; j < len; ++j) {
-      Key k = Logits::key(p[j]);
-      high = k > high ? k : high;
-      low = k < low ? k : low;
+    Lanes high = Lanes{} + Key(Logits::kNegInf);
+    if (len == kBlock) {
+      for (uint32_t j = 0; j < kBlock; j += kLanes) {
+        Lanes k;
+        Logits::keys(p + j, k);
+        const Lanes higher = k > high, lower = k < low;
+        high = MD_SELECT_LANES(higher, k, high);
+        low = MD_SELECT_LANES(lower, k, low);
+      }
+    } else {
+      for (uint32_t j = 0; j < len; ++j) {
+        const Key k = Logits::key(p[j]);
+        high[j % kLanes] = k > high[j % kLanes] ? k : high[j % kLanes];
+        low[j % kLanes] = k < low[j % kLanes] ? k : low[j % kLanes];
+      }
     }
-    blockMax[b] = high;
-    top = std::max<int32_t>(top, high);
-    bottom = std::min<int32_t>(bottom, low);
+    // Lanes widened to int32 and stored at once.
+    const FloatKeyLanes wide = __builtin_convertvector(high, FloatKeyLanes);
+    std::memcpy(laneMax + size_t(b) * kLanes, &wide, sizeof wide);
+    blockMax[b] = largestLane(high);
+    top = std::max<int32_t>(top, blockMax[b]);
   }
-  return {bits, n, blockMax.data(), blocks, top, bottom};
+  const int32_t bottom = smallestLane(low);
+  return {bits, n, blockMax, laneMax, blocks, top, bottom};
 }
 
 // Lowest index whose key is the row's largest (SAMPLING-SPEC's tie rule).
@@ -74,17 +121,44 @@ uint32_t firstIndexOfTop(const ScannedRow<Logits>& row) {
 }
 
 // The k-th largest key counted with multiplicity (top-k's tau_k), 0 < k < n.
-// Keeps at most 2k + kBlock candidates above a rising threshold; each
-// compaction halves the buffer, so the scan is O(n) even on sorted input.
+// With k blocks or more: the k largest block maxima are k tokens, so tau_k
+// is at least the k-th of them, B; the k largest lane maxima from B up are
+// k tokens too, so tau_k is at least the k-th of those, L; and only the
+// lanes whose largest key is L or more hold candidates (about k lanes of 8).
+// With fewer blocks: every key, above a rising threshold, keeping at most
+// 2k + kBlock candidates; each compaction halves the buffer, so the scan is
+// O(n) even on sorted input.
 template <class Logits>
 int32_t kthLargestKey(const ScannedRow<Logits>& row, uint32_t k, std::vector<int32_t>& buffer) {
+  auto kth = [&]() {
+    std::nth_element(buffer.begin(), buffer.begin() + (k - 1), buffer.end(), std::greater<int32_t>());
+    return buffer[k - 1];
+  };
+  if (k <= row.blocks) {
+    buffer.assign(row.blockMax, row.blockMax + row.blocks);
+    const int32_t fromBlocks = kth();
+    buffer.clear();
+    for (uint32_t b = 0; b < row.blocks; ++b) {
+      if (row.blockMax[b] < fromBlocks) continue;
+      for (uint32_t l = 0; l < kLanes; ++l) {
+        const int32_t laneMax = row.laneMax[size_t(b) * kLanes + l];
+        if (laneMax >= fromBlocks) buffer.push_back(laneMax);
+      }
+    }
+    const int32_t fromLanes = kth();
+    buffer.clear();
+    row.forEachInLanesAtLeast(fromLanes, [&](uint32_t i) {
+      const int32_t key = row.key(i);
+      if (key >= fromLanes) buffer.push_back(key);
+    });
+    return kth();
+  }
   buffer.clear();
   const size_t capacity = 2 * size_t(k) + kBlock;
   int32_t threshold = Logits::kNegInf - 1;  // accept everything until the first compaction
   auto compact = [&]() {
-    std::nth_element(buffer.begin(), buffer.begin() + (k - 1), buffer.end(), std::greater<int32_t>());
+    threshold = kth();  // nth_element leaves every kept key >= this one
     buffer.resize(k);
-    threshold = buffer[k - 1];  // nth_element leaves every kept key >= this one
   };
   for (uint32_t b = 0; b < row.blocks; ++b) {
     if (row.blockMax[b] <= threshold) continue;
@@ -95,20 +169,23 @@ int32_t kthLargestKey(const ScannedRow<Logits>& row, uint32_t k, std::vector<int
     }
     if (buffer.size() >= capacity) compact();
   }
-  std::nth_element(buffer.begin(), buffer.begin() + (k - 1), buffer.end(), std::greater<int32_t>());
-  return buffer[k - 1];
+  return kth();
 }
 
-// Keys >= threshold, in row order; false (and a partial list) past `limit`.
+// Keys >= threshold, block by block (in row order across blocks); false
+// (and a partial list) past `limit`.
 template <class Logits>
 bool gatherKeysAtLeast(const ScannedRow<Logits>& row, int32_t threshold, size_t limit, std::vector<int32_t>& out) {
   out.clear();
   for (uint32_t b = 0; b < row.blocks; ++b) {
     if (row.blockMax[b] < threshold) continue;
-    const uint32_t first = b * kBlock, len = row.blockLength(b);
-    for (uint32_t i = first; i < first + len; ++i) {
-      int32_t key = row.key(i);
-      if (key >= threshold) out.push_back(key);
+    const uint32_t first = b * kBlock, end = first + row.blockLength(b);
+    for (uint32_t l = 0; l < kLanes; ++l) {
+      if (row.laneMax[size_t(b) * kLanes + l] < threshold) continue;
+      for (uint32_t i = first + l; i < end; i += kLanes) {
+        const int32_t key = row.key(i);
+        if (key >= threshold) out.push_back(key);
+      }
     }
     if (out.size() > limit) return false;
   }

@@ -11,6 +11,7 @@
 
 #include "cpu_sampler.h"
 #include "row_passes.h"
+#include "weight_bounds.h"
 
 namespace md {
 
@@ -65,10 +66,8 @@ void countPatterns(const ScannedRow<Logits>& row, SamplerScratch& s) {
 // The histogram of the keys >= floorKey up to the row's top (exact levels
 // for float16; 2^16-value bins for float32) and each bin's mass, into
 // s.counts and s.mass: bin b holds keys (b + low) << shift ... Returns low.
-// rawCounted: s.rawCounts already holds the row's pattern counts.
 template <class Logits>
-int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPContext<Logits>& ctx, SamplerScratch& s,
-                  bool rawCounted = false) {
+int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPContext<Logits>& ctx, SamplerScratch& s) {
   constexpr int shift = Logits::kCoarseShift;
   const int32_t low = std::max(floorKey, row.bottom) >> shift, high = row.top >> shift;
   const size_t bins = size_t(high - low) + 1;
@@ -84,7 +83,7 @@ int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPCon
     if (wholeRow) {
       // Every token counts: index by the raw bits (no key, no branch), then
       // fold the patterns into their keys' bins.
-      if (!rawCounted) countPatterns(row, s);
+      countPatterns(row, s);
       const uint32_t* raw = s.rawCounts.data();
       for (uint32_t pattern = 0; pattern < 65536; ++pattern)
         if (raw[pattern]) counts[Logits::key(typename Logits::Bits(pattern)) - low] += raw[pattern];
@@ -156,58 +155,37 @@ bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, cons
   return true;
 }
 
-// The whole-row histogram's answer for a float16 row from its heaviest
-// levels alone, when the rest cannot change it (false when it might).
-// Heavy: keys >= B, the top's value + Tf ln 2^-20 (weights down to 2^-20
-// of the top's); light: the keys below. The whole-row walk sums the heavy
-// levels first, in the same order, and its target p * total lies between
-// p * heavy and p * (heavy + light); if the walk stops at the same heavy
-// level for both, that level is its answer, bit for bit. The light mass
-// is bounded from the pattern counts by runs of 256 keys, each counted at
-// its largest weight: with language-model logits (a few tokens near the
-// top, the rest far below) that is about 250 weights instead of one per
-// occupied level (tens of thousands), and the bound within a few times the
-// light mass, far below the heavy levels' steps. *counted: s.rawCounts
-// holds the row's pattern counts (for the whole-row histogram, when this
-// does not decide).
+// Heavy levels for topPFromHeavyLevels: the count and mass of every key
+// from heavyFrom to the row's top, into s.counts and s.mass (index key -
+// heavyFrom). Only the lanes whose largest key is heavy are read (8 tokens
+// each, kLanes apart). The masses are the whole-row histogram's top bins,
+// the same products.
 template <class Logits>
-bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, SamplerScratch& s,
-                         int32_t* tau, bool* counted) {
-  static_assert(Logits::kCoarseShift == 0, "float16 rows: one level per key");
-  const float limit = ctx.maxValue + ctx.filterTemperature * -13.862943611198906f;  // ln 2^-20
-  const int32_t heavyFrom = keyAtLeast<Logits>(limit);
-  const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
-  if (heavyFrom <= lowest) return false;  // everything is heavy
-  // More levels than that many weights save nothing over weighing all (flat rows).
-  if (row.top - heavyFrom > int32_t(kTopPSortLimit)) return false;
-  countPatterns(row, s);
-  *counted = true;
-  const uint32_t* raw = s.rawCounts.data();
-  // Tokens of key k: its pattern's, -0's with 0, +inf's with the largest finite.
-  auto count = [&](int32_t k) {
-    uint32_t c = raw[Logits::bitsOfKey(k)];
-    if (k == 0) c += raw[0x8000];
-    if (k == Logits::kMaxFinite) c += raw[Logits::kMagnitudeInf];
-    return c;
-  };
-  // Light: keys [lowest, heavyFrom), in runs of 256 keys from the top down.
-  double light = 0;
-  for (int32_t high = heavyFrom - 1; high >= lowest; high -= 256) {
-    const int32_t low = std::max(lowest, high - 255);
-    uint32_t tokens = 0;
-    for (int32_t k = low; k <= high; ++k) tokens += raw[Logits::bitsOfKey(k)];
-    if (low <= 0 && 0 <= high) tokens += raw[0x8000];
-    light += double(tokens) * double(ctx.weight(high));
-  }
-  // Heavy: the whole-row histogram's top bins, the same products.
-  const int32_t top = row.top;
-  s.counts.assign(size_t(top - heavyFrom) + 1, 0);
+void heavyLevelsFromLanes(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPContext<Logits>& ctx,
+                          SamplerScratch& s) {
+  s.counts.assign(size_t(row.top - heavyFrom) + 1, 0);
   s.mass.assign(s.counts.size(), 0.0);
-  for (int32_t k = heavyFrom; k <= top; ++k) {
-    const uint32_t c = count(k);
-    s.counts[size_t(k - heavyFrom)] = c;
-    if (c) s.mass[size_t(k - heavyFrom)] = double(c) * double(ctx.weight(k));
+  uint32_t* counts = s.counts.data();
+  for (uint32_t b = 0; b < row.blocks; ++b) {
+    if (row.blockMax[b] < heavyFrom) continue;
+    const uint32_t first = b * kBlock, end = first + row.blockLength(b);
+    for (uint32_t l = 0; l < kLanes; ++l) {
+      if (row.laneMax[size_t(b) * kLanes + l] < heavyFrom) continue;
+      for (uint32_t i = first + l; i < end; i += kLanes) {
+        const int32_t key = row.key(i);
+        if (key >= heavyFrom) counts[key - heavyFrom]++;
+      }
+    }
   }
+  for (size_t j = 0; j < s.counts.size(); ++j)
+    if (counts[j]) s.mass[j] = double(counts[j]) * double(ctx.weight(heavyFrom + int32_t(j)));
+}
+
+// Whether the walk stops at the same heavy level (s.counts and s.mass from
+// heavyLevelsFromLanes) for every total between heavy and heavy + light.
+template <class Logits>
+bool heavyWalksAgree(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, int32_t heavyFrom,
+                     double light, SamplerScratch& s, int32_t* tau) {
   const double heavy = sumFromTop(s.mass);
   // Margins: md_exp need not be monotone in its last bit; the whole-row
   // total rounds once per level (at most 65,536 x 2^-53 of it).
@@ -220,6 +198,36 @@ bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits
   return true;
 }
 
+// The whole-row histogram's answer for a float16 row from its heaviest
+// levels alone, when the rest cannot change it (false when it might).
+// Heavy: keys >= B, the top's value + Tf ln 2^-16 (weights down to 2^-16
+// of the top's); light: the keys below. The whole-row walk sums the heavy
+// levels first, in the same order, and its target p * total lies between
+// p * heavy and p * (heavy + light); if the walk stops at the same heavy
+// level for both, that level is its answer, bit for bit. The light mass is
+// bounded (weight_bounds.h) first from the scan's lane maxima, each standing
+// for its 8 tokens (a pass over V / 8 keys), and when that is too loose to
+// decide, from every token (a pass over the row, within 6.2%). With
+// language-model logits (a few tokens near the top, the rest far below)
+// the bounds are far below the heavy levels' steps.
+template <class Logits>
+bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, SamplerScratch& s,
+                         int32_t* tau) {
+  static_assert(Logits::kCoarseShift == 0, "float16 rows: one level per key");
+  const float limit = ctx.maxValue + ctx.filterTemperature * -11.090354888959125f;  // ln 2^-16
+  const int32_t heavyFrom = keyAtLeast<Logits>(limit);
+  const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
+  if (heavyFrom <= lowest) return false;  // everything is heavy
+  // More levels than that many weights save nothing over weighing all (flat rows).
+  if (row.top - heavyFrom > int32_t(kTopPSortLimit)) return false;
+  heavyLevelsFromLanes(row, heavyFrom, ctx, s);
+  const double fromLanes = halfKeyWeightBound(row.laneMax, row.blocks * kLanes, heavyFrom - 1, kLanes, ctx.maxValue,
+                                              ctx.filterTemperature);
+  if (heavyWalksAgree(row, ctx, p, heavyFrom, fromLanes, s, tau)) return true;
+  const double fromTokens = halfRowWeightBound(row.bits, row.size, heavyFrom, ctx.maxValue, ctx.filterTemperature);
+  return heavyWalksAgree(row, ctx, p, heavyFrom, fromTokens, s, tau);
+}
+
 // tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
 template <class Logits>
 int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
@@ -227,7 +235,9 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
   const TopPContext<Logits> ctx{Logits::value(row.top), filterTemperature};
   std::vector<int32_t>& keys = s.keys;
 
-  if (gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
+  // (Without top-k every token is a candidate: a long row has too many.)
+  const bool few = floorKey != Logits::kNegInf || row.size <= kTopPSortLimit;
+  if (few && gatherKeysAtLeast<Logits>(row, floorKey, kTopPSortLimit, keys)) {
     std::sort(keys.begin(), keys.end(), std::greater<int32_t>());
     s.levels.clear();
     appendLevels(keys, ctx, s.levels);
@@ -236,12 +246,11 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
     return walkLevels(s.levels, double(p) * total, 0.0, floorKey);
   }
   int32_t tau;
-  bool rawCounted = false;
   if constexpr (Logits::kCoarseShift == 0) {
-    if (floorKey == Logits::kNegInf && topPFromHeavyLevels(row, ctx, p, s, &tau, &rawCounted)) return tau;
+    if (floorKey == Logits::kNegInf && topPFromHeavyLevels(row, ctx, p, s, &tau)) return tau;
   }
   // The whole histogram.
-  const int32_t low = binMasses(row, floorKey, ctx, s, rawCounted);
+  const int32_t low = binMasses(row, floorKey, ctx, s);
   walkBins(row, floorKey, low, ctx, double(p) * sumFromTop(s.mass), true, s, &tau);
   return tau;
 }

@@ -1,0 +1,145 @@
+// weight_bounds.cpp: the bounds of weight_bounds.h, on 8 lanes at a time
+// (GCC's and Clang's vector extension), also compiled for AVX2 on x86-64
+// Linux (as noise_block.cpp; the loader picks the clone).
+#include "weight_bounds.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "logit_keys.h"
+
+namespace md {
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define MD_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MD_VECTOR_CLONES
+#endif
+
+namespace {
+
+constexpr uint32_t kLaneCount = 8;
+// Lanes summed in float before the sum moves to double: 64 additions per
+// lane at most, a relative error below 2^-18.
+constexpr uint32_t kChunk = 512;
+constexpr double kMargin = 1 + 0x1p-10;
+
+// What turns a value into its weight bound: y = (v - top) * log2(e) / T.
+// (Not TopPContext's float operations: the bound's margin covers the
+// difference, a relative error of y below 2^-21.)
+struct Exponent {
+  float top;
+  float scale;  // log2(e) / T
+};
+
+// An upper bound on the weight of each of 8 values.
+inline void weightBounds(const FloatValueLanes& v, const Exponent& e, FloatValueLanes& out) {
+  FloatValueLanes y = (v - e.top) * e.scale;
+  // Below 2^-126 every weight is bounded by 2^-126 (as are -inf's, zero).
+  const FloatKeyLanes tiny = y < -126.0f;
+  FloatKeyLanes yBits, floorBits;
+  std::memcpy(&yBits, &y, sizeof y);
+  const FloatValueLanes lowest = FloatValueLanes{} + -126.0f;
+  std::memcpy(&floorBits, &lowest, sizeof floorBits);
+  yBits = MD_SELECT_LANES(tiny, floorBits, yBits);
+  std::memcpy(&y, &yBits, sizeof y);
+  // Truncation rounds down; the + 1 puts the bits at or above the chord.
+  const FloatKeyLanes bits = __builtin_convertvector((y + 127.0f) * 8388608.0f, FloatKeyLanes) + 1;
+  std::memcpy(&out, &bits, sizeof out);
+}
+
+// The float32 values of 8 float16 logits, without their specials: the
+// magnitude rescaled as in halfToFloat, so +-inf and NaN come out as
+// finite values of magnitude 65536 or more (beyond every finite logit,
+// 65504), which the caller's comparisons place.
+inline void roughHalfValues(const uint16_t* bits, FloatValueLanes& out) {
+  HalfKeyLanes narrow;
+  std::memcpy(&narrow, bits, sizeof narrow);
+  const FloatKeyLanes wide = __builtin_convertvector(narrow, FloatKeyLanes);  // sign-extended
+  const FloatKeyLanes magnitude = (wide & 0x7FFF) << 13;
+  FloatValueLanes v;
+  std::memcpy(&v, &magnitude, sizeof v);
+  v = v * 0x1p112f;
+  FloatKeyLanes vBits;
+  std::memcpy(&vBits, &v, sizeof vBits);
+  vBits |= wide & int32_t(0x80000000u);
+  std::memcpy(&out, &vBits, sizeof out);
+}
+
+inline float laneSum(const FloatValueLanes& v) {
+  float total = 0;
+  for (uint32_t l = 0; l < kLaneCount; ++l) total += v[l];
+  return total;
+}
+
+}  // namespace
+
+MD_VECTOR_CLONES
+double halfKeyWeightBound(const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity, float top,
+                          float temperature) {
+  const Exponent e{top, 1.44269504088896341f / temperature};
+  double total = 0;
+  const FloatKeyLanes ceiling = FloatKeyLanes{} + highest;
+  for (uint32_t first = 0; first < count; first += kChunk) {
+    const uint32_t end = std::min(count, first + kChunk);
+    FloatValueLanes sum = {};
+    uint32_t i = first;
+    for (; i + kLaneCount <= end; i += kLaneCount) {
+      FloatKeyLanes k;
+      std::memcpy(&k, keys + i, sizeof k);
+      const FloatKeyLanes above = k > ceiling;
+      k = MD_SELECT_LANES(above, ceiling, k);
+      FloatValueLanes v, w;
+      HalfLogits::values(k, v);
+      weightBounds(v, e, w);
+      sum += w;
+    }
+    // The last few keys; the lanes past the end are left out.
+    FloatKeyLanes rest = ceiling;
+    for (uint32_t l = 0; i + l < end; ++l) rest[l] = std::min(keys[i + l], highest);
+    FloatValueLanes v, w;
+    HalfLogits::values(rest, v);
+    weightBounds(v, e, w);
+    for (uint32_t l = 0; i + l < end; ++l) sum[l] += w[l];
+    total += double(laneSum(sum));
+  }
+  return total * multiplicity * kMargin;
+}
+
+MD_VECTOR_CLONES
+double halfRowWeightBound(const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature) {
+  const Exponent e{top, 1.44269504088896341f / temperature};
+  // key < below exactly when value < below's value, for every finite key;
+  // the specials' rough values sort where their keys do, or weigh nothing
+  // (NaN's key is -inf's, and an excluded token only tightens the bound
+  // from above, never below what it must be).
+  const FloatValueLanes limit = FloatValueLanes{} + HalfLogits::value(below);
+  double total = 0;
+  for (uint32_t first = 0; first < count; first += kChunk) {
+    const uint32_t end = std::min(count, first + kChunk);
+    FloatValueLanes sum = {};
+    uint32_t i = first;
+    for (; i + kLaneCount <= end; i += kLaneCount) {
+      FloatValueLanes v, w;
+      roughHalfValues(bits + i, v);
+      weightBounds(v, e, w);
+      const FloatKeyLanes light = v < limit;
+      FloatKeyLanes wBits;
+      std::memcpy(&wBits, &w, sizeof w);
+      wBits &= light;
+      std::memcpy(&w, &wBits, sizeof w);
+      sum += w;
+    }
+    for (; i < end; ++i) {
+      const int32_t key = HalfLogits::key(bits[i]);
+      if (key >= below) continue;
+      FloatValueLanes v = FloatValueLanes{} + HalfLogits::value(key), w;
+      weightBounds(v, e, w);
+      sum[0] += w[0];
+    }
+    total += double(laneSum(sum));
+  }
+  return total * kMargin;
+}
+
+}  // namespace md
