@@ -14,9 +14,12 @@
 
 namespace md {
 
-// 8 keys side by side, for loops the compiler must not leave scalar: GCC's
-// and Clang's vector extension (lanes, not the target's registers).
+// Keys side by side, for loops the compiler must not leave scalar: GCC's
+// and Clang's vector extension. The scan's vectors are 128-bit (8 half keys,
+// 4 float keys: one SSE2 or NEON register each); the 8-lane int32 and float
+// types serve the weight bounds, built for AVX2 too.
 typedef int16_t HalfKeyLanes __attribute__((vector_size(16)));
+typedef int32_t FloatKeyQuad __attribute__((vector_size(16)));
 typedef int32_t FloatKeyLanes __attribute__((vector_size(32)));
 typedef float FloatValueLanes __attribute__((vector_size(32)));
 
@@ -25,26 +28,29 @@ typedef float FloatValueLanes __attribute__((vector_size(32)));
 // target's vector width, which GCC warns of.
 #define MD_SELECT_LANES(mask, a, b) (((a) & (mask)) | ((b) & ~(mask)))
 
-// The largest and smallest of 8 lanes, by halving shuffles.
+// The largest and smallest lane of 8 or 4, by halving shuffles.
 template <class V>
 inline auto largestLane(const V& v) {
-  V s = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
-  V h = MD_SELECT_LANES(v > s, v, s);
-  s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
-  h = MD_SELECT_LANES(h > s, h, s);
-  s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
+  V h = v, s;
+  if constexpr (sizeof(V) / sizeof(v[0]) == 8) {
+    s = __builtin_shufflevector(h, h, 4, 5, 6, 7, 0, 1, 2, 3);
+    h = MD_SELECT_LANES(h > s, h, s);
+    s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
+    h = MD_SELECT_LANES(h > s, h, s);
+    s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
+  } else {
+    static_assert(sizeof(V) / sizeof(v[0]) == 4, "8 or 4 lanes");
+    s = __builtin_shufflevector(h, h, 2, 3, 0, 1);
+    h = MD_SELECT_LANES(h > s, h, s);
+    s = __builtin_shufflevector(h, h, 1, 0, 3, 2);
+  }
   h = MD_SELECT_LANES(h > s, h, s);
   return h[0];
 }
 template <class V>
 inline auto smallestLane(const V& v) {
-  V s = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
-  V h = MD_SELECT_LANES(v < s, v, s);
-  s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
-  h = MD_SELECT_LANES(h < s, h, s);
-  s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
-  h = MD_SELECT_LANES(h < s, h, s);
-  return h[0];
+  const V negated = -v;  // keys are never the type's minimum, so negation is exact
+  return -largestLane(negated);
 }
 
 struct HalfLogits {
@@ -65,7 +71,8 @@ struct HalfLogits {
     return k == kMagnitudeInf ? Key(kMaxFinite) : k;                   // +inf
   }
   // key() of the 8 tokens at p, as lanes (an out-parameter: a vector
-  // return value's ABI depends on the target's vector width).
+  // return value's ABI depends on the target's vector width). Each type's
+  // Lanes is one 128-bit vector of keys.
   using Lanes = HalfKeyLanes;
   static void keys(const Bits* p, Lanes& out) {
     Lanes s;
@@ -118,7 +125,7 @@ struct FloatLogits {
     k = k > kMaxFinite ? kMaxFinite : k;
     return mag > kMagnitudeInf ? kNegInf : k;
   }
-  using Lanes = FloatKeyLanes;
+  using Lanes = FloatKeyQuad;  // key() of the 4 tokens at p
   static void keys(const Bits* p, Lanes& out) {
     Lanes b;
     std::memcpy(&b, p, sizeof b);

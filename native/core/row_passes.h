@@ -72,36 +72,50 @@ ScannedRow<Logits> scanRow(const typename Logits::Bits* bits, uint32_t n, RowMax
   maxima.lane.resize(size_t(blocks) * kLanes);
   int32_t* blockMax = maxima.block.data();
   int32_t* laneMax = maxima.lane.data();
+  // A block's 8 lanes are `groups` vectors of `perVector` keys.
   using Lanes = typename Logits::Lanes;
-  static_assert(sizeof(Lanes) == kLanes * sizeof(Key), "one key per lane");
+  constexpr uint32_t perVector = sizeof(Lanes) / sizeof(Key), groups = kLanes / perVector;
+  static_assert(groups * perVector == kLanes, "a whole number of vectors per 8 lanes");
   int32_t top = Logits::kNegInf;
-  Lanes low = Lanes{} + Key(Logits::kMaxFinite);  // the row's smallest, lane by lane
+  Lanes low[groups];  // the row's smallest, lane by lane
+  for (auto& l : low) l = Lanes{} + Key(Logits::kMaxFinite);
   for (uint32_t b = 0; b < blocks; ++b) {
     const typename Logits::Bits* p = bits + size_t(b) * kBlock;
     const uint32_t len = std::min(kBlock, n - b * kBlock);
-    Lanes high = Lanes{} + Key(Logits::kNegInf);
+    Lanes high[groups];
+    for (auto& h : high) h = Lanes{} + Key(Logits::kNegInf);
     if (len == kBlock) {
-      for (uint32_t j = 0; j < kBlock; j += kLanes) {
-        Lanes k;
-        Logits::keys(p + j, k);
-        const Lanes higher = k > high, lower = k < low;
-        high = MD_SELECT_LANES(higher, k, high);
-        low = MD_SELECT_LANES(lower, k, low);
-      }
+      for (uint32_t j = 0; j < kBlock; j += kLanes)
+        for (uint32_t g = 0; g < groups; ++g) {
+          Lanes k;
+          Logits::keys(p + j + g * perVector, k);
+          const Lanes higher = k > high[g], lower = k < low[g];
+          high[g] = MD_SELECT_LANES(higher, k, high[g]);
+          low[g] = MD_SELECT_LANES(lower, k, low[g]);
+        }
     } else {
       for (uint32_t j = 0; j < len; ++j) {
         const Key k = Logits::key(p[j]);
-        high[j % kLanes] = k > high[j % kLanes] ? k : high[j % kLanes];
-        low[j % kLanes] = k < low[j % kLanes] ? k : low[j % kLanes];
+        Lanes& h = high[(j % kLanes) / perVector];
+        Lanes& l = low[(j % kLanes) / perVector];
+        const uint32_t lane = j % perVector;
+        h[lane] = k > h[lane] ? k : h[lane];
+        l[lane] = k < l[lane] ? k : l[lane];
       }
     }
-    // Lanes widened to int32 and stored at once.
-    const FloatKeyLanes wide = __builtin_convertvector(high, FloatKeyLanes);
-    std::memcpy(laneMax + size_t(b) * kLanes, &wide, sizeof wide);
-    blockMax[b] = largestLane(high);
-    top = std::max<int32_t>(top, blockMax[b]);
+    int32_t blockHigh = Logits::kNegInf;
+    for (uint32_t g = 0; g < groups; ++g) {
+      // Lanes widened to int32 and stored at once.
+      typedef int32_t Wide __attribute__((vector_size(perVector * 4)));
+      const Wide wide = __builtin_convertvector(high[g], Wide);
+      std::memcpy(laneMax + size_t(b) * kLanes + g * perVector, &wide, sizeof wide);
+      blockHigh = std::max<int32_t>(blockHigh, largestLane(high[g]));
+    }
+    blockMax[b] = blockHigh;
+    top = std::max<int32_t>(top, blockHigh);
   }
-  const int32_t bottom = smallestLane(low);
+  int32_t bottom = Logits::kMaxFinite;
+  for (const auto& l : low) bottom = std::min<int32_t>(bottom, smallestLane(l));
   return {bits, n, blockMax, laneMax, blocks, top, bottom};
 }
 

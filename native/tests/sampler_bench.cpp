@@ -1,5 +1,5 @@
 // sampler_bench.cpp: the CPU sampler without Node in the way, for profiling.
-//   md_sampler_bench [vocab] [config 0-3] [shape lm|flat] [iterations]
+//   md_sampler_bench [vocab] [config 0-3] [shape lm|flat] [iterations] [f16|f32]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   int config = argc > 2 ? std::atoi(argv[2]) : 0;
   bool flat = argc > 3 && std::strcmp(argv[3], "flat") == 0;
   int iterations = argc > 4 ? std::atoi(argv[4]) : 500;
+  bool f32 = argc > 5 && std::strcmp(argv[5], "f32") == 0;
 
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0, 2);
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
 
   md::CpuSampler sampler;
   md::LogitsRow r{row.data(), md::LogitsFormat::Float16, vocab};
+  std::vector<float> floats(vocab);
+  for (uint32_t i = 0; i < vocab; ++i) floats[i] = md::halfToFloat(row[i]);
+  if (f32) r = {floats.data(), md::LogitsFormat::Float32, vocab};
   std::vector<double> us;
   uint64_t sink = 0;
   for (int i = 0; i < iterations; ++i) {
@@ -47,6 +51,6 @@ int main(int argc, char** argv) {
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
-  std::printf("V=%u config=%d %s: median %.1f us (sink %llu)\n", vocab, config, flat ? "flat" : "lm",
+  std::printf("V=%u config=%d %s %s: median %.1f us (sink %llu)\n", vocab, config, flat ? "flat" : "lm", f32 ? "f32" : "f16",
               us[us.size() / 2], (unsigned long long)sink);
 }
