@@ -139,6 +139,12 @@ struct FloatLogits {
   }
   static Bits bitsOfKey(int32_t k) { return k < 0 ? (0x80000000u | uint32_t(-k)) : uint32_t(k); }
   static float value(int32_t k) { return floatFromBits(bitsOfKey(k)); }
+  // value() of 8 keys, as lanes.
+  static void values(const FloatKeyLanes& k, FloatValueLanes& out) {
+    const FloatKeyLanes negative = k < 0;
+    const FloatKeyLanes bits = MD_SELECT_LANES(negative, -k, k) | (negative & int32_t(0x80000000u));
+    std::memcpy(&out, &bits, sizeof out);
+  }
   static Bits fromFloat(float f) { return bitsFromFloat(f); }
 };
 

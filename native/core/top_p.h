@@ -155,76 +155,92 @@ bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, cons
   return true;
 }
 
-// Heavy levels for topPFromHeavyLevels: the count and mass of every key
-// from heavyFrom to the row's top, into s.counts and s.mass (index key -
-// heavyFrom). Only the lanes whose largest key is heavy are read (8 tokens
-// each, kLanes apart). The masses are the whole-row histogram's top bins,
-// the same products.
+// Heavy levels for topPFromHeavyLevels: the whole-row histogram's bins
+// from heavyFrom's (a bin's first key) up to the top's, into s.counts and
+// s.mass (index bin - heavyFrom's bin), with the same sums binMasses makes.
+// float16: a count per key (only the lanes whose largest key is heavy are
+// read, 8 tokens kLanes apart) times its weight. float32: every heavy
+// token's weight added in token order, as binMasses adds them (the blocks
+// without a heavy token are skipped, which leaves the order as it is).
 template <class Logits>
-void heavyLevelsFromLanes(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPContext<Logits>& ctx,
-                          SamplerScratch& s) {
-  s.counts.assign(size_t(row.top - heavyFrom) + 1, 0);
+void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPContext<Logits>& ctx,
+                 SamplerScratch& s) {
+  constexpr int shift = Logits::kCoarseShift;
+  const int32_t low = heavyFrom >> shift;
+  s.counts.assign(size_t((row.top >> shift) - low) + 1, 0);
   s.mass.assign(s.counts.size(), 0.0);
   uint32_t* counts = s.counts.data();
-  for (uint32_t b = 0; b < row.blocks; ++b) {
-    if (row.blockMax[b] < heavyFrom) continue;
-    const uint32_t first = b * kBlock, end = first + row.blockLength(b);
-    for (uint32_t l = 0; l < kLanes; ++l) {
-      if (row.laneMax[size_t(b) * kLanes + l] < heavyFrom) continue;
-      for (uint32_t i = first + l; i < end; i += kLanes) {
-        const int32_t key = row.key(i);
-        if (key >= heavyFrom) counts[key - heavyFrom]++;
+  double* mass = s.mass.data();
+  if constexpr (shift == 0) {
+    for (uint32_t b = 0; b < row.blocks; ++b) {
+      if (row.blockMax[b] < heavyFrom) continue;
+      const uint32_t first = b * kBlock, end = first + row.blockLength(b);
+      for (uint32_t l = 0; l < kLanes; ++l) {
+        if (row.laneMax[size_t(b) * kLanes + l] < heavyFrom) continue;
+        for (uint32_t i = first + l; i < end; i += kLanes) {
+          const int32_t key = row.key(i);
+          if (key >= heavyFrom) counts[key - heavyFrom]++;
+        }
       }
     }
+    for (size_t j = 0; j < s.counts.size(); ++j)
+      if (counts[j]) mass[j] = double(counts[j]) * double(ctx.weight(heavyFrom + int32_t(j)));
+  } else {
+    row.forEachBlockAtLeast(heavyFrom, [&](uint32_t first, uint32_t len) {
+      for (uint32_t i = first; i < first + len; ++i) {
+        const int32_t key = row.key(i);
+        if (key >= heavyFrom) mass[(key >> shift) - low] += double(ctx.weight(key));
+      }
+    });
   }
-  for (size_t j = 0; j < s.counts.size(); ++j)
-    if (counts[j]) s.mass[j] = double(counts[j]) * double(ctx.weight(heavyFrom + int32_t(j)));
 }
 
-// Whether the walk stops at the same heavy level (s.counts and s.mass from
-// heavyLevelsFromLanes) for every total between heavy and heavy + light.
+// Whether the walk stops at the same level (s.counts and s.mass from
+// heavyLevels) for every total between heavy and heavy + light.
 template <class Logits>
 bool heavyWalksAgree(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, int32_t heavyFrom,
                      double light, SamplerScratch& s, int32_t* tau) {
   const double heavy = sumFromTop(s.mass);
   // Margins: md_exp need not be monotone in its last bit; the whole-row
-  // total rounds once per level (at most 65,536 x 2^-53 of it).
+  // total rounds once per bin (at most 65,536 x 2^-53 of it).
   const double lowTarget = double(p) * heavy;
   const double highTarget = double(p) * ((heavy + light * (1 + 0x1p-20)) * (1 + 0x1p-30));
+  const int32_t low = heavyFrom >> Logits::kCoarseShift;
   int32_t atLow, atHigh;
-  if (!walkBins(row, Logits::kNegInf, heavyFrom, ctx, lowTarget, false, s, &atLow)) return false;
-  if (!walkBins(row, Logits::kNegInf, heavyFrom, ctx, highTarget, false, s, &atHigh) || atHigh != atLow) return false;
+  if (!walkBins(row, Logits::kNegInf, low, ctx, lowTarget, false, s, &atLow)) return false;
+  if (!walkBins(row, Logits::kNegInf, low, ctx, highTarget, false, s, &atHigh) || atHigh != atLow) return false;
   *tau = atLow;
   return true;
 }
 
-// The whole-row histogram's answer for a float16 row from its heaviest
-// levels alone, when the rest cannot change it (false when it might).
-// Heavy: keys >= B, the top's value + Tf ln 2^-16 (weights down to 2^-16
-// of the top's); light: the keys below. The whole-row walk sums the heavy
-// levels first, in the same order, and its target p * total lies between
-// p * heavy and p * (heavy + light); if the walk stops at the same heavy
-// level for both, that level is its answer, bit for bit. The light mass is
-// bounded (weight_bounds.h) first from the scan's lane maxima, each standing
-// for its 8 tokens (a pass over V / 8 keys), and when that is too loose to
-// decide, from every token (a pass over the row, within 6.2%). With
-// language-model logits (a few tokens near the top, the rest far below)
-// the bounds are far below the heavy levels' steps.
+// The whole-row histogram's answer from its heaviest bins alone, when the
+// rest cannot change it (false when it might). Heavy: keys from the bin of
+// the top's value + Tf ln 2^-16 up (weights down to 2^-16 of the top's);
+// light: the keys below. The whole-row walk sums the heavy bins first, in
+// the same order, and its target p * total lies between p * heavy and
+// p * (heavy + light); if the walk stops at the same level for both, that
+// level is its answer, bit for bit (within a float32 bin the walk goes on
+// level by level from the bins above, which are the same). The light mass
+// is bounded (weight_bounds.h) first from the scan's lane maxima, each
+// standing for its 8 tokens (a pass over V / 8 keys), and when that is too
+// loose to decide, from every token (a pass over the row, within 6.2%).
+// With language-model logits (a few tokens near the top, the rest far
+// below) the bounds are far below the heavy levels' steps.
 template <class Logits>
 bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, SamplerScratch& s,
                          int32_t* tau) {
-  static_assert(Logits::kCoarseShift == 0, "float16 rows: one level per key");
+  constexpr int shift = Logits::kCoarseShift;
   const float limit = ctx.maxValue + ctx.filterTemperature * -11.090354888959125f;  // ln 2^-16
-  const int32_t heavyFrom = keyAtLeast<Logits>(limit);
+  const int32_t heavyFrom = (keyAtLeast<Logits>(limit) >> shift) * (int32_t(1) << shift);  // its bin's first key
   const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
   if (heavyFrom <= lowest) return false;  // everything is heavy
-  // More levels than that many weights save nothing over weighing all (flat rows).
-  if (row.top - heavyFrom > int32_t(kTopPSortLimit)) return false;
-  heavyLevelsFromLanes(row, heavyFrom, ctx, s);
-  const double fromLanes = halfKeyWeightBound(row.laneMax, row.blocks * kLanes, heavyFrom - 1, kLanes, ctx.maxValue,
-                                              ctx.filterTemperature);
+  // More bins than that many weights save nothing over weighing all (flat rows).
+  if ((row.top >> shift) - (heavyFrom >> shift) > int32_t(kTopPSortLimit)) return false;
+  heavyLevels(row, heavyFrom, ctx, s);
+  const double fromLanes = keyWeightBound(Logits{}, row.laneMax, row.blocks * kLanes, heavyFrom - 1, kLanes,
+                                          ctx.maxValue, ctx.filterTemperature);
   if (heavyWalksAgree(row, ctx, p, heavyFrom, fromLanes, s, tau)) return true;
-  const double fromTokens = halfRowWeightBound(row.bits, row.size, heavyFrom, ctx.maxValue, ctx.filterTemperature);
+  const double fromTokens = rowWeightBound(Logits{}, row.bits, row.size, heavyFrom, ctx.maxValue, ctx.filterTemperature);
   return heavyWalksAgree(row, ctx, p, heavyFrom, fromTokens, s, tau);
 }
 
@@ -246,9 +262,7 @@ int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float fil
     return walkLevels(s.levels, double(p) * total, 0.0, floorKey);
   }
   int32_t tau;
-  if constexpr (Logits::kCoarseShift == 0) {
-    if (floorKey == Logits::kNegInf && topPFromHeavyLevels(row, ctx, p, s, &tau)) return tau;
-  }
+  if (floorKey == Logits::kNegInf && topPFromHeavyLevels(row, ctx, p, s, &tau)) return tau;
   // The whole histogram.
   const int32_t low = binMasses(row, floorKey, ctx, s);
   walkBins(row, floorKey, low, ctx, double(p) * sumFromTop(s.mass), true, s, &tau);

@@ -15,6 +15,9 @@ namespace md {
 #else
 #define MD_VECTOR_CLONES
 #endif
+// The loops below are templates, inlined into each clone so that each is
+// compiled for the clone's target.
+#define MD_ALWAYS_INLINE __attribute__((always_inline))
 
 namespace {
 
@@ -72,11 +75,15 @@ inline float laneSum(const FloatValueLanes& v) {
   return total;
 }
 
-}  // namespace
+// The values of 8 tokens of a row, for comparisons and weights: float16
+// rough values (above), float32 as they are (NaN compares false, which
+// leaves it out: its key is -inf's, of weight zero).
+inline void rowValues(HalfLogits, const uint16_t* bits, FloatValueLanes& out) { roughHalfValues(bits, out); }
+inline void rowValues(FloatLogits, const uint32_t* bits, FloatValueLanes& out) { std::memcpy(&out, bits, sizeof out); }
 
-MD_VECTOR_CLONES
-double halfKeyWeightBound(const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity, float top,
-                          float temperature) {
+template <class Logits>
+MD_ALWAYS_INLINE inline double keyBound(const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity,
+                                        float top, float temperature) {
   const Exponent e{top, 1.44269504088896341f / temperature};
   double total = 0;
   const FloatKeyLanes ceiling = FloatKeyLanes{} + highest;
@@ -90,7 +97,7 @@ double halfKeyWeightBound(const int32_t* keys, uint32_t count, int32_t highest, 
       const FloatKeyLanes above = k > ceiling;
       k = MD_SELECT_LANES(above, ceiling, k);
       FloatValueLanes v, w;
-      HalfLogits::values(k, v);
+      Logits::values(k, v);
       weightBounds(v, e, w);
       sum += w;
     }
@@ -98,7 +105,7 @@ double halfKeyWeightBound(const int32_t* keys, uint32_t count, int32_t highest, 
     FloatKeyLanes rest = ceiling;
     for (uint32_t l = 0; i + l < end; ++l) rest[l] = std::min(keys[i + l], highest);
     FloatValueLanes v, w;
-    HalfLogits::values(rest, v);
+    Logits::values(rest, v);
     weightBounds(v, e, w);
     for (uint32_t l = 0; i + l < end; ++l) sum[l] += w[l];
     total += double(laneSum(sum));
@@ -106,14 +113,15 @@ double halfKeyWeightBound(const int32_t* keys, uint32_t count, int32_t highest, 
   return total * multiplicity * kMargin;
 }
 
-MD_VECTOR_CLONES
-double halfRowWeightBound(const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature) {
+template <class Logits>
+MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint32_t count, int32_t below, float top,
+                                        float temperature) {
   const Exponent e{top, 1.44269504088896341f / temperature};
   // key < below exactly when value < below's value, for every finite key;
-  // the specials' rough values sort where their keys do, or weigh nothing
-  // (NaN's key is -inf's, and an excluded token only tightens the bound
-  // from above, never below what it must be).
-  const FloatValueLanes limit = FloatValueLanes{} + HalfLogits::value(below);
+  // the specials' values sort where their keys do, or weigh nothing (NaN's
+  // key is -inf's, and an excluded token only lowers the bound to what it
+  // must be at least).
+  const FloatValueLanes limit = FloatValueLanes{} + Logits::value(below);
   double total = 0;
   for (uint32_t first = 0; first < count; first += kChunk) {
     const uint32_t end = std::min(count, first + kChunk);
@@ -121,7 +129,7 @@ double halfRowWeightBound(const uint16_t* bits, uint32_t count, int32_t below, f
     uint32_t i = first;
     for (; i + kLaneCount <= end; i += kLaneCount) {
       FloatValueLanes v, w;
-      roughHalfValues(bits + i, v);
+      rowValues(Logits{}, bits + i, v);
       weightBounds(v, e, w);
       const FloatKeyLanes light = v < limit;
       FloatKeyLanes wBits;
@@ -131,15 +139,39 @@ double halfRowWeightBound(const uint16_t* bits, uint32_t count, int32_t below, f
       sum += w;
     }
     for (; i < end; ++i) {
-      const int32_t key = HalfLogits::key(bits[i]);
+      const int32_t key = Logits::key(bits[i]);
       if (key >= below) continue;
-      FloatValueLanes v = FloatValueLanes{} + HalfLogits::value(key), w;
+      FloatValueLanes v = FloatValueLanes{} + Logits::value(key), w;
       weightBounds(v, e, w);
       sum[0] += w[0];
     }
     total += double(laneSum(sum));
   }
   return total * kMargin;
+}
+
+}  // namespace
+
+MD_VECTOR_CLONES
+double keyWeightBound(HalfLogits, const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity,
+                      float top, float temperature) {
+  return keyBound<HalfLogits>(keys, count, highest, multiplicity, top, temperature);
+}
+
+MD_VECTOR_CLONES
+double keyWeightBound(FloatLogits, const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity,
+                      float top, float temperature) {
+  return keyBound<FloatLogits>(keys, count, highest, multiplicity, top, temperature);
+}
+
+MD_VECTOR_CLONES
+double rowWeightBound(HalfLogits, const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature) {
+  return rowBound<HalfLogits>(bits, count, below, top, temperature);
+}
+
+MD_VECTOR_CLONES
+double rowWeightBound(FloatLogits, const uint32_t* bits, uint32_t count, int32_t below, float top, float temperature) {
+  return rowBound<FloatLogits>(bits, count, below, top, temperature);
 }
 
 }  // namespace md

@@ -246,49 +246,51 @@ TEST_P(Steps, TokensFarBelowTheBestWinAsOftenAsTheirNoiseSays) {
 
 }  // namespace
 
-// Top-p over a float16 row from its heaviest levels (top_p.h,
-// topPFromHeavyLevels) gives the whole-row histogram's answer whenever it
-// answers: on language-model-shaped rows (a few tokens near the top, the
-// rest far below), flat rows, and rows built so that the boundary falls
-// just at a heavy level's cumulative mass (where the light tokens decide
-// and it must give up). It must answer for most model-shaped rows, or it
-// saves nothing.
+// Top-p from the heaviest levels (top_p.h, topPFromHeavyLevels) gives the
+// whole-row histogram's answer whenever it answers, for float16 rows and
+// float32 ones (whose histogram has coarse bins, walked level by level
+// inside the boundary's bin): on language-model-shaped rows (a few tokens
+// near the top, the rest far below), flat rows, and rows built so that the
+// boundary falls just at a heavy level's cumulative mass (where the light
+// tokens decide and it must give up). It must answer for most
+// model-shaped rows, or it saves nothing.
 namespace topp {
 
-int32_t wholeRow(const md::ScannedRow<md::HalfLogits>& row, const md::TopPContext<md::HalfLogits>& ctx, float p,
-                 md::SamplerScratch& s) {
-  const int32_t low = md::binMasses(row, md::HalfLogits::kNegInf, ctx, s);
+template <class Logits>
+int32_t wholeRow(const md::ScannedRow<Logits>& row, const md::TopPContext<Logits>& ctx, float p, md::SamplerScratch& s) {
+  const int32_t low = md::binMasses(row, Logits::kNegInf, ctx, s);
   int32_t tau = 0;
-  EXPECT_TRUE(md::walkBins(row, md::HalfLogits::kNegInf, low, ctx, double(p) * md::sumFromTop(s.mass), true, s, &tau));
+  EXPECT_TRUE(md::walkBins(row, Logits::kNegInf, low, ctx, double(p) * md::sumFromTop(s.mass), true, s, &tau));
   return tau;
 }
 
-TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerWhenTheyAnswer) {
+template <class Logits>
+void heavyLevelsGiveTheWholeRowAnswer() {
   std::mt19937 rng(2026);
   md::SamplerScratch s, whole;
-  md::RowMaxima blockMax;
+  md::RowMaxima maxima;
   int modelShaped = 0, answered = 0, gaveUpNearBoundary = 0;
   for (int c = 0; c < 400; ++c) {
     const uint32_t vocab = 5000 + rng() % 60000;
     const int shape = c % 4;  // 0-1 model-shaped, 2 flat, 3 a boundary planted at a heavy level
     std::normal_distribution<float> bulk(0.f, shape == 2 ? 1.0f : 2.0f);
-    std::vector<uint16_t> row(vocab);
-    for (auto& h : row) h = md::halfFromFloat(bulk(rng));
+    std::vector<typename Logits::Bits> row(vocab);
+    for (auto& h : row) h = Logits::fromFloat(bulk(rng));
     const int spikes = shape == 2 ? 0 : 3 + int(rng() % 12);
     std::uniform_real_distribution<float> spike(10.f, 18.f);
-    for (int j = 0; j < spikes; ++j) row[rng() % vocab] = md::halfFromFloat(spike(rng));
+    for (int j = 0; j < spikes; ++j) row[rng() % vocab] = Logits::fromFloat(spike(rng));
     // Model-shaped rows at temperatures up to 1, where the bulk weighs below
-    // 2^-20 of the top (hotter, it is heavy itself, and the whole row counts).
+    // 2^-16 of the top (hotter, it is heavy itself, and the whole row counts).
     const float temperature = std::uniform_real_distribution<float>(0.5f, shape < 2 ? 1.0f : 1.5f)(rng);
     float p = std::uniform_real_distribution<float>(0.5f, 0.99f)(rng);
-    const auto scanned = md::scanRow<md::HalfLogits>(row.data(), vocab, blockMax);
-    const md::TopPContext<md::HalfLogits> ctx{md::HalfLogits::value(scanned.top), temperature};
+    const auto scanned = md::scanRow<Logits>(row.data(), vocab, maxima);
+    const md::TopPContext<Logits> ctx{Logits::value(scanned.top), temperature};
     if (shape == 3) {
       // p at the heavy levels' cumulative mass up to a spike, over their total:
       // the light tokens' mass is what decides which level the walk stops at.
       std::vector<float> weights;
-      for (uint16_t h : row)
-        if (md::HalfLogits::value(md::HalfLogits::key(h)) >= 10.f) weights.push_back(ctx.weight(md::HalfLogits::key(h)));
+      for (auto h : row)
+        if (Logits::value(Logits::key(h)) >= 10.f) weights.push_back(ctx.weight(Logits::key(h)));
       std::sort(weights.rbegin(), weights.rend());
       double total = 0, upTo = 0;
       for (float w : weights) total += w;
@@ -301,12 +303,15 @@ TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerWhenTheyAnswer) {
     if (answers) {
       EXPECT_EQ(tau, expected) << "case " << c;
     }
-    EXPECT_EQ(md::topPThreshold(scanned, md::HalfLogits::kNegInf, temperature, p, s), expected) << "case " << c;
+    EXPECT_EQ(md::topPThreshold(scanned, Logits::kNegInf, temperature, p, s), expected) << "case " << c;
     if (shape < 2) ++modelShaped, answered += answers;
     if (shape == 3) gaveUpNearBoundary += !answers;
   }
   EXPECT_GE(answered, modelShaped * 9 / 10) << "model-shaped rows answered from the heavy levels";
   EXPECT_GT(gaveUpNearBoundary, 0) << "no planted boundary made it give up: the test plants nothing";
 }
+
+TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat16Rows) { heavyLevelsGiveTheWholeRowAnswer<md::HalfLogits>(); }
+TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat32Rows) { heavyLevelsGiveTheWholeRowAnswer<md::FloatLogits>(); }
 
 }  // namespace topp

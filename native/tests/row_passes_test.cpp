@@ -112,7 +112,7 @@ TEST(WeightBounds, BoundTheWeightsFromAboveAndWithin7Percent) {
     double exact = 0;
     for (uint16_t h : row)
       if (Half::key(h) < below) exact += weightOf(Half::key(h), top, temperature);
-    const double fromTokens = md::halfRowWeightBound(row.data(), n, below, top, temperature);
+    const double fromTokens = md::rowWeightBound(Half{}, row.data(), n, below, top, temperature);
     ASSERT_GE(fromTokens, exact) << "case " << c;
     // 6.2% from the chord, 2^-10 of margin, and 2^-126 per token for weights below that.
     ASSERT_LE(fromTokens, exact * 1.0635 + n * 0x1p-125) << "case " << c;
@@ -123,7 +123,7 @@ TEST(WeightBounds, BoundTheWeightsFromAboveAndWithin7Percent) {
       for (uint32_t l = 0; l < md::kLanes; ++l)
         lanesExact += md::kLanes * weightOf(std::min(scanned.laneMax[size_t(b) * md::kLanes + l], below - 1), top, temperature);
     const double fromLanes =
-        md::halfKeyWeightBound(scanned.laneMax, scanned.blocks * md::kLanes, below - 1, md::kLanes, top, temperature);
+        md::keyWeightBound(Half{}, scanned.laneMax, scanned.blocks * md::kLanes, below - 1, md::kLanes, top, temperature);
     ASSERT_GE(fromLanes, lanesExact) << "case " << c;
     ASSERT_GE(fromLanes, exact) << "case " << c;
     ASSERT_LE(fromLanes, lanesExact * 1.0635 + scanned.blocks * md::kLanes * md::kLanes * 0x1p-125) << "case " << c;
