@@ -130,7 +130,7 @@ describe('backends', () => {
 describe('rows in shared memory', () => {
   it('a row another thread writes during sample() gives a valid token on every backend, never a crash', async () => {
     const { Worker } = await import('node:worker_threads');
-    const vocab = 4096;
+    const vocab = 8192;  // above 4096, where top-p weighs heavy levels and bounds the rest
     const shared = new Uint16Array(new SharedArrayBuffer(vocab * 2));
     const flat = new Float32Array(new SharedArrayBuffer(vocab * 4));
     // The writer flips values, the top one included, as fast as it can.
@@ -148,7 +148,11 @@ describe('rows in shared memory', () => {
     try {
       for (let i = 0; i < 300; i++) {
         for (const backend of ['native', 'js'] as const) {
-          for (const [row, options] of [[shared, { temperature: 0 }], [shared, { temperature: 1, topK: 0, topP: 0.9, seed: i }], [flat, { temperature: 0.7, seed: i }]] as const) {
+          for (const [row, options] of [
+            [shared, { temperature: 0 }], [shared, { temperature: 1, topK: 0, topP: 0.9, seed: i }],
+            [shared, { temperature: 1, topK: 40, topP: 0.9, seed: i }], [flat, { temperature: 0.7, seed: i }],
+            [flat, { temperature: 1, topK: 0, topP: 0.9, seed: i }], [flat, { temperature: 1, topK: 40, minP: 0, seed: i }],
+          ] as const) {
             const token = sample(row, { ...options, backend });
             expect(token).toBeGreaterThanOrEqual(0);
             expect(token).toBeLessThan(vocab);

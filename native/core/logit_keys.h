@@ -28,21 +28,30 @@ typedef float FloatValueLanes __attribute__((vector_size(32)));
 // target's vector width, which GCC warns of.
 #define MD_SELECT_LANES(mask, a, b) (((a) & (mask)) | ((b) & ~(mask)))
 
+// A vector's lanes rearranged (lane i of the result is lane index_i of v),
+// for integer lane vectors: Clang's builtin, or GCC's older one (GCC has
+// Clang's only from version 12).
+#if defined(__clang__)
+#define MD_SHUFFLE_LANES(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define MD_SHUFFLE_LANES(v, ...) __builtin_shuffle(v, decltype(v){__VA_ARGS__})
+#endif
+
 // The largest and smallest lane of 8 or 4, by halving shuffles.
 template <class V>
 inline auto largestLane(const V& v) {
   V h = v, s;
   if constexpr (sizeof(V) / sizeof(v[0]) == 8) {
-    s = __builtin_shufflevector(h, h, 4, 5, 6, 7, 0, 1, 2, 3);
+    s = MD_SHUFFLE_LANES(h, 4, 5, 6, 7, 0, 1, 2, 3);
     h = MD_SELECT_LANES(h > s, h, s);
-    s = __builtin_shufflevector(h, h, 2, 3, 0, 1, 6, 7, 4, 5);
+    s = MD_SHUFFLE_LANES(h, 2, 3, 0, 1, 6, 7, 4, 5);
     h = MD_SELECT_LANES(h > s, h, s);
-    s = __builtin_shufflevector(h, h, 1, 0, 3, 2, 5, 4, 7, 6);
+    s = MD_SHUFFLE_LANES(h, 1, 0, 3, 2, 5, 4, 7, 6);
   } else {
     static_assert(sizeof(V) / sizeof(v[0]) == 4, "8 or 4 lanes");
-    s = __builtin_shufflevector(h, h, 2, 3, 0, 1);
+    s = MD_SHUFFLE_LANES(h, 2, 3, 0, 1);
     h = MD_SELECT_LANES(h > s, h, s);
-    s = __builtin_shufflevector(h, h, 1, 0, 3, 2);
+    s = MD_SHUFFLE_LANES(h, 1, 0, 3, 2);
   }
   h = MD_SELECT_LANES(h > s, h, s);
   return h[0];

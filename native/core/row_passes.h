@@ -165,7 +165,8 @@ int32_t kthLargestKey(const ScannedRow<Logits>& row, uint32_t k, std::vector<int
       const int32_t key = row.key(i);
       if (key >= fromLanes) buffer.push_back(key);
     });
-    return kth();
+    // Fewer than k only when another thread wrote the row since the scan.
+    return buffer.size() >= k ? kth() : fromLanes;
   }
   buffer.clear();
   const size_t capacity = 2 * size_t(k) + kBlock;

@@ -85,14 +85,17 @@ int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPCon
       // fold the patterns into their keys' bins.
       countPatterns(row, s);
       const uint32_t* raw = s.rawCounts.data();
-      for (uint32_t pattern = 0; pattern < 65536; ++pattern)
-        if (raw[pattern]) counts[Logits::key(typename Logits::Bits(pattern)) - low] += raw[pattern];
+      for (uint32_t pattern = 0; pattern < 65536; ++pattern) {
+        const int32_t key = Logits::key(typename Logits::Bits(pattern));
+        if (raw[pattern] && key >= low && key <= row.top) counts[key - low] += raw[pattern];
+      }
     }
   }
   if (shift != 0 || !wholeRow) row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
     for (uint32_t i = first; i < first + len; ++i) {
       int32_t key = Logits::key(bits[i]);
-      if (key < floorKey) continue;
+      // Outside the scan's range only when another thread wrote the row since.
+      if (key < floorKey || key > row.top || (key >> shift) < low) continue;
       if constexpr (shift == 0) counts[key - low]++;
       else mass[(key >> shift) - low] += double(ctx.weight(key));
     }
@@ -178,8 +181,9 @@ void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPCon
       for (uint32_t l = 0; l < kLanes; ++l) {
         if (row.laneMax[size_t(b) * kLanes + l] < heavyFrom) continue;
         for (uint32_t i = first + l; i < end; i += kLanes) {
+          // (<= top: a row another thread writes may have changed since the scan)
           const int32_t key = row.key(i);
-          if (key >= heavyFrom) counts[key - heavyFrom]++;
+          if (key >= heavyFrom && key <= row.top) counts[key - heavyFrom]++;
         }
       }
     }
@@ -189,7 +193,7 @@ void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPCon
     row.forEachBlockAtLeast(heavyFrom, [&](uint32_t first, uint32_t len) {
       for (uint32_t i = first; i < first + len; ++i) {
         const int32_t key = row.key(i);
-        if (key >= heavyFrom) mass[(key >> shift) - low] += double(ctx.weight(key));
+        if (key >= heavyFrom && key <= row.top) mass[(key >> shift) - low] += double(ctx.weight(key));
       }
     });
   }
