@@ -1,5 +1,7 @@
 // The TypeScript sampler's top-p over a float16 row from its heaviest
-// levels (lib/js/half-row.ts, topPFromHeavyLevels): whenever it answers, the
+// levels (lib/js/half-row.ts): topPFromHeavyLevels (the light mass bounded
+// from the row's counts) and topPFromHeavyTokens (bounded token by token
+// from a table, without the counts), whenever they answer, give the
 // whole-row walk's answer, on model-shaped rows (a few tokens near the top,
 // the rest far below), flat rows, and rows whose boundary is planted at a
 // heavy level's cumulative mass (where the light tokens decide and it must
@@ -8,7 +10,7 @@
 import { expect, it } from 'vitest';
 
 import { float16FromNumber, numberFromFloat16 } from '../lib/float16.js';
-import { halfOfOrder, halfOrderTable, topPFromHeavyLevels, topPWholeRow } from '../lib/js/half-row.js';
+import { halfOfOrder, halfOrderTable, topPFromHeavyLevels, topPFromHeavyTokensOfRow, topPWholeRow } from '../lib/js/half-row.js';
 import { mdExp } from '../lib/js/noise.js';
 import { normal as normalFrom, seededRandom } from '../lib/bench/logit-rows.js';
 
@@ -18,7 +20,7 @@ it('answers with the whole-row walk\'s level, and gives up where the light token
   const random = seededRandom(2026);
   const normal = () => normalFrom(random);
   const order = halfOrderTable();
-  let modelShaped = 0, answered = 0, gaveUp = 0;
+  let modelShaped = 0, answered = 0, gaveUp = 0, answeredFromTokens = 0, gaveUpFromTokens = 0;
   for (let c = 0; c < 300; c++) {
     const shape = c % 4;  // 0-1 model-shaped, 2 flat, 3 a boundary planted at a heavy level
     const vocab = 5000 + Math.floor(random() * 60000);
@@ -47,12 +49,18 @@ it('answers with the whole-row walk\'s level, and gives up where the light token
     const answer = topPFromHeavyLevels(counts, top, 0, weight, f(max + f(tf * -13.862943611198906)), p);
     const whole = topPWholeRow(counts, top, 0, weight, p);
     if (answer !== undefined) expect(answer, `case ${c}`).toBe(whole);
+    const fromTokens = topPFromHeavyTokensOfRow(halves, tf, p);
+    if (fromTokens !== undefined) expect(fromTokens, `case ${c}, from the tokens`).toBe(whole);
     if (shape < 2) {
       modelShaped++;
       if (answer !== undefined) answered++;
+      if (fromTokens !== undefined) answeredFromTokens++;
     }
     if (shape === 3 && answer === undefined) gaveUp++;
+    if (shape === 3 && fromTokens === undefined) gaveUpFromTokens++;
   }
   expect(answered).toBeGreaterThanOrEqual(Math.floor(modelShaped * 0.9));
+  expect(answeredFromTokens).toBeGreaterThanOrEqual(Math.floor(modelShaped * 0.9));
   expect(gaveUp, 'no planted boundary made it give up: the test plants nothing').toBeGreaterThan(0);
+  expect(gaveUpFromTokens, 'no planted boundary made the token bound give up').toBeGreaterThan(0);
 });

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { float32Bits } from '../lib/js/float16.js';
-import { GUMBEL_MAX, gumbel, hash, mdExp, mdLog, mdLogAny, noiseKey, uniform } from '../lib/js/noise.js';
+import { GUMBEL_MAX, gumbel, hash, hashInverse, mdExp, mdLog, mdLogAny, noiseKey, uniform } from '../lib/js/noise.js';
 import { float16FromNumber, numberFromFloat16 } from '../lib/index.js';
 
 const ulps = (a: number, b: number) => Math.abs(float32Bits(a) - float32Bits(b));
@@ -12,6 +12,17 @@ describe('noise mirror', () => {
     expect([hash(0), hash(1), hash(42), hash(0xffffffff)]).toEqual([129708002, 2831084092, 1223963391, 3861530882]);
     expect(noiseKey(7, 3)).toBe(3952640559);
     expect(noiseKey(10, 5)).not.toBe(noiseKey(9, 6));
+  });
+
+  it('inverts the hash for every xorshift amount and both ends of the word', () => {
+    const inputs = [0, 1, 0x7fffffff, 0x80000000, 0xffffffff];
+    for (let x = 0, i = 0; i < 200000; i++, x = (x + 0x9e3779b9) >>> 0) inputs.push(x);
+    let shifts = 0;
+    for (const x of inputs) {
+      if (hashInverse(hash(x)) !== x) expect.fail(`hashInverse(hash(${x})) = ${hashInverse(hash(x))}`);
+      shifts |= 1 << (((Math.imul(x, 747796405) + 2891336453) >>> 0) >>> 28);
+    }
+    expect(shifts).toBe(0xffff);
   });
 
   it('maps hash bits strictly inside (0, 1)', () => {

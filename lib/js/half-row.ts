@@ -10,10 +10,12 @@
 // native sampler.
 import type { ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
-import { GUMBEL_MAX, gumbel, hash, mdExp, mdLogAny, noiseKey, tokenNoise, uniform } from './noise.js';
+import { GUMBEL_MAX, gumbel, hash, hashInverse, mdExp, mdLogAny, noiseKey, tokenNoise, uniform } from './noise.js';
 
 const f = Math.fround;
 const BLOCK = 64;
+/** Top-p's light bound weighs each token by its bit pattern's group of 2^GROUP_SHIFT. */
+const GROUP_SHIFT = 6;
 /** The bin of -inf: sanitised NaNs and refused tokens land here. */
 const NEG_INF_ORDER = halfOrder(0xfc00);
 
@@ -86,7 +88,7 @@ function arithmeticFloor(floor: number): number {
 // Scratch reused by every call on this thread.
 const scratch = {
   blockMax: new Uint16Array(0), blockArithmetic: new Uint8Array(0), gathered: new Uint16Array(0),
-  counts: new Uint32Array(65536), mass: new Float64Array(65536),
+  counts: new Uint32Array(65536), mass: new Float64Array(65536), groupWeight: new Float64Array(65536 >>> GROUP_SHIFT),
 };
 
 /** A float16 row after steps 0-2, read through its bins. */
@@ -265,10 +267,77 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
     }
     return levels[levels.length - 1];
   }
-  const counts = countAll(row), mass = scratch.mass;
+  if (floor === 0) {
+    const fromTokens = topPFromHeavyTokens(row, weight, f(max + f(tf * -11.090354888959125)), p);  // 2^-16
+    if (fromTokens !== undefined) return fromTokens;
+  }
+  const counts = countAll(row);
   const heavy = topPFromHeavyLevels(counts, row.top, floor, weight, f(max + f(tf * -13.862943611198906)), p);
   if (heavy !== undefined) return heavy;
   return topPWholeRow(counts, row.top, floor, weight, p);
+}
+
+/**
+ * topPFromHeavyTokens on a row without edits or mask, at filter
+ * temperature `tf`: the bin it answers with, or undefined.
+ * @internal exported for its test
+ */
+export function topPFromHeavyTokensOfRow(halves: Uint16Array, tf: number, p: number): number | undefined {
+  const row = scanHalfRow(halves, { mask: undefined } as ResolvedSampling, new Map());
+  const values = orderValueTable(), max = values[row.top];
+  const weight = (o: number) => mdExp(f(f(values[o] - max) / tf));
+  return topPFromHeavyTokens(row, weight, f(max + f(tf * -11.090354888959125)), p);
+}
+
+/**
+ * The whole-row walk's answer from the heaviest bins alone, without
+ * counting the row (undefined when the light tokens might move it, or the
+ * row has a mask): the heavy bins counted from the blocks that reach them,
+ * the light mass bounded by reading each token's weight bound from a table
+ * of its bit pattern's group (native/core/top_p.h does the same with
+ * vectorised bounds). Bins from `heavyValue` (the top's weight x 2^-16) up
+ * are heavy.
+ */
+function topPFromHeavyTokens(row: ScannedHalfRow, weight: (o: number) => number, heavyValue: number, p: number): number | undefined {
+  const heavyFrom = orderAtLeast(heavyValue), lowest = NEG_INF_ORDER + 1;  // -inf weighs nothing
+  if (row.mask || heavyFrom <= lowest || row.top - heavyFrom > 4096) return undefined;
+  const gathered = gatherAtLeast(row, heavyFrom, 65536);
+  if (!gathered) return undefined;
+  const counts = scratch.counts;
+  counts.fill(0, heavyFrom, row.top + 1);
+  for (let i = 0; i < gathered.length; i++) counts[gathered[i]]++;
+  return heavyWalksAgree(counts, row.top, heavyFrom, weight, lightBoundByGroups(row, heavyFrom, lowest, weight), p);
+}
+
+/**
+ * An upper bound on the weight of the tokens below `heavyFrom`: each token
+ * at the largest light weight of its bit pattern's group of 64 (64
+ * neighbouring values of one sign), one table read per token; edited
+ * tokens also at their edited bin's weight. Heavy tokens in a group that
+ * straddles heavyFrom count too, at below 2^-16 of the top's weight.
+ */
+function lightBoundByGroups(row: ScannedHalfRow, heavyFrom: number, lowest: number, weight: (o: number) => number): number {
+  const order = halfOrderTable(), groupWeight = scratch.groupWeight, size = 1 << GROUP_SHIFT;
+  for (let g = 0; g < groupWeight.length; g++) {
+    const first = g * size;
+    // +inf is the top's bin (heavy); NaN and -inf weigh nothing.
+    const special = (first >= 0x7c00 && first < 0x8000) || first >= 0xfc00;
+    // A positive group's largest value is its last pattern, a negative one's its first.
+    const o = special ? 0 : Math.min(first < 0x8000 ? order[first + size - 1] : order[first], heavyFrom - 1);
+    groupWeight[g] = o < lowest ? 0 : weight(o);
+  }
+  const halves = row.halves, n = halves.length;
+  // Four sums, so that each addition need not wait for the one before.
+  let a = 0, b = 0, c = 0, d = 0, i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a += groupWeight[halves[i] >>> GROUP_SHIFT];
+    b += groupWeight[halves[i + 1] >>> GROUP_SHIFT];
+    c += groupWeight[halves[i + 2] >>> GROUP_SHIFT];
+    d += groupWeight[halves[i + 3] >>> GROUP_SHIFT];
+  }
+  for (; i < n; i++) a += groupWeight[halves[i] >>> GROUP_SHIFT];
+  for (const o of row.edited.values()) if (o < heavyFrom && o >= lowest) a += weight(o);
+  return (a + b) + (c + d);
 }
 
 /**
@@ -286,13 +355,23 @@ export function topPFromHeavyLevels(counts: Uint32Array, top: number, floor: num
   heavyValue: number, p: number): number | undefined {
   const heavyFrom = orderAtLeast(heavyValue), lowest = Math.max(floor, NEG_INF_ORDER + 1);  // -inf weighs nothing
   if (heavyFrom <= lowest || top - heavyFrom > 4096) return undefined;  // everything heavy, or too many levels to save anything
-  const mass = scratch.mass;
   let light = 0;
   for (let high = heavyFrom - 1; high >= lowest; high -= 256) {
     let tokens = 0;
     for (let b = Math.max(lowest, high - 255); b <= high; b++) tokens += counts[b];
     light += tokens * weight(high);
   }
+  return heavyWalksAgree(counts, top, heavyFrom, weight, light, p);
+}
+
+/**
+ * The walk's stop over the heavy bins (counts from `heavyFrom` to `top`)
+ * when it is the same for every total from heavy to heavy + light, else
+ * undefined: then it is the whole-row walk's stop, bit for bit.
+ */
+function heavyWalksAgree(counts: Uint32Array, top: number, heavyFrom: number, weight: (o: number) => number,
+  light: number, p: number): number | undefined {
+  const mass = scratch.mass;
   let heavy = 0;
   for (let b = top; b >= heavyFrom; b--) if (counts[b] !== 0) heavy += mass[b] = counts[b] * weight(b);
   // Margins as native's: the weights' last bit, the whole-row total's roundings.
@@ -362,6 +441,10 @@ function cellsBelow(need: number): number {
   return Math.max(0, Math.floor((Math.exp(-Math.exp(-need)) * 16777216 - 1) / 2) - 1);
 }
 
+// The lowest of the few noise cells the draw inverts the hash for (16 cells,
+// 8192 hashes), as native/core/noise_argmax.h.
+const LOWEST_UNLIKELY_CELL = 2 ** 23 - 16;
+
 /**
  * Steps 0-6 for a float16 row with temperature > 0 or edits: the token, or
  * undefined when every logit is -inf. `edits` as for scanHalfRow.
@@ -388,22 +471,55 @@ export function sampleHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: M
     return Number.isFinite(limit) ? Math.max(orderAtLeast(limit), tau) : tau;
   };
   let floor = floorOf(best);
-  for (let b = 0; b < row.blocks; b++) {
-    if (row.blockMax[b] < floor) continue;
-    const cells = cellsBelow((best - marginOf(best) - values[row.blockMax[b]]) / t - 1e-4);
-    const arithmetic = row.blockArithmetic[b] === 1;
-    for (let i = b * BLOCK, end = Math.min(n, i + BLOCK); i < end; i++) {
-      if (arithmetic ? arithmeticOrder(halves[i]) < arithmeticFloor(floor) : orderOf(row, i, order) < floor) continue;
-      if (i === bestIndex) continue;
-      const o = arithmetic ? order[halves[i]] : orderOf(row, i, order);
-      const bits = hash((key + i) >>> 0);
-      if (bits >>> 9 < cells) continue;
-      const score = f(values[o] + f(t * gumbel(uniform(bits))));
-      if (score > best || (score === best && i < bestIndex)) {
-        best = score;
-        bestIndex = i;
-        floor = floorOf(best);
+  const consider = (i: number, o: number, bits: number) => {
+    const score = f(values[o] + f(t * gumbel(uniform(bits))));
+    if (score > best || (score === best && i < bestIndex)) {
+      best = score;
+      bestIndex = i;
+      floor = floorOf(best);
+    }
+  };
+  // The blocks whose largest bin is in [low, high) and at the floor.
+  const scoreBlocks = (low: number, high: number) => {
+    for (let b = 0; b < row.blocks; b++) {
+      const blockMax = row.blockMax[b];
+      if (blockMax < floor || blockMax < low || blockMax >= high) continue;
+      const cells = cellsBelow((best - marginOf(best) - values[blockMax]) / t - 1e-4);
+      const arithmetic = row.blockArithmetic[b] === 1;
+      for (let i = b * BLOCK, end = Math.min(n, i + BLOCK); i < end; i++) {
+        if (arithmetic ? arithmeticOrder(halves[i]) < arithmeticFloor(floor) : orderOf(row, i, order) < floor) continue;
+        if (i === bestIndex) continue;
+        const bits = hash((key + i) >>> 0);
+        if (bits >>> 9 < cells) continue;
+        consider(i, arithmetic ? order[halves[i]] : orderOf(row, i, order), bits);
       }
+    }
+  };
+  // Below this bin a token needs a cell of at least cellsOf(split - 1) to win.
+  const cellsOf = (o: number) => cellsBelow((best - marginOf(best) - values[o]) / t - 1e-4);
+  // The blocks nearest the top first: their noise raises the best score.
+  const nearTop = Math.max(floor, orderAtLeast(f(max - f(2 * t))));
+  scoreBlocks(nearTop, 0x10000);
+  // The split: every bin below it needs one of the top UNLIKELY_CELLS cells
+  // (native/core/noise_argmax.h's plan). Its tokens are found from those
+  // cells through the hash's inverse, not by hashing the blocks.
+  let split = floor;
+  if (Number.isFinite(best) && Number.isFinite(tMaxNoise) && cellsOf(floor) >= LOWEST_UNLIKELY_CELL) {
+    let lo = floor, hi = row.top;  // the largest bin whose cells are still that high
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (cellsOf(mid) >= LOWEST_UNLIKELY_CELL) lo = mid; else hi = mid - 1;
+    }
+    split = lo + 1;
+  }
+  scoreBlocks(split, nearTop);
+  if (split > floor) {
+    const first = cellsOf(split - 1) * 512;  // higher than planned, or equal: the best only rises
+    for (let h = first; h < 2 ** 32; h++) {
+      const i = (hashInverse(h) - key) >>> 0;
+      if (i >= n || i === bestIndex) continue;
+      const o = orderOf(row, i, order);
+      if (o >= floor) consider(i, o, h);
     }
   }
   return bestIndex;

@@ -15,6 +15,21 @@ export function hash(x: number): number {
   return ((w >>> 22) ^ w) >>> 0;
 }
 
+/**
+ * The x with hash(x) === h: hash is a bijection of 32-bit words (an odd
+ * multiply, xorshifts, an odd multiply, a xorshift), undone step by step
+ * as native/core/noise_block.cpp's invert does. With it, the tokens that
+ * drew a noise cell near the top are found from those cells.
+ */
+export function hashInverse(h: number): number {
+  const w = (h ^ (h >>> 22)) >>> 0;
+  const v = Math.imul(w, 2897767785) >>> 0;  // the inverse of 277803737
+  const shift = (v >>> 28) + 4;
+  let s = v;
+  for (let round = 0; round < 8; round++) s = (v ^ (s >>> shift)) >>> 0;
+  return Math.imul((s - 2891336453) >>> 0, 3425435293) >>> 0;  // the inverse of 747796405
+}
+
 export function noiseKey(seed: number, position: number): number {
   return hash((seed ^ hash(position)) >>> 0);
 }
