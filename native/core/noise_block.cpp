@@ -1,18 +1,9 @@
-// noise_block.cpp: tokenNoiseBlock and its kin, vectorised.
-//
-// The hash's variable shift has no SSE2 instruction, so on x86-64 Linux the
-// functions are also compiled for AVX2 and the loader picks the clone the CPU
-// supports (an ifunc). Both clones do the same float32 operations in the same
-// order without fused multiply-adds, so they return the same bits.
+// noise_block.cpp: tokenNoiseBlock and its kin, vectorised (MD_VECTOR_CLONES).
 #include "noise_block.h"
 
-namespace md {
+#include "vector_clones.h"
 
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-#define MD_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define MD_VECTOR_CLONES
-#endif
+namespace md {
 
 MD_VECTOR_CLONES
 void tokenNoiseBlock(md_u32 key, uint32_t first, uint32_t count, float* out) {

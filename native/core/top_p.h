@@ -175,18 +175,11 @@ void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPCon
   uint32_t* counts = s.counts.data();
   double* mass = s.mass.data();
   if constexpr (shift == 0) {
-    for (uint32_t b = 0; b < row.blocks; ++b) {
-      if (row.blockMax[b] < heavyFrom) continue;
-      const uint32_t first = b * kBlock, end = first + row.blockLength(b);
-      for (uint32_t l = 0; l < kLanes; ++l) {
-        if (row.laneMax[size_t(b) * kLanes + l] < heavyFrom) continue;
-        for (uint32_t i = first + l; i < end; i += kLanes) {
-          // (<= top: a row another thread writes may have changed since the scan)
-          const int32_t key = row.key(i);
-          if (key >= heavyFrom && key <= row.top) counts[key - heavyFrom]++;
-        }
-      }
-    }
+    row.forEachInLanesAtLeast(heavyFrom, [&](uint32_t i) {
+      // (<= top: a row another thread writes may have changed since the scan)
+      const int32_t key = row.key(i);
+      if (key >= heavyFrom && key <= row.top) counts[key - heavyFrom]++;
+    });
     for (size_t j = 0; j < s.counts.size(); ++j)
       if (counts[j]) mass[j] = double(counts[j]) * double(ctx.weight(heavyFrom + int32_t(j)));
   } else {

@@ -1,20 +1,16 @@
 // weight_bounds.cpp: the bounds of weight_bounds.h, on 8 lanes at a time
 // (GCC's and Clang's vector extension), also compiled for AVX2 on x86-64
-// Linux (as noise_block.cpp; the loader picks the clone).
+// Linux (MD_VECTOR_CLONES).
 #include "weight_bounds.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "logit_keys.h"
+#include "vector_clones.h"
 
 namespace md {
 
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-#define MD_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define MD_VECTOR_CLONES
-#endif
 // The loops below are templates, inlined into each clone so that each is
 // compiled for the clone's target.
 #define MD_ALWAYS_INLINE __attribute__((always_inline))
