@@ -9,6 +9,10 @@
 #include "logit_keys.h"
 #include "vector_clones.h"
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 namespace md {
 
 // The loops below are templates, inlined into each clone so that each is
@@ -47,11 +51,22 @@ inline void weightBounds(const FloatValueLanes& v, const Exponent& e, FloatValue
   std::memcpy(&out, &bits, sizeof out);
 }
 
-// The float32 values of 8 float16 logits, without their specials: the
-// magnitude rescaled as in halfToFloat, so +-inf and NaN come out as
-// finite values of magnitude 65536 or more (beyond every finite logit,
-// 65504), which the caller's comparisons place.
-inline void roughHalfValues(const uint16_t* bits, FloatValueLanes& out) {
+// The float32 values of 8 float16 logits: converted by the CPU on AArch64
+// (one instruction per 4 lanes), else by rescaling the magnitude as
+// halfToFloat does, which turns +-inf and NaN into finite values of
+// magnitude 65536 or more. (x86-64's F16C would need a clone of its own:
+// the AVX2 clone's dispatch does not promise it, and a Haswell clone is
+// chosen by CPU model, not features, so AMD's would miss it.) Either way
+// the specials compare where the caller needs them (see rowBound).
+#if defined(__aarch64__)
+inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
+  const float16x8_t halves = vreinterpretq_f16_u16(vld1q_u16(bits));
+  const float32x4_t low = vcvt_f32_f16(vget_low_f16(halves)), high = vcvt_high_f32_f16(halves);
+  std::memcpy(&out, &low, sizeof low);
+  std::memcpy(reinterpret_cast<char*>(&out) + sizeof low, &high, sizeof high);
+}
+#else
+inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
   HalfKeyLanes narrow;
   std::memcpy(&narrow, bits, sizeof narrow);
   const FloatKeyLanes wide = __builtin_convertvector(narrow, FloatKeyLanes);  // sign-extended
@@ -64,6 +79,7 @@ inline void roughHalfValues(const uint16_t* bits, FloatValueLanes& out) {
   vBits |= wide & int32_t(0x80000000u);
   std::memcpy(&out, &vBits, sizeof out);
 }
+#endif
 
 inline float laneSum(const FloatValueLanes& v) {
   float total = 0;
@@ -72,9 +88,8 @@ inline float laneSum(const FloatValueLanes& v) {
 }
 
 // The values of 8 tokens of a row, for comparisons and weights: float16
-// rough values (above), float32 as they are (NaN compares false, which
-// leaves it out: its key is -inf's, of weight zero).
-inline void rowValues(HalfLogits, const uint16_t* bits, FloatValueLanes& out) { roughHalfValues(bits, out); }
+// converted (above), float32 as they are.
+inline void rowValues(HalfLogits, const uint16_t* bits, FloatValueLanes& out) { halfValues(bits, out); }
 inline void rowValues(FloatLogits, const uint32_t* bits, FloatValueLanes& out) { std::memcpy(&out, bits, sizeof out); }
 
 template <class Logits>
@@ -113,10 +128,7 @@ template <class Logits>
 MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint32_t count, int32_t below, float top,
                                         float temperature) {
   const Exponent e{top, 1.44269504088896341f / temperature};
-  // key < below exactly when value < below's value, for every finite key;
-  // the specials' values sort where their keys do, or weigh nothing (NaN's
-  // key is -inf's, and an excluded token only lowers the bound to what it
-  // must be at least).
+  // key < below exactly when value < below's value, for every finite key.
   const FloatValueLanes limit = FloatValueLanes{} + Logits::value(below);
   double total = 0;
   for (uint32_t first = 0; first < count; first += kChunk) {
@@ -126,8 +138,17 @@ MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint3
     for (; i + kLaneCount <= end; i += kLaneCount) {
       FloatValueLanes v, w;
       rowValues(Logits{}, bits + i, v);
-      weightBounds(v, e, w);
+      // Light: below the limit. NaN compares false (its key is -inf's,
+      // of weight zero) and +inf is the top's key (heavy). The others
+      // are weighed as the top, finite, then left out.
       const FloatKeyLanes light = v < limit;
+      FloatKeyLanes vBits, topBits;
+      const FloatValueLanes tops = FloatValueLanes{} + top;
+      std::memcpy(&vBits, &v, sizeof v);
+      std::memcpy(&topBits, &tops, sizeof tops);
+      vBits = MD_SELECT_LANES(light, vBits, topBits);
+      std::memcpy(&v, &vBits, sizeof v);
+      weightBounds(v, e, w);
       FloatKeyLanes wBits;
       std::memcpy(&wBits, &w, sizeof w);
       wBits &= light;
