@@ -59,6 +59,7 @@ inline void weightBounds(const FloatValueLanes& v, const Exponent& e, FloatValue
 // chosen by CPU model, not features, so AMD's would miss it.) Either way
 // the specials compare where the caller needs them (see rowBound).
 #if defined(__aarch64__)
+constexpr bool kHalfValuesFinite = false;
 inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
   const float16x8_t halves = vreinterpretq_f16_u16(vld1q_u16(bits));
   const float32x4_t low = vcvt_f32_f16(vget_low_f16(halves)), high = vcvt_high_f32_f16(halves);
@@ -66,6 +67,7 @@ inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
   std::memcpy(reinterpret_cast<char*>(&out) + sizeof low, &high, sizeof high);
 }
 #else
+constexpr bool kHalfValuesFinite = true;
 inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
   HalfKeyLanes narrow;
   std::memcpy(&narrow, bits, sizeof narrow);
@@ -91,6 +93,9 @@ inline float laneSum(const FloatValueLanes& v) {
 // converted (above), float32 as they are.
 inline void rowValues(HalfLogits, const uint16_t* bits, FloatValueLanes& out) { halfValues(bits, out); }
 inline void rowValues(FloatLogits, const uint32_t* bits, FloatValueLanes& out) { std::memcpy(&out, bits, sizeof out); }
+// Whether rowValues never gives an infinity or a NaN.
+constexpr bool rowValuesFinite(HalfLogits) { return kHalfValuesFinite; }
+constexpr bool rowValuesFinite(FloatLogits) { return false; }
 
 template <class Logits>
 MD_ALWAYS_INLINE inline double keyBound(const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity,
@@ -139,15 +144,18 @@ MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint3
       FloatValueLanes v, w;
       rowValues(Logits{}, bits + i, v);
       // Light: below the limit. NaN compares false (its key is -inf's,
-      // of weight zero) and +inf is the top's key (heavy). The others
-      // are weighed as the top, finite, then left out.
+      // of weight zero) and +inf is the top's key (heavy). Where values
+      // can be NaN or infinite, the others are weighed as the top (finite)
+      // before they are left out.
       const FloatKeyLanes light = v < limit;
-      FloatKeyLanes vBits, topBits;
-      const FloatValueLanes tops = FloatValueLanes{} + top;
-      std::memcpy(&vBits, &v, sizeof v);
-      std::memcpy(&topBits, &tops, sizeof tops);
-      vBits = MD_SELECT_LANES(light, vBits, topBits);
-      std::memcpy(&v, &vBits, sizeof v);
+      if constexpr (!rowValuesFinite(Logits{})) {
+        FloatKeyLanes vBits, topBits;
+        const FloatValueLanes tops = FloatValueLanes{} + top;
+        std::memcpy(&vBits, &v, sizeof v);
+        std::memcpy(&topBits, &tops, sizeof tops);
+        vBits = MD_SELECT_LANES(light, vBits, topBits);
+        std::memcpy(&v, &vBits, sizeof v);
+      }
       weightBounds(v, e, w);
       FloatKeyLanes wBits;
       std::memcpy(&wBits, &w, sizeof w);
