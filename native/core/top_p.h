@@ -86,8 +86,9 @@ int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPCon
       countPatterns(row, s);
       const uint32_t* raw = s.rawCounts.data();
       for (uint32_t pattern = 0; pattern < 65536; ++pattern) {
+        if (!raw[pattern]) continue;
         const int32_t key = Logits::key(typename Logits::Bits(pattern));
-        if (raw[pattern] && key >= low && key <= row.top) counts[key - low] += raw[pattern];
+        if (key >= low && key <= row.top) counts[key - low] += raw[pattern];
       }
     }
   }
@@ -231,8 +232,12 @@ bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits
   const int32_t heavyFrom = (keyAtLeast<Logits>(limit) >> shift) * (int32_t(1) << shift);  // its bin's first key
   const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
   if (heavyFrom <= lowest) return false;  // everything is heavy
-  // More bins than that many weights save nothing over weighing all (flat rows).
+  // More bins than that many weights save nothing over weighing all (flat
+  // rows), nor do heavy tokens in more than an eighth of the blocks.
   if ((row.top >> shift) - (heavyFrom >> shift) > int32_t(kTopPSortLimit)) return false;
+  uint32_t heavyBlocks = 0;
+  for (uint32_t b = 0; b < row.blocks; ++b) heavyBlocks += row.blockMax[b] >= heavyFrom;
+  if (heavyBlocks > row.blocks / 8) return false;
   heavyLevels(row, heavyFrom, ctx, s);
   const double fromLanes = keyWeightBound(Logits{}, row.laneMax, row.blocks * kLanes, heavyFrom - 1, kLanes,
                                           ctx.maxValue, ctx.filterTemperature);
