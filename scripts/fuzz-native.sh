@@ -39,7 +39,8 @@ run_fuzzer() {
 }
 
 echo "== sampler_fuzz: the C++ sampler against the reference sampler, ${seconds} s"
-run_fuzzer sampler_fuzz 40000 native/core/cpu_sampler.cpp native/core/noise_block.cpp native/core/weight_bounds.cpp
+run_fuzzer sampler_fuzz 40000 native/core/cpu_sampler.cpp native/core/noise_block.cpp native/core/weight_bounds.cpp \
+  native/core/quant/cpu_features.cpp
 
 transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp native/core/quant/convert_rows.cpp
              native/core/quant/cpu_features.cpp native/core/quant/dot.cpp native/core/quant/dot_portable.cpp

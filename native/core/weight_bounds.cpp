@@ -12,6 +12,11 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "quant/cpu_features.h"
+#endif
 
 namespace md {
 
@@ -54,10 +59,10 @@ inline void weightBounds(const FloatValueLanes& v, const Exponent& e, FloatValue
 // The float32 values of 8 float16 logits: converted by the CPU on AArch64
 // (one instruction per 4 lanes), else by rescaling the magnitude as
 // halfToFloat does, which turns +-inf and NaN into finite values of
-// magnitude 65536 or more. (x86-64's F16C would need a clone of its own:
-// the AVX2 clone's dispatch does not promise it, and a Haswell clone is
-// chosen by CPU model, not features, so AMD's would miss it.) Either way
-// the specials compare where the caller needs them (see rowBound).
+// magnitude 65536 or more; on x86-64 CPUs with F16C, HalfRowsF16c below
+// (the AVX2 clone's dispatch does not promise F16C, and a Haswell clone is
+// chosen by CPU model, not features: AMD's would miss it). Either way the
+// specials compare where the caller needs them (see rowBound).
 #if defined(__aarch64__)
 constexpr bool kHalfValuesFinite = false;
 inline void halfValues(const uint16_t* bits, FloatValueLanes& out) {
@@ -91,11 +96,29 @@ inline float laneSum(const FloatValueLanes& v) {
 
 // The values of 8 tokens of a row, for comparisons and weights: float16
 // converted (above), float32 as they are.
-inline void rowValues(HalfLogits, const uint16_t* bits, FloatValueLanes& out) { halfValues(bits, out); }
-inline void rowValues(FloatLogits, const uint32_t* bits, FloatValueLanes& out) { std::memcpy(&out, bits, sizeof out); }
-// Whether rowValues never gives an infinity or a NaN.
-constexpr bool rowValuesFinite(HalfLogits) { return kHalfValuesFinite; }
-constexpr bool rowValuesFinite(FloatLogits) { return false; }
+// A row's values, 8 at a time, for rowBound: the row type, how its values
+// are read, and whether they are always finite.
+struct HalfRows {
+  using Logits = HalfLogits;
+  static constexpr bool kFinite = kHalfValuesFinite;
+  static void values(const uint16_t* bits, FloatValueLanes& out) { halfValues(bits, out); }
+};
+struct FloatRows {
+  using Logits = FloatLogits;
+  static constexpr bool kFinite = false;
+  static void values(const uint32_t* bits, FloatValueLanes& out) { std::memcpy(&out, bits, sizeof out); }
+};
+#if defined(__x86_64__)
+// float16 rows converted by F16C, on CPUs that have it (cpuHasAvx2).
+struct HalfRowsF16c {
+  using Logits = HalfLogits;
+  static constexpr bool kFinite = false;
+  __attribute__((target("avx2,f16c"))) static void values(const uint16_t* bits, FloatValueLanes& out) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits)));
+    std::memcpy(&out, &v, sizeof out);
+  }
+};
+#endif
 
 template <class Logits>
 MD_ALWAYS_INLINE inline double keyBound(const int32_t* keys, uint32_t count, int32_t highest, uint32_t multiplicity,
@@ -129,9 +152,10 @@ MD_ALWAYS_INLINE inline double keyBound(const int32_t* keys, uint32_t count, int
   return total * multiplicity * kMargin;
 }
 
-template <class Logits>
-MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint32_t count, int32_t below, float top,
-                                        float temperature) {
+template <class Rows>
+MD_ALWAYS_INLINE inline double rowBound(const typename Rows::Logits::Bits* bits, uint32_t count, int32_t below,
+                                        float top, float temperature) {
+  using Logits = typename Rows::Logits;
   const Exponent e{top, 1.44269504088896341f / temperature};
   // key < below exactly when value < below's value, for every finite key.
   const FloatValueLanes limit = FloatValueLanes{} + Logits::value(below);
@@ -142,13 +166,13 @@ MD_ALWAYS_INLINE inline double rowBound(const typename Logits::Bits* bits, uint3
     uint32_t i = first;
     for (; i + kLaneCount <= end; i += kLaneCount) {
       FloatValueLanes v, w;
-      rowValues(Logits{}, bits + i, v);
+      Rows::values(bits + i, v);
       // Light: below the limit. NaN compares false (its key is -inf's,
       // of weight zero) and +inf is the top's key (heavy). Where values
       // can be NaN or infinite, the others are weighed as the top (finite)
       // before they are left out.
       const FloatKeyLanes light = v < limit;
-      if constexpr (!rowValuesFinite(Logits{})) {
+      if constexpr (!Rows::kFinite) {
         FloatKeyLanes vBits, topBits;
         const FloatValueLanes tops = FloatValueLanes{} + top;
         std::memcpy(&vBits, &v, sizeof v);
@@ -190,13 +214,30 @@ double keyWeightBound(FloatLogits, const int32_t* keys, uint32_t count, int32_t 
 }
 
 MD_VECTOR_CLONES
+double rowWeightBoundWithoutF16c(const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature) {
+  return rowBound<HalfRows>(bits, count, below, top, temperature);
+}
+
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("avx2,f16c"))) double rowWeightBoundF16c(const uint16_t* bits, uint32_t count, int32_t below,
+                                                               float top, float temperature) {
+  return rowBound<HalfRowsF16c>(bits, count, below, top, temperature);
+}
+}  // namespace
+#endif
+
 double rowWeightBound(HalfLogits, const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature) {
-  return rowBound<HalfLogits>(bits, count, below, top, temperature);
+#if defined(__x86_64__)
+  static const bool f16c = cpuHasAvx2();  // AVX2, FMA and F16C, with the YMM state saved
+  if (f16c) return rowWeightBoundF16c(bits, count, below, top, temperature);
+#endif
+  return rowWeightBoundWithoutF16c(bits, count, below, top, temperature);
 }
 
 MD_VECTOR_CLONES
 double rowWeightBound(FloatLogits, const uint32_t* bits, uint32_t count, int32_t below, float top, float temperature) {
-  return rowBound<FloatLogits>(bits, count, below, top, temperature);
+  return rowBound<FloatRows>(bits, count, below, top, temperature);
 }
 
 }  // namespace md

@@ -24,6 +24,8 @@ double keyWeightBound(FloatLogits, const int32_t* keys, uint32_t count, int32_t 
 
 // The sum of the weights of the row's tokens whose key is below `below`.
 double rowWeightBound(HalfLogits, const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature);
+// The same without F16C (what x86-64 CPUs without it run), for its test.
+double rowWeightBoundWithoutF16c(const uint16_t* bits, uint32_t count, int32_t below, float top, float temperature);
 double rowWeightBound(FloatLogits, const uint32_t* bits, uint32_t count, int32_t below, float top, float temperature);
 
 }  // namespace md
