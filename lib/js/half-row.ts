@@ -243,9 +243,15 @@ function kthLargest(row: ScannedHalfRow, k: number): number {
 
 // Levels from the top with their masses, count x float32 weight in double,
 // summed from the top (js-sampler.ts's and native/core/top_p.h's order).
-function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): number {
+// A bin's top-p weight at filter temperature tf: md_exp((value - max) / tf).
+function topPWeight(row: ScannedHalfRow, tf: number): (o: number) => number {
   const values = orderValueTable(), max = values[row.top];
-  const weight = (o: number) => mdExp(f(f(values[o] - max) / tf));
+  return (o: number) => mdExp(f(f(values[o] - max) / tf));
+}
+
+function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): number {
+  const max = orderValueTable()[row.top];
+  const weight = topPWeight(row, tf);
   const gathered = floor > 0 ? gatherAtLeast(row, floor, 4096) : undefined;
   if (gathered) {
     const levels: number[] = [], masses: number[] = [];
@@ -268,7 +274,7 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
     return levels[levels.length - 1];
   }
   if (floor === 0) {
-    const fromTokens = topPFromHeavyTokens(row, weight, f(max + f(tf * -11.090354888959125)), p);  // 2^-16
+    const fromTokens = topPFromHeavyTokens(row, weight, tf, p);
     if (fromTokens !== undefined) return fromTokens;
   }
   const counts = countAll(row);
@@ -284,9 +290,7 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
  */
 export function topPFromHeavyTokensOfRow(halves: Uint16Array, tf: number, p: number): number | undefined {
   const row = scanHalfRow(halves, { mask: undefined } as ResolvedSampling, new Map());
-  const values = orderValueTable(), max = values[row.top];
-  const weight = (o: number) => mdExp(f(f(values[o] - max) / tf));
-  return topPFromHeavyTokens(row, weight, f(max + f(tf * -11.090354888959125)), p);
+  return topPFromHeavyTokens(row, topPWeight(row, tf), tf, p);
 }
 
 /**
@@ -295,10 +299,10 @@ export function topPFromHeavyTokensOfRow(halves: Uint16Array, tf: number, p: num
  * row has a mask): the heavy bins counted from the blocks that reach them,
  * the light mass bounded by reading each token's weight bound from a table
  * of its bit pattern's group (native/core/top_p.h does the same with
- * vectorised bounds). Bins from `heavyValue` (the top's weight x 2^-16) up
- * are heavy.
+ * vectorised bounds). Bins down to the top's weight x 2^-16 are heavy.
  */
-function topPFromHeavyTokens(row: ScannedHalfRow, weight: (o: number) => number, heavyValue: number, p: number): number | undefined {
+function topPFromHeavyTokens(row: ScannedHalfRow, weight: (o: number) => number, tf: number, p: number): number | undefined {
+  const heavyValue = f(orderValueTable()[row.top] + f(tf * -11.090354888959125));  // the top's weight x 2^-16
   const heavyFrom = orderAtLeast(heavyValue), lowest = NEG_INF_ORDER + 1;  // -inf weighs nothing
   if (row.mask || heavyFrom <= lowest || row.top - heavyFrom > 4096) return undefined;
   const gathered = gatherAtLeast(row, heavyFrom, 65536);

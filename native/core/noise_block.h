@@ -17,7 +17,7 @@ void tokenCellBlock(md_u32 key, uint32_t first, uint32_t count, uint32_t* cells)
 
 // md_hash is a bijection of 32-bit words (PCG's output permutation: an odd
 // multiply, xorshifts, an odd multiply, a xorshift), so the tokens whose
-// hash is h are exactly one: md_hash_inverse(h) - key. tokens[j] = the
+// hash is h are exactly one: hashInverse(h) - key. tokens[j] = the
 // token (mod 2^32) whose md_hash(key + token) is firstHash + j (count <= 64):
 // with it the few tokens of a long row that drew a noise cell near the top
 // are found from those cells, without hashing the row.

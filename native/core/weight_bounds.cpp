@@ -40,17 +40,28 @@ struct Exponent {
   float scale;  // log2(e) / T
 };
 
+// Float lanes chosen or cleared by an integer mask (all ones or zeros per
+// lane), through their bits: out = mask ? a : b, and v = mask ? v : 0.
+inline void selectValues(const FloatKeyLanes& mask, const FloatValueLanes& a, const FloatValueLanes& b,
+                         FloatValueLanes& out) {
+  FloatKeyLanes aBits, bBits;
+  std::memcpy(&aBits, &a, sizeof a);
+  std::memcpy(&bBits, &b, sizeof b);
+  const FloatKeyLanes chosen = MD_SELECT_LANES(mask, aBits, bBits);
+  std::memcpy(&out, &chosen, sizeof out);
+}
+inline void keepValues(const FloatKeyLanes& mask, FloatValueLanes& v) {
+  FloatKeyLanes bits;
+  std::memcpy(&bits, &v, sizeof v);
+  bits &= mask;
+  std::memcpy(&v, &bits, sizeof v);
+}
+
 // An upper bound on the weight of each of 8 values.
 inline void weightBounds(const FloatValueLanes& v, const Exponent& e, FloatValueLanes& out) {
   FloatValueLanes y = (v - e.top) * e.scale;
   // Below 2^-126 every weight is bounded by 2^-126 (as are -inf's, zero).
-  const FloatKeyLanes tiny = y < -126.0f;
-  FloatKeyLanes yBits, floorBits;
-  std::memcpy(&yBits, &y, sizeof y);
-  const FloatValueLanes lowest = FloatValueLanes{} + -126.0f;
-  std::memcpy(&floorBits, &lowest, sizeof floorBits);
-  yBits = MD_SELECT_LANES(tiny, floorBits, yBits);
-  std::memcpy(&y, &yBits, sizeof y);
+  selectValues(y < -126.0f, FloatValueLanes{} + -126.0f, y, y);
   // Truncation rounds down; the + 1 puts the bits at or above the chord.
   const FloatKeyLanes bits = __builtin_convertvector((y + 127.0f) * 8388608.0f, FloatKeyLanes) + 1;
   std::memcpy(&out, &bits, sizeof out);
@@ -94,10 +105,9 @@ inline float laneSum(const FloatValueLanes& v) {
   return total;
 }
 
-// The values of 8 tokens of a row, for comparisons and weights: float16
-// converted (above), float32 as they are.
 // A row's values, 8 at a time, for rowBound: the row type, how its values
-// are read, and whether they are always finite.
+// are read (float16 converted as above, float32 as they are), and whether
+// they are always finite.
 struct HalfRows {
   using Logits = HalfLogits;
   static constexpr bool kFinite = kHalfValuesFinite;
@@ -172,19 +182,9 @@ MD_ALWAYS_INLINE inline double rowBound(const typename Rows::Logits::Bits* bits,
       // can be NaN or infinite, the others are weighed as the top (finite)
       // before they are left out.
       const FloatKeyLanes light = v < limit;
-      if constexpr (!Rows::kFinite) {
-        FloatKeyLanes vBits, topBits;
-        const FloatValueLanes tops = FloatValueLanes{} + top;
-        std::memcpy(&vBits, &v, sizeof v);
-        std::memcpy(&topBits, &tops, sizeof tops);
-        vBits = MD_SELECT_LANES(light, vBits, topBits);
-        std::memcpy(&v, &vBits, sizeof v);
-      }
+      if constexpr (!Rows::kFinite) selectValues(light, v, FloatValueLanes{} + top, v);
       weightBounds(v, e, w);
-      FloatKeyLanes wBits;
-      std::memcpy(&wBits, &w, sizeof w);
-      wBits &= light;
-      std::memcpy(&w, &wBits, sizeof w);
+      keepValues(light, w);
       sum += w;
     }
     for (; i < end; ++i) {
