@@ -20,7 +20,9 @@ const jsOnly = process.env.METAL_DECODE_JS_ONLY === '1';
 
 const npmNodeGyp = process.env.npm_config_node_gyp;
 const command = npmNodeGyp ? process.execPath : 'node-gyp';
-const args = npmNodeGyp ? [npmNodeGyp, 'rebuild'] : ['rebuild'];
+// One compiler per core (node-gyp's default is one in all), unless the user set JOBS.
+const jobs = process.env.JOBS ? [] : ['--jobs', 'max'];
+const args = npmNodeGyp ? [npmNodeGyp, 'rebuild', ...jobs] : ['rebuild', ...jobs];
 // Output is kept to quote the errors, and echoed for `npm install --foreground-scripts`.
 const result = spawnSync(command, args, { cwd: root, shell: !npmNodeGyp, encoding: 'utf8', maxBuffer: 64 << 20 });
 process.stdout.write(result.stdout ?? '');
