@@ -114,7 +114,7 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     // The rows are independent given the visits: their statistics add up.
     const { default: cdf } = await import('@stdlib/stats-base-dists-chisquare-cdf');
     expect(1 - cdf(statistic, freedom)).toBeGreaterThan(0.001);
-  }, 60000);
+  });
 
   it('queues chunk k + 1 before handing out chunk k, and never blocks the event loop', async () => {
     const chain = new BigramChain(model, device, { contextSize: 256 });

@@ -242,5 +242,5 @@ describe('generate() on the emulated device', () => {
       sequence.dispose();
       model.dispose();
     }
-  }, 120_000);
+  });
 });

@@ -100,7 +100,7 @@ describe.each(Object.entries(SCHEMAS))('JSON schema: %s', (name, schema) => {
     if (process.env.MD_SHOW_OUTPUTS) console.log(name, texts);
     if (name === 'strings with escapes') expect(texts.some((t) => /\\["\\/bfnrtu]/.test(t))).toBe(true);
     if (name === 'optional fields') expect(new Set(texts.map((t) => Object.keys(JSON.parse(t) as object).join())).size).toBeGreaterThan(1);
-  }, 120_000);
+  });
 });
 
 // The engine sees each token's streamed bytes: a SentencePiece vocabulary
@@ -122,7 +122,7 @@ describe.each(['llama2', 'llama3'] as const)('the %s vocabulary', (name) => {
     } finally {
       other.dispose();
     }
-  }, 120_000);
+  });
 });
 
 describe('regex and EBNF', () => {
@@ -136,7 +136,7 @@ describe('regex and EBNF', () => {
       expect(result.stopReason, result.text).toBe('grammarComplete');
       expect(result.text).toMatch(check);
     }
-  }, 60_000);
+  });
 
   // Sums of digits and parenthesised sums: a recursive grammar a regex cannot check.
   const EBNF = 'root ::= expr\nexpr ::= term ("+" term)*\nterm ::= [0-9] | "(" expr ")"';
@@ -170,7 +170,7 @@ describe('regex and EBNF', () => {
     }
     expect(texts.some((t) => t.includes('('))).toBe(true);
     expect(isExpr('(1+2')).toBe(false);  // the checker can fail
-  }, 60_000);
+  });
 });
 
 describe('with speculative decoding', () => {
@@ -193,7 +193,7 @@ describe('with speculative decoding', () => {
     }
     expect(accepted).toBeGreaterThan(0);
     expect(accepted).toBeLessThan(drafted);
-  }, 60_000);
+  });
 
   test('rejection verification: every output is complete and validates', async () => {
     const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
@@ -206,7 +206,7 @@ describe('with speculative decoding', () => {
       expect(result.stopReason).toBe('grammarComplete');
       expect(validate(grammar.parse(result.text))).toBe(true);
     }
-  }, 60_000);
+  });
 });
 
 describe('the grammar option', () => {
@@ -267,7 +267,7 @@ describe('the grammar option', () => {
     const grammar = await createGrammar(model, { type: 'regex', pattern: 'also fine' });  // compiled before, on a retired instance: compiled again
     expect((await generate(model, 'x', { grammar, backend: 'native', contextSize: 64 })).text).toBe('also fine');
     tiny.dispose();
-  }, 120_000);
+  });
 
   test('maxTokens before the grammar is complete: stopReason maxTokens, and parse() says the JSON is incomplete', async () => {
     const grammar = await model.createGrammarForJsonSchema(SCHEMAS.numbers);

@@ -60,7 +60,7 @@ describe('install', () => {
     expect(report).toContain(fix);
     expect(report).toContain('Or install without the addon (the js backend only): METAL_DECODE_JS_ONLY=1 npm install metal-decode');
     expect(existsSync(marker())).toBe(false);
-  }, 120_000);
+  });
 
   it('METAL_DECODE_JS_ONLY=1 turns the failure into a warning, and the loader says why native is missing', () => {
     const result = installWithoutCompiler({ METAL_DECODE_JS_ONLY: '1' });
@@ -79,7 +79,7 @@ describe('install', () => {
     expect(auto).toBe('js');
     // Chosen on purpose: no warning.
     expect(stderr).not.toContain('METAL_DECODE_NO_ADDON');
-  }, 120_000);
+  });
 
   it("the first 'auto' choice that lands on js because the addon is missing warns once, with the reason", () => {
     rmSync(marker(), { force: true });
@@ -97,5 +97,5 @@ describe('install', () => {
       /Warning: backend 'auto' runs on 'js', the TypeScript sampler \(10-100x slower than 'native'\), because the native addon could not be loaded\. Tried:$/,
     );
     expect(stderr).toMatch(/build\/Release\/metal_decode\.node: not found; rebuild it with `npm rebuild metal-decode`/);
-  }, 60_000);
+  });
 });
