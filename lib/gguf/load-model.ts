@@ -42,11 +42,18 @@ export interface LoadModelOptions {
    * cannot run is a RangeError.
    */
   cpuKernels?: CpuKernels;
+  /**
+   * Only the vocabulary (node-llama-cpp's option): the tokenizer, chat
+   * template, end-of-generation tokens and metadata, with no weights bound
+   * and nothing mapped. For tools that only tokenize; openSequence() (and
+   * so generation) is then an error that says so. Default false.
+   */
+  vocabOnly?: boolean;
 }
 
 export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
 const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
-const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels']);
+const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels', 'vocabOnly']);
 const PREFETCH_CHUNK = 64 << 20;
 
 function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
@@ -62,7 +69,8 @@ function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal
   const batchSize = o.batchSize === undefined ? 512 : integerInRange('batchSize', o.batchSize, 1, 65536);
   const cpuKernels = o.cpuKernels ?? 'auto';
   if (!CPU_KERNELS.includes(cpuKernels)) throw invalidParameterError('cpuKernels', CPU_KERNELS.map((k) => `'${k}'`).join(', '), cpuKernels, 'range');
-  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels };
+  if (o.vocabOnly !== undefined && typeof o.vocabOnly !== 'boolean') throw invalidParameterError('vocabOnly', 'a boolean', o.vocabOnly, 'type');
+  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels, vocabOnly: o.vocabOnly ?? false };
 }
 
 /** A tensor type's name: the addon's, else GGUF's (types this package does not read). */
@@ -155,17 +163,20 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   await turn();
   if (o.signal?.aborted) throw aborted();
 
-  const native = openTransformer(addon, header, config, o);
+  const native = o.vocabOnly ? undefined : openTransformer(addon, header, config, o);
   // The tokenizer's worker builds its encoders while the weights load; a
   // failure there is reported by the first encodeAsync.
   vocabulary?.prepare().catch(() => undefined);
-  try {
-    await prefetchWeights(native, header, o, aborted);
-    if (o.signal?.aborted) throw aborted();
-  } catch (error) {
-    native.dispose();
-    vocabulary?.dispose();
-    throw error;
+  if (native === undefined) o.onLoadProgress?.(1);
+  else {
+    try {
+      await prefetchWeights(native, header, o, aborted);
+      if (o.signal?.aborted) throw aborted();
+    } catch (error) {
+      native.dispose();
+      vocabulary?.dispose();
+      throw error;
+    }
   }
   const name = header.metadata['general.name'];
   return new GgufModel(native, {
@@ -176,8 +187,9 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     tensorTypes: Object.freeze(counts),
     fileSize: header.fileSize,
     trainedContextLength: trainedContextLength(header, arch),
-    threads: native.threads,
-    cpuKernels: native.isa,
+    threads: native?.threads ?? 0,
+    cpuKernels: native?.isa ?? 'none',
+    vocabOnly: native === undefined,
   }, tokenizer, Object.freeze(eosTokens), o.batchSize, header.tensors, chatTemplate);
 }
 

@@ -32,9 +32,12 @@ export interface GgufModelInfo {
   fileSize: number;
   /** The context length the model was trained with, when the file says. */
   trainedContextLength?: number;
+  /** Threads of the forward pass (0 when vocabOnly). */
   threads: number;
-  /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
+  /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable' ('none' when vocabOnly). */
   cpuKernels: string;
+  /** Loaded with { vocabOnly: true }: a tokenizer and metadata, no weights. */
+  vocabOnly: boolean;
 }
 
 export class GgufModel implements DecodeModel {
@@ -46,7 +49,7 @@ export class GgufModel implements DecodeModel {
   readonly info: GgufModelInfo;
   /** The file's chat template (tokenizer.chat_template), when it has one. */
   readonly chatTemplate: ChatTemplate | undefined;
-  readonly #native: NativeTransformer;
+  readonly #native: NativeTransformer | undefined;  // undefined: vocabOnly
   readonly #batchSize: number;
   readonly #tensors: readonly NativeTensorEntry[];
   readonly #sequences = new Set<GgufSequence>();
@@ -57,7 +60,7 @@ export class GgufModel implements DecodeModel {
   #disposed = false;
 
   /** @internal loadModel() makes models. */
-  constructor(native: NativeTransformer, info: GgufModelInfo, tokenizer: GgufTokenizer | ByteTokenizer, eosTokens: readonly number[], batchSize: number,
+  constructor(native: NativeTransformer | undefined, info: GgufModelInfo, tokenizer: GgufTokenizer | ByteTokenizer, eosTokens: readonly number[], batchSize: number,
     tensors: readonly NativeTensorEntry[], chatTemplate?: ChatTemplate) {
     this.#tensors = tensors;
     this.#native = native;
@@ -86,6 +89,9 @@ export class GgufModel implements DecodeModel {
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
     if (this.#disposed) throw new Error('openSequence: the model was disposed');
+    if (this.#native === undefined) {
+      throw new Error(`openSequence: ${this.info.path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`);
+    }
     const { backend, contextSize } = options;
     if (backend === 'metal' || backend === 'emulated') {
       const addon = loadAddon();
@@ -127,7 +133,7 @@ export class GgufModel implements DecodeModel {
     for (const s of this.#gpuSequences) s.dispose();
     for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
-    this.#native.dispose();
+    this.#native?.dispose();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
