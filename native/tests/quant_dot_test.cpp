@@ -138,6 +138,55 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
                                            TensorType::Q5_K, TensorType::Q6_K),
                          [](const auto& info) { return std::string(tensorTypeInfo(info.param).name); });
 
+// Float rows have no blocks: a model's head dimension (8, 80...) or FFN
+// (172) is any length. Every length from 1 to 80 and a few real ones, in
+// buffers of exactly that length (so a read past the end fails under ASan),
+// against the double sum, and every tile shape against its row dots.
+TEST(DotTables, FloatRowsOfEveryLengthMatchTheDoubleSum) {
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 80; ++n) lengths.push_back(n);
+  for (int64_t n : {172, 255, 257, 688}) lengths.push_back(n);
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    const TensorTypeInfo& info = tensorTypeInfo(type);
+    for (int64_t n : lengths) {
+      const size_t bytes = rowBytes(info, uint64_t(n));
+      ASSERT_EQ(bytes, size_t(n) * info.blockBytes);
+      std::vector<uint8_t> w(bytes * kTileRows), a(bytes * kTileTokens);
+      std::vector<float> values(static_cast<size_t>(n));
+      for (size_t r = 0; r < kTileRows + kTileTokens; ++r) {
+        for (float& v : values) v = normal(rng);
+        uint8_t* row = r < kTileRows ? w.data() + r * bytes : a.data() + (r - kTileRows) * bytes;
+        quantizeActivations(type, values.data(), row, n);
+      }
+      for (const DotTable* table : availableTables()) {
+        for (int r = 0; r < kTileRows; ++r) {
+          std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
+          dequantizeRow(type, w.data() + r * bytes, wf.data(), n);
+          dequantizeRow(type, a.data(), af.data(), n);
+          double expected = 0, magnitude = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            expected += double(wf[size_t(i)]) * af[size_t(i)];
+            magnitude += std::fabs(double(wf[size_t(i)]) * af[size_t(i)]);
+          }
+          EXPECT_NEAR(table->dot(type, w.data() + r * bytes, a.data(), n), expected, magnitude * 1e-6 + 1e-7)
+              << table->isa << " " << info.name << " n=" << n << " row " << r;
+        }
+        for (int rows = 1; rows <= kTileRows; ++rows)
+          for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+            float out[kTileRows * kTileTokens];
+            table->forType(type)(w.data(), bytes, rows, a.data(), bytes, tokens, n, out, kTileTokens);
+            for (int r = 0; r < rows; ++r)
+              for (int t = 0; t < tokens; ++t)
+                ASSERT_EQ(out[r * kTileTokens + t], table->dot(type, w.data() + r * bytes, a.data() + t * bytes, n))
+                    << table->isa << " " << info.name << " n=" << n << " tile " << rows << "x" << tokens;
+          }
+      }
+    }
+  }
+}
+
 TEST(DotTables, MatrixUnitsAgreeWithTheRowDotsWithinFloatSummationOrder) {
   const DotTable* amx = amxDotTable();
   if (amx == nullptr) {

@@ -94,32 +94,45 @@ struct Neon {
   static int32_t hsumI(I i) { return vaddvq_s32(i); }
   static float hsumF(F f) { return vaddvq_f32(f); }
 
+  // Float rows of any length: 8 values a step, then the last n % 8 one by
+  // one onto the reduced sum (as ggml adds its leftovers).
   static float dotF32(const float* a, const float* b, int64_t n) {
     float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n; i += 8) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
       acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
       acc1 = vfmaq_f32(acc1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
     }
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
+    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
   }
   static float dotF16(const uint16_t* a, const uint16_t* b, int64_t n) {
     float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n; i += 8) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
       const float16x8_t x = vreinterpretq_f16_u16(vld1q_u16(a + i)), y = vreinterpretq_f16_u16(vld1q_u16(b + i));
       acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(x)), vcvt_f32_f16(vget_low_f16(y)));
       acc1 = vfmaq_f32(acc1, vcvt_f32_f16(vget_high_f16(x)), vcvt_f32_f16(vget_high_f16(y)));
     }
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
+    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
+    auto half1 = [](uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); };
+    for (; i < n; ++i) sum += half1(a[i]) * half1(b[i]);
+    return sum;
   }
   static float dotBF16(const uint16_t* a, const uint16_t* b, int64_t n) {
     float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
     auto wide = [](uint16x4_t h) { return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); };
-    for (int64_t i = 0; i < n; i += 8) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
       const uint16x8_t x = vld1q_u16(a + i), y = vld1q_u16(b + i);
       acc0 = vfmaq_f32(acc0, wide(vget_low_u16(x)), wide(vget_low_u16(y)));
       acc1 = vfmaq_f32(acc1, wide(vget_high_u16(x)), wide(vget_high_u16(y)));
     }
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
+    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
+    auto bf1 = [](uint16_t h) { return vgetq_lane_f32(vreinterpretq_f32_u32(vdupq_n_u32(uint32_t(h) << 16)), 0); };
+    for (; i < n; ++i) sum += bf1(a[i]) * bf1(b[i]);
+    return sum;
   }
 };
 

@@ -98,10 +98,9 @@ void checkConfig(const ModelConfig& c) {
     fail("headCountKv: " + std::to_string(c.headCountKv) + " does not divide headCount " + std::to_string(c.headCount));
   if (c.ropeDims == 0 || c.ropeDims % 2 != 0 || c.ropeDims > c.headDim)
     fail("ropeDims: expected an even number from 2 to headDim " + std::to_string(c.headDim) + ", got " + std::to_string(c.ropeDims));
-  // The dot kernels read whole 32-value blocks.
-  if (c.embeddingLength % 32 != 0) fail("embeddingLength: must be a multiple of 32, got " + std::to_string(c.embeddingLength));
-  if (c.ffnLength % 32 != 0) fail("ffnLength: must be a multiple of 32, got " + std::to_string(c.ffnLength));
-  if (c.headDim % 32 != 0) fail("headDim: must be a multiple of 32, got " + std::to_string(c.headDim));
+  // Widths of any length: float rows have tails in the dot kernels, and a
+  // quantized tensor's rows must be whole blocks, which bind() checks per
+  // tensor (the file's own constraint, as in llama.cpp).
   if (c.ropeMode != RopeMode::AdjacentPairs && c.ropeMode != RopeMode::SplitHalves)
     fail("ropeMode: expected 0 (adjacent pairs) or 2 (split halves), got " + std::to_string(uint32_t(c.ropeMode)));
   if (!(c.ropeBase > 0)) fail("ropeBase: must be positive, got " + std::to_string(c.ropeBase));
