@@ -69,6 +69,22 @@ std::vector<const DotTable*> availableTables() {
   return tables;
 }
 
+// Every tile shape (1-8 rows x 1-4 tokens) of kTileRows weight rows and
+// kTileTokens activation rows gives the bits of the single row dots.
+void expectTilesAreRowDots(const DotTable& table, TensorType type, const uint8_t* w, size_t wBytes, const uint8_t* a,
+                           size_t aBytes, int64_t n) {
+  for (int rows = 1; rows <= kTileRows; ++rows)
+    for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+      float out[kTileRows * kTileTokens];
+      table.forType(type)(w, wBytes, rows, a, aBytes, tokens, n, out, kTileTokens);
+      for (int r = 0; r < rows; ++r)
+        for (int t = 0; t < tokens; ++t)
+          EXPECT_EQ(out[r * kTileTokens + t], table.dot(type, w + r * wBytes, a + t * aBytes, n))
+              << table.isa << " " << tensorTypeInfo(type).name << " n=" << n << " tile " << rows << "x" << tokens << " at "
+              << r << "," << t;
+    }
+}
+
 class DotKernelTest : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(DotKernelTest, EveryIsaMatchesTheDequantizedDotProduct) {
@@ -119,17 +135,7 @@ TEST_P(DotKernelTest, EveryTileShapeGivesTheBitsOfItsRowDots) {
     quantizeActivations(actType, x.data(), q.data(), n);
     a.insert(a.end(), q.begin(), q.end());
   }
-  for (const DotTable* table : availableTables()) {
-    for (int rows = 1; rows <= kTileRows; ++rows)
-      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
-        float out[kTileRows * kTileTokens];
-        table->forType(type)(w.data(), wBytes, rows, a.data(), aBytes, tokens, n, out, kTileTokens);
-        for (int r = 0; r < rows; ++r)
-          for (int t = 0; t < tokens; ++t)
-            EXPECT_EQ(out[r * kTileTokens + t], table->dot(type, w.data() + r * wBytes, a.data() + t * aBytes, n))
-                << table->isa << " " << tensorTypeInfo(type).name << " tile " << rows << "x" << tokens << " at " << r << "," << t;
-      }
-  }
+  for (const DotTable* table : availableTables()) expectTilesAreRowDots(*table, type, w.data(), wBytes, a.data(), aBytes, n);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
@@ -173,15 +179,7 @@ TEST(DotTables, FloatRowsOfEveryLengthMatchTheDoubleSum) {
           EXPECT_NEAR(table->dot(type, w.data() + r * bytes, a.data(), n), expected, magnitude * 1e-6 + 1e-7)
               << table->isa << " " << info.name << " n=" << n << " row " << r;
         }
-        for (int rows = 1; rows <= kTileRows; ++rows)
-          for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
-            float out[kTileRows * kTileTokens];
-            table->forType(type)(w.data(), bytes, rows, a.data(), bytes, tokens, n, out, kTileTokens);
-            for (int r = 0; r < rows; ++r)
-              for (int t = 0; t < tokens; ++t)
-                ASSERT_EQ(out[r * kTileTokens + t], table->dot(type, w.data() + r * bytes, a.data() + t * bytes, n))
-                    << table->isa << " " << info.name << " n=" << n << " tile " << rows << "x" << tokens;
-          }
+        expectTilesAreRowDots(*table, type, w.data(), bytes, a.data(), bytes, n);
       }
     }
   }
