@@ -1,8 +1,9 @@
 // story-demo.ts: `npm run demo -- --model FILE` (or METAL_DECODE_DEMO_MODEL=FILE):
 // a story from a real GGUF model instead of the random-weight chat. It
 // loads the file, continues "Once upon a time" greedily on the CPU,
-// streamed, then runs the same on the emulated GPU tables and says whether
-// the tokens are the same, or why those tables cannot run the model.
+// streamed, then the same on the emulated GPU tables (the Metal kernels run
+// on the CPU), streamed, and says whether the tokens are the same; or why
+// the emulated backend cannot start.
 import { BackendUnavailableError, generate, loadModel } from '../lib/index.js';
 
 const PROMPT = 'Once upon a time';
@@ -19,9 +20,13 @@ export async function tellStory(path: string, maxTokens = 120): Promise<void> {
     });
     console.log(`\n[${onCpu.tokens.length} tokens, stopped by ${onCpu.stopReason}, ${onCpu.stats.decodeTokensPerSecond.toFixed(0)} tokens/s]`);
     try {
-      const onGpu = await generate(model, PROMPT, { backend: 'emulated', temperature: 0, maxTokens, contextSize: 256 });
+      process.stdout.write(`emulated GPU (greedy): ${PROMPT}`);
+      const onGpu = await generate(model, PROMPT, {
+        backend: 'emulated', temperature: 0, maxTokens, contextSize: 256, onTextChunk: (text) => void process.stdout.write(text),
+      });
       const same = onGpu.tokens.join() === onCpu.tokens.join();
-      console.log(`emulated GPU (greedy, ${onGpu.chained ? 'chained' : 'not chained'}): ${onGpu.tokens.length} tokens, ${same ? 'the same tokens as the CPU' : 'NOT the same tokens as the CPU'}`);
+      console.log(`\n[${onGpu.tokens.length} tokens, ${onGpu.chained ? 'chained' : 'not chained'}, ` +
+        `${same ? 'the same tokens as the CPU' : 'NOT the same tokens as the CPU'}]`);
       if (!same) process.exitCode = 1;
     } catch (error) {
       if (!(error instanceof BackendUnavailableError)) throw error;

@@ -16,7 +16,8 @@
 // tokens instead of once per token, which is what makes a batch cheaper
 // than its tokens one by one. The results go through threadgroup memory
 // so that the writes to Y are coalesced, and bounds-checked for the edge
-// tiles.
+// tiles. A float row need not be a whole number of steps: its last step
+// loads zeros past the row's end.
 #include "md_kernel.h"
 #include "md_block_values.h"
 #include "md_transformer.h"
@@ -28,10 +29,10 @@ inline void md_matmul(device const Block* w, device const float* x, device float
                       uint group, uint tid, uint simd_index, threadgroup float* w_tile, threadgroup float* x_tile) {
   const uint row_tiles = (params.rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE;
   const uint row0 = (group % row_tiles) * MD_MATMUL_TILE, token0 = (group / row_tiles) * MD_MATMUL_TILE;
-  const uint values = md_block_values(w), blocks = params.cols / values;
   // Loading: thread tid fills row tid / 4 of both tiles, columns (tid % 4) * 8 ...
   const uint load_row = tid / 4, load_col = (tid % 4) * 8;
   const uint w_row = row0 + load_row, x_row = token0 + load_row;
+  device const Block* w_at = md_row(w, w_row < params.rows ? w_row : 0u, params.cols);
   // ... computing: SIMD group s, tokens (s / 2) * 16 .. + 16 and rows (s % 2) * 16 .. + 16 of the tile.
   const uint tokens_at = (simd_index / 2) * 16, rows_at = (simd_index % 2) * 16;
   simdgroup_float8x8 acc[2][2];
@@ -39,11 +40,11 @@ inline void md_matmul(device const Block* w, device const float* x, device float
     for (uint j = 0; j < 2; ++j) acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
 
   for (uint k0 = 0; k0 < params.cols; k0 += MD_QK) {
-    device const Block* block = w + ulong(w_row) * blocks + k0 / values;
-    const uint within = k0 % values + load_col;
     for (uint c = 0; c < 8; ++c) {
-      w_tile[(load_col + c) * MD_MATMUL_STRIDE + load_row] = w_row < params.rows ? md_block_value(block, within + c) : 0.0f;
-      x_tile[load_row * MD_MATMUL_STRIDE + load_col + c] = x_row < params.count ? x[ulong(x_row) * params.cols + k0 + load_col + c] : 0.0f;
+      const uint k = k0 + load_col + c;  // past the end of a float row (its last step): zeros, which add nothing
+      const bool inside = k < params.cols;
+      w_tile[(load_col + c) * MD_MATMUL_STRIDE + load_row] = inside && w_row < params.rows ? md_row_value(w_at, k) : 0.0f;
+      x_tile[load_row * MD_MATMUL_STRIDE + load_col + c] = inside && x_row < params.count ? x[ulong(x_row) * params.cols + k] : 0.0f;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint k = 0; k < MD_QK; k += 8) {

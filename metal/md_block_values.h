@@ -2,9 +2,12 @@
 // value (the embedding lookup) or the dot product of one 32-value part of
 // a block with 32 floats (the matrix-vector kernels; the 0 types and float
 // rows are one part per block, the K types eight). Float rows are taken
-// as blocks of 32 values too, so every type has the same loops. Each value
-// is computed as the CPU's dequantizeRow computes it (native/core/quant/
-// convert_rows.cpp), product by product.
+// as blocks of 32 values too, so every type has the same loops; but a
+// float row may have any length (a quantized row is whole blocks, the
+// file's own rule), so rows are found by md_row, never by block count,
+// and the dot of a float part takes how many of its values are in the row.
+// Each value is computed as the CPU's dequantizeRow computes it
+// (native/core/quant/convert_rows.cpp), product by product.
 #ifndef MD_BLOCK_VALUES_H
 #define MD_BLOCK_VALUES_H
 
@@ -40,25 +43,27 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
   return float(int(q) - 8) * float(as_type<half>(b->d));
 }
 
-inline float md_block_dot(device const md_block_f32* b, uint, device const float* x) {
+// The dots of a float part read its first n values (n < MD_QK only at the
+// end of a row); a quantized part is always whole, and ignores n.
+inline float md_block_dot(device const md_block_f32* b, uint, device const float* x, uint n) {
   float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += b->v[j] * x[j];
+  for (uint j = 0; j < n; ++j) sum += b->v[j] * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_f16* b, uint, device const float* x) {
+inline float md_block_dot(device const md_block_f16* b, uint, device const float* x, uint n) {
   float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += float(b->v[j]) * x[j];
+  for (uint j = 0; j < n; ++j) sum += float(b->v[j]) * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_q8_0* b, uint, device const float* x) {
+inline float md_block_dot(device const md_block_q8_0* b, uint, device const float* x, uint) {
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK; ++j) sum += float(b->qs[j]) * x[j];
   return sum * float(as_type<half>(b->d));
 }
 
-inline float md_block_dot(device const md_block_q4_0* b, uint, device const float* x) {
+inline float md_block_dot(device const md_block_q4_0* b, uint, device const float* x, uint) {
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK / 2; ++j) {
     const uint q = b->qs[j];
@@ -70,14 +75,14 @@ inline float md_block_dot(device const md_block_q4_0* b, uint, device const floa
 
 // BF16, Q4_1 and Q5_0: each value as the CPU dequantizes it, then the dot.
 template <typename Block>
-inline float md_value_dot(device const Block* b, device const float* x) {
+inline float md_value_dot(device const Block* b, device const float* x, uint n) {
   float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += md_block_value(b, j) * x[j];
+  for (uint j = 0; j < n; ++j) sum += md_block_value(b, j) * x[j];
   return sum;
 }
-inline float md_block_dot(device const md_block_bf16* b, uint, device const float* x) { return md_value_dot(b, x); }
-inline float md_block_dot(device const md_block_q4_1* b, uint, device const float* x) { return md_value_dot(b, x); }
-inline float md_block_dot(device const md_block_q5_0* b, uint, device const float* x) { return md_value_dot(b, x); }
+inline float md_block_dot(device const md_block_bf16* b, uint, device const float* x, uint n) { return md_value_dot(b, x, n); }
+inline float md_block_dot(device const md_block_q4_1* b, uint, device const float* x, uint) { return md_value_dot(b, x, MD_QK); }
+inline float md_block_dot(device const md_block_q5_0* b, uint, device const float* x, uint) { return md_value_dot(b, x, MD_QK); }
 
 // Values per block, by type (the pointer only picks the overload).
 template <typename Block>
@@ -132,8 +137,28 @@ inline float md_k_part_dot(device const Block* b, uint part, device const float*
   for (uint l = 0; l < 32; ++l) sum += md_k_value(b, part, l) * x[l];
   return sum;
 }
-inline float md_block_dot(device const md_block_q4_k* b, uint part, device const float* x) { return md_k_part_dot(b, part, x); }
-inline float md_block_dot(device const md_block_q5_k* b, uint part, device const float* x) { return md_k_part_dot(b, part, x); }
-inline float md_block_dot(device const md_block_q6_k* b, uint part, device const float* x) { return md_k_part_dot(b, part, x); }
+inline float md_block_dot(device const md_block_q4_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
+inline float md_block_dot(device const md_block_q5_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
+inline float md_block_dot(device const md_block_q6_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
+
+// ---- rows -------------------------------------------------------------------
+
+// Where row `row` of a matrix of `cols` values per row starts. A row's
+// bytes are cols / values blocks: for the block types a whole number (the
+// file's rule), for float rows (a "block" of 32 values) cols values' bytes,
+// so a float row may start inside a block: those blocks have the alignment
+// of one value, so the pointer is a valid one.
+template <typename Block>
+inline device const Block* md_row(device const Block* w, uint row, uint cols) {
+  const ulong row_bytes = ulong(cols) * sizeof(Block) / md_block_values(w);
+  return (device const Block*)((device const md_u8*)w + ulong(row) * row_bytes);
+}
+
+// Value j of a row md_row found.
+template <typename Block>
+inline float md_row_value(device const Block* row, uint j) {
+  const uint values = md_block_values(row);
+  return md_block_value(row + j / values, j % values);
+}
 
 #endif  // MD_BLOCK_VALUES_H

@@ -17,19 +17,21 @@
 template <typename Block, uint TOKENS>
 inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint count, uint first,
                            uint lane, thread float* totals) {
-  const uint values = md_block_values(w), parts_per_block = values / MD_QK;
-  const uint blocks = cols / values, parts = blocks * parts_per_block;
+  const uint parts_per_block = md_block_values(w) / MD_QK;
+  const uint parts = (cols + MD_QK - 1) / MD_QK;  // a float row's last part may be short
   float sums[MD_MATVEC_ROWS * TOKENS];
   for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) sums[i] = 0.0f;
+  device const Block* row_at[MD_MATVEC_ROWS];
+  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) row_at[r] = md_row(w, first + r < rows ? first + r : first, cols);
   // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
   // types, and for the K types the eight parts of a super-block go to
   // eight neighbouring lanes.
   for (uint u = lane; u < parts; u += MD_SIMD_WIDTH) {
-    const uint b = u / parts_per_block, part = u % parts_per_block;
+    const uint b = u / parts_per_block, part = u % parts_per_block, n = min(uint(MD_QK), cols - u * MD_QK);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
       device const float* xb = x + ulong(t) * cols + ulong(u) * MD_QK;
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(w + ulong(first + r) * blocks + b, part, xb);
+        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xb, n);
       }
     }
   }

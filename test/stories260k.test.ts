@@ -3,26 +3,22 @@
 // dimension 8, FFN 172). Loaded with { vocabOnly: true }, it gives the
 // tokenizer and metadata without binding a weight: the prompt ids and the
 // text of several story prompts are llama.cpp's (node-llama-cpp, which
-// loads the same file vocab-only).
+// loads the same file vocab-only). Then its forward pass on the CPU and on
+// the emulated GPU tables against llama.cpp on the same file, and with RoPE
+// on part of each head. stories260k-types.test.ts does the same for
+// versions of it in other weight types.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { generate, loadModel, Session, type GgufModel, type GgufTokenizer } from '../lib/index.js';
-import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
+import { generate, loadModel, type GgufModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp, oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
+import { expectGreedyLikeOracle, expectSampledLikeExact, largestLogitDifference, maxDifference, sixtyFourTokens, STORY_PROMPTS } from './gguf/oracle-checks.js';
 import { sharedModel } from './gguf/shared-model.js';
 
-const PROMPTS = [
-  'Once upon a time',
-  'One day, Lily went to the park with her mom.',
-  'Tom had a big red ball. He liked to play with it every day!',
-  ' The cat said, "I am hungry." The dog said, "Me too."',
-  'Once upon a time, there was a little girl named Sue.\nShe lived in a small house.',
-  'A bird, a frog and a fish were friends; they played in the pond at 3 o\'clock.',
-];
+const PROMPTS = STORY_PROMPTS;
 
 describe('stories260K loaded with { vocabOnly: true }', () => {
   const path = sharedModel('stories260K.gguf');
@@ -76,20 +72,29 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
   });
 });
 
-// The real weights on the CPU forward pass, against llama.cpp on the same
-// file (both with an F16 KV cache, llama.cpp's default).
+// The real weights on the CPU forward pass and on the emulated GPU tables
+// (the Metal kernels compiled as C++), against llama.cpp on the same file
+// (all with an F16 KV cache, llama.cpp's default).
 //
 // Tolerance: 0.03 on every logit at every position (logits span about
-// -20..20). The model is F32 but for the cache: both implementations round
-// K and V (and the query and the softmax weights, as llama.cpp does with an
-// F16 cache) to float16, after sums of the same products in different
-// orders (SIMD lanes, threads). The first positions agree to 1e-5; once an
-// element lands on the other side of a float16 rounding in one of them, the
-// logits after it move by up to 1.5e-2 (measured, with the AVX2 and the
-// portable kernels alike). A wrong op moves them far more: the RoPE test
-// below.
-describe('stories260K on the CPU forward pass, against llama.cpp', () => {
-  const TOLERANCE = 0.03;
+// -20..20). The model is F32 but for the cache: every implementation
+// rounds K and V (and the query and the softmax weights, as llama.cpp does
+// with an F16 cache) to float16, after sums of the same products in
+// different orders (SIMD lanes, threads, a GPU's SIMD groups). The first
+// positions agree to 1e-5; once an element lands on the other side of a
+// float16 rounding in one of them, the logits after it move by up to
+// 1.5e-2 (measured, with the AVX2 and the portable kernels and on the
+// emulator alike). A wrong op moves them far more: the RoPE test below.
+const TOLERANCE = 0.03;
+
+// The emulator runs each GPU thread as a fiber on the CPU, about 40 times
+// slower than the CPU forward pass here: the chi-square takes fewer draws there.
+const BACKENDS = [
+  { backend: 'native', seeds: 4_000, positions: 4 },
+  { backend: 'emulated', seeds: 1_000, positions: 2 },
+] as const;
+
+describe.each(BACKENDS)('stories260K on $backend, against llama.cpp', ({ backend, seeds, positions }) => {
   const path = sharedModel('stories260K.gguf');
   let model: GgufModel;
   let oracle: OracleModel;
@@ -107,106 +112,60 @@ describe('stories260K on the CPU forward pass, against llama.cpp', () => {
   });
 
   test('logits at every position of a 64-token prompt within 0.03 of llama.cpp\'s', async () => {
-    const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS.join(' '))].slice(0, 64);
-    expect(prompt.length).toBe(64);
-    const expected = await oracle.logits(prompt);
-    const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
-    try {
-      // One batch for all 64 rows, and one token at a time: both paths.
-      const batched = await sequence.evaluateRows(Uint32Array.from(prompt), 0, prompt.length);
-      let worst = 0;
-      for (let i = 0; i < prompt.length; i++) worst = Math.max(worst, maxDifference(batched[i], expected[i]));
-      for (let i = 0; i < prompt.length; i++) {
-        const row = await sequence.evaluate(Uint32Array.of(prompt[i]), i);
-        worst = Math.max(worst, maxDifference(row, expected[i]));
-      }
-      console.log(`stories260K F32: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
-      expect(worst).toBeLessThanOrEqual(TOLERANCE);
-      expect(Math.max(...expected[63].map(Math.abs))).toBeGreaterThan(5);  // real logits, not a flat row
-    } finally {
-      sequence.dispose();
-    }
+    const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
+    console.log(`stories260K F32 on ${backend}: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThanOrEqual(TOLERANCE);
   });
 
   test.each(PROMPTS.slice(0, 4))('200 greedy tokens after %j are llama.cpp\'s', async (text) => {
-    const prompt = [tokenizer.bosToken!, ...tokenizer.encode(text)];
-    const ours = await generate(model, prompt, { temperature: 0, maxTokens: 200, backend: 'native' });
-    let theirs = await oracle.greedy(prompt, 200);
-    const end = theirs.findIndex((t) => model.eosTokens.includes(t));
-    if (end >= 0) theirs = theirs.slice(0, end);  // generate() stops at the end-of-sequence token
-    const parted = ours.tokens.findIndex((t, i) => t !== theirs[i]);
-    if (parted === -1 && ours.tokens.length === theirs.length) {
-      expect(ours.stopReason).toBe(end >= 0 ? 'eogToken' : 'maxTokens');
-      if (text === PROMPTS[0]) expect(ours.text).toMatch(/^, there was a little girl named Lily\. She loved to play outside in the park\./);
-      return;
-    }
-    // Parted: only on a near tie, shown by both implementations' logits there.
-    const at = parted === -1 ? ours.tokens.length : parted;
-    const prefix = [...prompt, ...ours.tokens.slice(0, at)];
-    const [row] = await oracle.logits(prefix, [prefix.length - 1]);
-    const sequence = model.openSequence({ backend: 'native', contextSize: 512 });
-    const mine = Float32Array.from(await sequence.evaluate(Uint32Array.from(prefix), 0));
+    const { text: story, parted } = await expectGreedyLikeOracle(model, oracle, backend, [tokenizer.bosToken!, ...tokenizer.encode(text)], 200, TOLERANCE);
+    if (text === PROMPTS[0] && parted === -1) expect(story).toMatch(/^, there was a little girl named Lily\. She loved to play outside in the park\./);
+  });
+
+  test(`sampled tokens follow the exact distribution of the real logits (chi-square, ${positions} positions x ${seeds} seeds)`, async () => {
+    await expectSampledLikeExact(model, backend, [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[1])], positions, seeds);
+  });
+});
+
+// RoPE on 4 of the 8 dimensions of each head (rope.dimension_count patched
+// from 8 to 4): llama.cpp rotates the first 4 and passes the rest through.
+// Both backends agree with it on the altered file within the tolerance, and
+// are far outside it from the original file's logits: the tolerance
+// catches a wrong op.
+describe('stories260K with rope.dimension_count 4', () => {
+  const path = sharedModel('stories260K.gguf');
+  let altered: string;
+  let model: GgufModel;
+  let wrong: GgufModel;
+  let oracle: OracleModel;
+  let alteredOracle: OracleModel;
+  beforeAll(async () => {
+    altered = withScalar(path, 'llama.rope.dimension_count', 4, 8);
+    model = await loadModel(path, { threads: 1, vocabOnly: true });
+    wrong = await loadModel(altered, { threads: 1 });
+    oracle = await oracleModel(path, 1);
+    alteredOracle = await oracleModel(altered, 1);
+  });
+  afterAll(async () => {
+    model.dispose();
+    wrong.dispose();
+    await oracle.dispose();
+    await alteredOracle.dispose();
+    rmSync(dirname(altered), { recursive: true, force: true });
+  });
+
+  test.each(['native', 'emulated'] as const)('on %s: llama.cpp\'s logits on the altered file, far from the original\'s', async (backend) => {
+    const tokenizer = model.tokenizer as GgufTokenizer;
+    const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[2])];
+    const [original] = await oracle.logits(prompt, [prompt.length - 1]);
+    const [partial] = await alteredOracle.logits(prompt, [prompt.length - 1]);
+    const sequence = wrong.openSequence({ backend, contextSize: 64 });
+    const ours = Float32Array.from(await sequence.evaluate(Uint32Array.from(prompt), 0));
     sequence.dispose();
-    const a = ours.tokens[at] ?? model.eosTokens[0], b = theirs[at] ?? model.eosTokens[0];
-    console.log(`stories260K: greedy parted at step ${at} on a near tie (gaps ${(mine[a] - mine[b]).toFixed(5)} / ${(row[b] - row[a]).toFixed(5)})`);
-    expect(Math.abs(mine[a] - mine[b])).toBeLessThanOrEqual(TOLERANCE);
-    expect(Math.abs(row[b] - row[a])).toBeLessThanOrEqual(TOLERANCE);
-  });
-
-  test('sampled tokens follow the exact distribution of the real logits (chi-square, 4 positions x 4,000 seeds)', async () => {
-    // min-p keeps the tokens within 5% of the best (every kept cell expects
-    // 100 draws or more); the positions are the first four where it keeps 3 or more.
-    const filters = { temperature: 0.9, topK: 40, topP: 1, minP: 0.05 };
-    const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[1])];
-    const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
-    const rows = (await sequence.evaluateRows(Uint32Array.from(prompt), 0, prompt.length)).map((row) => exactDistribution(Array.from(row), filters));
-    sequence.dispose();
-    const positions = rows.map((p, i) => (p.filter((x) => x > 0).length >= 3 ? i + 1 : 0)).filter((at) => at > 0).slice(0, 4);
-    expect(positions.length).toBe(4);
-    for (const at of positions) {
-      const expected = rows[at - 1];
-      const session = new Session(model, { backend: 'native', contextSize: 128 });
-      try {
-        await session.generate(prompt.slice(0, at), { maxTokens: 0 });
-        const counts = new Array<number>(expected.length).fill(0);
-        for (let seed = 0; seed < 4_000; seed++) {
-          session.rewind(at);
-          const { tokens } = await session.generate([], { ...filters, seed, maxTokens: 1 });
-          counts[tokens[0]]++;
-        }
-        expected.forEach((p, token) => { if (p === 0) expect(counts[token], `after ${at} tokens: token ${token} is filtered out`).toBe(0); });
-        expect(chiSquarePValue(counts, expected).p, `after ${at} tokens`).toBeGreaterThan(0.001);
-      } finally {
-        session.dispose();
-      }
-    }
-  });
-
-  test('the GPU tables refuse its widths by name, until their kernels have tails', () => {
-    for (const backend of ['emulated', 'metal'] as const) {
-      expect(() => model.openSequence({ backend, contextSize: 64 })).toThrow(
-        `The ${backend} backend is not available: the GPU forward pass needs ffnLength to be a multiple of 32 for now, ` +
-        "and this model's is 172; backend 'native' (the CPU) runs it");
-    }
-  });
-
-  test('the tolerance catches a wrong op: RoPE on 4 of the 8 dimensions is far outside it', async () => {
-    // The same file with rope.dimension_count 4: the last 4 dims of each head pass through unrotated.
-    const altered = withScalar(path, 'llama.rope.dimension_count', 4, 8);
-    const wrong = await loadModel(altered, { threads: 1 });
-    try {
-      const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[2])];
-      const [expected] = await oracle.logits(prompt, [prompt.length - 1]);
-      const sequence = wrong.openSequence({ backend: 'native', contextSize: 64 });
-      const ours = Float32Array.from(await sequence.evaluate(Uint32Array.from(prompt), 0));
-      sequence.dispose();
-      const difference = maxDifference(ours, expected);
-      console.log(`stories260K with RoPE on 4 of 8 dims: ${difference.toFixed(3)} from llama.cpp`);
-      expect(difference).toBeGreaterThan(10 * TOLERANCE);
-    } finally {
-      wrong.dispose();
-      rmSync(dirname(altered), { recursive: true, force: true });
-    }
+    const [agreement, difference] = [maxDifference(ours, partial), maxDifference(ours, original)];
+    console.log(`stories260K with RoPE on 4 of 8 dims on ${backend}: ${agreement.toExponential(2)} from llama.cpp on the same file, ${difference.toFixed(3)} from the original`);
+    expect(agreement).toBeLessThanOrEqual(TOLERANCE);
+    expect(difference).toBeGreaterThan(10 * TOLERANCE);
   });
 });
 
@@ -222,10 +181,4 @@ function withScalar(path: string, key: string, value: number, was: number): stri
   const copy = join(mkdtempSync(join(tmpdir(), 'md-stories-')), 'altered.gguf');
   writeFileSync(copy, bytes);
   return copy;
-}
-
-function maxDifference(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
 }

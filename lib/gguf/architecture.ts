@@ -29,7 +29,8 @@ class MetadataReader {
     throw new GgufError(this.header.path, `${this.prefix}.${key}`, detail);
   }
 
-  integer(key: string, fallback?: number): number {
+  /** An integer of at least `min` (default 1). */
+  integer(key: string, fallback?: number, min = 1): number {
     let v = this.value(key);
     if (v === undefined) {
       if (fallback !== undefined) return fallback;
@@ -42,7 +43,9 @@ class MetadataReader {
       v = first as MetadataValue;
     }
     const n = typeof v === 'bigint' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) this.fail(key, `expected a positive integer, got ${String(v)}`);
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) {
+      this.fail(key, `expected ${min === 1 ? 'a positive integer' : `an integer of at least ${min}`}, got ${String(v)}`);
+    }
     return n;
   }
 
@@ -73,6 +76,12 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
   const headDim = m.integer('attention.key_length', Math.floor(embeddingLength / headCount));
   const valueLength = m.integer('attention.value_length', headDim);
   if (valueLength !== headDim) m.fail('attention.value_length', `${valueLength} differs from attention.key_length ${headDim}; not supported`);
+  // RoPE rotates pairs of the first ropeDims values of each head: 0 rotates
+  // nothing; an odd count is what ggml's rope refuses too.
+  const ropeDims = m.integer('rope.dimension_count', headDim, 0);
+  if (ropeDims % 2 !== 0 || ropeDims > headDim) {
+    m.fail('rope.dimension_count', `expected an even number from 0 to the head dimension ${headDim}, got ${ropeDims}`);
+  }
   const scaling = m.string('rope.scaling.type') ?? 'none';
   let ropeFreqScale = 1;
   if (scaling === 'linear') ropeFreqScale = 1 / m.float('rope.scaling.factor');
@@ -85,7 +94,7 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
     headCountKv: m.integer('attention.head_count_kv', headCount),
     headDim,
     ffnLength: m.integer('feed_forward_length'),
-    ropeDims: m.integer('rope.dimension_count', headDim),
+    ropeDims,
     ropeMode: arch.ropeMode,
     ropeBase: m.float('rope.freq_base', 10000),
     ropeFreqScale,

@@ -84,8 +84,6 @@ export class GgufForwardTable implements VerificationTables {
 
   constructor(readonly device: GpuDevice, config: NativeModelConfig, weights: GpuWeights, readonly contextSize: number, options: ForwardTableOptions = {}) {
     const c = config;
-    const problem = gpuShapeProblem(c);
-    if (problem !== undefined) throw new RangeError(`${device.name}: ${problem}`);
     this.#vocabSize = c.vocabSize;
     this.prefillBatch = options.prefillBatch ?? 32;
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
@@ -532,19 +530,4 @@ function fusable(outputs: Projection[]): Projection[][] {
 // Threadgroups of `threads` covering n items.
 function grid(n: number, threads: number): { threadgroups: number; threadsPerThreadgroup: number } {
   return { threadgroups: Math.max(1, Math.ceil(n / threads)), threadsPerThreadgroup: threads };
-}
-
-/**
- * Why the GPU tables cannot run this shape, or undefined. Their kernels
- * read rows 32 values at a time (a simdgroup's lanes) and have no tails
- * yet; the CPU forward pass runs any width.
- */
-export function gpuShapeProblem(c: NativeModelConfig): string | undefined {
-  for (const field of ['embeddingLength', 'ffnLength', 'headDim'] as const) {
-    if (c[field] % 32 !== 0) {
-      return `the GPU forward pass needs ${field} to be a multiple of 32 for now, and this model's is ${c[field]}; ` +
-        "backend 'native' (the CPU) runs it";
-    }
-  }
-  return undefined;
 }

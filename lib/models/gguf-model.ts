@@ -14,7 +14,7 @@ import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { SamplingPacker } from '../native/native-sampler.js';
 import { loadAddon } from '../native/load-addon.js';
-import { GgufForwardTable, gpuShapeProblem } from './gguf-forward-table.js';
+import { GgufForwardTable } from './gguf-forward-table.js';
 import { GpuWeights } from './gpu-weights.js';
 import { GgufGpuSequence } from './gguf-gpu-sequence.js';
 import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
@@ -96,8 +96,6 @@ export class GgufModel implements DecodeModel {
     if (backend === 'metal' || backend === 'emulated') {
       const addon = loadAddon();
       if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
-      const shapeProblem = gpuShapeProblem(this.info.config);
-      if (shapeProblem !== undefined) throw new BackendUnavailableError(backend, shapeProblem);
       const device = sharedDevice(backend);
       let weights = this.#gpuWeights.get(backend);
       if (weights === undefined) {

@@ -139,7 +139,9 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
     // Rows: one, and counts that are no multiple of a tile's 16 (small enough
     // that the aarch64 run under qemu stays within a few minutes).
     for (uint32_t rows : {1u, 203u, 517u}) {
-      const uint32_t cols = superBlocks ? 512 : 96;
+    // 40: a float row whose second 32-value part is short (once, to keep the qemu run short).
+    for (const uint32_t cols : {superBlocks ? 512u : 96u, 40u}) {
+      if (!rowsFit(t.type, cols) || (cols == 40 && rows != 203)) continue;
       const Head h = makeHead(t, rows, cols, rows * 7 + cols);
       uint32_t top = 0;
       for (uint32_t i = 1; i < rows; ++i) if (h.logits[i] > h.logits[top]) top = i;
@@ -164,11 +166,12 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
           const uint32_t simdGroups = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
           for (auto [tiles, threads] : {std::pair{1u, 32u}, std::pair{3u, 64u}, std::pair{(simdGroups + 3) / 4, 128u}, std::pair{7u, 256u}}) {
             ASSERT_EQ(fused(h, modes[m], seed, position, tiles, threads), expected)
-                << t.suffix << " rows " << rows << " mode " << m << " position " << position << " tiles " << tiles
+                << t.suffix << " rows " << rows << " cols " << cols << " mode " << m << " position " << position << " tiles " << tiles
                 << " threads " << threads;
           }
         }
       }
+    }
     }
   }
 }

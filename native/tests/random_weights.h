@@ -16,8 +16,7 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.05f);
   std::uniform_int_distribution<int> byte(0, 255);
-  const bool k = type == md::TensorType::Q4_K || type == md::TensorType::Q5_K || type == md::TensorType::Q6_K;
-  const uint32_t blocks = rows * (cols / (k ? MD_QK_K : MD_QK));
+  const uint32_t blocks = rows * (cols / md::tensorTypeInfo(type).blockValues);  // a float "block" is one value
   std::vector<uint8_t> out;
   auto append = [&](const void* p, size_t n) { out.insert(out.end(), (const uint8_t*)p, (const uint8_t*)p + n); };
   // A K block: random bytes, then sane float16 scales where its d and dmin are.
@@ -31,7 +30,7 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
   for (uint32_t b = 0; b < blocks; ++b) {
     switch (type) {
       case md::TensorType::BF16:
-        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::bf16FromFloat(normal(rng)); append(&v, 2); }
+        { const uint16_t v = md::bf16FromFloat(normal(rng)); append(&v, 2); }
         break;
       case md::TensorType::Q4_1: {
         md_block_q4_1 q;
@@ -53,10 +52,10 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
       case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
       case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
       case md::TensorType::F32:
-        for (int j = 0; j < MD_QK; ++j) { const float v = normal(rng); append(&v, 4); }
+        { const float v = normal(rng); append(&v, 4); }
         break;
       case md::TensorType::F16:
-        for (int j = 0; j < MD_QK; ++j) { const uint16_t v = md::halfFromFloat(normal(rng)); append(&v, 2); }
+        { const uint16_t v = md::halfFromFloat(normal(rng)); append(&v, 2); }
         break;
       case md::TensorType::Q8_0: {
         md_block_q8_0 q;
@@ -75,6 +74,10 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
   }
   return out;
 }
+
+// Whether rows of `cols` values are possible in `type`: a whole number of
+// blocks (float rows: any length).
+inline bool rowsFit(md::TensorType type, uint32_t cols) { return cols % md::tensorTypeInfo(type).blockValues == 0; }
 
 // Every weight type and its kernel suffix (md_matvec_*, md_embed_rows_*).
 struct TypeCase {

@@ -133,9 +133,11 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
     const std::string name = std::string("md_matvec_") + t.suffix;
     const char* kernel = name.c_str();
     const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    // The last four: float rows whose length is not a whole number of the lanes' 32-value parts.
     for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
-                                          std::tuple{5u, 96u, 1u}}) {
-      if (superBlocks && cols % MD_QK_K != 0) continue;
+                                          std::tuple{5u, 96u, 1u}, std::tuple{9u, 172u, 2u}, std::tuple{6u, 45u, 1u}, std::tuple{3u, 8u, 1u},
+                                          std::tuple{2u, 1u, 1u}}) {
+      if (!rowsFit(t.type, cols)) continue;
       const uint32_t heights[3] = {rows, rows / 2 + 3, 5};
       std::vector<std::vector<uint8_t>> bytes;
       std::vector<std::shared_ptr<md::Buffer>> w, y;
@@ -212,7 +214,9 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string one = std::string("md_matvec_") + t.suffix, batch = std::string("md_matvec_batch_") + t.suffix;
     const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
-    const uint32_t cols = superBlocks ? 512 : 96, rows = 13, simdgroups = 2;
+    for (const uint32_t cols : {superBlocks ? 512u : 96u, 172u}) {  // 172: a float row with a short last part
+    if (!rowsFit(t.type, cols)) continue;
+    const uint32_t rows = 13, simdgroups = 2;
     const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
     const auto gateBytes = randomRows(t.type, rows, cols, cols + 11), upBytes = randomRows(t.type, rows, cols, cols + 12);
     auto gate = device().newBuffer(gateBytes.size()), up = device().newBuffer(upBytes.size());
@@ -235,10 +239,11 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
           const auto alone = contents(*yt, rows);
           for (uint32_t r = 0; r < rows; ++r) {
             ASSERT_EQ(floatBits(together[size_t(token) * rows + r]), floatBits(alone[r]))
-                << batch << " count " << count << " mode " << mode << " token " << token << " row " << r;
+                << batch << " cols " << cols << " count " << count << " mode " << mode << " token " << token << " row " << r;
           }
         }
       }
+    }
     }
   }
 }
@@ -250,9 +255,10 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
 TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matmul_") + t.suffix;
-    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
-    for (auto [rows, cols, count] : {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u}}) {
-      if (superBlocks && cols % MD_QK_K != 0) continue;
+    // The last three: float rows whose last 32-column step is short.
+    for (auto [rows, cols, count] : {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u},
+                                     std::tuple{9u, 172u, 33u}, std::tuple{5u, 45u, 3u}, std::tuple{4u, 8u, 2u}}) {
+      if (!rowsFit(t.type, cols)) continue;
       const auto bytes = randomRows(t.type, rows, cols, rows * 7 + cols + count);
       const auto x = normals(size_t(count) * cols, count + cols, 1.0f);
       auto wb = device().newBuffer(bytes.size());
@@ -350,7 +356,9 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_embed_rows_") + t.suffix;
     const char* kernel = name.c_str();
-    const uint32_t vocab = 5, dim = 512;
+    for (const uint32_t dim : {512u, 172u, 45u}) {  // float tables may have rows of any length
+    if (!rowsFit(t.type, dim)) continue;
+    const uint32_t vocab = 5;
     const auto bytes = randomRows(t.type, vocab, dim, 17);
     auto table = device().newBuffer(bytes.size());
     std::memcpy(table->contents(), bytes.data(), bytes.size());
@@ -361,7 +369,8 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
       runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim, 1, 0}, (dim + 127) / 128, 128);
       std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
       if (token < vocab) md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
-      EXPECT_EQ(contents(*out, dim), expected) << kernel << " token " << token;
+      EXPECT_EQ(contents(*out, dim), expected) << kernel << " dim " << dim << " token " << token;
+    }
     }
   }
 }
@@ -526,6 +535,11 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
             "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer has 287");
   mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
+  // Float rows have any length: 3 rows of 45 F16 values are 270 bytes.
+  auto wf = device().newBuffer(3 * 45 * 2 - 2), xf = device().newBuffer(4 * 45), yf = device().newBuffer(4 * 3);
+  mv = command("md_matvec_f16", {{0, wf.get()}, {1, xf.get()}, {3, yf.get()}}, 2, md_matvec_params{45, MD_MATVEC_STORE, {3, 0, 0}, 1, {0, 0}});
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_f16: buffer 0 (w0: rows[0] x cols / values blocks) needs 270 bytes from byte 0, but the buffer has 268");
   // Counts: one token for md_matvec_*, up to MD_MATVEC_BATCH for the batch kernel, whose x and y hold them all.
   auto w8 = device().newBuffer(8 * 2 * 18);
   mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});

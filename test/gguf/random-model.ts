@@ -19,6 +19,8 @@ export interface ModelShape {
   kvHeads: number;
   headDim: number;
   ff: number;
+  /** Leading dims of each head that RoPE rotates. Default headDim. */
+  ropeDims?: number;
 }
 
 export interface RandomModelSpec {
@@ -145,7 +147,8 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   matrix('token_embd.weight', s.d, s.vocab, spec.tied ? logitScale / Math.sqrt(s.d) : 1);
   vector('output_norm.weight', s.d, norm);
   if (!spec.tied) matrix('output.weight', s.d, s.vocab, logitScale / Math.sqrt(s.d));
-  if (spec.ropeFactors) vector('rope_freqs.weight', s.headDim / 2, () => 1 + 7 * next());
+  const ropeDims = s.ropeDims ?? s.headDim;
+  if (spec.ropeFactors) vector('rope_freqs.weight', ropeDims / 2, () => 1 + 7 * next());
   for (let l = 0; l < s.layers; l++) {
     const p = `blk.${l}.`;
     vector(`${p}attn_norm.weight`, s.d, norm);
@@ -180,7 +183,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     [`${arch}.attention.head_count_kv`]: { type: 'u32', value: s.kvHeads },
     [`${arch}.attention.layer_norm_rms_epsilon`]: { type: 'f32', value: arch === 'llama' ? 1e-5 : 1e-6 },
     [`${arch}.rope.freq_base`]: { type: 'f32', value: arch === 'llama' ? 500000 : 1000000 },
-    [`${arch}.rope.dimension_count`]: { type: 'u32', value: s.headDim },
+    [`${arch}.rope.dimension_count`]: { type: 'u32', value: ropeDims },
     'tokenizer.ggml.model': { type: 'string', value: 'gpt2' },
     'tokenizer.ggml.pre': { type: 'string', value: 'default' },
     'tokenizer.ggml.tokens': { type: 'strings', value: tokens },
@@ -194,7 +197,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     metadata = Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith('tokenizer.')));
     Object.assign(metadata, spec.vocabulary);
   }
-  if (arch === 'qwen3') {
+  if (arch === 'qwen3' || s.headDim * s.heads !== s.d) {
     metadata[`${arch}.attention.key_length`] = { type: 'u32', value: s.headDim };
     metadata[`${arch}.attention.value_length`] = { type: 'u32', value: s.headDim };
   }

@@ -45,8 +45,10 @@ function rmsNorm(x: Float64Array, w: Float64Array | undefined, eps: number): Flo
   return x.map((v, i) => v * scale * (w ? w[i] : 1));
 }
 
+// The first ropeDims values of the head rotate (pairs i and i + ropeDims / 2
+// in qwen's mode); the rest pass through.
 function rope(head: Float64Array, position: number, o: ReferenceOptions, factors: Float64Array | undefined): void {
-  const dims = o.shape.headDim, pairs = dims / 2;
+  const dims = o.shape.ropeDims ?? o.shape.headDim, pairs = dims / 2;
   for (let i = 0; i < pairs; i++) {
     const angle = position * Math.pow(o.ropeBase, (-2 * i) / dims) / (factors ? factors[i] : 1);
     const [a, b] = o.arch === 'llama' ? [2 * i, 2 * i + 1] : [i, i + pairs];

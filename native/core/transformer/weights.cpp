@@ -96,8 +96,9 @@ void checkConfig(const ModelConfig& c) {
   requirePositive("ffnLength", c.ffnLength);
   if (c.headCount % c.headCountKv != 0)
     fail("headCountKv: " + std::to_string(c.headCountKv) + " does not divide headCount " + std::to_string(c.headCount));
-  if (c.ropeDims == 0 || c.ropeDims % 2 != 0 || c.ropeDims > c.headDim)
-    fail("ropeDims: expected an even number from 2 to headDim " + std::to_string(c.headDim) + ", got " + std::to_string(c.ropeDims));
+  // 0 rotates nothing (llama.cpp allows it); an odd count is what ggml's rope asserts against.
+  if (c.ropeDims % 2 != 0 || c.ropeDims > c.headDim)
+    fail("ropeDims: expected an even number from 0 to headDim " + std::to_string(c.headDim) + ", got " + std::to_string(c.ropeDims));
   // Widths of any length: float rows have tails in the dot kernels, and a
   // quantized tensor's rows must be whole blocks, which bind() checks per
   // tensor (the file's own constraint, as in llama.cpp).
