@@ -1,10 +1,53 @@
 // attention.metal: the attention of one token (decode) or a batch of
 // consecutive tokens (prefill): RoPE on their Q and K heads, K and V into
-// the F16 cache at their positions, and each query head's softmax-weighted
-// sum of the cached values, causal. The CPU twins are ops.h's
-// ropeAngles/applyRope and Transformer::attention (the tests compare).
+// the KV cache at their positions, and each query head's softmax-weighted
+// sum of the cached values, causal. The cache is F16 (the default), F32 or
+// Q8_0, as llama.cpp's cache types: one store and one attention kernel
+// each. The CPU twins are ops.h's ropeAngles/applyRope and
+// Transformer::attention (the tests compare).
 #include "md_kernel.h"
+#include "md_block_values.h"
 #include "md_transformer.h"
+
+// ---- the cache's types ---------------------------------------------------
+// Value i of a cache row, the row found from its first value's index
+// (kv_dim and head_dim are whole Q8_0 blocks for that cache).
+inline device const half* md_cache_at(device const half* cache, ulong first) { return cache + first; }
+inline device const float* md_cache_at(device const float* cache, ulong first) { return cache + first; }
+inline device const md_block_q8_0* md_cache_at(device const md_block_q8_0* cache, ulong first) { return cache + first / MD_QK; }
+inline float md_cache_value(device const half* row, uint i) { return float(row[i]); }
+inline float md_cache_value(device const float* row, uint i) { return row[i]; }
+inline float md_cache_value(device const md_block_q8_0* row, uint i) { return md_block_value(row + i / MD_QK, i % MD_QK); }
+// With an F16 cache the query and the softmax weights are rounded to
+// float16 before their products with K and V, as llama.cpp does; the F32
+// and Q8_0 caches keep them float32.
+inline float md_cache_operand(device const half*, float x) { return float(half(x)); }
+inline float md_cache_operand(device const float*, float x) { return x; }
+inline float md_cache_operand(device const md_block_q8_0*, float x) { return x; }
+
+// A query head's dot with a cached key row, times nothing yet (the scale
+// comes after): F16 and F32 value by value; Q8_0 as the CPU's dot (and
+// llama.cpp's): the query quantized to Q8_0 blocks like the key, integer
+// products summed per block, times both blocks' scales.
+template <typename Cache>
+inline float md_cache_score(device const Cache* key, device const float* query, uint head_dim) {
+  float dot = 0.0f;
+  for (uint d = 0; d < head_dim; ++d) dot += md_cache_operand(key, query[d]) * md_cache_value(key, d);
+  return dot;
+}
+inline float md_cache_score(device const md_block_q8_0* key, device const float* query, uint head_dim) {
+  float dot = 0.0f;
+  for (uint b = 0; b < head_dim / MD_QK; ++b) {
+    device const float* x = query + b * MD_QK;
+    float amax = 0.0f;
+    for (uint j = 0; j < MD_QK; ++j) amax = max(amax, fabs(x[j]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int products = 0;
+    for (uint j = 0; j < MD_QK; ++j) products += int(key[b].qs[j]) * int(rint(x[j] * id));
+    dot += float(products) * (float(as_type<half>(key[b].d)) * float(half(amax / 127.0f)));
+  }
+  return dot;
+}
 
 // One thread per (token, head, rotated pair), the Q heads' pairs then the
 // K heads'. The angle is the CPU's, operation for operation: position
@@ -34,8 +77,8 @@ kernel void md_rope_f32(device float* x [[buffer(0)]],
   head[b] = x0 * s + x1 * c;
 }
 
-// One thread per value: the tokens' K and V rows, rounded to float16, into
-// rows position .. position + count - 1 of the caches.
+// One thread per value: the tokens' K and V rows, rounded to float16 (or
+// as they are: F32), into rows position .. position + count - 1 of the caches.
 kernel void md_kv_store_f16(device const float* k [[buffer(0)]],
                             device const float* v [[buffer(1)]],
                             constant md_kv_store_params& params [[buffer(2)]],
@@ -47,6 +90,43 @@ kernel void md_kv_store_f16(device const float* k [[buffer(0)]],
   const ulong at = ulong(params.position) * params.kv_dim + i;
   keys[at] = half(k[i]);
   values[at] = half(v[i]);
+}
+
+kernel void md_kv_store_f32(device const float* k [[buffer(0)]],
+                            device const float* v [[buffer(1)]],
+                            constant md_kv_store_params& params [[buffer(2)]],
+                            device float* keys [[buffer(3)]],
+                            device float* values [[buffer(4)]],
+                            MD_THREAD_IDS) {
+  const uint i = group * threads + tid;
+  if (i >= params.kv_dim * params.count) return;
+  const ulong at = ulong(params.position) * params.kv_dim + i;
+  keys[at] = k[i];
+  values[at] = v[i];
+}
+
+// One block of 32 values as the CPU's quantizeActivations makes it: d =
+// max |x| / 127 (as float16), q = nearest(x * 127 / max |x|), ties to even.
+inline void md_quantize_q8_0(device const float* x, device md_block_q8_0* out) {
+  float amax = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) amax = max(amax, fabs(x[j]));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  out->d = as_type<md_u16>(half(amax / 127.0f));
+  for (uint j = 0; j < MD_QK; ++j) out->qs[j] = md_i8(rint(x[j] * id));
+}
+
+// One thread per block of 32 values: Q8_0 K and V blocks.
+kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
+                             device const float* v [[buffer(1)]],
+                             constant md_kv_store_params& params [[buffer(2)]],
+                             device md_block_q8_0* keys [[buffer(3)]],
+                             device md_block_q8_0* values [[buffer(4)]],
+                             MD_THREAD_IDS) {
+  const uint b = group * threads + tid;
+  if (b >= params.kv_dim / MD_QK * params.count) return;
+  const ulong at = ulong(params.position) * (params.kv_dim / MD_QK) + b;
+  md_quantize_q8_0(k + ulong(b) * MD_QK, keys + at);
+  md_quantize_q8_0(v + ulong(b) * MD_QK, values + at);
 }
 
 // One threadgroup per (query, head, split): split j of the query's
@@ -65,15 +145,11 @@ kernel void md_kv_store_f16(device const float* k [[buffer(0)]],
 // GPU's cores), it writes its max m, its sum l of exp(s - m) and its
 // unnormalised output (weights exp(s - m) rounded to float16) to
 // `partials`, and md_attention_merge_f32 combines the splits.
-kernel void md_attention_f16(device const float* q [[buffer(0)]],
-                             device const half* keys [[buffer(1)]],
-                             device const half* values [[buffer(2)]],
-                             constant md_attention_params& params [[buffer(3)]],
-                             device float* scores [[buffer(4)]],
-                             device float* out [[buffer(5)]],
-                             device float* partials [[buffer(6)]],
-                             MD_THREAD_IDS) {
-  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
+template <typename Cache>
+inline void md_attention(device const float* q, device const Cache* keys, device const Cache* values,
+                         constant md_attention_params& params, device float* scores, device float* out,
+                         device float* partials, uint group, uint tid, uint threads, uint lane, uint simd_index,
+                         threadgroup float* scratch) {
   const uint split = group % params.splits, h = (group / params.splits) % params.heads;
   const uint query = group / (params.splits * params.heads);
   if (query >= params.count) return;
@@ -88,9 +164,7 @@ kernel void md_attention_f16(device const float* q [[buffer(0)]],
 
   float local_max = -INFINITY;
   for (uint t = begin + tid; t < end; t += threads) {
-    device const half* key = keys + ulong(t) * kv_dim + ulong(g) * params.head_dim;
-    float dot = 0.0f;
-    for (uint d = 0; d < params.head_dim; ++d) dot += float(half(query_head[d])) * float(key[d]);
+    float dot = md_cache_score(md_cache_at(keys, ulong(t) * kv_dim + ulong(g) * params.head_dim), query_head, params.head_dim);
     dot *= params.scale;
     s[t] = dot;
     local_max = max(local_max, dot);
@@ -118,8 +192,8 @@ kernel void md_attention_f16(device const float* q [[buffer(0)]],
   for (uint d = tid; d < params.head_dim; d += threads) {
     float acc = 0.0f;
     for (uint t = begin; t < end; ++t) {
-      const float p = float(half(s[t] * inverse));
-      acc += p * float(values[ulong(t) * kv_dim + ulong(g) * params.head_dim + d]);
+      const float p = md_cache_operand(values, s[t] * inverse);
+      acc += p * md_cache_value(md_cache_at(values, ulong(t) * kv_dim + ulong(g) * params.head_dim), d);
     }
     if (whole) out[row * params.head_dim + d] = acc;
     else partial[2 + d] = acc;
@@ -128,6 +202,26 @@ kernel void md_attention_f16(device const float* q [[buffer(0)]],
     partial[0] = top;  // -inf for an empty split, whose weight below is 0
     partial[1] = total;
   }
+}
+
+#define MD_ATTENTION_BUFFERS(Cache)                                                                                \
+  device const float *q [[buffer(0)]], device const Cache *keys [[buffer(1)]],                                      \
+      device const Cache *values [[buffer(2)]], constant md_attention_params &params [[buffer(3)]],                 \
+      device float *scores [[buffer(4)]], device float *out [[buffer(5)]], device float *partials [[buffer(6)]]
+
+kernel void md_attention_f16(MD_ATTENTION_BUFFERS(half), MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
+  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
+}
+
+kernel void md_attention_f32(MD_ATTENTION_BUFFERS(float), MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
+  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
+}
+
+kernel void md_attention_q8_0(MD_ATTENTION_BUFFERS(md_block_q8_0), MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
+  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
 }
 
 // One thread per (query, head, dim): the splits' partial outputs rescaled

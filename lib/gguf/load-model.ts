@@ -17,6 +17,7 @@ import { isPlainObject } from '../predicates.js';
 import { readConfig, trainedContextLength, type Architecture } from './architecture.js';
 import { ARCHITECTURES } from './architectures/index.js';
 import { GgufError } from './gguf-error.js';
+import { checkKvCacheType, KV_CACHE_TYPES, type KvCacheType } from '../models/kv-cache-type.js';
 import { physicalCores } from './physical-cores.js';
 import { readGgufHeaderOffThread, type GgufHeader } from './read-header.js';
 import { GgufTokenizer } from './gguf-tokenizer.js';
@@ -49,11 +50,19 @@ export interface LoadModelOptions {
    * so generation) is then an error that says so. Default false.
    */
   vocabOnly?: boolean;
+  /**
+   * The KV cache's type for the sequences of this model, on the CPU and the
+   * GPU tables, as llama.cpp's cache types: 'f16' (default), 'f32' (exact
+   * attention: K, V, the query and the softmax weights never rounded;
+   * twice the memory) or 'q8_0' (about half of f16's; the head dimension
+   * must be a multiple of 32).
+   */
+  kvCacheType?: KvCacheType;
 }
 
 export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
 const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
-const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels', 'vocabOnly']);
+const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels', 'vocabOnly', 'kvCacheType']);
 const PREFETCH_CHUNK = 64 << 20;
 
 function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
@@ -70,7 +79,11 @@ function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal
   const cpuKernels = o.cpuKernels ?? 'auto';
   if (!CPU_KERNELS.includes(cpuKernels)) throw invalidParameterError('cpuKernels', CPU_KERNELS.map((k) => `'${k}'`).join(', '), cpuKernels, 'range');
   if (o.vocabOnly !== undefined && typeof o.vocabOnly !== 'boolean') throw invalidParameterError('vocabOnly', 'a boolean', o.vocabOnly, 'type');
-  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels, vocabOnly: o.vocabOnly ?? false };
+  const kvCacheType = o.kvCacheType ?? 'f16';
+  if (!KV_CACHE_TYPES.includes(kvCacheType)) {
+    throw invalidParameterError('kvCacheType', KV_CACHE_TYPES.map((t) => `'${t}'`).join(', '), kvCacheType, typeof kvCacheType === 'string' ? 'range' : 'type');
+  }
+  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels, vocabOnly: o.vocabOnly ?? false, kvCacheType };
 }
 
 /** A tensor type's name: the addon's, else GGUF's (types this package does not read). */
@@ -155,6 +168,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const arch = architectureOf(header);
   const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
+  checkKvCacheType(o.kvCacheType, config.headDim);
   const vocabulary = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize);
   await turn();
   const tokenizer = vocabulary ?? new ByteTokenizer();
@@ -190,6 +204,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     threads: native?.threads ?? 0,
     cpuKernels: native?.isa ?? 'none',
     vocabOnly: native === undefined,
+    kvCacheType: o.kvCacheType,
   }, tokenizer, Object.freeze(eosTokens), o.batchSize, header.tensors, chatTemplate);
 }
 

@@ -27,6 +27,7 @@ import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { headSamplingCommands, headScratch, type HeadScratch } from './head-sampling.js';
+import { checkKvCacheType, kvCacheBytes, type KvCacheType } from './kv-cache-type.js';
 import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
 
 export interface ForwardTableOptions {
@@ -41,6 +42,8 @@ export interface ForwardTableOptions {
    * the sampling kernels, as the tests that compare the two do.
    */
   fusedHead?: boolean;
+  /** The KV cache's type. Default 'f16'. */
+  kvCacheType?: KvCacheType;
 }
 
 /**
@@ -63,7 +66,7 @@ export class GgufForwardTable implements VerificationTables {
   readonly forward: DispatchTable;
   readonly prefillBatch: number;
   readonly attentionSplits: number;
-  /** Bytes of the F16 KV caches (every layer, contextSize positions). */
+  /** Bytes of the KV caches (every layer, contextSize positions). */
   readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
   readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick) => DispatchTableBuilder;
@@ -102,10 +105,13 @@ export class GgufForwardTable implements VerificationTables {
     const gate = floats(batch * c.ffnLength), up = floats(batch * c.ffnLength);
     const scores = floats(batch * c.headCount * contextSize);
     const partials = floats(batch * c.headCount * this.attentionSplits * (layouts.attentionPartialFloats + c.headDim));
-    // The F16 KV cache of each layer, shared by every table of the sequence.
-    const caches = Array.from({ length: c.blockCount }, () => ({
-      keys: this.#buffer(contextSize * kvDim * 2), values: this.#buffer(contextSize * kvDim * 2),
-    }));
+    // The KV cache of each layer, shared by every table of the sequence.
+    const cacheType = options.kvCacheType ?? 'f16';
+    checkKvCacheType(cacheType, c.headDim);
+    const cacheBytes = contextSize * kvCacheBytes(cacheType, device.addon.tensorTypes, kvDim);
+    const caches = Array.from({ length: c.blockCount }, () => ({ keys: this.#buffer(cacheBytes), values: this.#buffer(cacheBytes) }));
+    // The store kernels take one thread per value, Q8_0's one per block.
+    const storeItems = cacheType === 'q8_0' ? kvDim / 32 : kvDim;
     this.kvCacheBytes = caches.reduce((sum, cache) => sum + cache.keys.byteLength + cache.values.byteLength, 0);
     const rope: RopeShape = {
       headDim: c.headDim, ropeDims: c.ropeDims, mode: c.ropeMode, freqScale: c.ropeFreqScale,
@@ -196,14 +202,14 @@ export class GgufForwardTable implements VerificationTables {
           b.add('md_rms_norm_f32', rmsNorm(`${layer}: K head norms`, k, weight('attn_k_norm'), k, c.headDim, count * c.headCountKv));
         }
         b.add('md_rope_f32', ropeOfQAndK(`${layer}: RoPE of Q and K`));
-        b.add('md_kv_store_f16', {
+        b.add(`md_kv_store_${cacheType}`, {
           label: `${layer}: KV write`,
           buffers: [{ index: 0, buffer: k }, { index: 1, buffer: v }, { index: 3, buffer: keys }, { index: 4, buffer: values }],
-          params: { index: 2, bytes: pack.kvStore(kvDim, count) }, ...grid(count * kvDim, 64),
+          params: { index: 2, bytes: pack.kvStore(kvDim, count) }, ...grid(count * storeItems, 64),
           patch: { rule: 'position', fields: [layouts.kvStore.position] },
         });
         const attentionParams = pack.attention(attention, count);
-        b.add('md_attention_f16', {
+        b.add(`md_attention_${cacheType}`, {
           label: `${layer}: attention`,
           buffers: [
             { index: 0, buffer: q }, { index: 1, buffer: keys }, { index: 2, buffer: values }, { index: 4, buffer: scores },

@@ -15,6 +15,7 @@ import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransform
 import { SamplingPacker } from '../native/native-sampler.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
+import { kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
 import { GpuWeights } from './gpu-weights.js';
 import { GgufGpuSequence } from './gguf-gpu-sequence.js';
 import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
@@ -38,6 +39,8 @@ export interface GgufModelInfo {
   cpuKernels: string;
   /** Loaded with { vocabOnly: true }: a tokenizer and metadata, no weights. */
   vocabOnly: boolean;
+  /** The KV cache type of its sequences (loadModel's kvCacheType). */
+  kvCacheType: KvCacheType;
 }
 
 export class GgufModel implements DecodeModel {
@@ -102,7 +105,8 @@ export class GgufModel implements DecodeModel {
         weights = new GpuWeights(device, { path: this.info.path, tensors: this.#tensors, types: addon.addon.tensorTypes });
         this.#gpuWeights.set(backend, weights);
       }
-      const sequence = new GgufGpuSequence(new GgufForwardTable(device, this.info.config, weights, contextSize), this.vocabSize);
+      const table = new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType });
+      const sequence = new GgufGpuSequence(table, this.vocabSize);
       this.#gpuSequences.add(sequence);
       return sequence;
     }
@@ -110,7 +114,8 @@ export class GgufModel implements DecodeModel {
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
     const addon = loadAddon();  // loaded: the model is the addon's
     if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
-    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize), contextSize, (s) => this.#sequences.delete(s), addon.addon);
+    const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
+    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize, cacheType), contextSize, (s) => this.#sequences.delete(s), addon.addon);
     this.#sequences.add(sequence);
     return sequence;
   }
@@ -167,7 +172,7 @@ export class GgufSequence implements ModelSequence {
     return this.#native.length;
   }
 
-  /** Bytes of the F16 KV cache (contextSize positions). */
+  /** Bytes of the KV cache (contextSize positions, in the model's kvCacheType). */
   get kvCacheBytes(): number {
     return this.#native.kvCacheBytes;
   }

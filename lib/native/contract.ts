@@ -190,7 +190,8 @@ export interface NativeTransformer {
   readonly isa: string;
   /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
   prefetch(begin: number, end: number): Promise<number>;
-  createSequence(contextSize: number, maxBatch: number): NativeTransformerSequence;
+  /** cacheType: the KV cache's GGUF tensor type id (F16, F32 or Q8_0; see lib/models/kv-cache-type.ts). */
+  createSequence(contextSize: number, maxBatch: number, cacheType: number): NativeTransformerSequence;
   /** Lets go of the model; sequences and work in flight keep it until they end. */
   dispose(): void;
 }

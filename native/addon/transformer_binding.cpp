@@ -24,9 +24,9 @@ struct TransformerShared {
 };
 
 struct SequenceShared {
-  SequenceShared(std::shared_ptr<TransformerShared> m, uint32_t contextSize, uint32_t maxBatch)
+  SequenceShared(std::shared_ptr<TransformerShared> m, uint32_t contextSize, uint32_t maxBatch, TensorType cacheType)
       : model(std::move(m)),
-        state(model->transformer->config(), contextSize, maxBatch),
+        state(model->transformer->config(), contextSize, maxBatch, cacheType),
         logits(std::make_shared<std::vector<float>>(model->transformer->config().vocabSize)) {}
   std::shared_ptr<TransformerShared> model;
   TransformerState state;
@@ -228,7 +228,8 @@ Napi::Value TransformerHandle::CreateSequence(const Napi::CallbackInfo& info) {
   auto model = live(env, "createSequence");
   const uint32_t contextSize = uint32Argument(info, 0, "createSequence", "contextSize", 1, 1u << 24);
   const uint32_t maxBatch = uint32Argument(info, 1, "createSequence", "maxBatch", 1, 1u << 16);
-  return SequenceHandle::create(env, model, contextSize, maxBatch);
+  const uint32_t cacheType = uint32Argument(info, 2, "createSequence", "cacheType", 0, 1u << 16);
+  return SequenceHandle::create(env, model, contextSize, maxBatch, TensorType(cacheType));
 }
 
 Napi::Value TransformerHandle::Dispose(const Napi::CallbackInfo& info) {
@@ -259,10 +260,12 @@ SequenceHandle::~SequenceHandle() {
 }
 
 Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerShared> model, uint32_t contextSize,
-                                    uint32_t maxBatch) {
+                                    uint32_t maxBatch, TensorType cacheType) {
   std::shared_ptr<SequenceShared> shared;
   try {
-    shared = std::make_shared<SequenceShared>(std::move(model), contextSize, maxBatch);
+    shared = std::make_shared<SequenceShared>(std::move(model), contextSize, maxBatch, cacheType);
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, std::string("createSequence: ") + e.what());
   } catch (const std::bad_alloc&) {
     throw Napi::RangeError::New(env, "createSequence: not enough memory for a KV cache of contextSize " +
                                          std::to_string(contextSize));

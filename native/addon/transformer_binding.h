@@ -8,6 +8,8 @@
 
 #include <memory>
 
+#include "../core/quant/tensor_types.h"
+
 namespace md::addon {
 
 struct TransformerShared;
@@ -28,7 +30,8 @@ class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
   Napi::Value Isa(const Napi::CallbackInfo& info);
   // prefetch(begin, end) -> Promise<number>: pages bytes in, off the JS thread.
   Napi::Value Prefetch(const Napi::CallbackInfo& info);
-  // createSequence(contextSize, maxBatch) -> TransformerSequence
+  // createSequence(contextSize, maxBatch, cacheType) -> TransformerSequence;
+  // cacheType: the KV cache's GGUF tensor type id (F16, F32 or Q8_0)
   Napi::Value CreateSequence(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
@@ -43,7 +46,7 @@ class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
   explicit SequenceHandle(const Napi::CallbackInfo& info);
   ~SequenceHandle() override;
   static Napi::Object create(Napi::Env env, std::shared_ptr<TransformerShared> model, uint32_t contextSize,
-                             uint32_t maxBatch);
+                             uint32_t maxBatch, TensorType cacheType);
 
  private:
   Napi::Value Logits(const Napi::CallbackInfo& info);

@@ -281,14 +281,24 @@ void rope(Contract& c) {
   c.needs(3, p.k_heads != 0 ? 4 * uint64_t(p.count) * p.k_heads * p.head_dim : 4, "k: count x k_heads x head_dim floats (any buffer without K heads)");
   c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4, "factors: rope_dims / 2 floats (any buffer without factors)");
 }
-void kvStore(Contract& c) {
+// A KV cache's type: `values` values take `bytes` bytes (F16 1 and 2, F32 1
+// and 4, Q8_0 a block of 32 in 34), and the word for its rows.
+struct CacheType {
+  uint32_t values;
+  uint64_t bytes;
+  const char* rows;
+};
+constexpr CacheType kCacheF16{1, 2, "halves"}, kCacheF32{1, 4, "floats"}, kCacheQ8_0{MD_QK, sizeof(md_block_q8_0), "Q8_0 values"};
+
+void kvStore(Contract& c, CacheType t) {
   md_kv_store_params p;
   if (!c.params(2, "md_kv_store_params", p)) return;
+  c.check(p.kv_dim % t.values == 0, "kv_dim " + std::to_string(p.kv_dim) + " is not a whole number of " + std::to_string(t.values) + "-value blocks");
   const uint64_t rows = uint64_t(p.position) + p.count;
   c.needs(0, 4 * uint64_t(p.count) * p.kv_dim, "k: count x kv_dim floats");
   c.needs(1, 4 * uint64_t(p.count) * p.kv_dim, "v: count x kv_dim floats");
-  c.needs(3, 2 * rows * p.kv_dim, "keys: position + count rows of kv_dim halves");
-  c.needs(4, 2 * rows * p.kv_dim, "values: position + count rows of kv_dim halves");
+  c.needs(3, rows * p.kv_dim / t.values * t.bytes, (std::string("keys: position + count rows of kv_dim ") + t.rows).c_str());
+  c.needs(4, rows * p.kv_dim / t.values * t.bytes, (std::string("values: position + count rows of kv_dim ") + t.rows).c_str());
 }
 // Shared by the attention kernel and its merge: the shape and the output.
 bool attentionShape(Contract& c, md_attention_params& p, uint32_t paramsIndex, uint32_t outIndex) {
@@ -304,13 +314,14 @@ bool attentionShape(Contract& c, md_attention_params& p, uint32_t paramsIndex, u
 uint64_t attentionPartialBytes(const md_attention_params& p) {
   return 4 * uint64_t(p.count) * p.heads * p.splits * MD_ATTENTION_PARTIAL_FLOATS(p.head_dim);
 }
-void attention(Contract& c) {
+void attention(Contract& c, CacheType t) {
   md_attention_params p;
   if (!attentionShape(c, p, 3, 5)) return;
-  const uint64_t cache = 2 * (uint64_t(p.kv_length) + p.count - 1) * p.kv_heads * p.head_dim;
+  c.check(p.head_dim % t.values == 0, "head_dim " + std::to_string(p.head_dim) + " is not a whole number of " + std::to_string(t.values) + "-value blocks");
+  const uint64_t cache = (uint64_t(p.kv_length) + p.count - 1) * p.kv_heads * p.head_dim / t.values * t.bytes;
   c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "q: count x heads x head_dim floats");
-  c.needs(1, cache, "keys: kv_length + count - 1 rows of kv_heads x head_dim halves");
-  c.needs(2, cache, "values: kv_length + count - 1 rows of kv_heads x head_dim halves");
+  c.needs(1, cache, (std::string("keys: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
+  c.needs(2, cache, (std::string("values: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
   c.needs(4, 4 * uint64_t(p.count) * p.heads * p.context, "scores: count x heads x context floats");
   if (p.splits > 1) c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
   else c.needs(6, 4, "partials: any buffer with one split");
@@ -364,8 +375,12 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_add_f32", add},
       {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
       {"md_rope_f32", rope},
-      {"md_kv_store_f16", kvStore},
-      {"md_attention_f16", attention},
+      {"md_kv_store_f16", [](Contract& c) { kvStore(c, kCacheF16); }},
+      {"md_kv_store_f32", [](Contract& c) { kvStore(c, kCacheF32); }},
+      {"md_kv_store_q8_0", [](Contract& c) { kvStore(c, kCacheQ8_0); }},
+      {"md_attention_f16", [](Contract& c) { attention(c, kCacheF16); }},
+      {"md_attention_f32", [](Contract& c) { attention(c, kCacheF32); }},
+      {"md_attention_q8_0", [](Contract& c) { attention(c, kCacheQ8_0); }},
       {"md_attention_merge_f32", attentionMerge},
       {"md_exp_values", expValues},
   };

@@ -415,25 +415,47 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
 // llama.cpp) does. The GPU's float32 softmax can round a weight to the
 // neighbouring float16 (2^-11 relative), so the bound is 2^-10 of
 // sum |p v| per output.
+// The KV cache types: the store and attention kernels' suffix, the tensor
+// type of a cache row, and whether the query and the softmax weights are
+// rounded to float16 (the F16 cache, as llama.cpp).
+struct CacheCase {
+  const char* suffix;
+  md::TensorType type;
+  bool rounds;
+};
+constexpr CacheCase kCacheCases[] = {{"f16", md::TensorType::F16, true}, {"f32", md::TensorType::F32, false}, {"q8_0", md::TensorType::Q8_0, false}};
+
+// For each cache type: the stored rows are the CPU's quantizeActivations
+// of K and V bit for bit; attention matches a double reference over the
+// cached values.
 TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
+  for (const CacheCase& cc : kCacheCases) {
+  const std::string store = std::string("md_kv_store_") + cc.suffix, attend = std::string("md_attention_") + cc.suffix;
   const uint32_t heads = 4, kvHeads = 2, headDim = 32, context = 40, kvDim = kvHeads * headDim;
-  auto keys = device().newBuffer(size_t(context) * kvDim * 2), values = device().newBuffer(size_t(context) * kvDim * 2);
+  const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
+  auto keys = device().newBuffer(size_t(context) * rowBytes), values = device().newBuffer(size_t(context) * rowBytes);
   std::vector<std::vector<float>> ks, vs;
+  const uint32_t storeThreads = cc.type == md::TensorType::Q8_0 ? kvDim / MD_QK : kvDim;  // Q8_0: a thread per block
   for (uint32_t position = 0; position < 37; ++position) {
     ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
     vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
     auto kb = buffer(ks.back()), vb = buffer(vs.back());
-    runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
-            md_kv_store_params{kvDim, position, 1, 0}, (kvDim + 63) / 64, 64);
+    runWith(store.c_str(), {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
+            md_kv_store_params{kvDim, position, 1, 0}, (storeThreads + 63) / 64, 64);
   }
-  const auto* cachedKeys = static_cast<const uint16_t*>(keys->contents());
-  const auto* cachedValues = static_cast<const uint16_t*>(values->contents());
+  std::vector<float> cachedKeys(size_t(37) * kvDim), cachedValues(size_t(37) * kvDim);
+  std::vector<uint8_t> expectedRow(rowBytes);
   for (uint32_t t = 0; t < 37; ++t) {
-    for (uint32_t i = 0; i < kvDim; ++i) {
-      ASSERT_EQ(cachedKeys[t * kvDim + i], md::halfFromFloat(ks[t][i]));
-      ASSERT_EQ(cachedValues[t * kvDim + i], md::halfFromFloat(vs[t][i]));
-    }
+    const auto* k = static_cast<const uint8_t*>(keys->contents()) + t * rowBytes;
+    const auto* v = static_cast<const uint8_t*>(values->contents()) + t * rowBytes;
+    md::quantizeActivations(cc.type, ks[t].data(), expectedRow.data(), kvDim);
+    ASSERT_EQ(std::vector<uint8_t>(k, k + rowBytes), expectedRow) << store << " keys, position " << t;
+    md::quantizeActivations(cc.type, vs[t].data(), expectedRow.data(), kvDim);
+    ASSERT_EQ(std::vector<uint8_t>(v, v + rowBytes), expectedRow) << store << " values, position " << t;
+    md::dequantizeRow(cc.type, k, cachedKeys.data() + size_t(t) * kvDim, kvDim);
+    md::dequantizeRow(cc.type, v, cachedValues.data() + size_t(t) * kvDim, kvDim);
   }
+  auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
   const float scale = 1.0f / std::sqrt(float(headDim));
   // Query i of a batch attends over the first length + i positions.
   auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count, uint32_t length, const std::string& what) {
@@ -445,8 +467,16 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
         double max = -INFINITY, sum = 0;
         for (uint32_t t = 0; t < n; ++t) {
           double dot = 0;
-          for (uint32_t d = 0; d < headDim; ++d)
-            dot += double(md::halfToFloat(md::halfFromFloat(qh[d]))) * md::halfToFloat(cachedKeys[t * kvDim + g * headDim + d]);
+          if (cc.type == md::TensorType::Q8_0) {
+            // The query in Q8_0 blocks, as the CPU's dot takes it.
+            std::vector<uint8_t> qq(md::rowBytes(md::tensorTypeInfo(cc.type), headDim));
+            std::vector<float> qd(headDim);
+            md::quantizeActivations(cc.type, qh, qq.data(), headDim);
+            md::dequantizeRow(cc.type, qq.data(), qd.data(), headDim);
+            for (uint32_t d = 0; d < headDim; ++d) dot += double(qd[d]) * cachedKeys[t * kvDim + g * headDim + d];
+          } else {
+            for (uint32_t d = 0; d < headDim; ++d) dot += double(operand(qh[d])) * cachedKeys[t * kvDim + g * headDim + d];
+          }
           p[t] = dot * scale;
           max = std::max(max, p[t]);
         }
@@ -454,13 +484,13 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
         for (uint32_t d = 0; d < headDim; ++d) {
           double expected = 0, magnitude = 0;
           for (uint32_t t = 0; t < n; ++t) {
-            const double weight = md::halfToFloat(md::halfFromFloat(float(p[t] / sum)));
-            const double v = md::halfToFloat(cachedValues[t * kvDim + g * headDim + d]);
+            const double weight = operand(float(p[t] / sum));
+            const double v = cachedValues[t * kvDim + g * headDim + d];
             expected += weight * v;
             magnitude += std::fabs(weight * v);
           }
           ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
-              << what << " query " << i << " head " << h << " dim " << d;
+              << attend << " " << what << " query " << i << " head " << h << " dim " << d;
         }
       }
     }
@@ -469,7 +499,7 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
     for (uint32_t threads : {32u, 128u}) {
       const auto q = normals(heads * headDim, length, 1.0f);
       auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4), out = device().newBuffer(heads * headDim * 4);
-      runWith("md_attention_f16", {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
+      runWith(attend.c_str(), {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
               md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, heads, threads);
       expectAttention(q, contents(*out, heads * headDim), 1, length, "length " + std::to_string(length) + " threads " + std::to_string(threads));
     }
@@ -486,7 +516,7 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
     auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
     const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
     auto cb = device().newCommandBuffer();
-    cb->setPipeline(device().pipeline("md_attention_f16"));
+    cb->setPipeline(device().pipeline(attend.c_str()));
     for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()}, {1, keys.get()}, {2, values.get()},
                                                                                   {4, scores.get()}, {5, out.get()}, {6, partials.get()}})
       cb->setBuffer(index, *b, 0);
@@ -503,6 +533,7 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
     cb->wait();
     expectAttention(q, contents(*out, outFloats), count, length,
                     "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " + std::to_string(splits));
+  }
   }
 }
 

@@ -1,7 +1,7 @@
 // transformer.cpp: the op list of the forward pass. Per layer:
 //   xn = rmsNorm(x) * attn_norm;  q, k, v = Wq xn (+bq), Wk xn (+bk), Wv xn (+bv)
 //   [qwen3: rmsNorm each head of q and k * q_norm, k_norm]; RoPE q and k
-//   K, V cache[position] = float16(k), float16(v)
+//   K, V cache[position] = k, v in the cache's type (float16 by default)
 //   attn = softmax(q . K / sqrt(headDim)) V, per head, causal, grouped
 //   x += Wo attn;  xn = rmsNorm(x) * ffn_norm;  x += Wdown (silu(Wgate xn) * Wup xn)
 // then logits = Woutput (rmsNorm(x) * output_norm) for the last position.
@@ -29,12 +29,20 @@ void grow(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, uint32_t maxBatch)
-    : contextSize_(contextSize), maxBatch_(std::max<uint32_t>(1, maxBatch)) {
+TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, uint32_t maxBatch, TensorType cacheType)
+    : contextSize_(contextSize), maxBatch_(std::max<uint32_t>(1, maxBatch)), cacheType_(cacheType) {
   if (contextSize == 0) throw std::out_of_range("contextSize: must be positive, got 0");
-  const size_t kv = size_t(c.blockCount) * contextSize * c.headCountKv * c.headDim;
-  keys_.resize(kv);
-  values_.resize(kv);
+  if (cacheType != TensorType::F16 && cacheType != TensorType::F32 && cacheType != TensorType::Q8_0)
+    throw std::invalid_argument("kvCacheType: expected F16, F32 or Q8_0, got type " + std::to_string(uint32_t(cacheType)));
+  // A quantized cache stores each head as whole blocks (llama.cpp's cache views need the same).
+  const TensorTypeInfo& info = tensorTypeInfo(cacheType);
+  if (c.headDim % info.blockValues != 0)
+    throw std::invalid_argument(std::string("kvCacheType: ") + info.name + " needs a head dimension that is a multiple of " +
+                                std::to_string(info.blockValues) + ", and this model's is " + std::to_string(c.headDim));
+  cacheRowBytes_ = rowBytes(info, uint64_t(c.headCountKv) * c.headDim);
+  const size_t bytes = size_t(c.blockCount) * contextSize * cacheRowBytes_;
+  keys_.resize(bytes);
+  values_.resize(bytes);
 }
 
 void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int threads) {
@@ -52,7 +60,8 @@ void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int th
   grow(cos_, b * r);
   grow(sin_, b * r);
   grow(scores_, size_t(threads) * contextSize_);
-  grow(queryHalf_, size_t(threads) * c.headDim);
+  grow(valueRow_, size_t(threads) * c.headDim);
+  grow(query_, size_t(threads) * c.headDim * sizeof(float));  // the widest partner type
 }
 
 Transformer::Transformer(const ModelConfig& config, ModelWeights weights, int threads, const DotTable& dots)
@@ -164,9 +173,11 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   const LayerWeights& w = weights_.layers[layer];
   const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd, kvDim = int64_t(c.headCountKv) * hd;
   const int64_t pairs = c.ropeDims / 2, group = c.headCount / c.headCountKv;
-  const size_t layerBase = size_t(layer) * s.contextSize_ * size_t(kvDim);
-  uint16_t* keys = s.keys_.data() + layerBase;
-  uint16_t* values = s.values_.data() + layerBase;
+  const TensorType cache = s.cacheType_, queryType = activationTypeFor(cache);
+  const size_t rowBytes = s.cacheRowBytes_, headBytes = rowBytes / size_t(c.headCountKv);
+  const size_t layerBase = size_t(layer) * s.contextSize_ * rowBytes;
+  uint8_t* keys = s.keys_.data() + layerBase;
+  uint8_t* values = s.values_.data() + layerBase;
 
   // Per token: Q/K norms, RoPE, and the K and V cache rows of its position.
   auto prepare = [&](int64_t t) {
@@ -182,12 +193,9 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
       if (c.qkNorm) rmsNorm(k + h * hd, floats(w.kNorm), k + h * hd, hd, c.normEps);
       applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + h * hd);
     }
-    const size_t row = size_t(start + t) * size_t(kvDim);
-    const float* v = s.v_.data() + t * kvDim;
-    for (int64_t i = 0; i < kvDim; ++i) {
-      keys[row + size_t(i)] = halfFromFloat(k[i]);
-      values[row + size_t(i)] = halfFromFloat(v[i]);
-    }
+    const size_t row = size_t(start + t) * rowBytes;
+    quantizeActivations(cache, k, keys + row, kvDim);  // F16: each value rounded; F32: copied; Q8_0: blocks of 32
+    quantizeActivations(cache, s.v_.data() + t * kvDim, values + row, kvDim);
   };
   if (count == 1) {
     prepare(0);
@@ -200,35 +208,43 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   }
 
   // Per (token, head): scores against every earlier position, softmax, and
-  // the weighted sum of values. As llama.cpp does with an F16 cache, the
-  // query and the softmax weights are rounded to float16 before their
-  // products with K and V.
+  // the weighted sum of values. The query is taken to the cache's partner
+  // type for the dots, as llama.cpp's CPU backend does (F16: rounded to
+  // float16; Q8_0: quantized in blocks of 32; F32: as it is). With an F16
+  // cache the softmax weights are rounded to float16 before their products
+  // with V, as llama.cpp does; the F32 and Q8_0 caches (llama.cpp's flash
+  // attention path, which a quantized V needs) keep them float32.
   const float scale = 1.0f / std::sqrt(float(hd));
-  const TileDot dotHalf = dots_.f16;
-  const size_t keyStride = size_t(kvDim) * sizeof(uint16_t);
+  const TileDot dotKeys = dots_.forType(cache);
+  const size_t queryBytes = size_t(hd) * sizeof(float);
   pool_.run([&](int thread) {
     float* scores = s.scores_.data() + size_t(thread) * s.contextSize_;
-    uint16_t* qHalf = s.queryHalf_.data() + size_t(thread) * size_t(hd);
+    uint8_t* query = s.query_.data() + size_t(thread) * queryBytes;
+    float* valueRow = s.valueRow_.data() + size_t(thread) * size_t(hd);
     int64_t begin, end;
     ThreadPool::split(count * c.headCount, thread, pool_.size(), &begin, &end);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / c.headCount, h = item % c.headCount, g = h / group;
       const int64_t positions = start + t + 1;
-      const float* q = s.q_.data() + t * qDim + h * hd;
-      for (int64_t i = 0; i < hd; ++i) qHalf[i] = halfFromFloat(q[i]);
+      quantizeActivations(queryType, s.q_.data() + t * qDim + h * hd, query, hd);
       for (int64_t j = 0; j < positions; j += kTileRows) {
         const int rows = int(std::min<int64_t>(kTileRows, positions - j));
-        dotHalf(reinterpret_cast<const uint8_t*>(keys + size_t(j) * size_t(kvDim) + size_t(g * hd)), keyStride, rows,
-                reinterpret_cast<const uint8_t*>(qHalf), 0, 1, hd, scores + j, 1);
+        dotKeys(keys + size_t(j) * rowBytes + size_t(g) * headBytes, rowBytes, rows, query, 0, 1, hd, scores + j, 1);
       }
       for (int64_t j = 0; j < positions; ++j) scores[j] *= scale;
       softmax(scores, positions);
       float* out = s.attn_.data() + t * qDim + h * hd;
       std::fill(out, out + hd, 0.f);
       for (int64_t j = 0; j < positions; ++j) {
-        const float p = halfToFloat(halfFromFloat(scores[j]));
-        const uint16_t* v = values + size_t(j) * size_t(kvDim) + size_t(g * hd);
-        for (int64_t i = 0; i < hd; ++i) out[i] += p * halfToFloat(v[i]);
+        const uint8_t* v = values + size_t(j) * rowBytes + size_t(g) * headBytes;
+        if (cache == TensorType::F16) {
+          const float p = halfToFloat(halfFromFloat(scores[j]));
+          const uint16_t* halves = reinterpret_cast<const uint16_t*>(v);
+          for (int64_t i = 0; i < hd; ++i) out[i] += p * halfToFloat(halves[i]);
+        } else {
+          dequantizeRow(cache, v, valueRow, hd);
+          for (int64_t i = 0; i < hd; ++i) out[i] += scores[j] * valueRow[i];
+        }
       }
     }
   });

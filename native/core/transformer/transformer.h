@@ -1,7 +1,7 @@
 // transformer.h: a Llama-family model's forward pass on the CPU.
 //
 // A Transformer holds the weights (views into the mapped file) and the
-// thread pool; a TransformerState is one sequence: its F16 KV cache, the
+// thread pool; a TransformerState is one sequence: its KV cache, the
 // number of positions it holds, and its scratch. evaluate() runs a batch of
 // tokens at positions start .. start + count - 1 (start may go back: the
 // positions from start on are forgotten first) and writes the logits of
@@ -23,26 +23,33 @@ namespace md {
 class TransformerState {
  public:
   // contextSize positions of KV cache; batches of at most maxBatch tokens
-  // (longer prompts are evaluated in several).
-  TransformerState(const ModelConfig& config, uint32_t contextSize, uint32_t maxBatch);
+  // (longer prompts are evaluated in several). cacheType: the cache's
+  // tensor type, as llama.cpp's type_k and type_v: F16 (its default), F32,
+  // or Q8_0 (heads must be whole blocks); std::invalid_argument otherwise.
+  TransformerState(const ModelConfig& config, uint32_t contextSize, uint32_t maxBatch,
+                   TensorType cacheType = TensorType::F16);
 
   uint32_t contextSize() const { return contextSize_; }
   uint32_t length() const { return length_; }
-  size_t kvCacheBytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
+  TensorType cacheType() const { return cacheType_; }
+  size_t kvCacheBytes() const { return keys_.size() + values_.size(); }
 
  private:
   friend class Transformer;
   void ensureScratch(const ModelConfig& c, int64_t batch, int threads);
 
   uint32_t contextSize_, maxBatch_, length_ = 0;
-  // Per layer, per position, headCountKv * headDim float16 bits.
-  std::vector<uint16_t> keys_, values_;
+  TensorType cacheType_;
+  size_t cacheRowBytes_;  // one position's headCountKv * headDim values in cacheType_
+  // Per layer, per position, a row of cacheType_.
+  std::vector<uint8_t> keys_, values_;
   // Scratch for a batch: residual stream, normed input, Q, K, V, attention
   // output, FFN gate and up, one projection output, RoPE angles.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, proj_, cos_, sin_;
-  // Per thread: attention scores and the float16 query.
-  std::vector<float> scores_;
-  std::vector<uint16_t> queryHalf_;
+  // Per thread: attention scores, the query in the cache's partner type,
+  // one head's values as floats (the F32 and Q8_0 caches).
+  std::vector<float> scores_, valueRow_;
+  std::vector<uint8_t> query_;
   ActivationRows rows_;
 };
 

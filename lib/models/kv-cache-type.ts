@@ -1,0 +1,32 @@
+// kv-cache-type.ts: the KV cache's types, as llama.cpp's cache types
+// (type_k and type_v): 'f16' (the default, as llama.cpp's), 'f32' (exact
+// attention: no rounding of K, V, the query or the softmax weights) and
+// 'q8_0' (half the memory of f16: blocks of 32 values, so each head must
+// be whole blocks, as llama.cpp's cache views need). The bytes of a type
+// come from the addon's tensor types, the one definition of each block.
+import { invalidParameterError } from '../errors.js';
+import type { NativeTensorType } from '../native/contract.js';
+
+export type KvCacheType = 'f16' | 'f32' | 'q8_0';
+export const KV_CACHE_TYPES: readonly KvCacheType[] = ['f16', 'f32', 'q8_0'];
+
+/** The GGUF tensor type of a cache row (the addon's tensorTypes name; the native sequence takes its id). */
+export function kvCacheTensorType(type: KvCacheType, types: readonly NativeTensorType[]): NativeTensorType {
+  const name = type.toUpperCase();
+  const found = types.find((t) => t.name === name);
+  if (found === undefined) throw new Error(`the addon has no tensor type ${name}`);
+  return found;
+}
+
+/** Bytes of `values` values (a whole number of blocks) in the cache type. */
+export function kvCacheBytes(type: KvCacheType, types: readonly NativeTensorType[], values: number): number {
+  const t = kvCacheTensorType(type, types);
+  return (values / t.blockValues) * t.blockBytes;
+}
+
+/** A valid type checked against a model's head dimension: a RangeError naming kvCacheType. */
+export function checkKvCacheType(value: KvCacheType, headDim: number): void {
+  if (value === 'q8_0' && headDim % 32 !== 0) {
+    throw invalidParameterError('kvCacheType', `'f16' or 'f32' for this model ('q8_0' stores each head as 32-value blocks, and its head dimension is ${headDim})`, value, 'range');
+  }
+}

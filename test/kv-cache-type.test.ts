@@ -1,0 +1,110 @@
+// kv-cache-type.test.ts: loadModel's kvCacheType ('f16' default, 'f32',
+// 'q8_0', as llama.cpp's cache types) on the CPU forward pass and the
+// emulated GPU tables, against llama.cpp with the same cache type.
+//
+// Tolerances, on every logit at every position (logits span about -20..20):
+// - f32 on stories260K's F32 weights: 1e-4 (measured 8.8e-6 on the CPU,
+//   1.2e-5 on the emulated GPU): nothing is rounded to float16 any more, so
+//   what is left is float32 sums in different orders. The default F16
+//   cache is 2e-2 from the same logits: the bound tells the two apart.
+// - q8_0 on a random-weight F32 file (head dimension 32: Q8_0 blocks per
+//   head): 5e-3 (measured 1.9e-6 on the CPU, whose query quantization and
+//   integer dots are llama.cpp's; 8.3e-4 on the GPU, which sums the same
+//   products in another order). An F16 cache is 3.5e-2 from them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
+import { loadModel } from '../lib/index.js';
+import { oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
+import { largestLogitDifference, sixtyFourTokens } from './gguf/oracle-checks.js';
+import { tinyShape, writeRandomModel } from './gguf/random-model.js';
+import { sharedModel } from './gguf/shared-model.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'md-kv-cache-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const BACKENDS = ['native', 'emulated'] as const;
+
+describe('kvCacheType \'f32\': stories260K within 1e-4 of llama.cpp with its F32 cache', () => {
+  const path = sharedModel('stories260K.gguf');
+  let oracle: OracleModel;
+  beforeAll(async () => { oracle = await oracleModel(path, 1, 'F32'); });
+  afterAll(async () => { await oracle.dispose(); });
+
+  test.each(BACKENDS)('on %s', async (backend) => {
+    const exact = await loadModel(path, { threads: 1, kvCacheType: 'f32' });
+    const rounded = await loadModel(path, { threads: 1 });
+    try {
+      expect([exact.info.kvCacheType, rounded.info.kvCacheType]).toEqual(['f32', 'f16']);
+      const prompt = sixtyFourTokens(exact);
+      const worst = await largestLogitDifference(exact, oracle, backend, prompt);
+      const f16 = await largestLogitDifference(rounded, oracle, backend, prompt);
+      console.log(`stories260K on ${backend}: F32 cache ${worst.toExponential(2)} from llama.cpp's F32 cache; F16 cache ${f16.toExponential(2)}`);
+      expect(worst).toBeLessThanOrEqual(1e-4);
+      expect(f16).toBeGreaterThan(1e-3);
+    } finally {
+      exact.dispose();
+      rounded.dispose();
+    }
+  });
+});
+
+describe('kvCacheType \'q8_0\': within 5e-3 of llama.cpp with its Q8_0 cache', () => {
+  const path = join(dir, 'llama-f32-head-32.gguf');
+  let oracle: OracleModel;
+  beforeAll(async () => {
+    await writeRandomModel(path, { arch: 'llama', type: 'F32', shape: tinyShape('llama', 'F32'), seed: 3 });
+    oracle = await oracleModel(path, 1, 'Q8_0');
+  });
+  afterAll(async () => { await oracle.dispose(); });
+
+  test.each(BACKENDS)('on %s', async (backend) => {
+    const quantized = await loadModel(path, { threads: 1, kvCacheType: 'q8_0' });
+    const rounded = await loadModel(path, { threads: 1 });
+    try {
+      expect(quantized.info.config.headDim).toBe(32);
+      const prompt = Array.from({ length: 24 }, (_, i) => (i * 37 + 5) % 296);
+      const worst = await largestLogitDifference(quantized, oracle, backend, prompt);
+      const f16 = await largestLogitDifference(rounded, oracle, backend, prompt);
+      console.log(`random llama on ${backend}: Q8_0 cache ${worst.toExponential(2)} from llama.cpp's Q8_0 cache; F16 cache ${f16.toExponential(2)}`);
+      expect(worst).toBeLessThanOrEqual(5e-3);
+      expect(f16).toBeGreaterThan(1e-2);
+    } finally {
+      quantized.dispose();
+      rounded.dispose();
+    }
+  });
+
+  test('each type\'s cache bytes, on the CPU and the GPU tables: f32 twice f16, q8_0 34 bytes per 32 values', async () => {
+    const sizes: Record<string, number[]> = {};
+    for (const kvCacheType of ['f16', 'f32', 'q8_0'] as const) {
+      const model = await loadModel(path, { threads: 1, kvCacheType });
+      try {
+        sizes[kvCacheType] = BACKENDS.map((backend) => {
+          const sequence = model.openSequence({ backend, contextSize: 64 });
+          const bytes = (sequence as unknown as { kvCacheBytes: number }).kvCacheBytes;
+          sequence.dispose();
+          return bytes;
+        });
+      } finally {
+        model.dispose();
+      }
+    }
+    const { layers, kvHeads, headDim } = tinyShape('llama', 'F32');
+    const values = 2 * layers * 64 * kvHeads * headDim;  // K and V, every layer and position
+    expect(sizes).toEqual({ f16: [2 * values, 2 * values], f32: [4 * values, 4 * values], q8_0: [values / 32 * 34, values / 32 * 34] });
+  });
+});
+
+describe('kvCacheType errors name the option', () => {
+  test('an unknown type, a wrong kind, and q8_0 with heads that are not whole blocks', async () => {
+    const path = sharedModel('stories260K.gguf');
+    await expect(loadModel(path, { kvCacheType: 'q4_0' as never })).rejects.toThrow(
+      'Expected \'f16\', \'f32\', \'q8_0\' for kvCacheType but received "q4_0" (string)');
+    await expect(loadModel(path, { kvCacheType: 16 as never })).rejects.toThrow(TypeError);
+    await expect(loadModel(path, { kvCacheType: 'q8_0' })).rejects.toThrow(
+      'Expected \'f16\' or \'f32\' for this model (\'q8_0\' stores each head as 32-value blocks, and its head dimension is 8) for kvCacheType but received "q8_0" (string)');
+  });
+});
