@@ -133,17 +133,17 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
 // kv_length + i positions is the j-th of `splits` near-equal ranges, so
 // every threadgroup has work at every length. Thread t scores positions
 // t, t + threads, ... of its range (each score reads a whole K row of
-// head_dim halves: consecutive threads read consecutive rows), then the
-// max and the sum of the exponentials go through the threadgroup in a
-// fixed order, and thread t sums dims t, t + threads, ... of the values
-// (consecutive threads read consecutive halves of a V row). As llama.cpp
-// does with an F16 cache (and the CPU twin), the query and the softmax
-// weights are rounded to float16 before their products with K and V.
+// the head: consecutive threads read consecutive rows), then the max and
+// the sum of the exponentials go through the threadgroup in a fixed
+// order, and thread t sums dims t, t + threads, ... of the values
+// (consecutive threads read consecutive values of a V row). The query and
+// the weights meet K and V as md_cache_score and md_cache_operand say for
+// the cache's type, as the CPU twin does.
 //
 // With one split the threadgroup normalises and writes `out`. With more
 // (long contexts: one head's whole context is too much for one of the
 // GPU's cores), it writes its max m, its sum l of exp(s - m) and its
-// unnormalised output (weights exp(s - m) rounded to float16) to
+// unnormalised output (weights exp(s - m), as the cache type takes them) to
 // `partials`, and md_attention_merge_f32 combines the splits.
 template <typename Cache>
 inline void md_attention(device const float* q, device const Cache* keys, device const Cache* values,

@@ -186,11 +186,11 @@ describe('devices', () => {
     expect(() => device.addKernelSource('kernel void f() {}')).toThrow(
       'addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by kernelNames); kernels from source need the Metal device');
     expect(device.kernelNames()).toEqual([
-      'md_add_f32', 'md_argmax_f16', 'md_argmax_f32', 'md_argmax_pick_f16', 'md_argmax_pick_f32', 'md_argmax_slices_f16', 'md_argmax_slices_f32', 'md_attention_f16', 'md_attention_merge_f32', 'md_draft_probability_f16', 'md_embed_f16', 'md_embed_rows_bf16', 'md_embed_rows_f16',
+      'md_add_f32', 'md_argmax_f16', 'md_argmax_f32', 'md_argmax_pick_f16', 'md_argmax_pick_f32', 'md_argmax_slices_f16', 'md_argmax_slices_f32', 'md_attention_f16', 'md_attention_f32', 'md_attention_merge_f32', 'md_attention_q8_0', 'md_draft_probability_f16', 'md_embed_f16', 'md_embed_rows_bf16', 'md_embed_rows_f16',
       'md_embed_rows_f32', 'md_embed_rows_q4_0', 'md_embed_rows_q4_1', 'md_embed_rows_q4_k', 'md_embed_rows_q5_0', 'md_embed_rows_q5_k',
       'md_embed_rows_q6_k', 'md_embed_rows_q8_0', 'md_exp_values', 'md_fp_contract_probe', 'md_half_from_f32',
       'md_head_sample_bf16', 'md_head_sample_f16', 'md_head_sample_f32', 'md_head_sample_pick', 'md_head_sample_q4_0', 'md_head_sample_q4_1', 'md_head_sample_q4_k', 'md_head_sample_q5_0', 'md_head_sample_q5_k', 'md_head_sample_q6_k', 'md_head_sample_q8_0',
-      'md_kv_store_f16',
+      'md_kv_store_f16', 'md_kv_store_f32', 'md_kv_store_q8_0',
       'md_lm_head_f16',
       'md_matmul_bf16', 'md_matmul_f16', 'md_matmul_f32', 'md_matmul_q4_0', 'md_matmul_q4_1', 'md_matmul_q4_k',
       'md_matmul_q5_0', 'md_matmul_q5_k', 'md_matmul_q6_k', 'md_matmul_q8_0',

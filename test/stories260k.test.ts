@@ -127,44 +127,39 @@ describe.each(BACKENDS)('stories260K on $backend, against llama.cpp', ({ backend
   });
 });
 
-// RoPE on 4 of the 8 dimensions of each head (rope.dimension_count patched
-// from 8 to 4): llama.cpp rotates the first 4 and passes the rest through.
-// Both backends agree with it on the altered file within the tolerance, and
-// are far outside it from the original file's logits: the tolerance
-// catches a wrong op.
-describe('stories260K with rope.dimension_count 4', () => {
+// The tolerance catches a wrong op: the same file with
+// rope.dimension_count patched from 8 to 4 (the last 4 dims of each head
+// pass through unrotated) is far outside it, on both backends. (llama.cpp
+// refuses that file for llama; odd-shapes.test.ts checks partial RoPE
+// against the float64 reference.)
+describe('stories260K with rope.dimension_count 4: a wrong op', () => {
   const path = sharedModel('stories260K.gguf');
   let altered: string;
   let model: GgufModel;
   let wrong: GgufModel;
   let oracle: OracleModel;
-  let alteredOracle: OracleModel;
   beforeAll(async () => {
     altered = withScalar(path, 'llama.rope.dimension_count', 4, 8);
     model = await loadModel(path, { threads: 1, vocabOnly: true });
     wrong = await loadModel(altered, { threads: 1 });
     oracle = await oracleModel(path, 1);
-    alteredOracle = await oracleModel(altered, 1);
   });
   afterAll(async () => {
     model.dispose();
     wrong.dispose();
     await oracle.dispose();
-    await alteredOracle.dispose();
     rmSync(dirname(altered), { recursive: true, force: true });
   });
 
-  test.each(['native', 'emulated'] as const)('on %s: llama.cpp\'s logits on the altered file, far from the original\'s', async (backend) => {
+  test.each(['native', 'emulated'] as const)('on %s: far outside the tolerance of llama.cpp\'s logits', async (backend) => {
     const tokenizer = model.tokenizer as GgufTokenizer;
     const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[2])];
-    const [original] = await oracle.logits(prompt, [prompt.length - 1]);
-    const [partial] = await alteredOracle.logits(prompt, [prompt.length - 1]);
+    const [expected] = await oracle.logits(prompt, [prompt.length - 1]);
     const sequence = wrong.openSequence({ backend, contextSize: 64 });
     const ours = Float32Array.from(await sequence.evaluate(Uint32Array.from(prompt), 0));
     sequence.dispose();
-    const [agreement, difference] = [maxDifference(ours, partial), maxDifference(ours, original)];
-    console.log(`stories260K with RoPE on 4 of 8 dims on ${backend}: ${agreement.toExponential(2)} from llama.cpp on the same file, ${difference.toFixed(3)} from the original`);
-    expect(agreement).toBeLessThanOrEqual(TOLERANCE);
+    const difference = maxDifference(ours, expected);
+    console.log(`stories260K with RoPE on 4 of 8 dims on ${backend}: ${difference.toFixed(3)} from llama.cpp`);
     expect(difference).toBeGreaterThan(10 * TOLERANCE);
   });
 });
