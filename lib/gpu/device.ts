@@ -1,7 +1,7 @@
 // device.ts: a GPU device for users' own dispatch tables: buffers, kernels,
 // tables and chains. A thin class over the addon's hidden native handle.
 import { BackendUnavailableError, callerStack, invalidParameterError, rethrowWithCallerStack, rethrowWithStack } from '../errors.js';
-import type { NativeAddon, NativeBuffer, NativeDevice, NativeTable } from '../native/contract.js';
+import type { NativeAddon, NativeBuffer, NativeDevice, NativeTable, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isInteger, isPlainObject, isUint32 } from '../predicates.js';
 
@@ -181,8 +181,11 @@ export class GpuDevice {
    * range starts. write() on these buffers throws. The file stays mapped
    * until every buffer is disposed.
    */
-  mapFile(path: string, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[] {
-    if (typeof path !== 'string') throw invalidParameterError('path', 'a file path (a string)', path, 'type');
+  mapFile(path: string, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[];
+  /** @internal A GGUF model's weights: its own mapping, the file opened at load (never the path again). */
+  mapFile(model: NativeTransformer, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[];
+  mapFile(path: string | NativeTransformer, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[] {
+    if (typeof path !== 'string' && (typeof path !== 'object' || path === null)) throw invalidParameterError('path', 'a file path (a string)', path, 'type');
     if (!Array.isArray(ranges)) throw invalidParameterError('ranges', 'an array of { offset, length }', ranges, 'type');
     ranges.forEach((r: unknown, i) => {
       if (!isPlainObject(r)) throw invalidParameterError(`ranges[${i}]`, 'an object { offset, length }', r, 'type');

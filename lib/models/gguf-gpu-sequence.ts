@@ -20,11 +20,14 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   readonly contextSize: number;
   readonly #table: GgufForwardTable;
   readonly #vocabSize: number;
+  readonly #fileProblem: () => string | undefined;
   #disposed = false;
 
-  constructor(table: GgufForwardTable, vocabSize: number) {
+  /** fileProblem: why the model's file no longer holds its weights (MappedFile::changed), checked before each run. */
+  constructor(table: GgufForwardTable, vocabSize: number, fileProblem: () => string | undefined = () => undefined) {
     this.#table = table;
     this.#vocabSize = vocabSize;
+    this.#fileProblem = fileProblem;
     this.backend = table.device.kind;
     this.contextSize = table.contextSize;
   }
@@ -42,6 +45,7 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   // attends over p + 1 positions, so earlier positions stay and later ones
   // are overwritten: a lower position is a rewind.
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
+    this.#checkFile();
     this.#table.tokens.write(position * 4, tokens);
     await this.#evaluateInBatches(position, tokens.length, true);
     return new Float32Array(this.#table.logits.read(0, this.#vocabSize * 4));
@@ -51,6 +55,7 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   // row has a one-token step's bits), after the tokens before them.
   async evaluateRows(tokens: Uint32Array, position: number, rows: number): Promise<Logits[]> {
     if (rows > this.#table.maxVerifyTokens) throw new RangeError(`evaluateRows: ${rows} rows; at most ${this.#table.maxVerifyTokens} in one pass`);
+    this.#checkFile();
     this.#table.tokens.write(position * 4, tokens);
     const before = tokens.length - rows;
     await this.#evaluateInBatches(position, before, false);
@@ -60,6 +65,7 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
 
   async prefill(tokens: Uint32Array, position: number): Promise<void> {
     // The chain's first step evaluates the last token itself.
+    this.#checkFile();
     this.#table.tokens.write(position * 4, tokens);
     await this.#evaluateInBatches(position, tokens.length - 1, false);
   }
@@ -75,6 +81,7 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   }
 
   async *run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined> {
+    this.#checkFile();
     const table = this.#table.tableFor(sampling);
     try {
       yield* new ChainRunner(table, this.#table.tokens).run(start, count, { chunkSize });
@@ -85,11 +92,19 @@ export class GgufGpuSequence implements ModelSequence, SequenceChain {
   }
 
   openVerifier(sampling: ChainSamplingOptions): DraftVerifier {
+    this.#checkFile();
     return new TableVerifier(this.#table, sampling);
   }
 
   openMaskedSteps(sampling: ChainSamplingOptions): MaskedSteps {
+    this.#checkFile();
     return new TableMaskedSteps(this.#table, sampling);
+  }
+
+  // The GPU reads the model's mapping too: a truncated file would fault there.
+  #checkFile(): void {
+    const problem = this.#fileProblem();
+    if (problem !== undefined) throw new Error(problem);
   }
 
   dispose(): void {

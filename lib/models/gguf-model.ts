@@ -102,11 +102,12 @@ export class GgufModel implements DecodeModel {
       const device = sharedDevice(backend);
       let weights = this.#gpuWeights.get(backend);
       if (weights === undefined) {
-        weights = new GpuWeights(device, { path: this.info.path, tensors: this.#tensors, types: addon.addon.tensorTypes });
+        weights = new GpuWeights(device, { path: this.info.path, model: this.#native, tensors: this.#tensors, types: addon.addon.tensorTypes });
         this.#gpuWeights.set(backend, weights);
       }
       const table = new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType });
-      const sequence = new GgufGpuSequence(table, this.vocabSize);
+      const native = this.#native;
+      const sequence = new GgufGpuSequence(table, this.vocabSize, () => native.fileProblem());
       this.#gpuSequences.add(sequence);
       return sequence;
     }

@@ -9,7 +9,7 @@
 import { BackendUnavailableError } from '../errors.js';
 import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { tensorBytes } from '../gguf/tensor-bytes.js';
-import type { NativeTensorEntry, NativeTensorType } from '../native/contract.js';
+import type { NativeTensorEntry, NativeTensorType, NativeTransformer } from '../native/contract.js';
 
 /** Kernel suffix of each weight type the GPU kernels read (md_matvec_*, md_matmul_*, md_embed_rows_*). */
 export const KERNEL_TYPES: Readonly<Record<string, string>> = {
@@ -26,6 +26,8 @@ export interface GpuWeight {
 
 export interface WeightFile {
   path: string;
+  /** The loaded model: the buffers wrap its own mapping of the file (else `path` is mapped anew, as tests do). */
+  model?: NativeTransformer;
   tensors: readonly NativeTensorEntry[];
   /** The addon's tensor type table. */
   types: readonly NativeTensorType[];
@@ -45,7 +47,8 @@ export class GpuWeights {
       }
       return { suffix, length: tensorBytes(type, t.dims) };
     });
-    const mapped = device.mapFile(file.path, file.tensors.map((t, i) => ({ offset: t.offset, length: suffixes[i].length })));
+    const ranges = file.tensors.map((t, i) => ({ offset: t.offset, length: suffixes[i].length }));
+    const mapped = file.model ? device.mapFile(file.model, ranges) : device.mapFile(file.path, ranges);
     file.tensors.forEach((t, i) => {
       this.#buffers.push(mapped[i].buffer);
       this.#weights.set(t.name, { buffer: mapped[i].buffer, offset: mapped[i].offset, suffix: suffixes[i].suffix });

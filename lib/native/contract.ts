@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 6;
+export const ADDON_ABI_VERSION = 7;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -74,7 +74,8 @@ export interface NativeDevice {
   dispose(): void;
   createBuffer(length: number): NativeBuffer;
   /** Each range of the file as a read-only buffer over its mapping, from the 16 KB boundary below it; offset: where the range starts in it. */
-  mapFile(path: string, ranges: readonly { offset: number; length: number }[]): { buffer: NativeBuffer; offset: number }[];
+  /** `source`: a path, or a model whose own mapping the buffers share (the file opened at load). */
+  mapFile(source: string | NativeTransformer, ranges: readonly { offset: number; length: number }[]): { buffer: NativeBuffer; offset: number }[];
   /** Throws TypeError/RangeError naming commands[i] and the field. */
   createTable(commands: NativeCommand[]): NativeTable;
   /** Encodes positions start .. start + n - 1 into one command buffer, commits; resolves when the GPU is done. */
@@ -185,6 +186,8 @@ export interface NativeTensorEntry {
 /** A mapped GGUF model (native/addon/transformer_binding.h). */
 export interface NativeTransformer {
   readonly fileSize: number;
+  /** Why the file no longer holds what was loaded (truncated, written to), naming it; undefined while it does. */
+  fileProblem(): string | undefined;
   readonly threads: number;
   /** The dot kernels in use: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable'. */
   readonly isa: string;

@@ -135,6 +135,8 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
   bufferConstructor_ = Napi::Persistent(buffer);
   tableConstructor_ = Napi::Persistent(table);
   sequenceConstructor_ = Napi::Persistent(SequenceHandle::define(env));
+  Napi::Function transformer = TransformerHandle::define(env);
+  transformerConstructor_ = Napi::Persistent(transformer);
 
   DefineAddon(exports, {
       InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
@@ -148,9 +150,9 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("patchRules", patchRules(env), napi_enumerable),
       InstanceValue("layouts", layouts(env), napi_enumerable),
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
-      InstanceValue("Transformer", TransformerHandle::define(env), napi_enumerable),
+      InstanceValue("Transformer", transformer, napi_enumerable),
       InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 6), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 7), napi_enumerable),
   });
 }
 

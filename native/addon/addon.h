@@ -15,6 +15,8 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   Napi::FunctionReference& bufferConstructor() { return bufferConstructor_; }
   Napi::FunctionReference& tableConstructor() { return tableConstructor_; }
   Napi::FunctionReference& sequenceConstructor() { return sequenceConstructor_; }
+  // The class device.mapFile recognises a model by (map once, from the model's own mapping).
+  Napi::FunctionReference& transformerConstructor() { return transformerConstructor_; }
 
  private:
   // sampleRow(logits, slots, history, biasTokens, biasValues) -> token id,
@@ -39,6 +41,7 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   Napi::FunctionReference bufferConstructor_;
   Napi::FunctionReference tableConstructor_;
   Napi::FunctionReference sequenceConstructor_;
+  Napi::FunctionReference transformerConstructor_;
 };
 
 }  // namespace md::addon

@@ -1,5 +1,6 @@
 // device_binding.cpp: the Device class of the addon.
 #include "device_binding.h"
+#include "transformer_binding.h"
 
 #include <cmath>
 
@@ -120,13 +121,17 @@ Napi::Value DeviceHandle::CreateBuffer(const Napi::CallbackInfo& info) {
 Napi::Value DeviceHandle::MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = session(env, "mapFile");
-  if (info.Length() != 2 || !info[0].IsString() || !info[1].IsArray())
-    throw Napi::TypeError::New(env, "mapFile: expected (path, ranges: {offset, length}[])");
-  std::shared_ptr<MappedFile> file;
-  try {
-    file = std::make_shared<MappedFile>(info[0].As<Napi::String>().Utf8Value());
-  } catch (const std::exception& e) {
-    throw Napi::Error::New(env, std::string("mapFile: ") + e.what());
+  // A model (new Transformer) shares its own mapping: the file that was
+  // opened at load, whatever the path holds now.
+  std::shared_ptr<MappedFile> file = info.Length() == 2 ? TransformerHandle::mappedFileOf(env, info[0]) : nullptr;
+  if (info.Length() != 2 || !(file || info[0].IsString()) || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "mapFile: expected (path or model, ranges: {offset, length}[])");
+  if (!file) {
+    try {
+      file = std::make_shared<MappedFile>(info[0].As<Napi::String>().Utf8Value());
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, std::string("mapFile: ") + e.what());
+    }
   }
   Napi::Array ranges = info[1].As<Napi::Array>();
   Napi::Array result = Napi::Array::New(env, ranges.Length());

@@ -18,7 +18,7 @@
 namespace md::addon {
 
 struct TransformerShared {
-  std::unique_ptr<MappedFile> file;
+  std::shared_ptr<MappedFile> file;  // shared with the GPU buffers that wrap it (device.mapFile(model))
   std::unique_ptr<Transformer> transformer;
   JobThread jobs;
 };
@@ -43,6 +43,14 @@ namespace {
 // Settles a forward pass's promise with its error, on the JavaScript
 // thread, and frees the sequence for the next pass: a RangeError for
 // arguments that do not fit (std::out_of_range), an Error otherwise.
+// A forward pass reads the mapping: a file truncated since it was mapped
+// would fault there (SIGBUS), so each pass first looks at the file. A
+// truncation during a pass is the one case left (docs/models.md).
+void checkFile(const MappedFile& file) {
+  const std::string problem = file.changed();
+  if (!problem.empty()) throw std::runtime_error(problem);
+}
+
 void rejectForward(DevicePromise& promise, const std::shared_ptr<SequenceShared>& sequence, const char* method,
                    const std::exception& e, bool range) {
   std::string message = std::string(method) + ": " + e.what();
@@ -160,6 +168,7 @@ Napi::Function TransformerHandle::define(Napi::Env env) {
                          InstanceAccessor("threads", &TransformerHandle::Threads, nullptr),
                          InstanceAccessor("isa", &TransformerHandle::Isa, nullptr),
                          InstanceMethod("prefetch", &TransformerHandle::Prefetch),
+                         InstanceMethod("fileProblem", &TransformerHandle::FileProblem),
                          InstanceMethod("createSequence", &TransformerHandle::CreateSequence),
                          InstanceMethod("dispose", &TransformerHandle::Dispose),
                      });
@@ -177,7 +186,7 @@ TransformerHandle::TransformerHandle(const Napi::CallbackInfo& info) : Napi::Obj
   auto shared = std::make_shared<TransformerShared>();
   try {
     const DotTable& dots = isa == "auto" ? bestDotTable() : dotTableNamed(isa.c_str());
-    shared->file = std::make_unique<MappedFile>(path);
+    shared->file = std::make_shared<MappedFile>(path);
     ModelWeights weights = bindWeights(config, tensors, shared->file->data(), shared->file->size());
     shared->transformer = std::make_unique<Transformer>(config, std::move(weights), int(threads), dots);
   } catch (const std::invalid_argument& e) {
@@ -193,6 +202,18 @@ TransformerHandle::~TransformerHandle() = default;
 std::shared_ptr<TransformerShared> TransformerHandle::live(Napi::Env env, const char* method) const {
   if (!shared_) throw Napi::Error::New(env, std::string(method) + ": the model was disposed");
   return shared_;
+}
+
+Napi::Value TransformerHandle::FileProblem(const Napi::CallbackInfo& info) {
+  const std::string problem = live(info.Env(), "fileProblem")->file->changed();
+  return problem.empty() ? info.Env().Undefined() : Napi::String::New(info.Env(), problem);
+}
+
+std::shared_ptr<MappedFile> TransformerHandle::mappedFileOf(Napi::Env env, Napi::Value value) {
+  if (!value.IsObject()) return nullptr;
+  Napi::FunctionReference& ctor = env.GetInstanceData<MetalDecodeAddon>()->transformerConstructor();
+  if (!value.As<Napi::Object>().InstanceOf(ctor.Value())) return nullptr;
+  return Unwrap(value.As<Napi::Object>())->live(env, "mapFile")->file;
 }
 
 Napi::Value TransformerHandle::FileSize(const Napi::CallbackInfo& info) {
@@ -326,6 +347,7 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
   auto sequence = shared_;
   sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, rows, out]() mutable {
     try {
+      checkFile(*sequence->model->file);
       sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start, out->data(),
                                              int64_t(rows));
       promise.settle([sequence, rows, out](Napi::Env env) -> Napi::Value {
@@ -361,6 +383,7 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
   auto sequence = shared_;
   sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, pick = std::move(pick)]() mutable {
     try {
+      checkFile(*sequence->model->file);
       const uint32_t token = sequence->model->transformer->evaluateAndPick(sequence->state, tokens.data(),
                                                                           int64_t(tokens.size()), start, pick);
       promise.settle([sequence, token](Napi::Env env) -> Napi::Value {

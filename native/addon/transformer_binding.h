@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "../core/mapped_file.h"
 #include "../core/quant/tensor_types.h"
 
 namespace md::addon {
@@ -23,11 +24,16 @@ class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
   ~TransformerHandle() override;
 
   std::shared_ptr<TransformerShared> shared() const { return shared_; }
+  // The mapped file of `value` when it is a live Transformer, else nullptr.
+  static std::shared_ptr<MappedFile> mappedFileOf(Napi::Env env, Napi::Value value);
 
  private:
   Napi::Value FileSize(const Napi::CallbackInfo& info);
   Napi::Value Threads(const Napi::CallbackInfo& info);
   Napi::Value Isa(const Napi::CallbackInfo& info);
+  // fileProblem() -> string | undefined: why the file no longer holds what
+  // was loaded (MappedFile::changed), checked before each GPU pass.
+  Napi::Value FileProblem(const Napi::CallbackInfo& info);
   // prefetch(begin, end) -> Promise<number>: pages bytes in, off the JS thread.
   Napi::Value Prefetch(const Napi::CallbackInfo& info);
   // createSequence(contextSize, maxBatch, cacheType) -> TransformerSequence;

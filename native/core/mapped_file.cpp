@@ -9,11 +9,27 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
 namespace md {
 
-MappedFile::MappedFile(const std::string& path) {
+namespace {
+
+// The modification time of a stat, to the nanosecond where the system keeps it.
+void modificationTime(const struct stat& st, int64_t* seconds, int64_t* nanoseconds) {
+#if defined(__APPLE__)
+  *seconds = int64_t(st.st_mtimespec.tv_sec);
+  *nanoseconds = int64_t(st.st_mtimespec.tv_nsec);
+#else
+  *seconds = int64_t(st.st_mtim.tv_sec);
+  *nanoseconds = int64_t(st.st_mtim.tv_nsec);
+#endif
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st;
@@ -32,14 +48,36 @@ MappedFile::MappedFile(const std::string& path) {
     throw std::runtime_error(path + ": the file is empty");
   }
   void* p = ::mmap(nullptr, size_t(size_), PROT_READ, MAP_PRIVATE, fd, 0);
-  const int e = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (p == MAP_FAILED) throw std::runtime_error(path + ": cannot map (" + std::strerror(e) + ")");
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(path + ": cannot map (" + std::strerror(e) + ")");
+  }
+  fd_ = fd;
   data_ = static_cast<const uint8_t*>(p);
+  modificationTime(st, &mtimeSeconds_, &mtimeNanoseconds_);
 }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_t(size_));
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string MappedFile::changed() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return path_ + ": cannot stat the loaded file (" + std::strerror(errno) + "); load it again";
+  if (uint64_t(st.st_size) < size_) {
+    return path_ + ": the file was truncated to " + std::to_string(st.st_size) + " bytes after it was loaded (it had " +
+           std::to_string(size_) + "); its weights cannot be read. Load it again";
+  }
+  int64_t seconds, nanoseconds;
+  modificationTime(st, &seconds, &nanoseconds);
+  if (uint64_t(st.st_size) != size_ || seconds != mtimeSeconds_ || nanoseconds != mtimeNanoseconds_) {
+    return path_ + ": the file was written to after it was loaded (its size or modification time changed), so its " +
+           "weights may not be the ones loaded. Load it again (replacing a model file by a rename, as downloads do, keeps " +
+           "the loaded one valid)";
+  }
+  return "";
 }
 
 uint64_t MappedFile::prefetch(uint64_t begin, uint64_t end) const {
