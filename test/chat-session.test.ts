@@ -148,6 +148,15 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
     expect(() => chat.setChatHistory([{ role: 'robot', content: 'x' } as never])).toThrow('Expected \'system\', \'user\', \'assistant\', \'tool\' for history[0].role but received "robot" (string)');
     expect(() => chat.setChatHistory([{ type: 'model', response: [{ type: 'functionCall' }] } as never])).toThrow(/^Expected a string for history\[0\]\.response\[0\]/);
     expect(() => chat.setChatHistory('hi' as never)).toThrow(/^Expected an array of messages/);
+    // A sparse array, or an item that is not a message, is refused naming its index, and the history stays as it was.
+    chat.setChatHistory([{ role: 'user', content: 'kept' }]);
+    // eslint-disable-next-line no-sparse-arrays
+    expect(() => chat.setChatHistory([, { role: 'user', content: 'hi' }] as never)).toThrow(
+      'Expected a message ({ role, content }), not an empty slot of a sparse array for history[0] but received undefined');
+    expect(() => chat.setChatHistory([{ role: 'user', content: 'a' }, null] as never)).toThrow(
+      'Expected a message ({ role, content }) for history[1] but received null');
+    expect(chat.getChatHistory()).toEqual([{ role: 'user', content: 'kept' }]);
+    chat.resetChatHistory();
     await expect(chat.prompt(42 as never)).rejects.toThrow(/^Expected a string for text/);
     await expect(chat.prompt('x', { maxTokens: -1 })).rejects.toThrow(/maxTokens/);
     expect(chat.getChatHistory()).toEqual([]);  // a failed prompt leaves the history as it was

@@ -68,6 +68,22 @@ describe('a file loadModel cannot run is a GgufError naming the file and the fie
     expect((await loadError(q5_1)).message).toBe(`${q5_1}: tensor blk.0.attn_q.weight: type Q5_1 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16)`);
   });
 
+  test('a repeated metadata key is a corrupt file; a huge tensor name is cut in the message', async () => {
+    // general.namX patched to general.name in the bytes: two entries with one key.
+    const twice = await variant('twice', (m) => { m.metadata['general.namX'] = { type: 'string', value: 'other' }; });
+    const bytes = readFileSync(twice);
+    const at = bytes.indexOf('general.namX');
+    bytes.write('general.name', at, 'latin1');
+    writeFileSync(twice, bytes);
+    const entries = Object.keys(modelTensors(spec).metadata).length + 1;
+    expect((await loadError(twice)).message).toBe(`${twice}: header: ${entries} metadata entries but ${entries - 1} distinct keys: a key is repeated (a corrupt file)`);
+    const longName = 'x'.repeat(65_536);
+    const huge = await variant('huge-name', (m) => { m.tensors.push({ name: longName, type: 99, dims: [32], data: new Uint8Array(128) }); });
+    const error = await loadError(huge);
+    expect(error.field).toBe(`tensor ${'x'.repeat(193)}... (65543 characters)`);
+    expect(error.message.length).toBeLessThan(2_000);
+  });
+
   test('a missing tensor, a wrong shape, a missing or bad metadata value', async () => {
     const noV = await variant('no-v', (m) => { m.tensors = m.tensors.filter((t) => t.name !== 'blk.1.attn_v.weight'); });
     expect((await loadError(noV)).message).toBe(`${noV}: tensor blk.1.attn_v.weight: missing (the architecture needs it)`);
@@ -80,7 +96,10 @@ describe('a file loadModel cannot run is a GgufError naming the file and the fie
     const noWidth = await variant('no-width', (m) => { delete m.metadata['llama.embedding_length']; });
     expect((await loadError(noWidth)).message).toBe(`${noWidth}: llama.embedding_length: missing`);
     const heads = await variant('heads', (m) => { m.metadata['llama.attention.head_count_kv'] = { type: 'u32', value: 3 }; });
-    expect((await loadError(heads)).message).toBe(`${heads}: headCountKv: 3 does not divide headCount 4`);
+    // The native checks' refusals name the GGUF key, not the config's field.
+    const headsError = await loadError(heads);
+    expect(headsError.message).toBe(`${heads}: llama.attention.head_count_kv: 3 does not divide headCount 4`);
+    expect(headsError.field).toBe('llama.attention.head_count_kv');
     const yarn = await variant('yarn', (m) => { m.metadata['llama.rope.scaling.type'] = { type: 'string', value: 'yarn' }; });
     expect((await loadError(yarn)).message).toBe(`${yarn}: llama.rope.scaling.type: "yarn" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
     const template = await variant('template', (m) => { m.metadata['tokenizer.chat_template'] = { type: 'string', value: '{% if %}' }; });

@@ -67,6 +67,20 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
     expect(() => generate(model, 'Once upon a time', { maxTokens: 4 })).toThrow(message);
   });
 
+  test('tokenBytes() and decode() check a token id alike, naming it', () => {
+    const tokenizer = model.tokenizer as GgufTokenizer;
+    for (const bad of [-1, 512, 1.5, NaN]) {
+      const expected = `Expected a token id from 0 to 511 for token but received ${Number.isNaN(bad) ? 'NaN' : bad} (number)`;
+      expect(() => tokenizer.tokenBytes(bad), String(bad)).toThrow(RangeError);
+      expect(() => tokenizer.tokenBytes(bad), String(bad)).toThrow(expected);
+      expect(() => tokenizer.decode([1, bad]), String(bad)).toThrow(expected.replace('for token', 'for tokens[1]'));
+    }
+    expect(() => tokenizer.tokenBytes('3' as never)).toThrow(TypeError);
+    expect(() => tokenizer.tokenBytes('3' as never)).toThrow('Expected a token id from 0 to 511 for token but received "3" (string)');
+    expect(() => tokenizer.decode(null as never)).toThrow('Expected an array of token ids (or a typed array) for tokens but received null');
+    expect(Buffer.from(tokenizer.tokenBytes(3)).length).toBeGreaterThan(0);  // a byte token: one byte
+  });
+
   test('vocabOnly must be a boolean', async () => {
     await expect(loadModel(path, { vocabOnly: 'yes' as never })).rejects.toThrow('Expected a boolean for vocabOnly but received "yes" (string)');
   });

@@ -23,8 +23,11 @@ function text(name: string, value: unknown): string {
 
 export function checkChatHistory(history: unknown): ChatMessage[] {
   if (!Array.isArray(history)) throw invalidParameterError('history', 'an array of messages ({ role, content })', history, 'type');
-  return history.map((item: unknown, i): ChatMessage => {
+  // Every index, holes included (map() would skip them and keep the holes).
+  return Array.from({ length: history.length }, (_, i): ChatMessage => {
     const name = `history[${i}]`;
+    if (!(i in history)) throw invalidParameterError(name, 'a message ({ role, content }), not an empty slot of a sparse array', undefined, 'type');
+    const item: unknown = history[i];
     if (!isPlainObject(item)) throw invalidParameterError(name, 'a message ({ role, content })', item, 'type');
     if ('role' in item) {
       const role = item.role as ChatMessage['role'];

@@ -110,3 +110,19 @@ export function trainedContextLength(header: GgufHeader, arch: Architecture): nu
   const n = typeof v === 'bigint' ? Number(v) : v;
   return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
+
+// Where each field of the config comes from in the file, so that a refusal
+// of the native checks names the GGUF key, not the config's field.
+const CONFIG_SOURCES: Partial<Record<keyof NativeModelConfig, string>> = {
+  embeddingLength: 'embedding_length', blockCount: 'block_count', headCount: 'attention.head_count',
+  headCountKv: 'attention.head_count_kv', headDim: 'attention.key_length', ffnLength: 'feed_forward_length',
+  ropeDims: 'rope.dimension_count', ropeBase: 'rope.freq_base', normEps: 'attention.layer_norm_rms_epsilon',
+};
+
+/** The GGUF key a config field is read from (`${arch}.feed_forward_length` for ffnLength), or the field when it has none. */
+export function ggufKeyOf(archName: string, field: string): string {
+  const name = field.replace(/^config\./, '') as keyof NativeModelConfig;
+  if (name === 'vocabSize') return 'tensor token_embd.weight';
+  const source = CONFIG_SOURCES[name];
+  return source === undefined ? field : `${archName}.${source}`;
+}

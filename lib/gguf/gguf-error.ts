@@ -7,8 +7,21 @@
  */
 export class GgufError extends Error {
   readonly code = 'ERR_MD_GGUF';
-  constructor(readonly file: string, readonly field: string, readonly detail: string) {
-    super(`${file}: ${field}: ${detail}`);
+  readonly field: string;
+  readonly detail: string;
+  constructor(readonly file: string, field: string, detail: string) {
+    // A name or value from the file (a 64 KB tensor name, say) is cut, not echoed whole.
+    const [shownField, shownDetail] = [shorten(field, FIELD_CHARS), shorten(detail, DETAIL_CHARS)];
+    super(`${file}: ${shownField}: ${shownDetail}`);
     this.name = 'GgufError';
+    this.field = shownField;
+    this.detail = shownDetail;
   }
+}
+
+const FIELD_CHARS = 200;
+const DETAIL_CHARS = 1000;
+
+function shorten(text: string, most: number): string {
+  return text.length <= most ? text : `${text.slice(0, most)}... (${text.length} characters)`;
 }

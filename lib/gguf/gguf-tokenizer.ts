@@ -167,12 +167,12 @@ export class GgufTokenizer implements Tokenizer {
    */
   decode(tokens: ArrayLike<number>, options?: DecodeOptions): string {
     const special = checkOptions('options', options, ['special']).special === true;
+    if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) {
+      throw invalidParameterError('tokens', 'an array of token ids (or a typed array)', tokens, 'type');
+    }
     const parts: Uint8Array[] = [];
     for (let i = 0; i < tokens.length; i++) {
-      const id = tokens[i];
-      if (!Number.isInteger(id) || id < 0 || id >= this.#v.tokens.length) {
-        throw invalidParameterError(`tokens[${i}]`, `a token id from 0 to ${this.#v.tokens.length - 1}`, id, 'range');
-      }
+      const id = this.#checkToken(`tokens[${i}]`, tokens[i]);
       let bytes = special ? this.#bytes(id, true) : this.tokenBytes(id);
       if (i === 0 && this.#v.addSpacePrefix && bytes[0] === 0x20) bytes = bytes.subarray(1);
       parts.push(bytes);
@@ -181,9 +181,17 @@ export class GgufTokenizer implements Tokenizer {
     return this.#v.cleanSpaces ? cleanSpaces(text) : text;
   }
 
-  /** The UTF-8 bytes `token` stands for in generated text; empty for control tokens. */
+  /** The UTF-8 bytes `token` stands for in generated text; empty for control tokens. A RangeError for an id outside the vocabulary, as decode(). */
   tokenBytes(token: number): Uint8Array {
-    return (this.#cache[token] ??= this.#bytes(token, false));
+    return (this.#cache[token] ??= this.#bytes(this.#checkToken('token', token), false));
+  }
+
+  // The one check of a token id, for decode() and tokenBytes().
+  #checkToken(name: string, id: unknown): number {
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= this.#v.tokens.length) {
+      throw invalidParameterError(name, `a token id from 0 to ${this.#v.tokens.length - 1}`, id, typeof id === 'number' ? 'range' : 'type');
+    }
+    return id;
   }
 
   // llama.cpp's token_to_piece.

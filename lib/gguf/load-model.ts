@@ -14,7 +14,7 @@ import { endOfGenerationTokens } from '../tokenizers/gguf-vocabulary.js';
 import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
-import { readConfig, trainedContextLength, type Architecture } from './architecture.js';
+import { ggufKeyOf, readConfig, trainedContextLength, type Architecture } from './architecture.js';
 import { ARCHITECTURES } from './architectures/index.js';
 import { GgufError } from './gguf-error.js';
 import { checkKvCacheType, KV_CACHE_TYPES, type KvCacheType } from '../models/kv-cache-type.js';
@@ -116,7 +116,7 @@ function tensorTypeCounts(header: GgufHeader, addon: NativeAddon): Record<string
 }
 
 /** The addon's model over the mapped file; its refusals as GgufErrors naming the tensor or field. */
-function openTransformer(addon: NativeAddon, header: GgufHeader, config: NativeModelConfig, o: CheckedOptions): NativeTransformer {
+function openTransformer(addon: NativeAddon, header: GgufHeader, archName: string, config: NativeModelConfig, o: CheckedOptions): NativeTransformer {
   try {
     return new addon.Transformer(header.path, config, header.tensors, o.threads, o.cpuKernels);
   } catch (error) {
@@ -125,7 +125,7 @@ function openTransformer(addon: NativeAddon, header: GgufHeader, config: NativeM
     if (tensor) throw new GgufError(header.path, `tensor ${tensor[1]}`, tensor[2]);
     if (/not available on this CPU/.test(message)) throw invalidParameterError('cpuKernels', 'kernels this CPU runs', o.cpuKernels, 'range');
     const field = /^([\w.]+): (.*)$/s.exec(message);
-    if (field) throw new GgufError(header.path, field[1], field[2]);
+    if (field) throw new GgufError(header.path, ggufKeyOf(archName, field[1]), field[2]);
     throw new GgufError(header.path, 'file', message);
   }
 }
@@ -177,7 +177,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   await turn();
   if (o.signal?.aborted) throw aborted();
 
-  const native = o.vocabOnly ? undefined : openTransformer(addon, header, config, o);
+  const native = o.vocabOnly ? undefined : openTransformer(addon, header, arch.name, config, o);
   // The tokenizer's worker builds its encoders while the weights load; a
   // failure there is reported by the first encodeAsync.
   vocabulary?.prepare().catch(() => undefined);

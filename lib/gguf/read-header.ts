@@ -68,6 +68,11 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
     throw new GgufError(path, 'header', `not a readable GGUF file (${error instanceof Error ? error.message : String(error)})`);
   }
   if (!parsed.littleEndian) throw new GgufError(path, 'header', 'a big-endian GGUF file; only little-endian files are supported');
+  // The parser keeps the last of a repeated key (next to its own version,
+  // tensor_count and kv_count): fewer keys than entries is a corrupt file,
+  // which llama.cpp refuses too.
+  const entries = Number(parsed.metadata.kv_count), keys = Object.keys(parsed.metadata).length - 3;
+  if (keys !== entries) throw new GgufError(path, 'header', `${entries} metadata entries but ${keys} distinct keys: a key is repeated (a corrupt file)`);
   const dataOffset = safeNumber(path, 'tensor data offset', parsed.tensorDataOffset);
   if (dataOffset > fileSize) throw new GgufError(path, 'header', `the tensor data would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file (truncated?)`);
   const tensors = parsed.tensorInfos.map((t) => ({
