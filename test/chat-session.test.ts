@@ -148,9 +148,10 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
     expect(() => chat.setChatHistory([{ role: 'robot', content: 'x' } as never])).toThrow('Expected \'system\', \'user\', \'assistant\', \'tool\' for history[0].role but received "robot" (string)');
     expect(() => chat.setChatHistory([{ type: 'model', response: [{ type: 'functionCall' }] } as never])).toThrow(/^Expected a string for history\[0\]\.response\[0\]/);
     expect(() => chat.setChatHistory('hi' as never)).toThrow(/^Expected an array of messages/);
+    expect(() => new ChatSession(model, { contextsize: 64 } as never)).toThrow(new TypeError(
+      'Unknown option contextsize; the options are: backend, contextSize, systemPrompt, chatTemplate, templateVariables'));
     // A sparse array, or an item that is not a message, is refused naming its index, and the history stays as it was.
     chat.setChatHistory([{ role: 'user', content: 'kept' }]);
-    // eslint-disable-next-line no-sparse-arrays
     expect(() => chat.setChatHistory([, { role: 'user', content: 'hi' }] as never)).toThrow(
       'Expected a message ({ role, content }), not an empty slot of a sparse array for history[0] but received undefined');
     expect(() => chat.setChatHistory([{ role: 'user', content: 'a' }, null] as never)).toThrow(
@@ -175,11 +176,17 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
     expect(kept.stopReason).toBe('abort');
 
     expect(() => new ChatSession(model, { chatTemplate: 42 } as never)).toThrow('Expected a Jinja template string for chatTemplate but received 42');
-    expect(() => new ChatSession(model, { temperature: 1 } as never)).toThrow(/options\.temperature/);
+    expect(() => new ChatSession(model, { temperature: 1 } as never)).toThrow(/^Unknown option temperature; the options are: backend, contextSize/);
     const own = new ChatSession(model, { chatTemplate: '{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant] ' });
     const reply = await own.promptWithMeta('hey', { maxTokens: 1 });
     expect(tokenizer(model).decode(own.session.tokens, { special: true })).toBe(`[user] hey\n[assistant] ${tokenBytesText(tokenizer(model), reply.result.tokens)}`);
     own.dispose();
+    // A template that prints nothing is reported as the template's fault, and the history stays as it was.
+    const silent = new ChatSession(model, { chatTemplate: '{% if false %}{{ messages }}{% endif %}' });
+    await expect(silent.prompt('hey', { maxTokens: 1 })).rejects.toThrow(
+      'options.chatTemplate: the chat template rendered 1 message as empty text; it must print the conversation');
+    expect(silent.getChatHistory()).toEqual([]);
+    silent.dispose();
   } finally {
     model.dispose();
   }

@@ -114,7 +114,9 @@ describe('options, progress and abort', () => {
     await expect(loadModel(good, { threads: 0 })).rejects.toThrow(new RangeError('Expected an integer from 1 to 256 for threads but received 0 (number)'));
     await expect(loadModel(good, { batchSize: 1.5 })).rejects.toThrow(TypeError);
     await expect(loadModel(good, { cpuKernels: 'sse' as never })).rejects.toThrow(/for cpuKernels but received "sse"/);
-    await expect(loadModel(good, { gpuLayers: 2 } as never)).rejects.toThrow(/options.gpuLayers/);
+    // An unknown option name is a TypeError listing the options, as everywhere in the package.
+    await expect(loadModel(good, { gpuLayers: 2 } as never)).rejects.toThrow(new TypeError(
+      'Unknown option gpuLayers; the options are: threads, signal, onLoadProgress, prefetch, batchSize, cpuKernels, vocabOnly, kvCacheType'));
     await expect(loadModel(42 as never)).rejects.toThrow(TypeError);
   });
 

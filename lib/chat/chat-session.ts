@@ -11,6 +11,7 @@
 // rendering is encoded and the sequence is kept up to the first token that
 // differs.
 import { invalidParameterError, SessionBusyError } from '../errors.js';
+import { checkKnownKeys } from '../sampling-options.js';
 import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
 import { resolveGenerate, type GenerateOptions } from '../generate/generate-options.js';
 import type { DecodeModel } from '../generate/model.js';
@@ -66,9 +67,7 @@ export class ChatSession {
 
   constructor(model: ChatModel, options: ChatSessionOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
-    for (const key of Object.keys(options)) {
-      if (!SESSION_OPTION_NAMES.has(key)) throw invalidParameterError(`options.${key}`, `one of ${[...SESSION_OPTION_NAMES].join(', ')}`, key, 'range');
-    }
+    checkKnownKeys(options, SESSION_OPTION_NAMES, '');
     const { systemPrompt, chatTemplate, templateVariables, ...sessionOptions } = options;
     if (templateVariables !== undefined && !isPlainObject(templateVariables)) {
       throw invalidParameterError('templateVariables', 'a plain object of template variables', templateVariables, 'type');

@@ -6,6 +6,7 @@
 import { GGMLQuantizationType } from '@huggingface/gguf';
 
 import { AbortError, BackendUnavailableError, integerInRange, invalidParameterError } from '../errors.js';
+import { checkKnownKeys } from '../sampling-options.js';
 import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import { turn } from '../generate/event-loop.js';
 import { GgufModel } from '../models/gguf-model.js';
@@ -67,9 +68,7 @@ const PREFETCH_CHUNK = 64 << 20;
 
 function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
   if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
-  for (const key of Object.keys(options)) {
-    if (!OPTION_NAMES.has(key)) throw invalidParameterError(`options.${key}`, `one of the options ${[...OPTION_NAMES].join(', ')}`, key, 'range');
-  }
+  checkKnownKeys(options, OPTION_NAMES, '');
   const o = options as LoadModelOptions;
   const threads = o.threads === undefined ? physicalCores() : integerInRange('threads', o.threads, 1, 256);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalidParameterError('signal', 'an AbortSignal', o.signal, 'type');

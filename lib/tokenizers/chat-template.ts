@@ -32,9 +32,11 @@ export class ChatTemplate {
     }
   }
 
+  /** The rendering; an error naming the template when it fails, or prints nothing for messages it was given. */
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
+    let text: string;
     try {
-      return this.#template.render({
+      text = this.#template.render({
         ...options.variables,
         messages,
         add_generation_prompt: options.addGenerationPrompt ?? true,
@@ -44,5 +46,10 @@ export class ChatTemplate {
     } catch (error) {
       throw new Error(`${this.origin}: the chat template failed to render (${error instanceof Error ? error.message : String(error)})`, { cause: error });
     }
+    // Nothing for a conversation: the template is at fault, not the prompt.
+    if (text === '' && messages.length > 0) {
+      throw new Error(`${this.origin}: the chat template rendered ${messages.length} message${messages.length === 1 ? '' : 's'} as empty text; it must print the conversation`);
+    }
+    return text;
   }
 }
