@@ -342,4 +342,19 @@ describe('the grammar option', () => {
   ])('%j is refused before anything runs', async (options, kind, message) => {
     expect(() => generate(model, 'x', { ...(options as GenerateOptions), backend: 'native', contextSize: 64 })).toThrow(new kind(message));
   });
+
+  test('a schema nested deeper than the engine\'s limit is refused naming the path and the limit; 32 levels compile', async () => {
+    // 60 levels of objects trap inside the engine ("memory access out of bounds"); they never reach it.
+    const nested = (depth: number) => {
+      let schema: object = { type: 'string' };
+      for (let i = 0; i < depth; i++) schema = { type: 'object', properties: { a: schema }, required: ['a'] };
+      return schema;
+    };
+    const deepPath = `grammar.schema${'.properties["a"]'.repeat(33)}`;
+    expect(() => generate(model, 'x', { grammar: { type: 'json', schema: nested(100) }, backend: 'native', contextSize: 64 })).toThrow(
+      new RangeError(`Expected a subschema nested at most 32 levels deep (the grammar engine's limit) for ${deepPath} but received an object (Object)`));
+    // Each object is one level (its property's subschema is the next): 32 compile, 33 do not.
+    await model.createGrammarForJsonSchema(nested(32) as never);
+    expect(() => generate(model, 'x', { grammar: { type: 'json', schema: nested(33) }, backend: 'native', contextSize: 64 })).toThrow(RangeError);
+  });
 });
