@@ -17,7 +17,10 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { loadModel } from '../lib/index.js';
+import { loadModel, Session } from '../lib/index.js';
+import { checkKvCacheFits } from '../lib/models/kv-cache-type.js';
+import { loadAddon } from '../lib/native/load-addon.js';
+import { describeHold, watchEventLoop } from './event-loop-probe.js';
 import { oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
 import { largestLogitDifference, sixtyFourTokens } from './gguf/oracle-checks.js';
 import { tinyShape, writeRandomModel } from './gguf/random-model.js';
@@ -95,6 +98,35 @@ describe('kvCacheType \'q8_0\': within 5e-3 of llama.cpp with its Q8_0 cache', (
     const { layers, kvHeads, headDim } = tinyShape('llama', 'F32');
     const values = 2 * layers * 64 * kvHeads * headDim;  // K and V, every layer and position
     expect(sizes).toEqual({ f16: [2 * values, 2 * values], f32: [4 * values, 4 * values], q8_0: [values / 32 * 34, values / 32 * 34] });
+  });
+});
+
+describe('the KV cache\'s memory', () => {
+  test('a long context allocates without holding the event loop (the cache is not zeroed on the calling thread)', async () => {
+    const model = await loadModel(sharedModel('stories260K.gguf'), { threads: 1 });
+    try {
+      const probe = watchEventLoop({ intervalMs: 2 });
+      const session = new Session(model, { backend: 'native', contextSize: 262_144 });  // a 168 MB F16 cache
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const report = probe.stop();
+      expect(session.contextSize).toBe(262_144);
+      session.dispose();
+      expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('a cache larger than the machine\'s memory is refused naming contextSize and the bytes', async () => {
+    const model = await loadModel(sharedModel('stories260K.gguf'), { threads: 1, vocabOnly: true });
+    const addon = loadAddon();
+    if (!addon.ok) throw new Error(addon.reason);
+    const types = addon.addon.tensorTypes;
+    // stories260K: 5 layers x 4 KV heads x 8 dims, K and V: 320 values a position. With 1 MB of memory:
+    expect(checkKvCacheFits(model.info.config, 'f16', types, 1000, 1e6)).toBe(640_000);
+    expect(() => checkKvCacheFits(model.info.config, 'f32', types, 1000, 1e6)).toThrow(new RangeError(
+      'Expected at most 781 positions: the f32 KV cache for 1000 positions is 1280000 bytes, more than this machine\'s 1000000 bytes of memory for contextSize but received 1000 (number)'));
+    model.dispose();
   });
 });
 

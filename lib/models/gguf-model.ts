@@ -15,7 +15,7 @@ import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransform
 import { SamplingPacker } from '../native/native-sampler.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
-import { kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
+import { checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
 import { GpuWeights } from './gpu-weights.js';
 import { GgufGpuSequence } from './gguf-gpu-sequence.js';
 import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
@@ -99,6 +99,7 @@ export class GgufModel implements DecodeModel {
     if (backend === 'metal' || backend === 'emulated') {
       const addon = loadAddon();
       if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
+      checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
       const device = sharedDevice(backend);
       let weights = this.#gpuWeights.get(backend);
       if (weights === undefined) {
@@ -115,6 +116,7 @@ export class GgufModel implements DecodeModel {
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
     const addon = loadAddon();  // loaded: the model is the addon's
     if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
+    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
     const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
     const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize, cacheType), contextSize, (s) => this.#sequences.delete(s), addon.addon);
     this.#sequences.add(sequence);

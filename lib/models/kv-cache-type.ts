@@ -4,8 +4,10 @@
 // 'q8_0' (half the memory of f16: blocks of 32 values, so each head must
 // be whole blocks, as llama.cpp's cache views need). The bytes of a type
 // come from the addon's tensor types, the one definition of each block.
+import { totalmem } from 'node:os';
+
 import { invalidParameterError } from '../errors.js';
-import type { NativeTensorType } from '../native/contract.js';
+import type { NativeModelConfig, NativeTensorType } from '../native/contract.js';
 
 export type KvCacheType = 'f16' | 'f32' | 'q8_0';
 export const KV_CACHE_TYPES: readonly KvCacheType[] = ['f16', 'f32', 'q8_0'];
@@ -29,4 +31,20 @@ export function checkKvCacheType(value: KvCacheType, headDim: number): void {
   if (value === 'q8_0' && headDim % 32 !== 0) {
     throw invalidParameterError('kvCacheType', `'f16' or 'f32' for this model ('q8_0' stores each head as 32-value blocks, and its head dimension is ${headDim})`, value, 'range');
   }
+}
+
+/**
+ * The bytes of a sequence's K and V caches (every layer, contextSize
+ * positions); a RangeError naming contextSize when they are more than this
+ * machine's memory, before anything is allocated.
+ */
+export function checkKvCacheFits(config: NativeModelConfig, type: KvCacheType, types: readonly NativeTensorType[], contextSize: number,
+  memory = totalmem()): number {
+  const bytes = 2 * config.blockCount * contextSize * kvCacheBytes(type, types, config.headCountKv * config.headDim);
+  if (bytes > memory) {
+    const perPosition = bytes / contextSize;
+    throw invalidParameterError('contextSize', `at most ${Math.floor(memory / perPosition)} positions: the ${type} KV cache for ${contextSize} positions ` +
+      `is ${bytes} bytes, more than this machine's ${memory} bytes of memory`, contextSize, 'range');
+  }
+  return bytes;
 }

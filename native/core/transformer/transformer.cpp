@@ -40,9 +40,9 @@ TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, u
     throw std::invalid_argument(std::string("kvCacheType: ") + info.name + " needs a head dimension that is a multiple of " +
                                 std::to_string(info.blockValues) + ", and this model's is " + std::to_string(c.headDim));
   cacheRowBytes_ = rowBytes(info, uint64_t(c.headCountKv) * c.headDim);
-  const size_t bytes = size_t(c.blockCount) * contextSize * cacheRowBytes_;
-  keys_.resize(bytes);
-  values_.resize(bytes);
+  cacheBytes_ = size_t(c.blockCount) * contextSize * cacheRowBytes_;
+  keys_.reset(new uint8_t[cacheBytes_]);
+  values_.reset(new uint8_t[cacheBytes_]);
 }
 
 void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int threads) {
@@ -176,8 +176,8 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   const TensorType cache = s.cacheType_, queryType = activationTypeFor(cache);
   const size_t rowBytes = s.cacheRowBytes_, headBytes = rowBytes / size_t(c.headCountKv);
   const size_t layerBase = size_t(layer) * s.contextSize_ * rowBytes;
-  uint8_t* keys = s.keys_.data() + layerBase;
-  uint8_t* values = s.values_.data() + layerBase;
+  uint8_t* keys = s.keys_.get() + layerBase;
+  uint8_t* values = s.values_.get() + layerBase;
 
   // Per token: Q/K norms, RoPE, and the K and V cache rows of its position.
   auto prepare = [&](int64_t t) {

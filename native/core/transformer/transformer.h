@@ -32,7 +32,7 @@ class TransformerState {
   uint32_t contextSize() const { return contextSize_; }
   uint32_t length() const { return length_; }
   TensorType cacheType() const { return cacheType_; }
-  size_t kvCacheBytes() const { return keys_.size() + values_.size(); }
+  size_t kvCacheBytes() const { return 2 * cacheBytes_; }
 
  private:
   friend class Transformer;
@@ -41,8 +41,11 @@ class TransformerState {
   uint32_t contextSize_, maxBatch_, length_ = 0;
   TensorType cacheType_;
   size_t cacheRowBytes_;  // one position's headCountKv * headDim values in cacheType_
-  // Per layer, per position, a row of cacheType_.
-  std::vector<uint8_t> keys_, values_;
+  // Per layer, per position, a row of cacheType_. Left uninitialised (a
+  // position is written before it is read): allocating costs no time, where
+  // zeroing a long context's cache held the calling thread for seconds.
+  size_t cacheBytes_ = 0;
+  std::unique_ptr<uint8_t[]> keys_, values_;
   // Scratch for a batch: residual stream, normed input, Q, K, V, attention
   // output, FFN gate and up, one projection output, RoPE angles.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, proj_, cos_, sin_;
