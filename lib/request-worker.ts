@@ -6,9 +6,18 @@
 // starts a new one. The worker side is serveRequests().
 import { parentPort, Worker } from 'node:worker_threads';
 
+import { AbortError } from './errors.js';
 import { workerScript } from './worker-script.js';
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
+
+/** Bounds of one request: past them the thread is ended (the only way to stop it) and the request rejects. */
+export interface RequestLimits {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** The error for a request that ran out of time. */
+  timeoutError?: () => Error;
+}
 
 /** An error crossing from the worker: its class name and fields, to be rebuilt on this side. */
 export interface WorkerError {
@@ -33,14 +42,35 @@ export class RequestWorker {
     this.#rebuild = rebuild;
   }
 
-  request<T>(message: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
+  request<T>(message: unknown, transfer: ArrayBuffer[] = [], limits: RequestLimits = {}): Promise<T> {
     if (this.#disposed) return Promise.reject(new Error('The worker thread was ended (its model was disposed)'));
+    const { signal, timeoutMs } = limits;
+    if (signal?.aborted) return Promise.reject(new AbortError(signal.reason, 'The request was aborted'));
     const worker = this.#start();
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
-      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => this.#end(id, new AbortError(signal?.reason, 'The request was aborted'));
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.#pending.set(id, {
+        resolve: (value) => { done(); resolve(value as T); },
+        reject: (error) => { done(); reject(error); },
+      });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => this.#end(id, limits.timeoutError?.() ?? new Error(`A worker thread (${this.#script}) took over ${timeoutMs} ms`)), timeoutMs);
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
       worker.ref();
-      worker.postMessage({ id, message }, transfer);
+      try {
+        worker.postMessage({ id, message }, transfer);
+      } catch (error) {
+        this.#pending.delete(id);
+        done();
+        reject(error as Error);
+      }
     });
   }
 
@@ -50,6 +80,20 @@ export class RequestWorker {
     this.#fail(new Error('The worker thread was ended (its model was disposed) before it answered'));
     void this.#worker?.terminate();
     this.#worker = undefined;
+  }
+
+  // Ends the thread for request `id` (out of time, or aborted): it rejects
+  // with `error`, any other request in flight with an error that says why;
+  // the next request starts a new thread.
+  #end(id: number, error: Error): void {
+    const worker = this.#worker;
+    const pending = this.#pending.get(id);
+    if (worker === undefined || pending === undefined) return;
+    this.#pending.delete(id);
+    this.#worker = undefined;
+    this.#fail(new Error(`A worker thread (${this.#script}) was ended: another request on it ran out of time or was aborted`));
+    pending.reject(error);
+    void worker.terminate();
   }
 
   #start(): Worker {
@@ -62,8 +106,11 @@ export class RequestWorker {
       if (error !== undefined) pending?.reject(this.#rebuild(error));
       else pending?.resolve(value);
     });
+    // Only the current thread's end fails the requests in flight: those of
+    // a thread ended on purpose (#end, dispose) were settled then.
     const lost = (error: Error) => {
-      if (this.#worker === worker) this.#worker = undefined;
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
       this.#fail(error);
     };
     worker.on('error', (error) => lost(new Error(`A worker thread (${this.#script}) failed: ${error.message}`, { cause: error })));

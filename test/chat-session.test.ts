@@ -192,6 +192,30 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
   }
 });
 
+// A chat template is code from the file: it renders on a thread of its own,
+// so a loop of seconds does not hold the event loop, the prompt's signal
+// ends it, and one that runs past the time limit is an error naming the
+// template. (On the main thread this template held the loop for 21 s.)
+test('a template that loops for seconds renders off the event loop: the signal ends it, the time limit names it', async () => {
+  const model = await chatModel('qwen3', 'qwen3');
+  const chat = new ChatSession(model, { chatTemplate: '{% for i in range(3000000) %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}' });
+  try {
+    const probe = watchEventLoop({ intervalMs: 2 });
+    const started = performance.now();
+    await expect(chat.prompt('hi', { signal: AbortSignal.timeout(300), maxTokens: 1 })).rejects.toThrow('The request was aborted');
+    const report = probe.stop();
+    expect(performance.now() - started).toBeLessThan(10_000);  // ended at the abort, long before the rendering would end
+    expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
+    expect(chat.getChatHistory()).toEqual([]);
+    await expect(chat.prompt('hi', { maxTokens: 1 })).rejects.toThrow(
+      'options.chatTemplate: the chat template did not finish rendering in 10 s (a loop too long for a conversation?); its thread was ended');
+    expect(chat.getChatHistory()).toEqual([]);
+  } finally {
+    chat.dispose();
+    model.dispose();
+  }
+});
+
 test('a model without a chat template is an error that says what to pass', async () => {
   const path = join(dir, 'no-template.gguf');
   const vocabulary = { ...realVocabulary('qwen3'), chatTemplate: undefined };

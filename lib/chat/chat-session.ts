@@ -56,6 +56,7 @@ export class ChatSession {
   readonly model: ChatModel;
   readonly #session: Session;
   readonly #template: ChatTemplate;
+  readonly #ownTemplate: boolean;  // made from options.chatTemplate: its thread ends with the session
   readonly #tokenizer: ChatTokenizer;
   readonly #systemPrompt: string | undefined;
   readonly #variables: Readonly<Record<string, unknown>> | undefined;
@@ -86,6 +87,7 @@ export class ChatSession {
     this.model = model;
     this.#tokenizer = tokenizer as ChatTokenizer;
     this.#template = template;
+    this.#ownTemplate = chatTemplate !== undefined;
     this.#systemPrompt = systemPrompt;
     this.#variables = templateVariables && { ...templateVariables };
     this.#history = this.#initialHistory();
@@ -116,10 +118,14 @@ export class ChatSession {
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
     resolveGenerate(options);  // bad options are errors before the sequence is touched
     const history = [...this.#history, { role: 'user' as const, content: text }];
-    const rendered = this.#render(history);
     let result: GenerationResult;
+    let rendered: RenderedPrompt;
     this.#encoding = true;
     try {
+      // The signal ends a long rendering too, but with stopOnAbortSignal an
+      // abort is a reply that stops (the generation's rule): the rendering
+      // then runs to its end or its time limit.
+      rendered = await this.#render(history, options?.stopOnAbortSignal === true ? undefined : options?.signal);
       const tokens = await this.#tokensToEvaluate(rendered);
       this.#encoding = false;
       result = await this.#session.generate(tokens, options);
@@ -166,6 +172,7 @@ export class ChatSession {
 
   dispose(): void {
     this.#session.dispose();
+    if (this.#ownTemplate) this.#template.dispose();
   }
 
   [Symbol.dispose](): void {
@@ -174,14 +181,15 @@ export class ChatSession {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.#session[Symbol.asyncDispose]();
+    if (this.#ownTemplate) this.#template.dispose();
   }
 
   #initialHistory(): ChatMessage[] {
     return this.#systemPrompt === undefined ? [] : [{ role: 'system', content: this.#systemPrompt }];
   }
 
-  #render(history: readonly ChatMessage[]): RenderedPrompt {
-    return renderPrompt(this.#template, history, this.#tokenizer, this.#variables);
+  #render(history: readonly ChatMessage[], signal: AbortSignal | undefined): Promise<RenderedPrompt> {
+    return renderPrompt(this.#template, history, this.#tokenizer, this.#variables, signal);
   }
 
   // The tokens to append to the sequence for `rendered`, rewinding it first

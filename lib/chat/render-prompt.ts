@@ -29,9 +29,13 @@ export interface RenderedPrompt {
 const OPEN = '\u{F0000}', CLOSE = '\u{F0001}';
 const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
 
-/** The conversation rendered, with the generation prompt, BOS and EOS texts the template may print. */
-export function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer,
-  variables?: Readonly<Record<string, unknown>>): RenderedPrompt {
+/**
+ * The conversation rendered, with the generation prompt, BOS and EOS texts
+ * the template may print; on the template's worker thread (a template is
+ * code from a file), abortable by `signal`.
+ */
+export async function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer,
+  variables?: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<RenderedPrompt> {
   const specialTexts = tokenizer.specialTexts();
   const text = (id: number | undefined) => (id === undefined ? '' : tokenizer.tokenText(id) ?? '');
   const options: RenderOptions = { addGenerationPrompt: true, bosToken: text(tokenizer.bosToken), eosToken: text(tokenizer.eosToken), variables };
@@ -46,7 +50,7 @@ export function renderPrompt(template: ChatTemplate, history: readonly ChatMessa
     }
     return { ...message, content };
   });
-  const rendered = template.render(guarded, options);
+  const rendered = await template.renderAsync(guarded, options, signal);
   if (swapped.length === 0) return { text: rendered, pieces: [{ text: rendered, special: true }] };
   const pieces: PromptPiece[] = [];
   let at = 0;

@@ -141,6 +141,7 @@ export class GgufModel implements DecodeModel {
     for (const s of this.#gpuSequences) s.dispose();
     for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
+    this.chatTemplate?.dispose();
     this.#native?.dispose();
   }
 

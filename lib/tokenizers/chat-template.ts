@@ -5,6 +5,11 @@
 // encoded with special tokens parsed.
 import { Template } from '@huggingface/jinja';
 
+import { RequestWorker } from '../request-worker.js';
+
+/** How long a rendering may take before its thread is ended: far past any real template's milliseconds. */
+export const RENDER_TIMEOUT_MS = 10_000;
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
@@ -23,6 +28,7 @@ export interface RenderOptions {
 /** A parsed template; parse errors are reported once, here, naming the template. */
 export class ChatTemplate {
   readonly #template: Template;
+  #worker: RequestWorker | undefined;
 
   constructor(readonly source: string, readonly origin: string) {
     try {
@@ -30,6 +36,27 @@ export class ChatTemplate {
     } catch (error) {
       throw new Error(`${origin}: the chat template does not parse (${error instanceof Error ? error.message : String(error)})`, { cause: error });
     }
+  }
+
+  /**
+   * render() on a worker thread of this template's: the event loop turns
+   * while it runs, `signal` ends it (an AbortError), and one that runs past
+   * RENDER_TIMEOUT_MS is an error naming the template. The messages and
+   * variables are copied to the thread (structured clone).
+   */
+  renderAsync(messages: readonly ChatMessage[], options: RenderOptions = {}, signal?: AbortSignal): Promise<string> {
+    this.#worker ??= new RequestWorker('tokenizers/template-worker.js', { source: this.source, origin: this.origin });
+    return this.#worker.request<string>({ messages, options }, [], {
+      signal,
+      timeoutMs: RENDER_TIMEOUT_MS,
+      timeoutError: () => new Error(`${this.origin}: the chat template did not finish rendering in ${RENDER_TIMEOUT_MS / 1000} s (a loop too long for a conversation?); its thread was ended`),
+    });
+  }
+
+  /** Ends the rendering thread, if one was started. */
+  dispose(): void {
+    this.#worker?.dispose();
+    this.#worker = undefined;
   }
 
   /** The rendering; an error naming the template when it fails, or prints nothing for messages it was given. */
