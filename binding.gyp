@@ -14,7 +14,12 @@
       "NODE_ADDON_API_DISABLE_DEPRECATED",
       # Any C++ exception at the boundary (std::bad_alloc included) becomes
       # a JavaScript Error instead of aborting the process.
-      "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"
+      "NODE_ADDON_API_CPP_EXCEPTIONS_ALL",
+      # A worker thread terminated while it calls into the addon: throwing
+      # into its ending environment fails, and node-addon-api would turn
+      # that failure into a C++ exception nothing catches (std::terminate,
+      # the whole process). Swallowed instead: nobody is left to tell.
+      "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"
     ],
     "cflags!": ["-fno-exceptions"],
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
