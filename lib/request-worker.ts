@@ -4,7 +4,7 @@
 // keeps the process open only while a request is pending. A worker that
 // dies fails the requests in flight with its error; the next request
 // starts a new one. The worker side is serveRequests().
-import { parentPort, Worker } from 'node:worker_threads';
+import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
 
 import { AbortError } from './errors.js';
 import { workerScript } from './worker-script.js';
@@ -30,16 +30,22 @@ export class RequestWorker {
   readonly #script: string;
   readonly #workerData: unknown;
   readonly #rebuild: (error: WorkerError) => Error;
+  readonly #resourceLimits: ResourceLimits | undefined;
   #worker: Worker | undefined;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
   #disposed = false;
 
-  /** `script`: the compiled worker's path from lib/; `rebuild`: the error to throw for one the worker reports. */
-  constructor(script: string, workerData: unknown, rebuild: (error: WorkerError) => Error = (e) => new Error(e.message)) {
+  /**
+   * `script`: the compiled worker's path from lib/; `rebuild`: the error to
+   * throw for one the worker reports; `resourceLimits`: the thread's heap,
+   * for code from a file (a thread past it ends, the process carries on).
+   */
+  constructor(script: string, workerData: unknown, rebuild: (error: WorkerError) => Error = (e) => new Error(e.message), resourceLimits?: ResourceLimits) {
     this.#script = script;
     this.#workerData = workerData;
     this.#rebuild = rebuild;
+    this.#resourceLimits = resourceLimits;
   }
 
   request<T>(message: unknown, transfer: ArrayBuffer[] = [], limits: RequestLimits = {}): Promise<T> {
@@ -98,7 +104,7 @@ export class RequestWorker {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(workerScript(this.#script), { workerData: this.#workerData });
+    const worker = new Worker(workerScript(this.#script), { workerData: this.#workerData, resourceLimits: this.#resourceLimits });
     worker.on('message', ({ id, value, error }: { id: number; value?: unknown; error?: WorkerError }) => {
       const pending = this.#pending.get(id);
       this.#pending.delete(id);

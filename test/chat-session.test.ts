@@ -198,7 +198,7 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
 // template. (On the main thread this template held the loop for 21 s.)
 test('a template that loops for seconds renders off the event loop: the signal ends it, the time limit names it', async () => {
   const model = await chatModel('qwen3', 'qwen3');
-  const chat = new ChatSession(model, { chatTemplate: '{% for i in range(3000000) %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}' });
+  const chat = new ChatSession(model, { chatTemplate: '{% for i in range(30000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}' });
   try {
     const probe = watchEventLoop({ intervalMs: 2 });
     const started = performance.now();

@@ -49,6 +49,21 @@ test('a template that does not parse, or fails to render, is an error naming it'
   expect(() => failing.render(CONVERSATION)).toThrow(/^model\.gguf: the chat template failed to render/);
 });
 
+// The library's range() builds its list in one array: range(100000000)
+// took the process down with it (an allocation past a worker's heap limit).
+test('range() counts as Python\'s and refuses more than a chat template may loop over, naming the call', () => {
+  const render = (source: string) => new ChatTemplate(source, 'model.gguf').render(CONVERSATION);
+  expect(render('{% for i in range(3) %}{{ i }}{% endfor %}|{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}|{% for i in range(2, 8, 3) %}{{ i }}{% endfor %}')).toBe('012|531|25');
+  expect(render('{{ range(1000000) | length }}')).toBe('1000000');
+  expect(() => render('{% for i in range(100000000) %}x{% endfor %}')).toThrow(
+    'model.gguf: the chat template failed to render (range(100000000) has 100000000 items, more than the 1000000 a chat template may loop over)');
+  expect(() => render('{{ range(1.5) }}')).toThrow('model.gguf: the chat template failed to render (range(1.5): the arguments must be integers)');
+  expect(() => render('{{ range(0, 5, 0) }}')).toThrow('model.gguf: the chat template failed to render (range(0, 5, 0): the step must not be zero)');
+  expect(() => new ChatTemplate('{{ range }}', 'model.gguf').render(CONVERSATION, { variables: { range: 1 } })).toThrow(
+    'model.gguf: the chat template failed to render (Variable already declared: range)');
+  expect(render('{{ strftime_now("%Y-%m-%d %%") }}')).toMatch(/^\d{4}-\d{2}-\d{2} %$/);
+});
+
 // SmolLM2's template (HuggingFaceTB/SmolLM2-1.7B-Instruct): ChatML with a default system prompt.
 const SMOLLM2 = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 

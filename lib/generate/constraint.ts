@@ -15,9 +15,9 @@ export interface Constraint {
    */
   next(generated: Uint32Array, position: number): Promise<Uint32Array | null>;
   /** Moves past `token`; false, changing nothing, when the constraint does not allow it here. */
-  accept(token: number): boolean;
+  accept(token: number): Promise<boolean> | boolean;
   /** Undoes the last `count` accepted tokens (drafts that verification rejected). */
-  rollBack(count: number): void;
+  rollBack(count: number): Promise<void> | void;
   /** Whether the output is complete after the tokens accepted (an end token accepted where the grammar may end). */
   readonly ended: boolean;
   dispose(): void;
@@ -27,7 +27,7 @@ export interface Constraint {
 export interface MaskStats {
   /** Masks computed (one per token, one per draft row). */
   masks: number;
-  /** Milliseconds spent computing them, on the main thread. */
+  /** Milliseconds the decode loop waited for them (a grammar's are computed on its own thread). */
   maskMs: number;
 }
 

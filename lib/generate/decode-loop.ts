@@ -187,11 +187,18 @@ export class DecodeRun {
   }
 
   // A grammar given as a spec compiles here (cached per model), so the
-  // time counts as prefill, as a text prompt's encoding does.
+  // time counts as prefill, as a text prompt's encoding does. An abort
+  // during the compile leaves it (undefined), and the run stops as aborted.
   async #openConstraint(): Promise<Constraint | undefined> {
-    const { grammar, tokenMask } = this.#o;
+    const { grammar, tokenMask, signal } = this.#o;
     const model = this.#state.model;
-    const constraint = grammar !== undefined ? await grammarConstraint(model, grammar) : tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+    let constraint: Constraint | undefined;
+    try {
+      constraint = grammar !== undefined ? await grammarConstraint(model, grammar, signal) : tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+    } catch (error) {
+      if (signal?.aborted) return undefined;
+      throw error;
+    }
     return constraint && timedConstraint(constraint, this.#maskStats);
   }
 
@@ -518,14 +525,14 @@ export class DecodeRun {
     for (const token of proposed) {
       const mask = masks[accepted];
       if (mask === null) break;
-      if (!allows(mask, token) || !constraint.accept(token)) {
-        constraint.rollBack(accepted);
+      if (!allows(mask, token) || !(await constraint.accept(token))) {
+        await constraint.rollBack(accepted);
         return { draft: proposed.subarray(0, accepted + (rejection ? 1 : 0)), masks };
       }
       generated[base + accepted++] = token;
       masks.push(await constraint.next(generated.subarray(0, base + accepted), state.length + accepted));
     }
-    constraint.rollBack(accepted);
+    await constraint.rollBack(accepted);
     return { draft: proposed.subarray(0, accepted), masks };
   }
 
@@ -547,10 +554,10 @@ export class DecodeRun {
   async *#accept(token: number): AsyncGenerator<GeneratedToken, void, undefined> {
     if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
     if (this.#eos.has(token)) {
-      const complete = this.#constraint?.accept(token) === true && this.#constraint.ended;
+      const complete = this.#constraint !== undefined && (await this.#constraint.accept(token)) && this.#constraint.ended;
       return yield* this.#stopWith({ reason: complete ? 'grammarComplete' : 'eogToken' });
     }
-    if (this.#constraint && !this.#constraint.accept(token)) {
+    if (this.#constraint && !(await this.#constraint.accept(token))) {
       throw new Error(`The grammar does not allow token ${token} at position ${this.#state.length}, though its mask did (a bug: please report it)`);
     }
     const state = this.#state;

@@ -58,3 +58,15 @@ export function resolveGrammarSpec(value: unknown, name = 'grammar'): ResolvedGr
   }
   return { spec, key: JSON.stringify(spec) };
 }
+
+/** The option a spec's grammar came from, as errors name it. */
+export function grammarField(spec: GrammarSpec): string {
+  switch (spec.type) {
+    case 'json':
+      return spec.schema === undefined ? 'grammar (JSON)' : 'grammar.schema';
+    case 'regex':
+      return 'grammar.pattern';
+    case 'ebnf':
+      return 'grammar.grammar';
+  }
+}

@@ -17,32 +17,27 @@
 // it bound when it started; the exception it throws says only "Aborted()".
 // The engine is started here with a console.error of ours bound instead,
 // which keeps the last reason for the failing call to throw. Its warnings
-// ("[WARNING] file:line: '^' ... is ignored", through console.log) become
-// Node warnings (process.emitWarning, code MD_GRAMMAR_WARNING) without its
-// build machine's paths. Every other line is passed on.
+// ("[WARNING] file:line: '^' ... is ignored", through console.log) are
+// kept, without its build machine's paths, for takeWarnings(): the engine
+// runs on a grammar's own thread, and the main thread makes them Node
+// warnings. Every other line is passed on.
 //
 // Why a refusal retires the instance: an abort unwinds no C++ frame, so
 // the WebAssembly stack keeps what the failing call had pushed; after a
 // few dozen refusals a call runs out of stack ("memory access out of
-// bounds"). After a refusal, the next engine() starts a fresh instance,
-// and what was compiled on the old one is compiled again on first use
-// (model-grammars.ts, grammar.ts).
+// bounds"). After a refusal, the next engine() starts a fresh instance;
+// the main thread ends a grammar's thread after any refusal on it, and
+// the grammar is compiled again on a new thread on its next use
+// (grammar-thread.ts).
 import { readFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
 
-export type XGrammarModule = typeof XGrammar;
+import { GrammarError } from './grammar-error.js';
 
-/** The grammar engine refused a grammar, or failed; `reason` is its own words. */
-export class GrammarError extends Error {
-  readonly code = 'ERR_MD_GRAMMAR';
-  constructor(what: string, readonly reason: string) {
-    super(`${what}: ${reason}`);
-    this.name = 'GrammarError';
-  }
-}
+export type XGrammarModule = typeof XGrammar;
 
 /** One WebAssembly instance of the engine; `retired` after a refusal (see above). */
 export interface Engine {
@@ -52,6 +47,14 @@ export interface Engine {
 
 let current: Promise<Engine> | undefined;
 let lastFatal: string | undefined;
+let warnings: string[] = [];
+
+/** The engine's warnings since the last call. */
+export function takeWarnings(): string[] {
+  const taken = warnings;
+  warnings = [];
+  return taken;
+}
 
 function compileCommonJs(): XGrammarModule {
   const path = createRequire(import.meta.url).resolve('@mlc-ai/web-xgrammar');
@@ -68,7 +71,7 @@ function router(original: (...args: unknown[]) => void): (...args: unknown[]) =>
     const line = args.map(String).join(' ');
     const tagged = /^\[(FATAL|WARNING)\] [^:]*:\d+: ([\s\S]*)$/.exec(line);
     if (tagged?.[1] === 'FATAL') lastFatal = tagged[2].replace(/^Check failed: \([^)]*\) is false: /, '');
-    else if (tagged) process.emitWarning(`grammar engine: ${tagged[2]}`, { code: 'MD_GRAMMAR_WARNING' });
+    else if (tagged) warnings.push(tagged[2]);
     else if (!line.startsWith('Aborted(')) original.apply(console, args);
   };
 }

@@ -9,7 +9,8 @@ import type { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
 import { sharedDevice } from '../gpu/device.js';
-import { createGrammar, createGrammarForJsonSchema, type Grammar } from '../grammar/grammar.js';
+import { createGrammar, createGrammarForJsonSchema, type CreateGrammarOptions, type Grammar } from '../grammar/grammar.js';
+import { disposeModelGrammars } from '../grammar/model-grammars.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { SamplingPacker } from '../native/native-sampler.js';
@@ -123,17 +124,23 @@ export class GgufModel implements DecodeModel {
     return sequence;
   }
 
-  /** Frees the KV caches of every sequence and unmaps the file once work in flight ends. */
-  /** A JSON schema, regex or EBNF grammar compiled for this model's vocabulary (cached): the grammar option of generate() and prompt(). */
-  createGrammar<T = unknown>(spec: GrammarSpec): Promise<Grammar<T>> {
-    return createGrammar<T>(this, spec);
+  /**
+   * A JSON schema, regex or EBNF grammar compiled for this model's
+   * vocabulary on a thread of its own (cached): the grammar option of
+   * generate() and prompt().
+   */
+  async createGrammar<T = unknown>(spec: GrammarSpec, options?: CreateGrammarOptions): Promise<Grammar<T>> {
+    if (this.#disposed) throw new Error('createGrammar: the model was disposed');
+    return createGrammar<T>(this, spec, options);
   }
 
   /** As node-llama-cpp's llama.createGrammarForJsonSchema: JSON that validates against `schema`; parse() reads the reply. */
-  createGrammarForJsonSchema<T = unknown>(schema: JsonSchema): Promise<Grammar<T>> {
-    return createGrammarForJsonSchema<T>(this, schema);
+  async createGrammarForJsonSchema<T = unknown>(schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>> {
+    if (this.#disposed) throw new Error('createGrammarForJsonSchema: the model was disposed');
+    return createGrammarForJsonSchema<T>(this, schema, options);
   }
 
+  /** Frees the KV caches of every sequence, ends the grammars' threads and unmaps the file once work in flight ends. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -142,6 +149,7 @@ export class GgufModel implements DecodeModel {
     for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
     this.chatTemplate?.dispose();
+    disposeModelGrammars(this);
     this.#native?.dispose();
   }
 

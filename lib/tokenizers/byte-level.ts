@@ -4,9 +4,9 @@
 // store their tokens in it; the grammar engine takes any token's bytes in
 // it.
 
-let alphabet: { codePoints: number[]; bytes: Map<number, number> } | undefined;
+let alphabet: { codePoints: number[]; chars: string[]; bytes: Map<number, number> } | undefined;
 
-function byteLevelAlphabet(): { codePoints: number[]; bytes: Map<number, number> } {
+function byteLevelAlphabet(): { codePoints: number[]; chars: string[]; bytes: Map<number, number> } {
   if (alphabet) return alphabet;
   const codePoints = new Array<number>(256);
   let extra = 0;
@@ -14,7 +14,8 @@ function byteLevelAlphabet(): { codePoints: number[]; bytes: Map<number, number>
     const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
     codePoints[b] = printable ? b : 256 + extra++;
   }
-  alphabet = { codePoints, bytes: new Map(codePoints.map((c, b) => [c, b])) };
+  // Every code point is below U+0200: one UTF-16 unit each.
+  alphabet = { codePoints, chars: codePoints.map((c) => String.fromCharCode(c)), bytes: new Map(codePoints.map((c, b) => [c, b])) };
   return alphabet;
 }
 
@@ -32,8 +33,8 @@ export function bytesOfByteLevel(text: string): Uint8Array | undefined {
 
 /** `bytes` spelled in the byte-level alphabet. */
 export function byteLevelOfBytes(bytes: Uint8Array): string {
-  const { codePoints } = byteLevelAlphabet();
+  const { chars } = byteLevelAlphabet();
   let text = '';
-  for (const b of bytes) text += String.fromCodePoint(codePoints[b]);
+  for (let i = 0; i < bytes.length; i++) text += chars[bytes[i]];
   return text;
 }

@@ -6,9 +6,13 @@
 import { Template } from '@huggingface/jinja';
 
 import { RequestWorker } from '../request-worker.js';
+import { renderWithGlobals } from './template-globals.js';
 
 /** How long a rendering may take before its thread is ended: far past any real template's milliseconds. */
 export const RENDER_TIMEOUT_MS = 10_000;
+
+/** The rendering thread's heap: a template that builds strings past it ends its thread, not the process. */
+const RENDER_HEAP_MB = 512;
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -41,15 +45,19 @@ export class ChatTemplate {
   /**
    * render() on a worker thread of this template's: the event loop turns
    * while it runs, `signal` ends it (an AbortError), and one that runs past
-   * RENDER_TIMEOUT_MS is an error naming the template. The messages and
-   * variables are copied to the thread (structured clone).
+   * `timeoutMs` (RENDER_TIMEOUT_MS) is an error naming the template. The
+   * messages and variables are copied to the thread (structured clone).
    */
-  renderAsync(messages: readonly ChatMessage[], options: RenderOptions = {}, signal?: AbortSignal): Promise<string> {
-    this.#worker ??= new RequestWorker('tokenizers/template-worker.js', { source: this.source, origin: this.origin });
+  renderAsync(messages: readonly ChatMessage[], options: RenderOptions = {}, signal?: AbortSignal, timeoutMs = RENDER_TIMEOUT_MS): Promise<string> {
+    this.#worker ??= new RequestWorker('tokenizers/template-worker.js', { source: this.source, origin: this.origin }, undefined, { maxOldGenerationSizeMb: RENDER_HEAP_MB });
     return this.#worker.request<string>({ messages, options }, [], {
       signal,
-      timeoutMs: RENDER_TIMEOUT_MS,
-      timeoutError: () => new Error(`${this.origin}: the chat template did not finish rendering in ${RENDER_TIMEOUT_MS / 1000} s (a loop too long for a conversation?); its thread was ended`),
+      timeoutMs,
+      timeoutError: () => new Error(`${this.origin}: the chat template did not finish rendering in ${timeoutMs / 1000} s (a loop too long for a conversation?); its thread was ended`),
+    }).catch((error: Error) => {
+      // The thread itself failed (out of memory): say whose thread it was.
+      if (error.name === 'AbortError' || error.message.startsWith(`${this.origin}: `)) throw error;
+      throw new Error(`${this.origin}: the chat template's rendering failed (${error.message})`, { cause: error });
     });
   }
 
@@ -63,7 +71,7 @@ export class ChatTemplate {
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
     let text: string;
     try {
-      text = this.#template.render({
+      text = renderWithGlobals(this.#template, {
         ...options.variables,
         messages,
         add_generation_prompt: options.addGenerationPrompt ?? true,
