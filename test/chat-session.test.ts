@@ -269,9 +269,10 @@ test('text prompts on a Session: BOS first when the model adds one, only at the 
 });
 
 test('loading a 150,000-token vocabulary and building its encoder leave the event loop turning', async () => {
-  // The header is parsed and the encoder built on worker threads; what is
-  // left on this one comes in pieces of tens of milliseconds. Before, the
-  // encoder's build alone held it for 300 ms or more.
+  // The header is parsed and the encoder built on worker threads, and the
+  // vocabulary crosses between them packed (packed-strings.ts); what is left
+  // on this one comes in pieces of 20-60 ms (thread CPU, measured). Before,
+  // the encoder's build alone held it for 300 ms or more.
   const path = await chatModelFile('qwen3', 'qwen3');
   const probe = watchEventLoop();
   const model = await loadModel(path, { threads: 1 });
@@ -279,7 +280,7 @@ test('loading a 150,000-token vocabulary and building its encoder leave the even
     await tokenizer(model).encodeAsync('Hello');
     const report = probe.stop();
     expect(report.ticks).toBeGreaterThan(0);
-    expect(report.longestHoldMs, describeHold(report)).toBeLessThan(250);
+    expect(report.longestHoldMs, describeHold(report)).toBeLessThan(120);
   } finally {
     probe.stop();
     model.dispose();

@@ -32,6 +32,14 @@ describe('errors name the key', () => {
   });
 });
 
+// A u64 metadata value reaches the checks as a bigint, which JSON.stringify refuses (the hostile-file fuzz found it).
+test('an unsupported value of any type is shown in the message: a bigint, an array, none at all', () => {
+  expect(() => read(base({ 'tokenizer.ggml.model': 5n as never }))).toThrow('m.gguf: tokenizer.ggml.model: 5 (an integer) is not supported (supported: gpt2, llama)');
+  expect(() => read(base({ 'tokenizer.ggml.model': ['gpt2'] as never }))).toThrow('m.gguf: tokenizer.ggml.model: an array of 1 values is not supported (supported: gpt2, llama)');
+  expect(() => read(base({ 'tokenizer.ggml.model': undefined as never }))).toThrow('m.gguf: tokenizer.ggml.model: missing (supported: gpt2, llama)');
+  expect(() => read(base({ 'tokenizer.ggml.pre': 7n as never }))).toThrow('m.gguf: tokenizer.ggml.pre: 7 (an integer) is not supported (supported: default, gpt-2, llama-bpe, qwen2, smollm)');
+});
+
 test('llama.cpp\'s defaults: SentencePiece adds BOS 1 and a leading space, scores 0; BPE adds no BOS but for Llama 3\'s pre-tokenizer', () => {
   const spm = read(base({ 'tokenizer.ggml.model': 'llama' }))!;
   expect([spm.bos, spm.addBos, spm.eos, spm.addSpacePrefix, Array.from(spm.scores!)]).toEqual([1, true, 2, true, new Array(8).fill(0)]);

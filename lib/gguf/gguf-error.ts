@@ -25,3 +25,18 @@ const DETAIL_CHARS = 1000;
 function shorten(text: string, most: number): string {
   return text.length <= most ? text : `${text.slice(0, most)}... (${text.length} characters)`;
 }
+
+/** A metadata value as a message shows it: any type the file may hold (a u64 is a bigint), a long one cut. */
+export function describeMetadataValue(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (typeof value === 'string') return shorten(JSON.stringify(value), 100);
+  if (typeof value === 'bigint') return `${value} (an integer)`;
+  if (Array.isArray(value)) return `an array of ${value.length} values`;
+  return `${String(value)} (${typeof value})`;
+}
+
+/** The detail for a metadata value outside the supported set. */
+export function unsupportedValue(value: unknown, supported: readonly string[]): string {
+  const list = `(supported: ${supported.join(', ')})`;
+  return value === undefined ? `missing ${list}` : `${describeMetadataValue(value)} is not supported ${list}`;
+}

@@ -2,6 +2,6 @@
 // header parsed off the main thread (a 150,000-token vocabulary takes
 // @huggingface/gguf some 200 ms of parsing in one piece).
 import { serveRequests } from '../request-worker.js';
-import { readGgufHeader } from './read-header.js';
+import { packedBuffers, packHeader, readGgufHeader, type PackedHeader } from './read-header.js';
 
-serveRequests<{ path: string }>(({ path }) => readGgufHeader(path));
+serveRequests<{ path: string }>(async ({ path }) => packHeader(await readGgufHeader(path)), (value) => packedBuffers(value as PackedHeader));

@@ -17,7 +17,7 @@ import { loadAddon } from '../native/load-addon.js';
 import { isPlainObject } from '../predicates.js';
 import { ggufKeyOf, readConfig, trainedContextLength, type Architecture } from './architecture.js';
 import { ARCHITECTURES } from './architectures/index.js';
-import { GgufError } from './gguf-error.js';
+import { GgufError, unsupportedValue } from './gguf-error.js';
 import { checkKvCacheType, KV_CACHE_TYPES, type KvCacheType } from '../models/kv-cache-type.js';
 import { physicalCores } from './physical-cores.js';
 import { readGgufHeaderOffThread, type GgufHeader } from './read-header.js';
@@ -97,7 +97,7 @@ export function architectureOf(header: GgufHeader): Architecture {
   const name = header.metadata['general.architecture'];
   const arch = typeof name === 'string' ? ARCHITECTURES.get(name) : undefined;
   if (arch === undefined) {
-    throw new GgufError(header.path, 'general.architecture', `${name === undefined ? 'missing' : JSON.stringify(name)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`);
+    throw new GgufError(header.path, 'general.architecture', unsupportedValue(name, [...ARCHITECTURES.keys()]));
   }
   return arch;
 }

@@ -10,6 +10,7 @@ import type { NativeTensorEntry } from '../native/contract.js';
 import { GgufError } from './gguf-error.js';
 import { readStringArray } from './read-string-array.js';
 import { RequestWorker } from '../request-worker.js';
+import { PACK_AT_LEAST, packStrings, unpackStringsInSlices, type PackedStrings } from '../tokenizers/packed-strings.js';
 
 // Token texts, read again exactly (see read-string-array.ts).
 const TOKENS = 'tokenizer.ggml.tokens';
@@ -86,11 +87,54 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
   return { path, fileSize, metadata, tensors, dataOffset };
 }
 
+/** A header as it crosses from its thread: the large arrays of its metadata packed (packed-strings.ts says why). */
+export interface PackedHeader {
+  header: GgufHeader;
+  strings: Record<string, PackedStrings>;
+  /** Arrays of numbers (token types, scores) as float64, which holds every u32, i32 and f32 exactly. */
+  numbers: Record<string, Float64Array>;
+}
+
+/** The header with each array of PACK_AT_LEAST or more strings or numbers moved out of its metadata, packed. */
+export function packHeader(header: GgufHeader): PackedHeader {
+  const metadata = { ...header.metadata };
+  const packed: PackedHeader = { header: { ...header, metadata }, strings: {}, numbers: {} };
+  for (const [key, value] of Object.entries(metadata)) {
+    if (!Array.isArray(value) || value.length < PACK_AT_LEAST) continue;
+    if (value.every((v) => typeof v === 'string')) packed.strings[key] = packStrings(value as string[]);
+    else if (value.every((v) => typeof v === 'number')) packed.numbers[key] = Float64Array.from(value as number[]);
+    else continue;
+    delete metadata[key];
+  }
+  return packed;
+}
+
+/** The buffers of a packed header, moved rather than copied. */
+export function packedBuffers(packed: PackedHeader): ArrayBuffer[] {
+  return [...Object.values(packed.strings).map((p) => p.lengths.buffer), ...Object.values(packed.numbers).map((n) => n.buffer)] as ArrayBuffer[];
+}
+
+/** Numbers unpacked between two turns of the event loop. */
+const NUMBER_SLICE = 65536;
+
+async function unpackNumbers(packed: Float64Array): Promise<number[]> {
+  const numbers = new Array<number>(packed.length);
+  for (let i = 0; i < packed.length; i++) {
+    if (i % NUMBER_SLICE === NUMBER_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    numbers[i] = packed[i];
+  }
+  return numbers;
+}
+
 let headerWorker: RequestWorker | undefined;
 
-/** readGgufHeader() on a worker thread shared by every load: the event loop turns while the header is parsed. */
-export function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
+/** readGgufHeader() on a worker thread shared by every load: the event loop turns while the header is parsed and unpacked. */
+export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
   headerWorker ??= new RequestWorker('gguf/header-worker.js', undefined, (e) =>
     e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message));
-  return headerWorker.request<GgufHeader>({ path });
+  const { header, strings, numbers } = await headerWorker.request<PackedHeader>({ path });
+  const metadata: Record<string, MetadataValue> = { ...header.metadata };
+  for (const [key, packed] of Object.entries(strings)) metadata[key] = await unpackStringsInSlices(packed);
+  for (const [key, packed] of Object.entries(numbers)) metadata[key] = await unpackNumbers(packed);
+  return { ...header, metadata };
 }

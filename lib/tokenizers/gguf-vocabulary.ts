@@ -5,7 +5,7 @@
 // start with BOS and a space, and every end-of-generation token.
 import type { MetadataValue } from '@huggingface/gguf';
 
-import { GgufError } from '../gguf/gguf-error.js';
+import { GgufError, unsupportedValue } from '../gguf/gguf-error.js';
 import { CONTROL_LOOKING_TEXTS, END_OF_GENERATION_TEXTS, FILL_IN_THE_MIDDLE_END_TEXTS } from './control-looking.js';
 import { PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
 import { TOKEN_TYPE } from './token-types.js';
@@ -73,7 +73,7 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
   const tokens = stringArray(path, metadata, 'tokenizer.ggml.tokens');
   if (tokens.length !== vocabSize) throw new GgufError(path, 'tokenizer.ggml.tokens', `${tokens.length} tokens, but token_embd.weight has ${vocabSize} rows`);
   const model = metadata['tokenizer.ggml.model'];
-  if (model !== 'gpt2' && model !== 'llama') throw new GgufError(path, 'tokenizer.ggml.model', `${JSON.stringify(model ?? null)} is not supported (supported: gpt2, llama)`);
+  if (model !== 'gpt2' && model !== 'llama') throw new GgufError(path, 'tokenizer.ggml.model', unsupportedValue(model, ['gpt2', 'llama']));
 
   const rawTypes = metadata['tokenizer.ggml.token_type'];
   if (rawTypes !== undefined && (!Array.isArray(rawTypes) || rawTypes.length !== vocabSize || rawTypes.some((t) => typeof t !== 'number'))) {
@@ -97,7 +97,7 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
     merges = stringArray(path, metadata, 'tokenizer.ggml.merges');
     const name = metadata['tokenizer.ggml.pre'] ?? 'default';
     if (typeof name !== 'string' || !(name in PRE_TOKENIZER_SPLITS)) {
-      throw new GgufError(path, 'tokenizer.ggml.pre', `${JSON.stringify(name)} is not supported (supported: ${Object.keys(PRE_TOKENIZER_SPLITS).join(', ')})`);
+      throw new GgufError(path, 'tokenizer.ggml.pre', unsupportedValue(name, Object.keys(PRE_TOKENIZER_SPLITS)));
     }
     pre = name;
   }
