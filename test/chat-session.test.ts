@@ -268,6 +268,30 @@ test('text prompts on a Session: BOS first when the model adds one, only at the 
   }
 });
 
+// A history of 10,000 messages rendered for 0.5-0.8 s on the main thread
+// (issue 31): now the template's thread renders it and the encoder's
+// thread encodes it; what is left here is checking the history and
+// comparing texts. A context too small for it is the error at the end.
+test('a 10,000-message history is rendered and encoded off the event loop; too long for the context, it is an error and the history is kept', async () => {
+  const model = await chatModel('qwen3', 'qwen3');
+  const chat = new ChatSession(model, { contextSize: 4096 });
+  try {
+    const history = Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i}` }) as const);
+    chat.setChatHistory(history);
+    const probe = watchEventLoop();
+    const error = await chat.prompt('and one more', { maxTokens: 1 }).then(() => undefined, (e: unknown) => e);
+    const report = probe.stop();
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toMatch(/contextSize/);
+    expect(report.ticks).toBeGreaterThan(10);
+    expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
+    expect(chat.getChatHistory()).toEqual(history);
+  } finally {
+    chat.dispose();
+    model.dispose();
+  }
+});
+
 test('loading a 150,000-token vocabulary and building its encoder leave the event loop turning', async () => {
   // The header is parsed and the encoder built on worker threads, and the
   // vocabulary crosses between them packed (packed-strings.ts); what is left
