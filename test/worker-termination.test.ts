@@ -33,6 +33,7 @@ const bigram = BigramModel.fromSeed({ vocabSize: 4096, dim: 64, seed: 1 });
 for (let seed = 0; ; seed++) {
   if (kind === 'generate-emulated') await generate(model, 'Once upon a time', { backend: 'emulated', maxTokens: 64, temperature: 0.8, seed });
   else if (kind === 'generate-native') await generate(model, 'Once upon a time', { backend: 'native', maxTokens: 64, temperature: 0.8, seed });
+  else if (kind === 'generate-grammar') await generate(model, 'Once upon a time', { backend: 'native', maxTokens: 64, temperature: 0.8, seed, grammar: { type: 'regex', pattern: '( [a-z]+){1,20}' } });
   else if (kind === 'loadModel') (await loadModel(path, { threads: 1 })).dispose();
   else if (kind === 'sampleAsync') await sampleAsync(logits, { backend: 'emulated', temperature: 0.8, seed });
   else {
@@ -46,7 +47,7 @@ for (let seed = 0; ; seed++) {
 const MAIN = `
 import { Worker } from 'node:worker_threads';
 const [script, path, rounds] = process.argv.slice(2);
-const kinds = ['generate-emulated', 'generate-native', 'loadModel', 'sampleAsync', 'chain'];
+const kinds = ['generate-emulated', 'generate-native', 'generate-grammar', 'loadModel', 'sampleAsync', 'chain'];
 let seed = 7;
 const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
 for (let i = 0; i < Number(rounds); i++) {
@@ -59,7 +60,7 @@ for (let i = 0; i < Number(rounds); i++) {
 console.log('survived ' + rounds + ' terminations');
 `;
 
-test('120 terminations in the middle of generate (emulated, native), loadModel, sampleAsync and a chain: the process lives', () => {
+test('120 terminations in the middle of generate (emulated, native, under a grammar on its own thread), loadModel, sampleAsync and a chain: the process lives', () => {
   const worker = join(dir, 'worker.mjs'), main = join(dir, 'main.mjs');
   writeFileSync(worker, WORKER);
   writeFileSync(main, MAIN);
