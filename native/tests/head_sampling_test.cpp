@@ -160,7 +160,10 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
           {MD_HEAD_HALF | MD_HEAD_BIAS, 1.0f, {top, other, rows + 5}, {negInf, gap + 0.5f, 9.0f}},
       };
       for (size_t m = 0; m < modes.size(); ++m) {
-        for (uint32_t position = 0; position < 3; ++position) {
+        // The position only changes the noise: greedy modes are checked at one
+        // (the aarch64 run under qemu spent minutes repeating them).
+        const uint32_t positions = modes[m].temperature > 0.0f ? 3 : 1;
+        for (uint32_t position = 0; position < positions; ++position) {
           const uint32_t seed = 1234 + uint32_t(m);
           const uint32_t expected = unfused(h, modes[m], seed, position);
           const uint32_t simdGroups = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
