@@ -54,6 +54,9 @@ export interface SampleOptions {
   backend?: BackendChoice;
 }
 
+/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's, masks are bound as buffers. */
+export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'>;
+
 /** The defaults, following node-llama-cpp where it has one. */
 export const SAMPLING_DEFAULTS = Object.freeze({
   temperature: 0,

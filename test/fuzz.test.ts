@@ -52,7 +52,7 @@ describe('fuzz: sample() on every backend', () => {
         seed: Math.floor(random() * 2 ** 32),
         position: Math.floor(random() * 2 ** 32),
         history: Array.from({ length: pick([0, 3, 70]) }, () => Math.floor(random() * (vocab + 3))),
-        repeatPenalty: pick([false, { penalty: 1.3, lastTokens: 64, frequencyPenalty: 0.5, presencePenalty: -0.25 }]),
+        repeatPenalty: pick<false | { penalty: number; lastTokens: number; frequencyPenalty: number; presencePenalty: number }>([false, { penalty: 1.3, lastTokens: 64, frequencyPenalty: 0.5, presencePenalty: -0.25 }]),
         tokenBias: pick([undefined, new Map([[0, -Infinity], [vocab - 1, 3]])]),
         filterTemperature: pick(['sampling', 'unit'] as const),
       };

@@ -173,7 +173,7 @@ describe('one generation at a time', () => {
     expect(result.tokens).toHaveLength(2);
     const caught = await session
       .generate('x', { maxTokens: 2, signal: AbortSignal.abort(new Error('stop')) })
-      .catch((e: Error) => e.name)
+      .catch((e: unknown) => (e as Error).name)
       .finally(() => order.push('finally again'));
     expect(caught).toBe('AbortError');
     expect(order).toEqual(['finally', 'finally again']);

@@ -105,10 +105,10 @@ describe('models and what they return', () => {
 
   it.each([
     [5, TypeError, 'Expected an object { vocabSize, logits, tokenizer?, eosTokens? } for options but received 5 (number)'],
-    [{ vocabSize: 0, logits: () => 0 }, RangeError, 'Expected an integer from 1 to 16777216 for vocabSize but received 0 (number)'],
+    [{ vocabSize: 0, logits: (): number => 0 }, RangeError, 'Expected an integer from 1 to 16777216 for vocabSize but received 0 (number)'],
     [{ vocabSize: 3 }, TypeError, 'Expected a function (tokens, position) => logits for logits but received undefined (undefined)'],
-    [{ vocabSize: 3, logits: () => 0, eosTokens: [3] }, RangeError, 'Expected a token id from 0 to 2 for eosTokens[0] but received 3 (number)'],
-    [{ vocabSize: 3, logits: () => 0, tokenizer: {} }, TypeError, 'Expected an object with encode(text) and tokenBytes(token) methods for tokenizer but received an object (Object)'],
+    [{ vocabSize: 3, logits: (): number => 0, eosTokens: [3] }, RangeError, 'Expected a token id from 0 to 2 for eosTokens[0] but received 3 (number)'],
+    [{ vocabSize: 3, logits: (): number => 0, tokenizer: {} }, TypeError, 'Expected an object with encode(text) and tokenBytes(token) methods for tokenizer but received an object (Object)'],
   ])('new LogitsModel(%j)', (options, ErrorClass, message) => {
     expect(() => new LogitsModel(options as never)).toThrow(ErrorClass);
     expect(() => new LogitsModel(options as never)).toThrow(message);

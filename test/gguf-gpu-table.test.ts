@@ -229,7 +229,7 @@ describe('generate() on the emulated device', () => {
     try {
       const filters = { temperature: 1, topK: 8, topP: 1, minP: 0 };
       const start = PROMPT.length - 1;
-      await sequence.prefill!(Uint32Array.from(PROMPT.slice(0, start)), 0);
+      await sequence.chain!.prefill(Uint32Array.from(PROMPT.slice(0, start)), 0);
       const z = Array.from(await sequence.evaluate(Uint32Array.of(PROMPT[start]), start), (x) => numberFromFloat16(float16FromNumber(x)));
       const p = exactDistribution(z, filters);
       const counts = new Array<number>(z.length).fill(0);

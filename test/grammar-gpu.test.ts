@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 
-import { generate, loadModel, Session, type DecodeModel, type GenerateOptions, type GgufModel, type ModelSequence } from '../lib/index.js';
+import { generate, loadModel, Session, type DecodeModel, type GenerateOptions, type GgufModel, type OneShotGenerateOptions, type ModelSequence } from '../lib/index.js';
 import { GgufGpuSequence } from '../lib/models/gguf-gpu-sequence.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -64,7 +64,7 @@ describe.each(Object.entries(SETTINGS))('%s', (_, settings) => {
     ['a JSON schema', { grammar: { type: 'json', schema: { type: 'object', properties: { a: { type: 'integer' }, b: { enum: ['x', 'y'] } }, required: ['a', 'b'] } } }],
     ['a tokenMask function', { tokenMask: ({ generated }: { generated: Uint32Array }) => evenTokens(generated.length) }],
   ] as const)('%s: the tokens of the logits-reading path, with no logits read', async (_name, constraint) => {
-    const options = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend: 'emulated' } as GenerateOptions;
+    const options: OneShotGenerateOptions = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend: 'emulated' };
     const evaluate = vi.spyOn(GgufGpuSequence.prototype, 'evaluate');
     const onGpu = await generate(model, PROMPT, options);
     expect(evaluate).not.toHaveBeenCalled();  // no logits came back

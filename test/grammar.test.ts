@@ -345,7 +345,7 @@ describe('the grammar option', () => {
   test('a schema nested deeper than the engine\'s limit is refused naming the path and the limit; 32 levels compile', async () => {
     // 60 levels of objects trap inside the engine ("memory access out of bounds"); they never reach it.
     const nested = (depth: number) => {
-      let schema: object = { type: 'string' };
+      let schema: JsonSchema = { type: 'string' };
       for (let i = 0; i < depth; i++) schema = { type: 'object', properties: { a: schema }, required: ['a'] };
       return schema;
     };

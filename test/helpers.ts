@@ -3,7 +3,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import { main } from '../lib/cli/main.js';
-import { getBackends, toFloat16Array } from '../lib/index.js';
+import { getBackends, toFloat16Array, type BackendName } from '../lib/index.js';
 
 /** The CPU backends every behavioural test runs on; native must have built (the test command builds it). */
 export const BACKENDS = ['native', 'js'] as const;
@@ -25,9 +25,9 @@ export type Format = 'float32' | 'float16';
 export const FORMATS: Format[] = ['float32', 'float16'];
 
 /** Every (backend, format) pair a backend samples: the kernels read float16 rows. */
-export const BACKEND_FORMATS: [string, Format][] = [
-  ...BACKENDS.flatMap((b) => FORMATS.map((f): [string, Format] => [b, f])),
-  ...GPU_BACKENDS.map((b): [string, Format] => [b, 'float16']),
+export const BACKEND_FORMATS: [BackendName, Format][] = [
+  ...BACKENDS.flatMap((b) => FORMATS.map((f): [BackendName, Format] => [b, f])),
+  ...GPU_BACKENDS.map((b): [BackendName, Format] => [b, 'float16']),
 ];
 
 export function row(values: number[], format: Format): Float32Array | Uint16Array {

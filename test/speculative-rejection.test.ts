@@ -190,7 +190,7 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
       const rowsSequence = model.openSequence({ backend, contextSize: 32 });
       const stepSequence = model.openSequence({ backend, contextSize: 32 });
       const rows = await rowsSequence.evaluateRows!(tokens, 0, 4);
-      await stepSequence.prefill!(tokens.subarray(0, 3), 0);  // evaluates tokens 0 and 1, as evaluateRows did before its rows
+      await stepSequence.chain!.prefill(tokens.subarray(0, 3), 0);  // evaluates tokens 0 and 1, as evaluateRows did before its rows
       for (let r = 0; r < 4; r++) {
         const step = await stepSequence.evaluate(tokens.subarray(2 + r, 3 + r), 2 + r);
         expect(Buffer.from(rows[r].buffer).equals(Buffer.from(step.buffer)), `row ${r}`).toBe(true);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { BigramModel, generate, loadModel, LogitsModel, Session, type GenerateOptions } from '../lib/index.js';
+import { BigramModel, generate, loadModel, LogitsModel, Session, type BackendName, type GenerateOptions } from '../lib/index.js';
 import { ngramDraft } from '../lib/generate/speculative.js';
 import type { GgufModel } from '../lib/models/gguf-model.js';
 import { GgufGpuSequence } from '../lib/models/gguf-gpu-sequence.js';
@@ -74,7 +74,7 @@ describe('the bigram text model: the same tokens with and without speculation', 
     expect(stats.forwardPassesPerToken).toBeCloseTo(stats.forwardPasses / result.tokens.length, 12);
   });
 
-  it.each(['native', ...GPU_BACKENDS])('%s: stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it', async (backend) => {
+  it.each<BackendName>(['native', ...GPU_BACKENDS])('%s: stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it', async (backend) => {
     const prompt = 'the cat sat on the mat and the cat sat on the ';
     for (const stop of [{ customStopTriggers: ['mat and'] }, { maxTokens: 7 }, { customStopTriggers: ['t'] }] as GenerateOptions[]) {
       const plain = await generate(model, prompt, { backend, maxTokens: 60, ...stop });
@@ -121,7 +121,7 @@ describe('the bigram text model: the same tokens with and without speculation', 
       `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`);
   });
 
-  it.each(['native', ...GPU_BACKENDS])('%s: an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation; the Session goes on', async (backend) => {
+  it.each<BackendName>(['native', ...GPU_BACKENDS])('%s: an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation; the Session goes on', async (backend) => {
     const prompt = 'the cat sat on the mat and the cat sat on the ';
     const sampled = { temperature: 0.7, seed: 8 };
     const plain = await generate(model, prompt, { ...sampled, backend, maxTokens: 60 });

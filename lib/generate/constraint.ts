@@ -3,7 +3,22 @@
 // and its state moved along the tokens generated, or back over drafts
 // verification rejects.
 import { invalidParameterError } from '../errors.js';
-import type { TokenMask } from './generate-options.js';
+
+/** What the tokenMask function sees before each token is sampled. */
+export interface MaskState {
+  /** The tokens generated so far in this call (a copy). */
+  generated: Uint32Array;
+  /** The position of the token about to be sampled. */
+  position: number;
+}
+
+/**
+ * A constraint: before every token, the tokens allowed next as a bitmask
+ * (a Uint32Array of ceil(vocabSize / 32) words; bit t % 32 of word
+ * floor(t / 32) allows token t), or null when the constrained output is
+ * complete and generation should stop.
+ */
+export type TokenMask = (state: MaskState) => Uint32Array | null;
 
 export interface Constraint {
   /** The stopReason when next() says the output is complete. */

@@ -15,6 +15,7 @@ import {
 } from '../sampling-options.js';
 import { Grammar } from '../grammar/grammar.js';
 import { resolveGrammarSpec, type GrammarSpec } from '../grammar/grammar-spec.js';
+import type { MaskState, TokenMask } from './constraint.js';
 import { resolveSpeculative, type ResolvedSpeculative, type SpeculativeOptions } from './speculative.js';
 
 /** One generated token and the text it releases ('' while a character or a possible stop trigger is incomplete). */
@@ -25,21 +26,7 @@ export interface GeneratedToken {
   position: number;
 }
 
-/** What the tokenMask function sees before each token is sampled. */
-export interface MaskState {
-  /** The tokens generated so far in this call (a copy). */
-  generated: Uint32Array;
-  /** The position of the token about to be sampled. */
-  position: number;
-}
-
-/**
- * A constraint: before every token, the tokens allowed next as a bitmask
- * (a Uint32Array of ceil(vocabSize / 32) words; bit t % 32 of word
- * floor(t / 32) allows token t), or null when the constrained output is
- * complete and generation should stop.
- */
-export type TokenMask = (state: MaskState) => Uint32Array | null;
+export type { MaskState, TokenMask };
 
 export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'> {
   /** The most tokens to generate; 0 evaluates the prompt and generates nothing. Default: until the context is full. */

@@ -3,9 +3,15 @@
 // a dispatch table also offers a chain, which generates many tokens per
 // GPU submission with the sampling on the GPU.
 import type { BackendName } from '../backends.js';
-import type { ChainChunk } from '../gpu/chain.js';
-import type { ChainSamplingOptions } from '../models/bigram-gpu.js';
-import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
+import type { BackendChoice, ChainSamplingOptions, ResolvedSampling } from '../sampling-options.js';
+
+/** Tokens a chain generated: what SequenceChain.run() yields. */
+export interface ChainChunk {
+  /** Position of the first token in `tokens`. */
+  position: number;
+  /** The tokens the GPU wrote at position .. position + tokens.length - 1. */
+  tokens: Uint32Array;
+}
 
 /** One row of next-token logits: float32, or float16 bits. */
 export type Logits = Float32Array | Uint16Array;

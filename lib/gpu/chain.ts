@@ -14,12 +14,9 @@ export interface ChainOptions {
   doubleBuffered?: boolean;
 }
 
-export interface ChainChunk {
-  /** Position of the first token in `tokens`. */
-  position: number;
-  /** The tokens the GPU wrote at position .. position + tokens.length - 1. */
-  tokens: Uint32Array;
-}
+import type { ChainChunk } from '../generate/model.js';
+
+export type { ChainChunk };
 
 const CHAIN_OPTION_NAMES = new Set(['chunkSize', 'doubleBuffered']);
 

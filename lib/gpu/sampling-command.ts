@@ -4,12 +4,11 @@
 // the sequence buffer, bias), writing token p + 1 into the sequence buffer
 // (the sampledToken patch), where the next step's embedding reads it.
 import { SamplingPacker } from '../native/native-sampler.js';
-import { penaltiesOn, resolveSampling, type ResolvedSampling, type SampleOptions } from '../sampling-options.js';
+import { penaltiesOn, resolveSampling, type ChainSamplingOptions, type ResolvedSampling } from '../sampling-options.js';
 import type { GpuBuffer, GpuDevice } from './device.js';
 import type { CommandSpec, DispatchTableBuilder } from './dispatch-table.js';
 
-/** Sampling options of a chain: the chain sets position and history per token, the device is the chain's, masks are bound as buffers. */
-export type ChainSamplingOptions = Omit<SampleOptions, 'position' | 'history' | 'backend' | 'mask'>;
+export type { ChainSamplingOptions } from '../sampling-options.js';
 
 /** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
 export function needsSamplingKernel(s: ResolvedSampling): boolean {

@@ -15,7 +15,7 @@ import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier
 import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
-import type { BigramModel } from './bigram.js';
+import type { BigramWeights } from './bigram-weights.js';
 
 export type { ChainSamplingOptions } from '../gpu/sampling-command.js';
 export { needsSamplingKernel } from '../gpu/sampling-command.js';
@@ -31,9 +31,9 @@ const LM_HEAD_THREADS = 256;
 /** The bigram model's buffers and tables on one device. */
 // A model's weights on a device, uploaded once and shared by every chain
 // (so every Session) of that model there; freed with the model or the device.
-const deviceWeights = new WeakMap<BigramModel, WeakMap<GpuDevice, { embedding: GpuBuffer; head: GpuBuffer }>>();
+const deviceWeights = new WeakMap<BigramWeights, WeakMap<GpuDevice, { embedding: GpuBuffer; head: GpuBuffer }>>();
 
-function weightsOn(model: BigramModel, device: GpuDevice): { embedding: GpuBuffer; head: GpuBuffer } {
+function weightsOn(model: BigramWeights, device: GpuDevice): { embedding: GpuBuffer; head: GpuBuffer } {
   let byDevice = deviceWeights.get(model);
   if (!byDevice) deviceWeights.set(model, (byDevice = new WeakMap()));
   let weights = byDevice.get(device);
@@ -42,7 +42,7 @@ function weightsOn(model: BigramModel, device: GpuDevice): { embedding: GpuBuffe
 }
 
 export class BigramChain implements VerificationTables {
-  readonly model: BigramModel;
+  readonly model: BigramWeights;
   readonly device: GpuDevice;
   /** One uint32 token per position: the prompt, then what the chain writes. */
   readonly sequence: GpuBuffer;
@@ -60,7 +60,7 @@ export class BigramChain implements VerificationTables {
   #running: ChainRunner | undefined;
   readonly #wide: WideScratch;
 
-  constructor(model: BigramModel, device: GpuDevice, options: BigramChainOptions = {}) {
+  constructor(model: BigramWeights, device: GpuDevice, options: BigramChainOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
     const contextSize = integerInRange('contextSize', options.contextSize ?? DEFAULT_CONTEXT_SIZE, 2, MAX_CONTEXT_SIZE);
     this.model = model;

@@ -9,10 +9,10 @@ import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../gen
 import type { DispatchTable } from '../gpu/device.js';
 import { TableVerifier } from '../gpu/table-verifier.js';
 import type { BackendChoice } from '../sampling-options.js';
-import type { BigramModel } from './bigram.js';
+import type { BigramWeights } from './bigram-weights.js';
 import { BigramChain, type ChainSamplingOptions } from './bigram-gpu.js';
 
-export function openBigramSequence(model: BigramModel, options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+export function openBigramSequence(model: BigramWeights, options: { backend: BackendChoice; contextSize: number }): ModelSequence {
   const backend = selectBackend(options.backend);
   if (backend === 'metal' || backend === 'emulated') {
     return new BigramGpuSequence(new BigramChain(model, sharedDevice(backend), { contextSize: options.contextSize }));
@@ -80,7 +80,7 @@ class BigramGpuSequence implements ModelSequence, SequenceChain {
 class BigramCpuSequence implements ModelSequence {
   readonly chain = undefined;
 
-  constructor(readonly model: BigramModel, readonly backend: 'native' | 'js', readonly contextSize: number) {}
+  constructor(readonly model: BigramWeights, readonly backend: 'native' | 'js', readonly contextSize: number) {}
 
   async evaluate(tokens: Uint32Array, _position: number): Promise<Logits> {
     // A bigram's logits depend on the last token alone.

@@ -16,6 +16,7 @@ import type { DecodeModel, ModelSequence, Tokenizer } from '../generate/model.js
 import { MAX_VOCAB, resolveVocabulary, type ResolvedVocabulary, type Vocabulary } from '../generate/vocabulary.js';
 import type { BackendChoice } from '../sampling-options.js';
 import { openBigramSequence } from './bigram-sequence.js';
+import type { BigramWeights } from './bigram-weights.js';
 import { TEXT_EOS, textBigramWeights, type TextBigramOptions } from './bigram-text.js';
 import { parseSafetensors, SafetensorsError, serializeSafetensors } from './safetensors.js';
 
@@ -33,7 +34,7 @@ export const BIGRAM_TENSORS = { embedding: 'embedding', head: 'lm_head' } as con
 
 const MAX_DIM = 4096;
 
-export class BigramModel implements DecodeModel {
+export class BigramModel implements DecodeModel, BigramWeights {
   readonly vocabSize: number;
   readonly dim: number;
   /** E: vocabSize x dim float16 bits, row-major. */
