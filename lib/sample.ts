@@ -48,7 +48,7 @@ function checkedToken(token: number): number {
 
 /**
  * Samples the next token from one row of logits, exactly as
- * SAMPLING-SPEC.md defines it (docs/sampling.md explains it). Every backend
+ * docs/sampling.md defines it, with a worked example per step. Every backend
  * returns the same token for the same inputs. On 'metal' and 'emulated'
  * this waits for the kernels; sampleAsync() does not block the event loop.
  *

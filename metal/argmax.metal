@@ -1,7 +1,7 @@
 // argmax.metal: greedy decoding. One threadgroup per row, many rows per
 // dispatch; the token (lowest index among ties) goes to tokens[row], or
 // MD_NO_TOKEN when the whole row is -inf. NaN counts as -inf and +inf as
-// the largest finite value (SAMPLING-SPEC step 0). A chain binds `tokens`
+// the largest finite value (docs/sampling.md step 0). A chain binds `tokens`
 // at an offset so that each step writes the next slot. With
 // MD_FLAG_TOKEN_MASK, `mask` (ceil(vocab_size / 32) words per row) refuses
 // tokens: they count as -inf.

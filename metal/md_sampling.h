@@ -41,7 +41,7 @@ MD_FN float md_floor(float x) {
 }
 #endif
 
-// ---- noise hash (SAMPLING-SPEC "Noise") ----------------------------------
+// ---- noise hash (docs/sampling.md "Noise") ----------------------------------
 
 // PCG-RXS-M-XS 32-bit output permutation, used as a hash.
 MD_FN md_u32 md_hash(md_u32 x) {
@@ -273,7 +273,7 @@ typedef struct md_probe_range {
 // ---- logits as ordered integer keys ----------------------------------------
 // A key is the sign-magnitude bit pattern as a two's complement integer, so
 // integer order is value order and -0 and +0 share key 0. Keys are
-// sanitised (SAMPLING-SPEC step 0): NaN gets the key of -inf, +inf the key
+// sanitised (docs/sampling.md step 0): NaN gets the key of -inf, +inf the key
 // of the largest finite value. native/core/logit_keys.h has vectorised
 // forms of the same maps; a test checks them against these for every
 // float16 pattern.

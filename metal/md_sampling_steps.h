@@ -1,4 +1,4 @@
-// md_sampling_steps.h: the steps of SAMPLING-SPEC.md as threadgroup
+// md_sampling_steps.h: the steps of docs/sampling.md as threadgroup
 // functions, shared by md_sample_f16 (sampling.metal: one threadgroup per
 // row) and the wide kernels (sampling_wide.metal: one row over many
 // threadgroups). A step that reads tokens takes the range it covers, so

@@ -1,4 +1,4 @@
-// sampling.metal: one sampling step of SAMPLING-SPEC.md on float16 logits.
+// sampling.metal: one sampling step of docs/sampling.md on float16 logits.
 // One threadgroup per row; a dispatch of R threadgroups is the batched form
 // (speculative verification): row r samples at position + r with
 // history_count + r tokens of history.

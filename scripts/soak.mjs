@@ -8,7 +8,7 @@
 //   npm run build && node --expose-gc scripts/soak.mjs           # 10,000 generations, 1,000 cycles
 //   node scripts/soak.mjs --generations 2000 --cycles 200 --backend native
 //
-// The README's reliability section records a run.
+// docs/reliability.md records a run.
 import { parseArgs } from 'node:util';
 
 import { BigramModel, DispatchTableBuilder, getBackends, openDevice, Session } from '../dist/lib/index.js';

@@ -2,7 +2,7 @@
 # The test suite on a busy machine: runs a command (by default the vitest
 # suite) several times in a row with one CPU-bound process per core beside
 # it, and says how many consecutive runs passed. A test that fails here
-# measures the weather, not the code (README, "The tests on a busy machine").
+# measures the weather, not the code (docs/reliability.md, "The tests on a busy machine").
 #   bash scripts/test-under-load.sh [runs]              # vitest, 3 runs
 #   bash scripts/test-under-load.sh 2 bash .ci/run      # any command
 # Each run's vitest report (per-file and per-test times) is kept in

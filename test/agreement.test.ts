@@ -1,5 +1,5 @@
-// The backends agree, measured as SAMPLING-SPEC's "What
-// the same token is measured on" describes: random cases over V = 1..262144,
+// The backends agree, measured as docs/sampling.md's "Agreement"
+// describes: random cases over V = 1..262144,
 // float16 and float32, realistic and heavily tied logits, every parameter
 // combination, histories with repeats and out-of-range ids, token masks
 // (a grammar's) from none allowed to all. Greedy must
@@ -55,7 +55,7 @@ function randomCase(random: () => number, index: number): { logits: Float32Array
   return { logits: index % 2 ? values : toFloat16Array(values), options };
 }
 
-/** Why two backends may differ on this case, per SAMPLING-SPEC, or undefined. */
+/** Why two backends may differ on this case, per docs/sampling.md, or undefined. */
 function explain(logits: Float32Array | Uint16Array, options: SampleOptions, a: number, b: number): string | undefined {
   const s = resolveSampling(options);
   const z = editedLogits(logits, s);
@@ -81,7 +81,7 @@ function explain(logits: Float32Array | Uint16Array, options: SampleOptions, a: 
 
 type Backend = 'native' | 'js' | 'emulated' | 'metal';
 
-/** Runs `cases` random cases on two backends, as SAMPLING-SPEC measures agreement. */
+/** Runs `cases` random cases on two backends, as docs/sampling.md measures agreement. */
 function measureAgreement(a: Backend, b: Backend, cases: number, seed: number, onlyFloat16: boolean): void {
   const random = seededRandom(seed);
   let greedyCases = 0, sampledCases = 0, sampledAgree = 0;

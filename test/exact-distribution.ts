@@ -1,4 +1,4 @@
-// exact-distribution.ts: the distribution SAMPLING-SPEC says a sampled
+// exact-distribution.ts: the distribution docs/sampling.md says a sampled
 // token follows, computed in double precision from the definitions, and
 // the chi-square test against it.
 import chisquareCdf from '@stdlib/stats-base-dists-chisquare-cdf';

@@ -1,4 +1,4 @@
-// SAMPLING-SPEC's steps on hand-computed cases, on every backend and format.
+// docs/sampling.md's steps on hand-computed cases, on every backend and format.
 import { describe, expect, it } from 'vitest';
 
 import { NoTokenError, sample, type SampleOptions } from '../lib/index.js';

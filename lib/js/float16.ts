@@ -42,7 +42,7 @@ export function halfFromNumber(x: number): number {
 let sanitisedTable: Float32Array | undefined;
 
 /**
- * Every half's value after SAMPLING-SPEC step 0 (NaN -> -inf, +inf -> 65504),
+ * Every half's value after docs/sampling.md step 0 (NaN -> -inf, +inf -> 65504),
  * indexed by its bits; built on first use (256 KiB).
  */
 export function sanitisedHalfValues(): Float32Array {

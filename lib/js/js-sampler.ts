@@ -1,4 +1,4 @@
-// js-sampler.ts: SAMPLING-SPEC.md in TypeScript, giving the native
+// js-sampler.ts: docs/sampling.md in TypeScript, giving the native
 // sampler's tokens. It selects as the native sampler does (native/core):
 // float16 rows through half-row.ts (block maxima, exact levels), float32
 // rows on 2^16 coarse bins refined by sorting one bin; masses summed in
@@ -180,7 +180,7 @@ function keepThreshold(logits: Float32Array | Uint16Array, row: EditedRow, s: Re
 }
 
 /**
- * The distribution the sampler draws from (SAMPLING-SPEC): over the tokens
+ * The distribution the sampler draws from (docs/sampling.md): over the tokens
  * the filters keep, softmax(z / temperature) of the edited logits, in
  * double precision; at temperature 0 all on the argmax. Null when every
  * logit is -Infinity. Speculative rejection sampling reads it.

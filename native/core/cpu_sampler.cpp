@@ -1,4 +1,4 @@
-// cpu_sampler.cpp: the steps of SAMPLING-SPEC.md in order, on either row type.
+// cpu_sampler.cpp: the steps of docs/sampling.md in order, on either row type.
 #include "cpu_sampler.h"
 
 #include <cmath>

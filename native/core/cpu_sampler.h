@@ -1,4 +1,4 @@
-// cpu_sampler.h: SAMPLING-SPEC.md on the CPU, for float16 and float32 rows.
+// cpu_sampler.h: docs/sampling.md on the CPU, for float16 and float32 rows.
 //
 // The reference every other backend is measured against, and fast by design:
 // every stage is a streaming pass over the row (vectorisable, no full sort),

@@ -21,7 +21,7 @@ inline float halfToFloat(uint16_t h) {
   return floatFromBits(bits | sign);
 }
 
-// Round to nearest, ties to even (the rounding SAMPLING-SPEC asks for).
+// Round to nearest, ties to even (the rounding docs/sampling.md asks for).
 inline uint16_t halfFromFloat(float f) {
   uint32_t x = bitsFromFloat(f);
   uint32_t sign = (x >> 16) & 0x8000u;

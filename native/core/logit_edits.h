@@ -1,4 +1,4 @@
-// logit_edits.h: SAMPLING-SPEC steps 1-2 (token bias, penalties).
+// logit_edits.h: docs/sampling.md steps 1-2 (token bias, penalties).
 //
 // Both touch only a handful of tokens, so they are computed as a short list
 // of (token, new bits) edits instead of a pass over the row; the sampler

@@ -3,7 +3,7 @@
 // The sampler compares, selects and histograms logits as integers: a key is
 // the sign-magnitude bit pattern turned into two's complement, so integer
 // order is float order, -0 and +0 share key 0, and sanitising (NaN -> -inf,
-// +inf -> largest finite, SAMPLING-SPEC step 0) is a clamp on the key.
+// +inf -> largest finite, docs/sampling.md step 0) is a clamp on the key.
 // Everything here is branch-free so loops over a row vectorise.
 #pragma once
 #include <cmath>

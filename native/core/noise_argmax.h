@@ -1,4 +1,4 @@
-// noise_argmax.h: SAMPLING-SPEC step 6, argmax of z_i + T * g_i over the
+// noise_argmax.h: docs/sampling.md step 6, argmax of z_i + T * g_i over the
 // survivors { key >= tau }, lowest index among ties.
 //
 // g_i <= MD_GUMBEL_MAX, so a token whose z + T * MD_GUMBEL_MAX is below the

@@ -119,7 +119,7 @@ ScannedRow<Logits> scanRow(const typename Logits::Bits* bits, uint32_t n, RowMax
   return {bits, n, blockMax, laneMax, blocks, top, bottom};
 }
 
-// Lowest index whose key is the row's largest (SAMPLING-SPEC's tie rule).
+// Lowest index whose key is the row's largest (docs/sampling.md's tie rule).
 template <class Logits>
 uint32_t firstIndexOfTop(const ScannedRow<Logits>& row) {
   for (uint32_t b = 0; b < row.blocks; ++b) {

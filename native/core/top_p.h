@@ -1,4 +1,4 @@
-// top_p.h: top-p's threshold tau_p (SAMPLING-SPEC step 5), exactly.
+// top_p.h: top-p's threshold tau_p (docs/sampling.md step 5), exactly.
 //
 // Masses are summed level by level from the top (a level is one logit value
 // and all its ties) in double: float32 weights, double sums. The TypeScript

@@ -17,7 +17,7 @@ int ulpDistance(float a, float b) {
 }
 
 TEST(Noise, HashMatchesAnIndependentPcgImplementation) {
-  // Values from a Python transcription of SAMPLING-SPEC's h(x).
+  // Values from a Python transcription of docs/sampling.md's h(x).
   EXPECT_EQ(md_hash(0u), 129708002u);
   EXPECT_EQ(md_hash(1u), 2831084092u);
   EXPECT_EQ(md_hash(42u), 1223963391u);

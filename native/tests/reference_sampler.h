@@ -1,4 +1,4 @@
-// reference_sampler.h: SAMPLING-SPEC.md written as plainly as possible
+// reference_sampler.h: docs/sampling.md written as plainly as possible
 // (sorts, full passes), the oracle for the optimised CpuSampler.
 #pragma once
 #include <algorithm>

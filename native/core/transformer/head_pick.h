@@ -3,7 +3,7 @@
 // sampling, either with a bias), the LM head's rows are scored as they are
 // computed, tile by tile on every thread, and only each thread's best is
 // kept: the logits row is never written, and the token is the one
-// CpuSampler draws from the float32 logits (SAMPLING-SPEC steps 0, 1, 4
+// CpuSampler draws from the float32 logits (docs/sampling.md steps 0, 1, 4
 // and 6, with CpuSampler's arithmetic: logit_edits.h, noise_argmax.h).
 #pragma once
 #include <cstddef>
