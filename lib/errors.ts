@@ -1,5 +1,8 @@
 // errors.ts: the errors the public API throws.
 
+/** Any function: the frame a stack trace starts above. */
+export type AnyFunction = (...args: never[]) => unknown;
+
 function describe(actual: unknown): string {
   if (typeof actual === 'string') return `${JSON.stringify(actual)} (string)`;
   if (typeof actual === 'number') return `${Object.is(actual, -0) ? '-0' : String(actual)} (number)`;
@@ -43,7 +46,7 @@ export class BackendUnavailableError extends Error {
  * caller's JS stack, so a stack trace points at the user's code, not at the
  * binding (the native frames carry nothing useful).
  */
-export function rethrowWithCallerStack(error: unknown, caller: Function): never {
+export function rethrowWithCallerStack(error: unknown, caller: AnyFunction): never {
   if (!(error instanceof Error)) throw error;
   const rethrown = sameClass(error);
   Error.captureStackTrace(rethrown, caller);
@@ -51,7 +54,7 @@ export function rethrowWithCallerStack(error: unknown, caller: Function): never 
 }
 
 /** The stack above `caller`, kept for an error that arrives after an await. */
-export function callerStack(caller: Function): string {
+export function callerStack(caller: AnyFunction): string {
   const holder: { stack?: string } = {};
   Error.captureStackTrace(holder, caller);
   return (holder.stack ?? '').split('\n').slice(1).join('\n');

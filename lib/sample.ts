@@ -1,6 +1,6 @@
 // sample.ts: the public one-step sampler, synchronous and asynchronous.
 import { requireGpuSampler, requireNativeSampler, selectBackend, type BackendName } from './backends.js';
-import { callerStack, invalidParameterError, NoTokenError, rethrowWithCallerStack, rethrowWithStack } from './errors.js';
+import { callerStack, invalidParameterError, NoTokenError, rethrowWithCallerStack, rethrowWithStack, type AnyFunction } from './errors.js';
 import { kernelInputProblem } from './gpu/gpu-sampler.js';
 import { NO_TOKEN, sampleJs } from './js/js-sampler.js';
 import { resolveSampling, type ResolvedSampling, type SampleOptions } from './sampling-options.js';
@@ -61,7 +61,7 @@ export function sample(logits: Logits, options?: SampleOptions): number {
   return runBlocking(backend, row, resolved, sample);
 }
 
-function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSampling, caller: Function): number {
+function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSampling, caller: AnyFunction): number {
   if (backend === 'js') return checkedToken(sampleJs(logits, resolved));
   let token: number;
   try {

@@ -276,7 +276,7 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
       const draftFirst = exactDistribution(Array.from(await draftSequence.evaluate(Uint32Array.from(prompt), 0) as Float32Array), filters);
       draftSequence.dispose();
       const keptEvery = expected.map((_, cell) => {
-        const a = Math.floor(cell / first.length), b = cell % first.length;
+        const a = Math.floor(cell / first.length);
         return first[a] === 0 ? 0 : draftFirst[a] * expected[cell] / first[a];
       });
       const noncentrality = SEEDS * expected.reduce((sum, p, cell) => (p === 0 ? sum : sum + (keptEvery[cell] - p) ** 2 / p), 0);

@@ -9,7 +9,6 @@ import { statSync } from 'node:fs';
 import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
 import type { GgufModel, GgufSequence } from '../models/gguf-model.js';
-import type { GenerationResult } from '../generate/decode-loop.js';
 import type { Tokenizer } from '../generate/model.js';
 import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
 import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';

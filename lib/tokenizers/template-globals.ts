@@ -13,7 +13,8 @@ export const MAX_RANGE_ITEMS = 1_000_000;
 
 function range(...args: number[]): number[] {
   const call = `range(${args.join(', ')})`;
-  let [start, stop, step = 1] = args;
+  let [start, stop] = args;
+  const step = args[2] ?? 1;
   if (stop === undefined) [start, stop] = [0, start];
   for (const v of [start, stop, step]) if (!Number.isInteger(v)) throw new Error(`${call}: the arguments must be integers`);
   if (step === 0) throw new Error(`${call}: the step must not be zero`);
