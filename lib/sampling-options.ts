@@ -97,6 +97,18 @@ export function penaltiesOn(s: ResolvedSampling): boolean {
 }
 
 /**
+ * Whether the token is the row's argmax (masked tokens aside): greedy, and
+ * neither a bias nor a penalty edits the row. `historyLength`: the tokens
+ * the penalties would see (the window of one row; a chain table's history
+ * grows, so it passes Infinity). The twin of md_plain_greedy
+ * (metal/md_sampling.h), the one definition of "plain greedy".
+ */
+export function plainGreedy(s: ResolvedSampling, historyLength: number = s.window.length): boolean {
+  const penalties = Math.min(historyLength, s.lastTokens) > 0 && penaltiesOn(s);
+  return s.temperature === 0 && s.biasTokens.length === 0 && !penalties;
+}
+
+/**
  * Whether FlashSampling (the LM head fused with the pick) gives these
  * options' token: it reads each logit once, as it is computed, so only
  * greedy and temperature-only sampling, either with a bias, with no

@@ -205,6 +205,16 @@ MD_FN bool md_bias_or_penalties(md_u32 bias_count, md_u32 history_count, md_u32 
                              md_penalties_on(repeat_penalty, frequency_penalty, presence_penalty));
 }
 
+// Whether a step's token is its row's argmax (masked tokens aside): greedy,
+// and neither a bias nor a penalty edits the row. The one definition of
+// "plain greedy" in C++ and Metal; lib/sampling-options.ts's plainGreedy()
+// is its TypeScript twin.
+MD_FN bool md_plain_greedy(float temperature, md_u32 bias_count, md_u32 history_count, md_u32 history_window,
+                           float repeat_penalty, float frequency_penalty, float presence_penalty) {
+  return temperature == 0.0f &&
+         !md_bias_or_penalties(bias_count, history_count, history_window, repeat_penalty, frequency_penalty, presence_penalty);
+}
+
 MD_FN bool md_filters_need_histogram(float temperature, md_u32 top_k, float top_p, md_u32 vocab_size) {
   return temperature != 0.0f && ((top_k > 0u && top_k < vocab_size) || top_p < 1.0f);
 }

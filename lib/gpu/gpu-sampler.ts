@@ -3,7 +3,7 @@
 import type { DeviceKind, NativeAddon, NativeDevice } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { SamplingPacker } from '../native/native-sampler.js';
-import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
+import { plainGreedy, type ResolvedSampling } from '../sampling-options.js';
 
 export class GpuSampler {
   readonly #device: NativeDevice;
@@ -59,7 +59,6 @@ export function openGpu(kind: DeviceKind): OpenedDevice {
  */
 export function kernelInputProblem(logits: Float32Array | Uint16Array, s: ResolvedSampling): string | undefined {
   if (logits instanceof Uint16Array) return undefined;
-  const penalties = s.window.length > 0 && penaltiesOn(s);
-  if (s.temperature === 0 && s.biasTokens.length === 0 && !penalties) return undefined;
+  if (plainGreedy(s)) return undefined;
   return 'a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty)';
 }

@@ -4,7 +4,7 @@
 // the sequence buffer, bias), writing token p + 1 into the sequence buffer
 // (the sampledToken patch), where the next step's embedding reads it.
 import { SamplingPacker } from '../native/native-sampler.js';
-import { penaltiesOn, resolveSampling, type ChainSamplingOptions, type ResolvedSampling } from '../sampling-options.js';
+import { penaltiesOn, plainGreedy, resolveSampling, type ChainSamplingOptions, type ResolvedSampling } from '../sampling-options.js';
 import type { GpuBuffer, GpuDevice } from './device.js';
 import type { CommandSpec, DispatchTableBuilder } from './dispatch-table.js';
 
@@ -12,8 +12,7 @@ export type { ChainSamplingOptions } from '../sampling-options.js';
 
 /** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
 export function needsSamplingKernel(s: ResolvedSampling): boolean {
-  const penalties = s.lastTokens > 0 && penaltiesOn(s);
-  return s.temperature !== 0 || s.biasTokens.length > 0 || penalties;
+  return !plainGreedy(s, Infinity);  // the chain's history grows
 }
 
 /** The sampling kernels' per-row scratch buffers, made once per chain; `partials` and `state` for the wide kernels' one row. */

@@ -5,7 +5,7 @@
 // the same order and precision, scores computed alike, so the tokens
 // agree; greedy without edits reads the input without a copy; a call
 // allocates nothing of the vocabulary's size.
-import { penaltiesOn, type ResolvedSampling } from '../sampling-options.js';
+import { penaltiesOn, plainGreedy, type ResolvedSampling } from '../sampling-options.js';
 import { halfFromNumber, sanitisedHalfValues } from './float16.js';
 import { halfKeepThreshold, halfOrderTable, sampleHalfRow } from './half-row.js';
 import { GUMBEL_MAX, mdExp, mdLogAny, noiseKey, tokenNoise } from './noise.js';
@@ -291,7 +291,7 @@ export function editedLogits(logits: Float32Array | Uint16Array, s: ResolvedSamp
 
 /** The sampled token, or NO_TOKEN when every logit is -Infinity. */
 export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling): number {
-  if (s.temperature === 0 && s.biasTokens.length === 0 && !s.mask && !(penaltiesOn(s) && s.window.length > 0)) {
+  if (plainGreedy(s) && !s.mask) {
     const { max, argmax } = plainArgmax(logits);
     return max === -Infinity ? NO_TOKEN : argmax;
   }

@@ -8,7 +8,7 @@
 // tables in test/head-sampling.test.ts).
 import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { rowThreads, type ChainSamplingOptions, type KernelCommand } from '../gpu/sampling-command.js';
-import { fusedHeadSamples, resolveSampling, type ResolvedSampling } from '../sampling-options.js';
+import { fusedHeadSamples, plainGreedy, resolveSampling, type ResolvedSampling } from '../sampling-options.js';
 import type { GpuWeight } from './gpu-weights.js';
 
 /** The fused head's scratch: one partial per threadgroup of the tiles, one state. */
@@ -44,7 +44,7 @@ export function headSamplingCommands(device: GpuDevice, head: GpuWeight, x: GpuB
   const t = device.addon.layouts.transformer;
   const biased = s.biasTokens.length > 0;
   // Greedy without a bias reads the float32 logits, as md_argmax_f32 does; anything else the sampler's float16.
-  const flags = s.temperature === 0 && !biased ? 0 : t.headFlags.half | (biased ? t.headFlags.bias : 0);
+  const flags = plainGreedy(s, Infinity) ? 0 : t.headFlags.half | (biased ? t.headFlags.bias : 0);
   const params = new DataView(new ArrayBuffer(t.headSampling.size));
   params.setUint32(t.headSampling.rows, rows, true);
   params.setUint32(t.headSampling.cols, cols, true);

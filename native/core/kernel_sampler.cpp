@@ -11,9 +11,8 @@ namespace md {
 const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
   if (row.format == LogitsFormat::Float16) return nullptr;
   const md_sampling_params& p = in.params;
-  const bool penalties = p.history_count > 0 && p.history_window > 0 &&
-                         md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty);
-  if (p.temperature != 0.0f || p.bias_count > 0 || penalties)
+  if (!md_plain_greedy(p.temperature, p.bias_count, p.history_count, p.history_window, p.repeat_penalty, p.frequency_penalty,
+                       p.presence_penalty))
     return "logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) "
            "without token bias or penalties";
   return nullptr;
