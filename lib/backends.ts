@@ -2,10 +2,12 @@
 import { BackendUnavailableError } from './errors.js';
 import { kernelInputProblem, openGpu, type GpuSampler } from './gpu/gpu-sampler.js';
 import { loadAddon } from './native/load-addon.js';
+import { sampleJs } from './js/js-sampler.js';
 import { NativeSampler } from './native/native-sampler.js';
+import type { BackendName, RowSampler } from './row-sampler.js';
 import type { BackendChoice, ResolvedSampling } from './sampling-options.js';
 
-export type BackendName = 'metal' | 'emulated' | 'native' | 'js';
+export type { BackendName };
 
 export interface BackendInfo {
   name: BackendName;
@@ -56,6 +58,29 @@ export function requireGpuSampler(kind: 'metal' | 'emulated'): GpuSampler {
   const device = openGpu(kind);
   if (!device.ok) throw new BackendUnavailableError(kind, device.reason);
   return device.sampler;
+}
+
+/** Whether `backend` runs the Metal kernels (on the GPU, or on CPU fibers): the one place that says which do. */
+export function runsKernels(backend: BackendName | BackendChoice): backend is 'metal' | 'emulated' {
+  return backend === 'metal' || backend === 'emulated';
+}
+
+const jsRowSampler: RowSampler = {
+  backend: 'js',
+  runsKernels: false,
+  sample: sampleJs,
+  sampleAsync: async (logits, s) => sampleJs(logits, s),
+};
+
+/** The row sampler of `backend`; a BackendUnavailableError saying why when it cannot run here. */
+export function rowSampler(backend: BackendName): RowSampler {
+  if (backend === 'js') return jsRowSampler;
+  if (runsKernels(backend)) {
+    const gpu = requireGpuSampler(backend);
+    return { backend, runsKernels: true, sample: (logits, s) => gpu.sample(logits, s), sampleAsync: (logits, s) => gpu.sampleAsync(logits, s) };
+  }
+  const native = requireNativeSampler();
+  return { backend, runsKernels: false, sample: (logits, s) => native.sample(logits, s), sampleAsync: async (logits, s) => native.sample(logits, s) };
 }
 
 /**

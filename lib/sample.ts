@@ -1,8 +1,8 @@
 // sample.ts: the public one-step sampler, synchronous and asynchronous.
-import { requireGpuSampler, requireNativeSampler, selectBackend, type BackendName } from './backends.js';
+import { rowSampler, runsKernels, selectBackend, type BackendName } from './backends.js';
 import { callerStack, invalidParameterError, NoTokenError, rethrowWithCallerStack, rethrowWithStack, type AnyFunction } from './errors.js';
 import { kernelInputProblem } from './gpu/gpu-sampler.js';
-import { NO_TOKEN, sampleJs } from './js/js-sampler.js';
+import { NO_TOKEN } from './js/js-sampler.js';
 import { resolveSampling, type ResolvedSampling, type SampleOptions } from './sampling-options.js';
 
 type Logits = Float32Array | Uint16Array;
@@ -34,7 +34,7 @@ function prepare(logits: unknown, options: SampleOptions | undefined): { backend
     throw invalidParameterError('mask', `a Uint32Array bitmask of ceil(logits.length / 32) = ${words} words`, `${resolved.mask.length} words`, 'range');
   }
   const backend = selectBackend(resolved.backend, { logits, sampling: resolved });
-  if (backend === 'metal' || backend === 'emulated') {
+  if (runsKernels(backend)) {
     const problem = kernelInputProblem(logits, resolved);
     if (problem) throw invalidParameterError('logits', problem, logits, 'type');
   }
@@ -62,12 +62,9 @@ export function sample(logits: Logits, options?: SampleOptions): number {
 }
 
 function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSampling, caller: AnyFunction): number {
-  if (backend === 'js') return checkedToken(sampleJs(logits, resolved));
   let token: number;
   try {
-    token = backend === 'native'
-      ? requireNativeSampler().sample(logits, resolved)
-      : requireGpuSampler(backend).sample(logits, resolved);
+    token = rowSampler(backend).sample(logits, resolved);
   } catch (error) {
     rethrowWithCallerStack(error, caller);
   }
@@ -82,10 +79,9 @@ function runBlocking(backend: BackendName, logits: Logits, resolved: ResolvedSam
 export async function sampleAsync(logits: Logits, options?: SampleOptions): Promise<number> {
   const stack = callerStack(sampleAsync);
   const { backend, resolved, row } = prepare(logits, options);
-  if (backend === 'js' || backend === 'native') return runBlocking(backend, row, resolved, sampleAsync);
   let token: number;
   try {
-    token = await requireGpuSampler(backend).sampleAsync(row, resolved);
+    token = await rowSampler(backend).sampleAsync(row, resolved);
   } catch (error) {
     rethrowWithStack(error, stack);
   }

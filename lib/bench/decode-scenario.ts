@@ -2,7 +2,7 @@
 // generate(), greedy and sampled, per backend: chained (chunkSize tokens
 // per GPU submission) against one token per submission, in the same run;
 // and with n-gram speculation against without, on repetitive and free text.
-import type { BackendName } from '../backends.js';
+import { runsKernels, type BackendName } from '../backends.js';
 import { generate } from '../generate/session.js';
 import { BigramModel } from '../models/bigram.js';
 import type { BenchSettings, DecodeResult, SpeculativeDecodeResult } from './report.js';
@@ -40,7 +40,7 @@ export function planDecode(settings: BenchSettings): BenchTask<DecodeResult>[] {
   return settings.backends.flatMap((backend) => (Object.keys(MODES) as (keyof typeof MODES)[]).map((mode) => ({
     label: `decode ${mode} on ${backend}`,
     run: async (): Promise<DecodeResult> => {
-      const gpu = backend === 'metal' || backend === 'emulated';
+      const gpu = runsKernels(backend);
       const chained = gpu ? await tokensPerSecond(backend, mode, chunkSize) : null;
       const one = await tokensPerSecond(backend, mode, 1);
       return {

@@ -2,16 +2,18 @@
 // constrained path, and every path of a model without a chain): the
 // options resolved once per call, with the position and the penalty window
 // set per token, on the sequence's backend.
-import { requireGpuSampler, requireNativeSampler, type BackendName } from '../backends.js';
+import { rowSampler, runsKernels, type BackendName } from '../backends.js';
 import { invalidParameterError, NoTokenError } from '../errors.js';
 import { kernelInputProblem } from '../gpu/gpu-sampler.js';
-import { NO_TOKEN, sampleJs, samplingDistribution } from '../js/js-sampler.js';
+import { NO_TOKEN, samplingDistribution } from '../js/js-sampler.js';
 import { toFloat16Array } from '../float16.js';
+import type { RowSampler } from '../row-sampler.js';
 import type { ResolvedSampling } from '../sampling-options.js';
 import type { Logits } from './model.js';
 
 export class StepSampler {
   readonly #backend: BackendName;
+  #sampler: RowSampler | undefined;  // made at the first token, so an unavailable backend fails there
   readonly #sampling: ResolvedSampling;
   readonly #asChained: boolean;
 
@@ -44,20 +46,12 @@ export class StepSampler {
   async sample(row: Logits, position: number, sequence: Uint32Array, mask?: Uint32Array): Promise<number> {
     const s = this.#at(position, sequence, mask);
     const logits = this.#asSampled(row, s);
-    let token: number;
-    switch (this.#backend) {
-      case 'js':
-        token = sampleJs(logits, s);
-        break;
-      case 'native':
-        token = requireNativeSampler().sample(logits, s);
-        break;
-      default: {
-        const problem = kernelInputProblem(logits, s);
-        if (problem) throw invalidParameterError('the model\'s logits', problem, logits, 'type');
-        token = await requireGpuSampler(this.#backend).sampleAsync(logits, s);
-      }
+    const sampler = (this.#sampler ??= rowSampler(this.#backend));
+    if (sampler.runsKernels) {
+      const problem = kernelInputProblem(logits, s);
+      if (problem) throw invalidParameterError('the model\'s logits', problem, logits, 'type');
     }
+    const token = await sampler.sampleAsync(logits, s);
     if (token === NO_TOKEN) throw new NoTokenError();
     return token;
   }
@@ -71,8 +65,7 @@ export class StepSampler {
   }
 
   #asSampled(logits: Logits, s: ResolvedSampling): Logits {
-    const gpu = this.#backend === 'metal' || this.#backend === 'emulated';
-    return gpu && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s) ? toFloat16Array(logits) : logits;
+    return runsKernels(this.#backend) && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s) ? toFloat16Array(logits) : logits;
   }
 
   #at(position: number, sequence: Uint32Array, mask: Uint32Array | undefined): ResolvedSampling {

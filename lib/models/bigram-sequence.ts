@@ -2,7 +2,7 @@
 // the sequence is a BigramChain: its token buffer is the state, the chain
 // generates and samples on the GPU, and evaluate() is one forward step
 // whose logits come back to the CPU. On the CPU the forward runs per token.
-import { selectBackend, type BackendName } from '../backends.js';
+import { runsKernels, selectBackend, type BackendName } from '../backends.js';
 import type { ChainChunk } from '../gpu/chain.js';
 import { sharedDevice } from '../gpu/device.js';
 import type { DraftVerifier, Logits, ModelSequence, SequenceChain } from '../generate/model.js';
@@ -14,7 +14,7 @@ import { BigramChain, type ChainSamplingOptions } from './bigram-gpu.js';
 
 export function openBigramSequence(model: BigramWeights, options: { backend: BackendChoice; contextSize: number }): ModelSequence {
   const backend = selectBackend(options.backend);
-  if (backend === 'metal' || backend === 'emulated') {
+  if (runsKernels(backend)) {
     return new BigramGpuSequence(new BigramChain(model, sharedDevice(backend), { contextSize: options.contextSize }));
   }
   return new BigramCpuSequence(model, backend, options.contextSize);

@@ -4,7 +4,7 @@
 // on the event loop). The logits a sequence returns are a view of native
 // memory that the next evaluate() overwrites.
 import { BackendUnavailableError, invalidParameterError } from '../errors.js';
-import type { BackendName } from '../backends.js';
+import { runsKernels, type BackendName } from '../backends.js';
 import type { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
@@ -97,7 +97,7 @@ export class GgufModel implements DecodeModel {
       throw new Error(`openSequence: ${this.info.path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`);
     }
     const { backend, contextSize } = options;
-    if (backend === 'metal' || backend === 'emulated') {
+    if (runsKernels(backend)) {
       const addon = loadAddon();
       if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
       checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
