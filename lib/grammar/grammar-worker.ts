@@ -8,8 +8,8 @@
 //
 // workerData: GrammarThreadData. Requests (GrammarRequest) -> replies; an
 // engine refusal is a GrammarError (its fields cross to the main thread),
-// after which the thread answers nothing but that error again (the engine
-// instance is retired, xgrammar.ts).
+// after which the main thread ends this one: an engine instance that
+// refused something is not to be trusted again (xgrammar.ts).
 import { workerData } from 'node:worker_threads';
 
 import { serveRequests } from '../request-worker.js';
