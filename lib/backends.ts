@@ -72,15 +72,21 @@ const jsRowSampler: RowSampler = {
   sampleAsync: async (logits, s) => sampleJs(logits, s),
 };
 
-/** The row sampler of `backend`; a BackendUnavailableError saying why when it cannot run here. */
+const rowSamplers = new Map<BackendName, RowSampler>([['js', jsRowSampler]]);
+
+/** The row sampler of `backend`, made once; a BackendUnavailableError saying why when it cannot run here. */
 export function rowSampler(backend: BackendName): RowSampler {
-  if (backend === 'js') return jsRowSampler;
+  let sampler = rowSamplers.get(backend);
+  if (sampler) return sampler;
   if (runsKernels(backend)) {
     const gpu = requireGpuSampler(backend);
-    return { backend, runsKernels: true, sample: (logits, s) => gpu.sample(logits, s), sampleAsync: (logits, s) => gpu.sampleAsync(logits, s) };
+    sampler = { backend, runsKernels: true, sample: (logits, s) => gpu.sample(logits, s), sampleAsync: (logits, s) => gpu.sampleAsync(logits, s) };
+  } else {
+    const native = requireNativeSampler();
+    sampler = { backend, runsKernels: false, sample: (logits, s) => native.sample(logits, s), sampleAsync: async (logits, s) => native.sample(logits, s) };
   }
-  const native = requireNativeSampler();
-  return { backend, runsKernels: false, sample: (logits, s) => native.sample(logits, s), sampleAsync: async (logits, s) => native.sample(logits, s) };
+  rowSamplers.set(backend, sampler);
+  return sampler;
 }
 
 /**

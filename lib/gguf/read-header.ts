@@ -9,6 +9,7 @@ import { gguf, type MetadataValue } from '@huggingface/gguf';
 import type { NativeTensorEntry } from '../native/contract.js';
 import { GgufError } from './gguf-error.js';
 import { readStringArray } from './read-string-array.js';
+import { turn } from '../generate/event-loop.js';
 import { RequestWorker } from '../request-worker.js';
 import { PACK_AT_LEAST, packStrings, unpackStringsInSlices, type PackedStrings } from '../tokenizers/packed-strings.js';
 
@@ -120,7 +121,7 @@ const NUMBER_SLICE = 65536;
 async function unpackNumbers(packed: Float64Array): Promise<number[]> {
   const numbers = new Array<number>(packed.length);
   for (let i = 0; i < packed.length; i++) {
-    if (i % NUMBER_SLICE === NUMBER_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    if (i % NUMBER_SLICE === NUMBER_SLICE - 1) await turn();
     numbers[i] = packed[i];
   }
   return numbers;

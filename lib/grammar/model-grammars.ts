@@ -12,6 +12,7 @@
 // tokens are passed explicitly as the stop tokens (its own guess misses
 // <|im_end|>), and the engine allows them exactly where the grammar may end.
 import { AbortError, invalidParameterError } from '../errors.js';
+import { turn } from '../generate/event-loop.js';
 import type { DecodeModel } from '../generate/model.js';
 import { GrammarError } from './grammar-error.js';
 import type { PackedVocabulary } from './grammar-protocol.js';
@@ -59,7 +60,7 @@ async function packVocabulary(model: DecodeModel): Promise<PackedVocabulary> {
   const tokens = new Array<Uint8Array>(model.vocabSize);
   let length = 0;
   for (let token = 0; token < model.vocabSize; token++) {
-    if (token % PACK_SLICE === PACK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    if (token % PACK_SLICE === PACK_SLICE - 1) await turn();
     const bytes: unknown = model.tokenizer.tokenBytes(token);
     if (!(bytes instanceof Uint8Array)) {
       throw invalidParameterError(`the tokenizer's tokenBytes(${token}) result`, "a Uint8Array of the token's UTF-8 bytes", bytes, 'type');

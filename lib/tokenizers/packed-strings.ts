@@ -7,6 +7,8 @@
 // of the event loop, and remembers the packed form so the encoder's thread
 // gets it too, without the main thread serializing the array again.
 
+import { turn } from '../generate/event-loop.js';
+
 export interface PackedStrings {
   text: string;
   lengths: Uint32Array;
@@ -36,7 +38,7 @@ export function unpackStrings(packed: PackedStrings): string[] {
 export async function unpackStringsInSlices(packed: PackedStrings): Promise<string[]> {
   const strings = new Array<string>(packed.lengths.length);
   for (let i = 0, at = 0; i < strings.length; i++) {
-    if (i % UNPACK_SLICE === UNPACK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+    if (i % UNPACK_SLICE === UNPACK_SLICE - 1) await turn();
     strings[i] = packed.text.substring(at, (at += packed.lengths[i]));
   }
   packedForms.set(strings, packed);
