@@ -129,6 +129,9 @@
         "native/core/quant/cpu_features.cpp",
         "native/core/quant/dot_portable.cpp",
         "native/core/quant/dot_neon.cpp",
+        "native/core/graph/forward_graph.cpp",
+        "native/core/graph/llama_graph.cpp",
+        "native/core/graph/table_recorder.cpp",
         "native/core/transformer/weights.cpp",
         "native/core/transformer/ops.cpp",
         "native/core/transformer/matmul.cpp",
@@ -148,6 +151,8 @@
         "native/addon/device_promise.cpp",
         "native/addon/job_thread.cpp",
         "native/addon/transformer_binding.cpp",
+        "native/addon/model_arguments.cpp",
+        "native/addon/graph_binding.cpp",
         "native/addon/bench_binding.cpp",
         "native/bench/llama_cpp_sampler.cpp"
       ],

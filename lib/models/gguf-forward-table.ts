@@ -1,14 +1,8 @@
-// gguf-forward-table.ts: a GGUF model's forward pass as dispatch tables,
-// built with the public DispatchTableBuilder from the kernels of metal/.
-// One op list (#commands below, the CPU's: native/core/transformer/
-// transformer.cpp) serves every table: for `count` tokens from position p,
-// the embedding rows of tokens p .. p + count - 1 (token-offset patch),
-// then per layer RMSNorm, the Q/K/V projections (+ biases, + per-head Q/K
-// norms), RoPE of Q and K at p.., the KV write at p.., causal attention
-// (position and KV-length patches, split over threadgroups for long
-// contexts), the output projection with the residual added in, RMSNorm,
-// gate/up, SwiGLU, down with the residual added in; then the output norm
-// and the LM head on the last token.
+// gguf-forward-table.ts: a GGUF model's forward pass as dispatch tables.
+// The model is not described here: the addon records its forward graph
+// (native/core/graph/: the op list the CPU runs too) as kernel launches
+// with their params structs filled (table_recorder.cpp), and this class
+// binds the named buffers, builds the tables and keeps them.
 //
 // Decode (count 1) uses the matrix-vector kernels, and its tables end with
 // the argmax or the sampler, which writes token p + 1 where the next step's
@@ -24,11 +18,11 @@ import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js
 import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
 import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
-import type { NativeModelConfig } from '../native/contract.js';
+import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { headSamplingCommands, headScratch, type HeadScratch } from './head-sampling.js';
-import { checkKvCacheType, kvCacheBytes, type KvCacheType } from './kv-cache-type.js';
-import { ParamsPacker, type AttentionShape, type RopeShape } from './transformer-params.js';
+import { checkKvCacheType, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
+import { rowsParams } from './transformer-params.js';
 
 export interface ForwardTableOptions {
   /** Threadgroups each (query, head) spreads its positions over. Default: attentionSplitsFor(contextSize). */
@@ -69,8 +63,11 @@ export class GgufForwardTable implements VerificationTables {
   /** Bytes of the KV caches (every layer, contextSize positions). */
   readonly kvCacheBytes: number;
   readonly #buffers: GpuBuffer[] = [];
-  readonly #commands: (b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick) => DispatchTableBuilder;
-  readonly #cols: number;
+  /** The buffers the recorded commands name, besides the weights ("tensor:..."). */
+  readonly #named = new Map<string, GpuBuffer>();
+  readonly #config: NativeModelConfig;
+  readonly #weights: GpuWeights;
+  readonly #record: Omit<NativeRecordOptions, 'count' | 'logits' | 'headPick'>;
   readonly #fusedHead: boolean;
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
@@ -86,179 +83,57 @@ export class GgufForwardTable implements VerificationTables {
   #probabilities: GpuBuffer | undefined;   // rejection sampling: each draft row's probability of its token
 
   constructor(readonly device: GpuDevice, config: NativeModelConfig, weights: GpuWeights, readonly contextSize: number, options: ForwardTableOptions = {}) {
-    const c = config;
-    this.#vocabSize = c.vocabSize;
+    this.#config = config;
+    this.#weights = weights;
+    this.#vocabSize = config.vocabSize;
     this.prefillBatch = options.prefillBatch ?? 32;
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
     this.#fusedHead = options.fusedHead ?? true;
-    this.#cols = c.embeddingLength;
-    const batch = this.prefillBatch;
-    const layouts = device.addon.layouts.transformer;
-    const pack = new ParamsPacker(layouts);
-    const floats = (n: number) => this.#buffer(n * 4);
-    const qDim = c.headCount * c.headDim, kvDim = c.headCountKv * c.headDim;
-    this.tokens = this.#buffer(contextSize * 4);
-    this.logits = floats(c.vocabSize);
-    // Activations of up to `batch` tokens, row after row.
-    const hidden = floats(batch * c.embeddingLength), normed = floats(batch * c.embeddingLength);
-    const q = floats(batch * qDim), k = floats(batch * kvDim), v = floats(batch * kvDim), attended = floats(batch * qDim);
-    const gate = floats(batch * c.ffnLength), up = floats(batch * c.ffnLength);
-    const scores = floats(batch * c.headCount * contextSize);
-    const partials = floats(batch * c.headCount * this.attentionSplits * (layouts.attentionPartialFloats + c.headDim));
-    // The KV cache of each layer, shared by every table of the sequence.
     const cacheType = options.kvCacheType ?? 'f16';
-    checkKvCacheType(cacheType, c.headDim);
-    const cacheBytes = contextSize * kvCacheBytes(cacheType, device.addon.tensorTypes, kvDim);
-    const caches = Array.from({ length: c.blockCount }, () => ({ keys: this.#buffer(cacheBytes), values: this.#buffer(cacheBytes) }));
-    // The store kernels take one thread per value, Q8_0's one per block.
-    const storeItems = cacheType === 'q8_0' ? kvDim / 32 : kvDim;
-    this.kvCacheBytes = caches.reduce((sum, cache) => sum + cache.keys.byteLength + cache.values.byteLength, 0);
-    const rope: RopeShape = {
-      headDim: c.headDim, ropeDims: c.ropeDims, mode: c.ropeMode, freqScale: c.ropeFreqScale,
-      thetaScale: Math.fround(Math.pow(Math.fround(c.ropeBase), Math.fround(-2 / c.ropeDims))),
-      hasFactors: weights.find('rope_freqs.weight') !== undefined,
-    };
-    const attention: AttentionShape = {
-      heads: c.headCount, kvHeads: c.headCountKv, headDim: c.headDim, context: contextSize, scale: 1 / Math.sqrt(c.headDim), splits: this.attentionSplits,
-    };
-    const bind = (index: number, w: GpuWeight) => ({ index, buffer: w.buffer, offset: w.offset });
-
-    // logits 'every' (verification): every row's logits, and every
-    // projection by the matrix-vector kernels, whose rows have the bits of
-    // one-token steps.
-    this.#commands = (b, count, logits, pick) => {
-      const rmsNorm = (label: string, x: GpuBuffer, w: GpuWeight, out: GpuBuffer, n: number, rows: number, xOffset = 0): CommandSpec => ({
-        label, buffers: [{ index: 0, buffer: x, offset: xOffset }, bind(1, w), { index: 3, buffer: out }],
-        params: { index: 2, bytes: pack.rows(n, rows, c.normEps) }, threadgroups: rows, threadsPerThreadgroup: 256,
-      });
-      // y = W x for each of the count tokens (y += W x with accumulate: the
-      // residual add fused in). One token: the matrix-vector kernel, one
-      // dispatch for up to three matrices of a type that read the same x
-      // (Q, K and V). A batch: the matrix-matrix kernel, one per matrix.
-      const project = (x: GpuBuffer, cols: number, outputs: Projection[], accumulate = false) => {
-        if (count > 1 && logits !== 'every') {
-          const tile = layouts.matmulTile;
-          for (const { label, w, y, rows } of outputs) {
-            b.add(`md_matmul_${w.suffix}`, {
-              label, buffers: [bind(0, w), { index: 1, buffer: x }, { index: 3, buffer: y }],
-              params: { index: 2, bytes: pack.matmul(rows, cols, count, accumulate) },
-              threadgroups: Math.ceil(rows / tile) * Math.ceil(count / tile), threadsPerThreadgroup: layouts.matmulThreads,
-            });
-          }
-          return;
-        }
-        for (const group of fusable(outputs)) matvec(x, cols, group, accumulate ? 'accumulate' : 'store');
-      };
-      // The tokens' rows of x in runs of up to matvecBatch: one dispatch each.
-      const matvec = (x: GpuBuffer, cols: number, group: Projection[], mode: 'store' | 'accumulate' | 'swiglu', tokens = count) => {
-        const slots = [0, 1, 2].map((m) => group[m] ?? group[0]);  // unused slots bind the first matrix again, as Metal wants every argument bound
-        const simdGroups = group.reduce((n, p) => n + Math.ceil(p.rows / layouts.matvecRows), 0);
-        for (let first = 0; first < tokens; first += layouts.matvecBatch) {
-          const n = Math.min(layouts.matvecBatch, tokens - first);
-          const y = (p: Projection, index: number) => ({ index, buffer: p.y, offset: first * p.rows * 4 });
-          b.add(`md_matvec_${n > 1 ? 'batch_' : ''}${group[0].w.suffix}`, {
-            label: group.map((p) => p.label).join(' + ') + (tokens > 1 ? ` (tokens ${first}..${first + n - 1})` : ''),
-            buffers: [
-              bind(0, slots[0].w), { index: 1, buffer: x, offset: first * cols * 4 }, y(slots[0], 3),
-              bind(4, slots[1].w), y(slots[1], 5), bind(6, slots[2].w), y(slots[2], 7),
-            ],
-            params: { index: 2, bytes: pack.matvec(group.map((p) => p.rows), cols, mode, n) },
-            threadgroups: Math.ceil((mode === 'swiglu' ? Math.ceil(group[0].rows / layouts.matvecRows) : simdGroups) / 4), threadsPerThreadgroup: 128,
-          });
-        }
-      };
-      const addBias = (label: string, x: GpuBuffer, bias: GpuWeight, n: number): CommandSpec => ({
-        label, buffers: [{ index: 0, buffer: x }, bind(1, bias)],
-        params: { index: 2, bytes: pack.rows(n, count, 0, true) }, ...grid(n * count, 256),
-      });
-      const factors = weights.find('rope_freqs.weight');
-      const ropeOfQAndK = (label: string): CommandSpec => ({
-        label, buffers: [{ index: 0, buffer: q }, factors ? bind(1, factors) : { index: 1, buffer: q }, { index: 3, buffer: k }],
-        params: { index: 2, bytes: pack.rope(c.headCount, c.headCountKv, rope, count) },
-        ...grid(count * (c.headCount + c.headCountKv) * (c.ropeDims / 2), 64),
-        patch: { rule: 'position', fields: [layouts.rope.position] },
-      });
-
-      const embedding = weights.get('token_embd.weight');
-      b.add(`md_embed_rows_${embedding.suffix}`, {
-        label: 'embedding',
-        buffers: [{ index: 0, buffer: this.tokens }, bind(1, embedding), { index: 3, buffer: hidden }],
-        params: { index: 2, bytes: pack.embed(c.vocabSize, c.embeddingLength, count) },
-        ...grid(count * c.embeddingLength, 128),
-        patch: { rule: 'tokenOffset', buffer: 0 },
-      });
-      for (let layer = 0; layer < c.blockCount; layer++) {
-        const weight = (tensor: string) => weights.get(`blk.${layer}.${tensor}.weight`);
-        const { keys, values } = caches[layer];
-        b.add('md_rms_norm_f32', rmsNorm(`${layer}: attention norm`, hidden, weight('attn_norm'), normed, c.embeddingLength, count));
-        const qkv = [['attn_q', q, qDim], ['attn_k', k, kvDim], ['attn_v', v, kvDim]] as const;
-        project(normed, c.embeddingLength, qkv.map(([tensor, y, rows]) => ({ label: `${layer}: ${tensor}`, w: weight(tensor), y, rows })));
-        for (const [tensor, out, rows] of qkv) {
-          const bias = weights.find(`blk.${layer}.${tensor}.bias`);
-          if (bias) b.add('md_add_f32', addBias(`${layer}: ${tensor} bias`, out, bias, rows));
-        }
-        if (c.qkNorm) {
-          b.add('md_rms_norm_f32', rmsNorm(`${layer}: Q head norms`, q, weight('attn_q_norm'), q, c.headDim, count * c.headCount));
-          b.add('md_rms_norm_f32', rmsNorm(`${layer}: K head norms`, k, weight('attn_k_norm'), k, c.headDim, count * c.headCountKv));
-        }
-        b.add('md_rope_f32', ropeOfQAndK(`${layer}: RoPE of Q and K`));
-        b.add(`md_kv_store_${cacheType}`, {
-          label: `${layer}: KV write`,
-          buffers: [{ index: 0, buffer: k }, { index: 1, buffer: v }, { index: 3, buffer: keys }, { index: 4, buffer: values }],
-          params: { index: 2, bytes: pack.kvStore(kvDim, count) }, ...grid(count * storeItems, 64),
-          patch: { rule: 'position', fields: [layouts.kvStore.position] },
-        });
-        const attentionParams = pack.attention(attention, count);
-        b.add(`md_attention_${cacheType}`, {
-          label: `${layer}: attention`,
-          buffers: [
-            { index: 0, buffer: q }, { index: 1, buffer: keys }, { index: 2, buffer: values }, { index: 4, buffer: scores },
-            { index: 5, buffer: attended }, { index: 6, buffer: partials },
-          ],
-          params: { index: 3, bytes: attentionParams },
-          threadgroups: count * c.headCount * this.attentionSplits, threadsPerThreadgroup: 128,
-          patch: { rule: 'kvLength', fields: [layouts.attention.kvLength] },
-        });
-        if (this.attentionSplits > 1) {
-          b.add('md_attention_merge_f32', {
-            label: `${layer}: attention merge`,
-            buffers: [{ index: 0, buffer: partials }, { index: 2, buffer: attended }],
-            params: { index: 1, bytes: attentionParams }, ...grid(count * qDim, 128),
-            patch: { rule: 'kvLength', fields: [layouts.attention.kvLength] },
-          });
-        }
-        project(attended, qDim, [{ label: `${layer}: attn_output + residual`, w: weight('attn_output'), y: hidden, rows: c.embeddingLength }], true);
-        b.add('md_rms_norm_f32', rmsNorm(`${layer}: FFN norm`, hidden, weight('ffn_norm'), normed, c.embeddingLength, count));
-        const gateUp: Projection[] = [
-          { label: `${layer}: ffn_gate`, w: weight('ffn_gate'), y: gate, rows: c.ffnLength },
-          { label: `${layer}: ffn_up`, w: weight('ffn_up'), y: up, rows: c.ffnLength },
-        ];
-        if ((count === 1 || logits === 'every') && gateUp[0].w.suffix === gateUp[1].w.suffix) {
-          matvec(normed, c.embeddingLength, gateUp, 'swiglu');  // gate, up and SwiGLU in one dispatch, into `gate`
-        } else {
-          project(normed, c.embeddingLength, gateUp);
-          b.add('md_swiglu_f32', {
-            label: `${layer}: SwiGLU`, buffers: [{ index: 0, buffer: gate }, { index: 1, buffer: up }],
-            params: { index: 2, bytes: pack.rows(c.ffnLength, count, 0) }, ...grid(count * c.ffnLength, 256),
-          });
-        }
-        project(gate, c.ffnLength, [{ label: `${layer}: ffn_down + residual`, w: weight('ffn_down'), y: hidden, rows: c.embeddingLength }], true);
-      }
-      if (logits === 'none') return b;
-      // 'last': only the last token's row is normed and projected.
-      const rows = logits === 'every' ? count : 1;
-      const last = (count - rows) * c.embeddingLength * 4;
-      b.add('md_rms_norm_f32', rmsNorm('output norm', hidden, weights.get('output_norm.weight'), normed, c.embeddingLength, rows, last));
-      const head = weights.find('output.weight') ?? embedding;  // tied embeddings: the table is the LM head
-      if (pick) return addCommands(b, pick(head, normed));  // FlashSampling: the head and the pick in one pass
-      const out = logits === 'every' ? this.#verificationBuffers().rowLogits : this.logits;
-      matvec(normed, c.embeddingLength, [{ label: 'LM head', w: head, y: out, rows: c.vocabSize }], 'store', rows);
-      return b;
-    };
+    checkKvCacheType(cacheType, config.headDim);
+    this.#record = { contextSize, attentionSplits: this.attentionSplits, cacheType: kvCacheTensorType(cacheType, device.addon.tensorTypes).id };
+    this.tokens = this.#buffer(contextSize * 4);
+    this.logits = this.#buffer(config.vocabSize * 4);
+    this.#named.set('tokens', this.tokens).set('logits', this.logits);
+    // Activations of up to prefillBatch tokens, attention scratch, and each layer's KV cache, shared by every table of the sequence.
+    let cacheBytes = 0;
+    for (const { name, bytes } of device.addon.forwardBuffers(config, { ...this.#record, maxBatch: this.prefillBatch })) {
+      this.#named.set(name, this.#buffer(bytes));
+      if (name.startsWith('keys.') || name.startsWith('values.')) cacheBytes += bytes;
+    }
+    this.kvCacheBytes = cacheBytes;
     this.forward = this.#oneToken().build();
     this.greedy = this.#fusedHead
       ? this.#fusedTable(undefined)
-      : addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, c.vocabSize, 'f32', this.#wideScratch())).build();
+      : addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, config.vocabSize, 'f32', this.#wideScratch())).build();
+  }
+
+  /**
+   * The forward pass of `count` tokens into `b`, as the addon records it;
+   * `pick`: the LM head fused with the pick in its place.
+   */
+  #commands(b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick): DispatchTableBuilder {
+    if (logits === 'every') this.#verificationBuffers();  // the rows' logits buffer the record names
+    const recorded = this.device.addon.recordForward(this.#config, this.#weights.tensors, { ...this.#record, count, logits, headPick: pick !== undefined });
+    for (const command of recorded.commands) b.add(command.kernel, this.#spec(command));
+    if (pick === undefined) return b;
+    if (recorded.headTensor === undefined) throw new Error('recordForward: no LM head tensor was reported for a fused head');
+    return addCommands(b, pick(this.#weights.get(recorded.headTensor), this.#bufferNamed('normed')));
+  }
+
+  #spec({ label, buffers, params, threadgroups, threadsPerThreadgroup, patch }: NativeRecordedCommand): CommandSpec {
+    const bindings = buffers.map(({ index, buffer, offset }) => {
+      if (!buffer.startsWith('tensor:')) return { index, buffer: this.#bufferNamed(buffer), offset };
+      const w = this.#weights.get(buffer.slice('tensor:'.length));
+      return { index, buffer: w.buffer, offset: w.offset + offset };
+    });
+    return { label, buffers: bindings, params, threadgroups, threadsPerThreadgroup, ...(patch ? { patch } : {}) };
+  }
+
+  #bufferNamed(name: string): GpuBuffer {
+    const buffer = this.#named.get(name);
+    if (buffer === undefined) throw new Error(`recordForward named buffer ${name}, which the forward table does not have`);
+    return buffer;
   }
 
   /**
@@ -295,7 +170,7 @@ export class GgufForwardTable implements VerificationTables {
     const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#verifyScratch, verified);
     b.add('md_half_from_f32', {
       label: 'logits to float16', buffers: [{ index: 0, buffer: rowLogits }, { index: 1, buffer: rowHalfLogits }],
-      params: { index: 2, bytes: new ParamsPacker(this.device.addon.layouts.transformer).rows(n, count, 0) }, ...grid(n * count, 256),
+      params: { index: 2, bytes: rowsParams(this.device.addon.layouts.transformer, n, count) }, ...grid(n * count, 256),
     });
     // The kernel's batched form: threadgroup r samples row r at position p + 1 + r over p + 1 + r tokens of history.
     b.add('md_sample_f16', { ...spec, threadgroups: count });
@@ -436,7 +311,7 @@ export class GgufForwardTable implements VerificationTables {
   #toHalf(): CommandSpec {
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
-    const rows = new ParamsPacker(this.device.addon.layouts.transformer).rows(n, 1, 0);
+    const rows = rowsParams(this.device.addon.layouts.transformer, n, 1);
     return {
       label: 'logits to float16', buffers: [{ index: 0, buffer: this.logits }, { index: 1, buffer: this.#halfLogits }],
       params: { index: 2, bytes: rows }, ...grid(n, 256),
@@ -452,7 +327,7 @@ export class GgufForwardTable implements VerificationTables {
     let bias: GpuBuffer | undefined;
     const table = this.#oneToken((head, x) => {
       this.#head ??= this.#scratchBuffers(headScratch(this.device, this.#vocabSize));
-      const fused = headSamplingCommands(this.device, head, x, this.#vocabSize, this.#cols, this.tokens, this.#head, options);
+      const fused = headSamplingCommands(this.device, head, x, this.#vocabSize, this.#config.embeddingLength, this.tokens, this.#head, options);
       bias = fused.bias;
       return fused.commands;
     }).build();
@@ -494,7 +369,10 @@ export class GgufForwardTable implements VerificationTables {
   }
 
   #verificationBuffers(): { rowLogits: GpuBuffer; rowHalfLogits: GpuBuffer; verified: GpuBuffer } {
-    this.#rowLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 4);
+    if (this.#rowLogits === undefined) {
+      this.#rowLogits = this.#buffer(this.maxVerifyTokens * this.#vocabSize * 4);
+      this.#named.set('rowLogits', this.#rowLogits);
+    }
     this.#rowHalfLogits ??= this.#buffer(this.maxVerifyTokens * this.#vocabSize * 2);
     this.#verified ??= this.#buffer(this.tokens.byteLength + this.maxVerifyTokens * 4);
     return { rowLogits: this.#rowLogits, rowHalfLogits: this.#rowHalfLogits, verified: this.#verified };
@@ -512,26 +390,6 @@ type LogitRows = 'none' | 'last' | 'every';
 
 /** A fused head's commands, given the LM head's weights and the normed hidden state: in place of the LM head. */
 type HeadPick = (head: GpuWeight, x: GpuBuffer) => KernelCommand[];
-
-/** One matrix of a projection: its weights, its output and its rows. */
-interface Projection {
-  label: string;
-  w: GpuWeight;
-  y: GpuBuffer;
-  rows: number;
-}
-
-// Runs of up to three projections of one weight type, in order: what one
-// matrix-vector dispatch computes (files may mix types, e.g. Q6_K for V).
-function fusable(outputs: Projection[]): Projection[][] {
-  const groups: Projection[][] = [];
-  for (const p of outputs) {
-    const last = groups[groups.length - 1];
-    if (last && last.length < 3 && last[0].w.suffix === p.w.suffix) last.push(p);
-    else groups.push([p]);
-  }
-  return groups;
-}
 
 // Threadgroups of `threads` covering n items.
 function grid(n: number, threads: number): { threadgroups: number; threadsPerThreadgroup: number } {

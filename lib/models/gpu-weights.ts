@@ -36,8 +36,11 @@ export interface WeightFile {
 export class GpuWeights {
   readonly #weights = new Map<string, GpuWeight>();
   readonly #buffers: GpuBuffer[] = [];
+  /** The file's tensor table: what the forward graph is recorded over. */
+  readonly tensors: readonly NativeTensorEntry[];
 
   constructor(readonly device: GpuDevice, file: WeightFile) {
+    this.tensors = file.tensors;
     const suffixes = file.tensors.map((t) => {
       const type = file.types.find((x) => x.id === t.type);
       const suffix = type && KERNEL_TYPES[type.name];

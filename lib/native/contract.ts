@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 7;
+export const ADDON_ABI_VERSION = 8;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -89,19 +89,6 @@ export interface NativeDevice {
 
 export interface NativeTransformerLayouts {
   rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
-  /** rows: the offset of rows[0] (three uint32). */
-  matvec: { size: number; cols: number; mode: number; rows: number; count: number };
-  matvecModes: { store: number; accumulate: number; swiglu: number };
-  matmul: { size: number; rows: number; cols: number; count: number; accumulate: number };
-  embed: { size: number; vocabSize: number; dim: number; count: number };
-  rope: {
-    size: number; heads: number; headDim: number; ropeDims: number; mode: number; position: number; thetaScale: number; freqScale: number;
-    hasFactors: number; count: number; kHeads: number;
-  };
-  kvStore: { size: number; kvDim: number; position: number; count: number };
-  attention: {
-    size: number; heads: number; kvHeads: number; headDim: number; kvLength: number; context: number; scale: number; count: number; splits: number;
-  };
   /** FlashSampling's params (md_head_sampling_params): the LM head and the token's pick in one pass. */
   headSampling: { size: number; rows: number; cols: number; flags: number; temperature: number; seed: number; position: number };
   /** md_head_sampling_params flags: half (float16 logits, the sampler's), bias (a dense bias per token). */
@@ -110,14 +97,6 @@ export interface NativeTransformerLayouts {
   headMaxTiles: number;
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
-  /** The most tokens one md_matvec_batch_* dispatch takes (MD_MATVEC_BATCH). */
-  matvecBatch: number;
-  /** The matrix-matrix kernels' tile: rows of W and tokens per threadgroup. */
-  matmulTile: number;
-  /** Threads per threadgroup of the matrix-matrix kernels. */
-  matmulThreads: number;
-  /** Floats of one attention split's partial result besides its head_dim outputs (its max and its sum). */
-  attentionPartialFloats: number;
 }
 
 /** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */
@@ -125,7 +104,7 @@ export interface NativeLayouts {
   samplingParams: { size: number; position: number; historyCount: number };
   argmaxParams: { size: number; vocabSize: number; flags: number };
   bigramParams: { size: number; vocabSize: number; dim: number };
-  /** The transformer kernels' params blocks (metal/md_transformer.h): each field's byte offset. */
+  /** The transformer kernels' params blocks TypeScript packs (metal/md_transformer.h): each field's byte offset. */
   transformer: NativeTransformerLayouts;
   biasEntry: number;
   /** Bins of md_sample_f16's per-row histogram scratch (uint32 each). */
@@ -251,4 +230,48 @@ export interface NativeAddon {
   /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
   readonly Transformer: new (path: string, config: NativeModelConfig, tensors: NativeTensorEntry[], threads: number, isa: string) => NativeTransformer;
   readonly tensorTypes: readonly NativeTensorType[];
+  /**
+   * The model's forward graph (native/core/graph/) as the kernel launches
+   * of a dispatch table evaluating `count` tokens; a RangeError naming the
+   * option or config field that does not fit.
+   */
+  recordForward(config: NativeModelConfig, tensors: readonly NativeTensorEntry[], options: NativeRecordOptions): NativeRecordedForward;
+  /** Every buffer the forward tables of a sequence bind besides the weights, the tokens and the logits, by name, and its bytes. */
+  forwardBuffers(config: NativeModelConfig, options: NativeForwardBufferOptions): { name: string; bytes: number }[];
+}
+
+export interface NativeRecordOptions {
+  count: number;
+  /** Which logits the table leaves: none (prefill), the last token's, every token's (verification, into "rowLogits"). */
+  logits: 'none' | 'last' | 'every';
+  /** FlashSampling: stop before the LM head and report its tensor (headTensor); the caller appends the fused head and pick. */
+  headPick?: boolean;
+  contextSize: number;
+  attentionSplits: number;
+  /** The KV cache's GGUF tensor type id (F16, F32 or Q8_0). */
+  cacheType: number;
+}
+
+export interface NativeForwardBufferOptions {
+  maxBatch: number;
+  contextSize: number;
+  attentionSplits: number;
+  cacheType: number;
+}
+
+/** One kernel launch: its buffers by name ("tensor:<GGUF name>" for a weight, offset from its start). */
+export interface NativeRecordedCommand {
+  kernel: string;
+  label: string;
+  buffers: { index: number; buffer: string; offset: number }[];
+  params: { index: number; bytes: Uint8Array };
+  threadgroups: number;
+  threadsPerThreadgroup: number;
+  patch?: { rule: 'position' | 'kvLength'; fields: [number] } | { rule: 'tokenOffset'; buffer: number };
+}
+
+export interface NativeRecordedForward {
+  commands: NativeRecordedCommand[];
+  /** With headPick: the LM head's tensor, over the rows of "normed". */
+  headTensor?: string;
 }

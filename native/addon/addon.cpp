@@ -7,6 +7,7 @@
 #include "md_transformer.h"
 #include "buffer_binding.h"
 #include "device_binding.h"
+#include "graph_binding.h"
 #include "sampling_slots.h"
 #include "table_binding.h"
 #include "transformer_binding.h"
@@ -39,7 +40,8 @@ Napi::Object layouts(Napi::Env env) {
   bigram.Set("size", n(sizeof(md_bigram_params)));
   bigram.Set("vocabSize", n(offsetof(md_bigram_params, vocab_size)));
   bigram.Set("dim", n(offsetof(md_bigram_params, dim)));
-  // The transformer kernels' params (metal/md_transformer.h), field by field.
+  // The params the TypeScript side packs (metal/md_transformer.h), field by
+  // field; the forward graph's own are filled by native/core/graph/table_recorder.cpp.
   auto layout = [&](size_t size, std::initializer_list<std::pair<const char*, size_t>> fields) {
     Napi::Object o = Napi::Object::New(env);
     o.Set("size", n(size));
@@ -49,31 +51,6 @@ Napi::Object layouts(Napi::Env env) {
   Napi::Object transformer = Napi::Object::New(env);
   transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
                                                           {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
-  transformer.Set("matvec", layout(sizeof(md_matvec_params), {{"cols", offsetof(md_matvec_params, cols)}, {"mode", offsetof(md_matvec_params, mode)},
-                                                              {"rows", offsetof(md_matvec_params, rows)}, {"count", offsetof(md_matvec_params, count)}}));
-  Napi::Object matvecModes = Napi::Object::New(env);
-  matvecModes.Set("store", n(MD_MATVEC_STORE));
-  matvecModes.Set("accumulate", n(MD_MATVEC_ACCUMULATE));
-  matvecModes.Set("swiglu", n(MD_MATVEC_SWIGLU));
-  transformer.Set("matvecModes", matvecModes);
-  transformer.Set("matmul", layout(sizeof(md_matmul_params), {{"rows", offsetof(md_matmul_params, rows)}, {"cols", offsetof(md_matmul_params, cols)},
-                                                              {"count", offsetof(md_matmul_params, count)}, {"accumulate", offsetof(md_matmul_params, accumulate)}}));
-  transformer.Set("embed", layout(sizeof(md_embed_params), {{"vocabSize", offsetof(md_embed_params, vocab_size)}, {"dim", offsetof(md_embed_params, dim)},
-                                                            {"count", offsetof(md_embed_params, count)}}));
-  transformer.Set("rope", layout(sizeof(md_rope_params), {
-      {"heads", offsetof(md_rope_params, heads)}, {"headDim", offsetof(md_rope_params, head_dim)},
-      {"ropeDims", offsetof(md_rope_params, rope_dims)}, {"mode", offsetof(md_rope_params, mode)},
-      {"position", offsetof(md_rope_params, position)}, {"thetaScale", offsetof(md_rope_params, theta_scale)},
-      {"freqScale", offsetof(md_rope_params, freq_scale)}, {"hasFactors", offsetof(md_rope_params, has_factors)},
-      {"count", offsetof(md_rope_params, count)}, {"kHeads", offsetof(md_rope_params, k_heads)}}));
-  transformer.Set("kvStore", layout(sizeof(md_kv_store_params), {{"kvDim", offsetof(md_kv_store_params, kv_dim)},
-                                                                 {"position", offsetof(md_kv_store_params, position)},
-                                                                 {"count", offsetof(md_kv_store_params, count)}}));
-  transformer.Set("attention", layout(sizeof(md_attention_params), {
-      {"heads", offsetof(md_attention_params, heads)}, {"kvHeads", offsetof(md_attention_params, kv_heads)},
-      {"headDim", offsetof(md_attention_params, head_dim)}, {"kvLength", offsetof(md_attention_params, kv_length)},
-      {"context", offsetof(md_attention_params, context)}, {"scale", offsetof(md_attention_params, scale)},
-      {"count", offsetof(md_attention_params, count)}, {"splits", offsetof(md_attention_params, splits)}}));
   transformer.Set("headSampling", layout(sizeof(md_head_sampling_params), {
       {"rows", offsetof(md_head_sampling_params, rows)}, {"cols", offsetof(md_head_sampling_params, cols)},
       {"flags", offsetof(md_head_sampling_params, flags)}, {"temperature", offsetof(md_head_sampling_params, temperature)},
@@ -84,10 +61,6 @@ Napi::Object layouts(Napi::Env env) {
   transformer.Set("headFlags", headFlags);
   transformer.Set("headMaxTiles", n(MD_HEAD_MAX_TILES));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
-  transformer.Set("matvecBatch", n(MD_MATVEC_BATCH));
-  transformer.Set("matmulTile", n(MD_MATMUL_TILE));
-  transformer.Set("matmulThreads", n(MD_MATMUL_THREADS));
-  transformer.Set("attentionPartialFloats", n(MD_ATTENTION_PARTIAL_FLOATS(0)));
   Napi::Object all = Napi::Object::New(env);
   all.Set("transformer", transformer);
   all.Set("samplingParams", sampling);
@@ -152,7 +125,9 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
       InstanceValue("Transformer", transformer, napi_enumerable),
       InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 7), napi_enumerable),
+      InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
+      InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
+      InstanceValue("abiVersion", Napi::Number::New(env, 8), napi_enumerable),
   });
 }
 

@@ -80,7 +80,8 @@ const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* row
   return slot.bytes.data();
 }
 
-void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x) {
+void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, size_t jobCount, ActivationRows& x) {
+  const MatmulJob* jobs = jobList;
   struct Prepared {
     const TensorView* w;
     float* out;
@@ -91,10 +92,11 @@ void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<Matmul
     int64_t firstRow;  // in the concatenated range
   };
   Prepared prepared[4];
-  if (jobs.size() > 4) throw std::logic_error("matmul: at most 4 products per pass");
+  if (jobCount > 4) throw std::logic_error("matmul: at most 4 products per pass");
   int count = 0;
   int64_t total = 0;
-  for (const MatmulJob& job : jobs) {
+  for (size_t j = 0; j < jobCount; ++j) {
+    const MatmulJob& job = jobs[j];
     if (uint64_t(x.cols()) != job.weights->cols) throw std::logic_error("matmul: activation width differs from the weights'");
     Prepared& p = prepared[count++];
     p.w = job.weights;

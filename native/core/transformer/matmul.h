@@ -50,7 +50,10 @@ struct MatmulJob {
 // Several products of the same activations (Q, K and V; gate and up) in one
 // pass of the pool: the rows of all of them are split across the threads
 // as one range, so the threads meet once, not once per matrix.
-void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x);
+void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobs, size_t count, ActivationRows& x);
+inline void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x) {
+  matmul(pool, dots, jobs.begin(), jobs.size(), x);
+}
 
 // W x for one activation row without an output row: each thread hands its
 // tiles to visit(thread, firstRow, n, values, stride) (row firstRow + i is

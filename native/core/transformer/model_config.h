@@ -1,7 +1,7 @@
 // model_config.h: the shape of a Llama-family transformer, as the loader
 // read it from GGUF metadata (lib/gguf/architectures/*.ts say which keys).
-// The forward pass is one op list (forward.cpp); the architectures differ
-// only in the switches below.
+// The forward pass is one graph (graph/llama_graph.cpp); the architectures
+// differ only in the switches below.
 #pragma once
 #include <cstdint>
 
@@ -28,5 +28,9 @@ struct ModelConfig {
   bool qkvBias = false;          // qwen2
   bool qkNorm = false;           // qwen3: RMSNorm of each head of Q and K before RoPE
 };
+
+// Throws std::invalid_argument naming the field when the config is not a
+// model the forward graph runs (zero sizes, heads that do not divide...).
+void checkConfig(const ModelConfig& config);
 
 }  // namespace md

@@ -1,10 +1,6 @@
-// transformer.cpp: the op list of the forward pass. Per layer:
-//   xn = rmsNorm(x) * attn_norm;  q, k, v = Wq xn (+bq), Wk xn (+bk), Wv xn (+bv)
-//   [qwen3: rmsNorm each head of q and k * q_norm, k_norm]; RoPE q and k
-//   K, V cache[position] = k, v in the cache's type (float16 by default)
-//   attn = softmax(q . K / sqrt(headDim)) V, per head, causal, grouped
-//   x += Wo attn;  xn = rmsNorm(x) * ffn_norm;  x += Wdown (silu(Wgate xn) * Wup xn)
-// then logits = Woutput (rmsNorm(x) * output_norm) for the last position.
+// transformer.cpp: the CPU executor of a model's forward graph
+// (graph/forward_graph.h): each op of the graph computed with the ops of
+// ops.h and the matmuls of matmul.h, as llama.cpp's CPU backend computes it.
 #include "transformer.h"
 
 #include <algorithm>
@@ -46,16 +42,8 @@ TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, u
 }
 
 void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int threads) {
-  const size_t b = size_t(batch), d = c.embeddingLength, q = size_t(c.headCount) * c.headDim,
-               kv = size_t(c.headCountKv) * c.headDim, f = c.ffnLength, r = c.ropeDims / 2;
-  grow(x_, b * d);
-  grow(xn_, b * d);
-  grow(q_, b * q);
-  grow(k_, b * kv);
-  grow(v_, b * kv);
-  grow(attn_, b * q);
-  grow(gate_, b * f);
-  grow(up_, b * f);
+  const size_t b = size_t(batch), d = c.embeddingLength, r = c.ropeDims / 2;
+  for (int a = 0; a < kActivationCount; ++a) grow(activations_[a], b * activationWidth(c, Activation(a)));
   grow(proj_, b * std::max(d, size_t(1)));
   grow(cos_, b * r);
   grow(sin_, b * r);
@@ -110,57 +98,103 @@ void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t c
   }
 }
 
+// Runs fn(r) for each of `rows` rows, on the pool when there are several.
+template <class Fn>
+void Transformer::perRow(int64_t rows, const Fn& fn) {
+  if (rows == 1) return fn(0);
+  pool_.run([&](int thread) {
+    int64_t begin, end;
+    ThreadPool::split(rows, thread, pool_.size(), &begin, &end);
+    for (int64_t t = begin; t < end; ++t) fn(t);
+  });
+}
+
 void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
                                 HeadOutput head, int64_t firstRow) {
   const ModelConfig& c = config_;
+  const ForwardGraph& graph = weights_.graph;
   s.ensureScratch(c, count, pool_.size());
-  const int64_t d = c.embeddingLength, f = c.ffnLength, qDim = int64_t(c.headCount) * c.headDim;
   const int64_t pairs = c.ropeDims / 2;
+  // The RoPE angles of the batch's positions, for every layer's Rope op.
   for (int64_t t = 0; t < count; ++t) {
-    dequantizeRow(weights_.tokenEmbedding.type, weights_.tokenEmbedding.row(tokens[t]), s.x_.data() + t * d, d);
-    ropeAngles(c, floats(weights_.ropeFactors), start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
+    const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
+    ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
   }
-  auto normRows = [&](const float* weight) {
-    if (count == 1) return rmsNorm(s.x_.data(), weight, s.xn_.data(), d, c.normEps);
-    pool_.run([&](int thread) {
-      int64_t begin, end;
-      ThreadPool::split(count, thread, pool_.size(), &begin, &end);
-      for (int64_t t = begin; t < end; ++t) rmsNorm(s.x_.data() + t * d, weight, s.xn_.data() + t * d, d, c.normEps);
-    });
-  };
-  for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
-    const LayerWeights& w = weights_.layers[layer];
-    normRows(floats(w.attnNorm));
-    s.rows_.reset(s.xn_.data(), count, d);
-    matmul(pool_, dots_, {{&w.wq, s.q_.data(), &w.bq}, {&w.wk, s.k_.data(), &w.bk}, {&w.wv, s.v_.data(), &w.bv}}, s.rows_);
-    attention(s, layer, count, start);
-    s.rows_.reset(s.attn_.data(), count, qDim);
-    matmul(pool_, dots_, w.wo, s.rows_, s.proj_.data());
-    addInPlace(s.x_.data(), s.proj_.data(), count * d);
+  const int64_t wanted = count - firstRow;  // rows whose logits (or pick) are wanted; none when <= 0
+  for (const GraphOp& op : graph.ops) {
+    float* in = s.activation(op.in);
+    float* out = s.activation(op.out);
+    switch (op.kind) {
+      case OpKind::Embed: {
+        const TensorView& table = weights_[op.weight];
+        for (int64_t t = 0; t < count; ++t) dequantizeRow(table.type, table.row(tokens[t]), out + t * op.width, op.width);
+        break;
+      }
+      case OpKind::RmsNorm: {
+        const float* weight = floats(weights_[op.weight]);
+        auto normRow = [&](int64_t r) { rmsNorm(in + r * op.width, weight, out + r * op.width, op.width, c.normEps); };
+        if (count == 1) for (int64_t r = 0; r < op.rowsPerToken; ++r) normRow(r);  // a decode step: too little to share
+        else perRow(count * op.rowsPerToken, normRow);
+        break;
+      }
+      case OpKind::Project: project(s, op, count);
+        break;
+      case OpKind::Rope: {
+        const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd, kvDim = int64_t(c.headCountKv) * hd;
+        float* q = s.activation(Activation::Q);
+        float* k = s.activation(Activation::K);
+        perRow(count, [&](int64_t t) {
+          const float* cosines = s.cos_.data() + t * pairs;
+          const float* sines = s.sin_.data() + t * pairs;
+          for (uint32_t h = 0; h < c.headCount; ++h) applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + t * qDim + h * hd);
+          for (uint32_t h = 0; h < c.headCountKv; ++h) applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + t * kvDim + h * hd);
+        });
+        break;
+      }
+      case OpKind::KvStore: storeKv(s, op.layer, count, start);
+        break;
+      case OpKind::Attention: attention(s, op.layer, count, start);
+        break;
+      case OpKind::SwiGlu: swiglu(out, in, count * op.width);
+        break;
+      case OpKind::OutputNorm: {
+        if (wanted <= 0) return;  // no logits wanted from this batch
+        const float* weight = floats(weights_[op.weight]);
+        for (int64_t t = 0; t < wanted; ++t) rmsNorm(in + (firstRow + t) * op.width, weight, out + t * op.width, op.width, c.normEps);
+        break;
+      }
+      case OpKind::LmHead:
+        s.rows_.reset(in, wanted, op.width);
+        if (head.pick) *head.picked = pickFromHead(s, weights_[op.weight], *head.pick);
+        else matmul(pool_, dots_, weights_[op.weight], s.rows_, head.logits);
+        break;
+    }
+  }
+}
 
-    normRows(floats(w.ffnNorm));
-    s.rows_.reset(s.xn_.data(), count, d);
-    matmul(pool_, dots_, {{&w.gate, s.gate_.data()}, {&w.up, s.up_.data()}}, s.rows_);
-    swiglu(s.gate_.data(), s.up_.data(), count * f);
-    s.rows_.reset(s.gate_.data(), count, f);
-    matmul(pool_, dots_, w.down, s.rows_, s.proj_.data());
-    addInPlace(s.x_.data(), s.proj_.data(), count * d);
+// Up to three matrices over one input in one pass of the pool; with
+// accumulate, the product is added to the output (the residual) after.
+void Transformer::project(TransformerState& s, const GraphOp& op, int64_t count) {
+  s.rows_.reset(s.activation(op.in), count, op.width);
+  if (op.accumulate) {
+    const Projection& p = op.projections.at(0);
+    matmul(pool_, dots_, weights_[p.weight], s.rows_, s.proj_.data());
+    addInPlace(s.activation(p.out), s.proj_.data(), count * int64_t(p.rows));
+    return;
   }
-  if (firstRow >= count) return;  // no logits wanted from this batch
-  const int64_t wanted = count - firstRow;
-  for (int64_t t = 0; t < wanted; ++t)
-    rmsNorm(s.x_.data() + (firstRow + t) * d, floats(weights_.outputNorm), s.xn_.data() + t * d, d, c.normEps);
-  s.rows_.reset(s.xn_.data(), wanted, d);
-  if (head.pick) *head.picked = pickFromHead(s, *head.pick);
-  else matmul(pool_, dots_, weights_.output, s.rows_, head.logits);
+  MatmulJob jobs[3];
+  size_t n = 0;
+  for (const Projection& p : op.projections)
+    jobs[n++] = MatmulJob{&weights_[p.weight], s.activation(p.out), p.bias.present() ? &weights_[p.bias] : nullptr};
+  matmul(pool_, dots_, jobs, n, s.rows_);
 }
 
 // Each thread scores its tiles of the LM head as they come (the bits
 // matmul() would store), then the threads' bests meet in row order.
-uint32_t Transformer::pickFromHead(TransformerState& s, const HeadPick& pick) {
+uint32_t Transformer::pickFromHead(TransformerState& s, const TensorView& head, const HeadPick& pick) {
   const HeadScorer scorer(pick);
   std::vector<HeadBest> bests(size_t(pool_.size()), scorer.none());
-  matvecTiles(pool_, dots_, weights_.output, s.rows_, [&](int thread, int64_t first, int n, const float* values, size_t stride) {
+  matvecTiles(pool_, dots_, head, s.rows_, [&](int thread, int64_t first, int n, const float* values, size_t stride) {
     scorer.score(first, n, values, stride, bests[size_t(thread)]);
   });
   HeadBest best = bests[0];
@@ -168,44 +202,31 @@ uint32_t Transformer::pickFromHead(TransformerState& s, const HeadPick& pick) {
   return scorer.token(best);
 }
 
+// Each token's K and V rows into the layer's cache at its position, in the
+// cache's type (F16: each value rounded; F32: copied; Q8_0: blocks of 32).
+void Transformer::storeKv(TransformerState& s, uint32_t layer, int64_t count, int64_t start) {
+  const int64_t kvDim = int64_t(config_.headCountKv) * config_.headDim;
+  const size_t rowBytes = s.cacheRowBytes_, layerBase = size_t(layer) * s.contextSize_ * rowBytes;
+  const float* k = s.activation(Activation::K);
+  const float* v = s.activation(Activation::V);
+  perRow(count, [&](int64_t t) {
+    const size_t row = layerBase + size_t(start + t) * rowBytes;
+    quantizeActivations(s.cacheType_, k + t * kvDim, s.keys_.get() + row, kvDim);
+    quantizeActivations(s.cacheType_, v + t * kvDim, s.values_.get() + row, kvDim);
+  });
+}
+
 void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start) {
   const ModelConfig& c = config_;
-  const LayerWeights& w = weights_.layers[layer];
-  const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd, kvDim = int64_t(c.headCountKv) * hd;
-  const int64_t pairs = c.ropeDims / 2, group = c.headCount / c.headCountKv;
+  const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd;
+  const int64_t group = c.headCount / c.headCountKv;
   const TensorType cache = s.cacheType_, queryType = activationTypeFor(cache);
   const size_t rowBytes = s.cacheRowBytes_, headBytes = rowBytes / size_t(c.headCountKv);
   const size_t layerBase = size_t(layer) * s.contextSize_ * rowBytes;
-  uint8_t* keys = s.keys_.get() + layerBase;
-  uint8_t* values = s.values_.get() + layerBase;
-
-  // Per token: Q/K norms, RoPE, and the K and V cache rows of its position.
-  auto prepare = [&](int64_t t) {
-    float* q = s.q_.data() + t * qDim;
-    float* k = s.k_.data() + t * kvDim;
-    const float* cosines = s.cos_.data() + t * pairs;
-    const float* sines = s.sin_.data() + t * pairs;
-    for (uint32_t h = 0; h < c.headCount; ++h) {
-      if (c.qkNorm) rmsNorm(q + h * hd, floats(w.qNorm), q + h * hd, hd, c.normEps);
-      applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + h * hd);
-    }
-    for (uint32_t h = 0; h < c.headCountKv; ++h) {
-      if (c.qkNorm) rmsNorm(k + h * hd, floats(w.kNorm), k + h * hd, hd, c.normEps);
-      applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + h * hd);
-    }
-    const size_t row = size_t(start + t) * rowBytes;
-    quantizeActivations(cache, k, keys + row, kvDim);  // F16: each value rounded; F32: copied; Q8_0: blocks of 32
-    quantizeActivations(cache, s.v_.data() + t * kvDim, values + row, kvDim);
-  };
-  if (count == 1) {
-    prepare(0);
-  } else {
-    pool_.run([&](int thread) {
-      int64_t begin, end;
-      ThreadPool::split(count, thread, pool_.size(), &begin, &end);
-      for (int64_t t = begin; t < end; ++t) prepare(t);
-    });
-  }
+  const uint8_t* keys = s.keys_.get() + layerBase;
+  const uint8_t* values = s.values_.get() + layerBase;
+  const float* queries = s.activation(Activation::Q);
+  float* attended = s.activation(Activation::Attended);
 
   // Per (token, head): scores against every earlier position, softmax, and
   // the weighted sum of values. The query is taken to the cache's partner
@@ -226,14 +247,14 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / c.headCount, h = item % c.headCount, g = h / group;
       const int64_t positions = start + t + 1;
-      quantizeActivations(queryType, s.q_.data() + t * qDim + h * hd, query, hd);
+      quantizeActivations(queryType, queries + t * qDim + h * hd, query, hd);
       for (int64_t j = 0; j < positions; j += kTileRows) {
         const int rows = int(std::min<int64_t>(kTileRows, positions - j));
         dotKeys(keys + size_t(j) * rowBytes + size_t(g) * headBytes, rowBytes, rows, query, 0, 1, hd, scores + j, 1);
       }
       for (int64_t j = 0; j < positions; ++j) scores[j] *= scale;
       softmax(scores, positions);
-      float* out = s.attn_.data() + t * qDim + h * hd;
+      float* out = attended + t * qDim + h * hd;
       std::fill(out, out + hd, 0.f);
       for (int64_t j = 0; j < positions; ++j) {
         const uint8_t* v = values + size_t(j) * rowBytes + size_t(g) * headBytes;

@@ -1,4 +1,5 @@
-// transformer.h: a Llama-family model's forward pass on the CPU.
+// transformer.h: a model's forward pass on the CPU: the executor of its
+// forward graph (graph/forward_graph.h).
 //
 // A Transformer holds the weights (views into the mapped file) and the
 // thread pool; a TransformerState is one sequence: its KV cache, the
@@ -46,9 +47,11 @@ class TransformerState {
   // zeroing a long context's cache held the calling thread for seconds.
   size_t cacheBytes_ = 0;
   std::unique_ptr<uint8_t[]> keys_, values_;
-  // Scratch for a batch: residual stream, normed input, Q, K, V, attention
-  // output, FFN gate and up, one projection output, RoPE angles.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, proj_, cos_, sin_;
+  float* activation(Activation a) { return activations_[int(a)].data(); }
+  // Scratch for a batch: the graph's activations, one projection output
+  // (before a residual add), RoPE angles.
+  std::vector<float> activations_[kActivationCount];
+  std::vector<float> proj_, cos_, sin_;
   // Per thread: attention scores, the query in the cache's partner type,
   // one head's values as floats (the F32 and Q8_0 caches).
   std::vector<float> scores_, valueRow_;
@@ -92,7 +95,11 @@ class Transformer {
   // The batch's tokens from `firstRow` on get their logits (or the pick).
   void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, HeadOutput head,
                      int64_t firstRow);
-  uint32_t pickFromHead(TransformerState& s, const HeadPick& pick);
+  template <class Fn>
+  void perRow(int64_t rows, const Fn& fn);
+  void project(TransformerState& s, const GraphOp& op, int64_t count);
+  uint32_t pickFromHead(TransformerState& s, const TensorView& head, const HeadPick& pick);
+  void storeKv(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
   void attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
 
   ModelConfig config_;

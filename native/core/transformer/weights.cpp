@@ -1,4 +1,4 @@
-// weights.cpp: binding GGUF tensors to the roles of weights.h.
+// weights.cpp: binding GGUF tensors to the declarations of a forward graph.
 #include "weights.h"
 
 #include <map>
@@ -118,37 +118,16 @@ ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& e
                          uint64_t fileSize) {
   checkConfig(c);
   Binder b(entries, file, fileSize);
-  const uint64_t d = c.embeddingLength, qDim = uint64_t(c.headCount) * c.headDim,
-                 kvDim = uint64_t(c.headCountKv) * c.headDim;
+  // The file's type ids as they are: bind() names an unsupported one.
+  std::map<std::string, TensorType> types;
+  for (const TensorEntry& e : entries) types.emplace(e.name, TensorType(e.type));
   ModelWeights w;
-  w.tokenEmbedding = b.bind("token_embd.weight", d, c.vocabSize, true, false);
-  w.outputNorm = b.bind("output_norm.weight", d, 0, true, true);
-  w.output = b.bind("output.weight", d, c.vocabSize, false, false);
-  if (!w.output.present()) w.output = w.tokenEmbedding;  // tied embeddings
-  w.ropeFactors = b.bind("rope_freqs.weight", c.ropeDims / 2, 0, false, true);
-  w.layers.resize(c.blockCount);
-  for (uint32_t i = 0; i < c.blockCount; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    LayerWeights& l = w.layers[i];
-    l.attnNorm = b.bind(p + "attn_norm.weight", d, 0, true, true);
-    l.wq = b.bind(p + "attn_q.weight", d, qDim, true, false);
-    l.wk = b.bind(p + "attn_k.weight", d, kvDim, true, false);
-    l.wv = b.bind(p + "attn_v.weight", d, kvDim, true, false);
-    l.wo = b.bind(p + "attn_output.weight", qDim, d, true, false);
-    if (c.qkvBias) {
-      l.bq = b.bind(p + "attn_q.bias", qDim, 0, true, true);
-      l.bk = b.bind(p + "attn_k.bias", kvDim, 0, true, true);
-      l.bv = b.bind(p + "attn_v.bias", kvDim, 0, true, true);
-    }
-    if (c.qkNorm) {
-      l.qNorm = b.bind(p + "attn_q_norm.weight", c.headDim, 0, true, true);
-      l.kNorm = b.bind(p + "attn_k_norm.weight", c.headDim, 0, true, true);
-    }
-    l.ffnNorm = b.bind(p + "ffn_norm.weight", d, 0, true, true);
-    l.gate = b.bind(p + "ffn_gate.weight", d, c.ffnLength, true, false);
-    l.up = b.bind(p + "ffn_up.weight", d, c.ffnLength, true, false);
-    l.down = b.bind(p + "ffn_down.weight", c.ffnLength, d, true, false);
-  }
+  w.graph = buildForwardGraph(c, [&types](const std::string& name) -> const TensorType* {
+    auto it = types.find(name);
+    return it == types.end() ? nullptr : &it->second;
+  });
+  w.tensors.reserve(w.graph.tensors.size());
+  for (const TensorDecl& d : w.graph.tensors) w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.required, d.rows == 0));
   b.checkAllUsed("this architecture's tensors");
   return w;
 }

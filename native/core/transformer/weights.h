@@ -1,11 +1,12 @@
-// weights.h: a model's tensors as views into the memory-mapped file, bound
-// to their roles by GGUF tensor name, with every shape checked against the
-// config before any work.
+// weights.h: a model's tensors as views into the memory-mapped file: the
+// tensors its forward graph declares (graph/forward_graph.h), each shape
+// checked against the declaration before any work.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../graph/forward_graph.h"
 #include "../quant/tensor_types.h"
 #include "model_config.h"
 
@@ -30,25 +31,20 @@ struct TensorEntry {
   uint64_t offset = 0;         // from the start of the file
 };
 
-struct LayerWeights {
-  TensorView attnNorm, wq, wk, wv, wo, bq, bk, bv, qNorm, kNorm;
-  TensorView ffnNorm, gate, up, down;
-};
-
+// The forward graph and its tensors: tensors[i] is graph.tensors[i] (not
+// present for an optional tensor the file does not have).
 struct ModelWeights {
-  TensorView tokenEmbedding, outputNorm, output;  // output is tokenEmbedding when the file ties them
-  TensorView ropeFactors;                          // llama3: rope_freqs.weight, ropeDims / 2 values (optional)
-  std::vector<LayerWeights> layers;
+  ForwardGraph graph;
+  std::vector<TensorView> tensors;
+
+  const TensorView& operator[](TensorRef r) const { return tensors[size_t(r.index)]; }
 };
 
-// Binds `entries` (pointing into `file`, `fileSize` bytes) to roles.
+// Builds the config's forward graph and binds its tensors to `entries`
+// (pointing into `file`, `fileSize` bytes).
 // Throws std::invalid_argument naming the tensor and the field for a
 // missing tensor, a wrong shape or type, or bytes outside the file.
 ModelWeights bindWeights(const ModelConfig& config, const std::vector<TensorEntry>& entries, const uint8_t* file,
                          uint64_t fileSize);
-
-// Throws std::invalid_argument naming the field when the config is not a
-// model this forward pass runs (zero sizes, heads that do not divide...).
-void checkConfig(const ModelConfig& config);
 
 }  // namespace md

@@ -1,0 +1,104 @@
+// forward_graph.h: a model's forward pass as data, written once per
+// architecture (llama_graph.cpp) and run by every backend: the CPU
+// executor (transformer/transformer.cpp) computes each op, the table
+// recorder (table_recorder.cpp) turns each op into Metal kernel launches.
+// As llama.cpp's graph builders are to ggml's backends, the graph says
+// what is computed; how is each backend's business.
+//
+// The graph is the op list of one layer after another for a batch of
+// tokens; its ops read and write the named activations below (each one
+// row per token) and the file's tensors, declared with the shapes the
+// architecture expects (weights.cpp binds and checks them).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../quant/tensor_types.h"
+#include "../transformer/model_config.h"
+
+namespace md {
+
+// The activations of a batch, one row per token.
+enum class Activation : uint8_t {
+  Hidden,    // the residual stream: embeddingLength
+  Normed,    // a norm's output: embeddingLength
+  Q,         // headCount * headDim
+  K,         // headCountKv * headDim
+  V,         // headCountKv * headDim
+  Attended,  // attention's output: headCount * headDim
+  Gate,      // ffnLength (SwiGLU's output too)
+  Up,        // ffnLength
+};
+constexpr int kActivationCount = 8;
+const char* activationName(Activation a);  // "hidden", "normed", "q", ...
+// Floats of one token's row of `a` under `c`.
+uint64_t activationWidth(const ModelConfig& c, Activation a);
+
+// A tensor the architecture reads, by its GGUF name: `rows` rows of `cols`
+// values (rows 0: a vector of cols float32 values).
+struct TensorDecl {
+  std::string name;
+  uint64_t cols = 0, rows = 0;
+  bool required = true;
+  TensorType type = TensorType::F32;  // as the file has it (set by the builder's lookup)
+  bool present = false;               // optional tensors may be absent
+};
+
+// An index into ForwardGraph::tensors, or none.
+struct TensorRef {
+  int index = -1;
+  bool present() const { return index >= 0; }
+};
+
+enum class OpKind : uint8_t {
+  Embed,       // out = rows tokens of the table `weight`
+  RmsNorm,     // out = rmsNorm(in) * weight, per row of `width` (rowsPerToken rows per token)
+  Project,     // per projection: its out = W in (+ bias), or out += W in with accumulate
+  Rope,        // RoPE of Q's and K's heads at each token's position
+  KvStore,     // K and V rows into the layer's cache at each token's position
+  Attention,   // Attended = causal attention of Q over the layer's cache
+  SwiGlu,      // Gate = silu(Gate) * Up
+  OutputNorm,  // Normed = rmsNorm(Hidden) * weight for the rows the caller wants logits of
+  LmHead,      // the logits (or the pick) = W Normed for those rows
+};
+
+// One matrix of a Project op.
+struct Projection {
+  std::string label;  // "3: attn_q": each matrix is its own GPU command or part of one
+  TensorRef weight;
+  TensorRef bias;  // added to each row; none for most
+  Activation out = Activation::Hidden;
+  uint32_t rows = 0;
+};
+
+struct GraphOp {
+  OpKind kind = OpKind::Embed;
+  std::string label;  // "3: attention norm": what a table command and a profile show
+  uint32_t layer = 0;
+  Activation in = Activation::Hidden, out = Activation::Hidden;
+  TensorRef weight;
+  uint32_t width = 0;        // values per row the op reads (Project: the columns of its matrices)
+  uint32_t rowsPerToken = 1; // RmsNorm: heads per token for per-head norms
+  bool accumulate = false;   // Project: out += W in (a residual add)
+  std::vector<Projection> projections;  // Project: up to three matrices reading `in`
+};
+
+struct ForwardGraph {
+  std::vector<TensorDecl> tensors;
+  std::vector<GraphOp> ops;
+  TensorRef ropeFactors;  // llama3's rope_freqs, divides the RoPE angles (optional)
+
+  const TensorDecl& tensor(TensorRef r) const { return tensors[size_t(r.index)]; }
+};
+
+// What the file holds: a tensor's type by name, or nullptr when it has none.
+using TensorLookup = std::function<const TensorType*(const std::string& name)>;
+
+// The forward pass of the model `config` describes, over the tensors
+// `lookup` finds. Throws std::invalid_argument naming the field for a
+// config no builder runs (checkConfig's errors).
+ForwardGraph buildForwardGraph(const ModelConfig& config, const TensorLookup& lookup);
+
+}  // namespace md

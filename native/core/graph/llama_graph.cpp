@@ -1,0 +1,145 @@
+// llama_graph.cpp: the forward pass of the Llama family (llama, qwen2,
+// qwen3: GGUF-NOTES.md), which differ only in the config's switches:
+//   per layer: xn = rmsNorm(x) * attn_norm
+//              q, k, v = Wq xn (+bq), Wk xn (+bk), Wv xn (+bv)    [qwen2: the biases]
+//              q, k = rmsNorm of each head * q_norm, k_norm        [qwen3]
+//              RoPE of q and k; K, V cache[position] = k, v
+//              x += Wo attention(q, K, V)
+//              xn = rmsNorm(x) * ffn_norm;  x += Wdown (silu(Wgate xn) * Wup xn)
+//   then logits = Woutput (rmsNorm(x) * output_norm), Woutput being the
+//   embedding table when the file ties them.
+// A new architecture that the kernels already cover is a builder like this
+// one (and its GGUF keys in lib/gguf/architectures/).
+#include <string>
+
+#include "../transformer/weights.h"
+#include "forward_graph.h"
+
+namespace md {
+namespace {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const TensorLookup& lookup) : lookup_(lookup) {}
+
+  // A matrix of `rows` rows of `cols` values, or a float32 vector (rows 0).
+  TensorRef tensor(const std::string& name, uint64_t cols, uint64_t rows, bool required = true) {
+    TensorDecl d;
+    d.name = name;
+    d.cols = cols;
+    d.rows = rows;
+    d.required = required;
+    if (const TensorType* type = lookup_(name)) {
+      d.type = *type;
+      d.present = true;
+    }
+    graph_.tensors.push_back(d);
+    return TensorRef{d.present || required ? int(graph_.tensors.size() - 1) : -1};
+  }
+
+  GraphOp& op(OpKind kind, std::string label, uint32_t layer = 0) {
+    graph_.ops.emplace_back();
+    GraphOp& o = graph_.ops.back();
+    o.kind = kind;
+    o.label = std::move(label);
+    o.layer = layer;
+    return o;
+  }
+
+  void rmsNorm(std::string label, uint32_t layer, Activation in, Activation out, TensorRef weight, uint32_t width,
+               uint32_t rowsPerToken = 1) {
+    GraphOp& o = op(OpKind::RmsNorm, std::move(label), layer);
+    o.in = in;
+    o.out = out;
+    o.weight = weight;
+    o.width = width;
+    o.rowsPerToken = rowsPerToken;
+  }
+
+  void project(std::string label, uint32_t layer, Activation in, uint32_t cols, std::vector<Projection> projections,
+               bool accumulate = false) {
+    GraphOp& o = op(OpKind::Project, std::move(label), layer);
+    o.in = in;
+    o.width = cols;
+    o.projections = std::move(projections);
+    o.accumulate = accumulate;
+  }
+
+  ForwardGraph& graph() { return graph_; }
+
+ private:
+  const TensorLookup& lookup_;
+  ForwardGraph graph_;
+};
+
+}  // namespace
+
+ForwardGraph buildForwardGraph(const ModelConfig& c, const TensorLookup& lookup) {
+  checkConfig(c);
+  GraphBuilder g(lookup);
+  const uint32_t d = c.embeddingLength, f = c.ffnLength;
+  const uint32_t qDim = c.headCount * c.headDim, kvDim = c.headCountKv * c.headDim;
+  const TensorRef embedding = g.tensor("token_embd.weight", d, c.vocabSize);
+  const TensorRef outputNorm = g.tensor("output_norm.weight", d, 0);
+  TensorRef output = g.tensor("output.weight", d, c.vocabSize, false);
+  if (!output.present()) output = embedding;  // tied embeddings: the table is the LM head
+  g.graph().ropeFactors = g.tensor("rope_freqs.weight", c.ropeDims / 2, 0, false);
+
+  GraphOp& embed = g.op(OpKind::Embed, "embedding");
+  embed.out = Activation::Hidden;
+  embed.weight = embedding;
+  embed.width = d;
+  for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".", n = std::to_string(layer) + ": ";
+    const TensorRef attnNorm = g.tensor(p + "attn_norm.weight", d, 0);
+    const TensorRef wq = g.tensor(p + "attn_q.weight", d, qDim), wk = g.tensor(p + "attn_k.weight", d, kvDim),
+                    wv = g.tensor(p + "attn_v.weight", d, kvDim), wo = g.tensor(p + "attn_output.weight", qDim, d);
+    TensorRef bq, bk, bv, qNorm, kNorm;
+    if (c.qkvBias) {
+      bq = g.tensor(p + "attn_q.bias", qDim, 0);
+      bk = g.tensor(p + "attn_k.bias", kvDim, 0);
+      bv = g.tensor(p + "attn_v.bias", kvDim, 0);
+    }
+    if (c.qkNorm) {
+      qNorm = g.tensor(p + "attn_q_norm.weight", c.headDim, 0);
+      kNorm = g.tensor(p + "attn_k_norm.weight", c.headDim, 0);
+    }
+    const TensorRef ffnNorm = g.tensor(p + "ffn_norm.weight", d, 0);
+    const TensorRef gate = g.tensor(p + "ffn_gate.weight", d, f), up = g.tensor(p + "ffn_up.weight", d, f),
+                    down = g.tensor(p + "ffn_down.weight", f, d);
+
+    g.rmsNorm(n + "attention norm", layer, Activation::Hidden, Activation::Normed, attnNorm, d);
+    g.project(n + "attn_q + attn_k + attn_v", layer, Activation::Normed, d,
+              {{n + "attn_q", wq, bq, Activation::Q, qDim},
+               {n + "attn_k", wk, bk, Activation::K, kvDim},
+               {n + "attn_v", wv, bv, Activation::V, kvDim}});
+    if (c.qkNorm) {
+      g.rmsNorm(n + "Q head norms", layer, Activation::Q, Activation::Q, qNorm, c.headDim, c.headCount);
+      g.rmsNorm(n + "K head norms", layer, Activation::K, Activation::K, kNorm, c.headDim, c.headCountKv);
+    }
+    g.op(OpKind::Rope, n + "RoPE of Q and K", layer);
+    g.op(OpKind::KvStore, n + "KV write", layer);
+    g.op(OpKind::Attention, n + "attention", layer).out = Activation::Attended;
+    g.project(n + "attn_output + residual", layer, Activation::Attended, qDim, {{n + "attn_output + residual", wo, {}, Activation::Hidden, d}}, true);
+    g.rmsNorm(n + "FFN norm", layer, Activation::Hidden, Activation::Normed, ffnNorm, d);
+    g.project(n + "ffn_gate + ffn_up", layer, Activation::Normed, d,
+              {{n + "ffn_gate", gate, {}, Activation::Gate, f}, {n + "ffn_up", up, {}, Activation::Up, f}});
+    GraphOp& swiglu = g.op(OpKind::SwiGlu, n + "SwiGLU", layer);
+    swiglu.in = Activation::Up;
+    swiglu.out = Activation::Gate;
+    swiglu.width = f;
+    g.project(n + "ffn_down + residual", layer, Activation::Gate, f, {{n + "ffn_down + residual", down, {}, Activation::Hidden, d}}, true);
+  }
+  GraphOp& norm = g.op(OpKind::OutputNorm, "output norm");
+  norm.in = Activation::Hidden;
+  norm.out = Activation::Normed;
+  norm.weight = outputNorm;
+  norm.width = d;
+  GraphOp& head = g.op(OpKind::LmHead, "LM head");
+  head.in = Activation::Normed;
+  head.weight = output;
+  head.width = d;
+  return std::move(g.graph());
+}
+
+}  // namespace md

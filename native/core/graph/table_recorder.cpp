@@ -1,0 +1,352 @@
+// table_recorder.cpp: each op of a forward graph as kernel launches.
+#include "table_recorder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+
+#include "md_transformer.h"
+
+namespace md {
+namespace {
+
+// The kernels' suffix of a tensor type: "q4_k", "f16", ...
+std::string suffixOf(TensorType type) {
+  std::string s = tensorTypeInfo(type).name;
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+template <class Params>
+std::vector<uint8_t> bytesOf(const Params& p) {
+  std::vector<uint8_t> bytes(sizeof(Params));
+  std::memcpy(bytes.data(), &p, sizeof(Params));
+  return bytes;
+}
+
+uint32_t ceilDiv(uint64_t n, uint64_t d) { return uint32_t((n + d - 1) / d); }
+
+// One matrix of a projection as the recorder sees it: its weights' name
+// and type, its output, its rows.
+struct Matrix {
+  std::string label, tensor, suffix, out;
+  uint32_t rows;
+  uint64_t outOffset = 0;  // bytes into `out` (the LM head's rows of logits)
+};
+
+class Recorder {
+ public:
+  Recorder(const ForwardGraph& g, const ModelConfig& c, const RecordOptions& o) : g_(g), c_(c), o_(o) {}
+
+  RecordedForward run() {
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      const GraphOp& op = g_.ops[i];
+      switch (op.kind) {
+        case OpKind::Embed: embed(op); break;
+        case OpKind::RmsNorm:
+          add(rmsNorm("md_rms_norm_f32", op.label, activationName(op.in), op.weight, activationName(op.out), op.width,
+                      o_.count * op.rowsPerToken, 0));
+          break;
+        case OpKind::Project: {
+          const GraphOp* next = i + 1 < g_.ops.size() ? &g_.ops[i + 1] : nullptr;
+          if (next && next->kind == OpKind::SwiGlu && fusesSwiglu(op)) {
+            matvec(activationName(op.in), op.width, matrices(op), MD_MATVEC_SWIGLU, o_.count);  // gate, up and SwiGLU in one dispatch
+            ++i;
+          } else {
+            project(op);
+          }
+          break;
+        }
+        case OpKind::Rope: rope(op); break;
+        case OpKind::KvStore: kvStore(op); break;
+        case OpKind::Attention: attention(op); break;
+        case OpKind::SwiGlu: swiglu(op); break;
+        case OpKind::OutputNorm:
+          if (o_.logits == LogitRows::None) return std::move(out_);
+          add(rmsNorm("md_rms_norm_f32", op.label, activationName(op.in), op.weight, activationName(op.out), op.width,
+                      headRows(), uint64_t(o_.count - headRows()) * op.width * 4));
+          break;
+        case OpKind::LmHead: lmHead(op); break;
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // The rows the LM head reads: the last token's, or every token's (verification).
+  uint32_t headRows() const { return o_.logits == LogitRows::Every ? o_.count : 1; }
+  // Verification evaluates every projection with the matrix-vector kernels,
+  // whose rows have the bits of one-token steps.
+  bool matrixVector() const { return o_.count == 1 || o_.logits == LogitRows::Every; }
+
+  std::string tensorName(TensorRef r) const { return "tensor:" + g_.tensor(r).name; }
+
+  void add(RecordedCommand c) { out_.commands.push_back(std::move(c)); }
+
+  static RecordedCommand command(std::string kernel, std::string label) {
+    RecordedCommand c;
+    c.kernel = std::move(kernel);
+    c.label = std::move(label);
+    return c;
+  }
+
+  // Threadgroups of `threads` covering n items.
+  static void grid(RecordedCommand& c, uint64_t n, uint32_t threads) {
+    c.threadgroups = std::max<uint32_t>(1, ceilDiv(n, threads));
+    c.threadsPerThreadgroup = threads;
+  }
+
+  static std::vector<uint8_t> rowsParams(uint32_t n, uint32_t rows, float eps, bool broadcast) {
+    md_rows_params p{};
+    p.n = n;
+    p.rows = rows;
+    p.eps = eps;
+    p.broadcast = broadcast ? 1 : 0;
+    return bytesOf(p);
+  }
+
+  RecordedCommand rmsNorm(const char* kernel, const std::string& label, const std::string& x, TensorRef weight,
+                          const std::string& out, uint32_t n, uint32_t rows, uint64_t xOffset) const {
+    RecordedCommand c = command(kernel, label);
+    c.buffers = {{0, x, xOffset}, {1, tensorName(weight), 0}, {3, out, 0}};
+    c.paramsIndex = 2;
+    c.params = rowsParams(n, rows, c_.normEps, false);
+    c.threadgroups = rows;
+    c.threadsPerThreadgroup = 256;
+    return c;
+  }
+
+  void embed(const GraphOp& op) {
+    RecordedCommand c = command("md_embed_rows_" + suffixOf(g_.tensor(op.weight).type), op.label);
+    c.buffers = {{0, "tokens", 0}, {1, tensorName(op.weight), 0}, {3, activationName(op.out), 0}};
+    md_embed_params p{};
+    p.vocab_size = c_.vocabSize;
+    p.dim = op.width;
+    p.count = o_.count;
+    c.paramsIndex = 2;
+    c.params = bytesOf(p);
+    grid(c, uint64_t(o_.count) * op.width, 128);
+    c.patchRule = "tokenOffset";
+    c.patchBuffer = 0;
+    add(std::move(c));
+  }
+
+  std::vector<Matrix> matrices(const GraphOp& op) const {
+    std::vector<Matrix> m;
+    for (const Projection& p : op.projections)
+      m.push_back({p.label, tensorName(p.weight), suffixOf(g_.tensor(p.weight).type), activationName(p.out), p.rows});
+    return m;
+  }
+
+  bool fusesSwiglu(const GraphOp& op) const {
+    return matrixVector() && op.projections.size() == 2 &&
+           g_.tensor(op.projections[0].weight).type == g_.tensor(op.projections[1].weight).type;
+  }
+
+  // y = W x for each token (y += W x with accumulate: the residual add fused
+  // in), then the biases. One token: the matrix-vector kernel, one dispatch
+  // for up to three matrices of a type that read the same x. A batch: the
+  // matrix-matrix kernel, one per matrix.
+  void project(const GraphOp& op) {
+    const std::string x = activationName(op.in);
+    const std::vector<Matrix> outputs = matrices(op);
+    if (!matrixVector()) {
+      for (const Matrix& m : outputs) {
+        RecordedCommand c = command("md_matmul_" + m.suffix, m.label);
+        c.buffers = {{0, m.tensor, 0}, {1, x, 0}, {3, m.out, 0}};
+        md_matmul_params p{};
+        p.rows = m.rows;
+        p.cols = op.width;
+        p.count = o_.count;
+        p.accumulate = op.accumulate ? 1 : 0;
+        c.paramsIndex = 2;
+        c.params = bytesOf(p);
+        c.threadgroups = ceilDiv(m.rows, MD_MATMUL_TILE) * ceilDiv(o_.count, MD_MATMUL_TILE);
+        c.threadsPerThreadgroup = MD_MATMUL_THREADS;
+        add(std::move(c));
+      }
+    } else {
+      // Runs of up to three matrices of one type, in order (files may mix
+      // types, e.g. Q6_K for V).
+      std::vector<Matrix> group;
+      for (const Matrix& m : outputs) {
+        if (!group.empty() && (group.size() == 3 || group[0].suffix != m.suffix)) {
+          matvec(x, op.width, group, op.accumulate ? MD_MATVEC_ACCUMULATE : MD_MATVEC_STORE, o_.count);
+          group.clear();
+        }
+        group.push_back(m);
+      }
+      matvec(x, op.width, group, op.accumulate ? MD_MATVEC_ACCUMULATE : MD_MATVEC_STORE, o_.count);
+    }
+    for (const Projection& p : op.projections) {
+      if (!p.bias.present()) continue;
+      RecordedCommand c = command("md_add_f32", p.label + " bias");
+      c.buffers = {{0, activationName(p.out), 0}, {1, tensorName(p.bias), 0}};
+      c.paramsIndex = 2;
+      c.params = rowsParams(p.rows, o_.count, 0, true);
+      grid(c, uint64_t(p.rows) * o_.count, 256);
+      add(std::move(c));
+    }
+  }
+
+  // The tokens' rows of x in runs of up to MD_MATVEC_BATCH: one dispatch each.
+  void matvec(const std::string& x, uint32_t cols, const std::vector<Matrix>& group, uint32_t mode, uint32_t tokens) {
+    const Matrix* slots[3];
+    for (size_t m = 0; m < 3; ++m) slots[m] = &group[m < group.size() ? m : 0];  // Metal wants every argument bound
+    uint32_t simdGroups = 0;
+    for (const Matrix& m : group) simdGroups += ceilDiv(m.rows, MD_MATVEC_ROWS);
+    std::string label;
+    for (const Matrix& m : group) label += (label.empty() ? "" : " + ") + m.label;
+    for (uint32_t first = 0; first < tokens; first += MD_MATVEC_BATCH) {
+      const uint32_t n = std::min<uint32_t>(MD_MATVEC_BATCH, tokens - first);
+      RecordedCommand c = command(std::string("md_matvec_") + (n > 1 ? "batch_" : "") + group[0].suffix,
+                                  tokens > 1 ? label + " (tokens " + std::to_string(first) + ".." +
+                                                   std::to_string(first + n - 1) + ")"
+                                             : label);
+      auto y = [&](const Matrix& m, uint32_t index) {
+        return BufferBinding{index, m.out, m.outOffset + uint64_t(first) * m.rows * 4};
+      };
+      c.buffers = {{0, slots[0]->tensor, 0}, {1, x, uint64_t(first) * cols * 4}, y(*slots[0], 3),
+                   {4, slots[1]->tensor, 0}, y(*slots[1], 5), {6, slots[2]->tensor, 0}, y(*slots[2], 7)};
+      md_matvec_params p{};
+      p.cols = cols;
+      p.mode = mode;
+      for (size_t m = 0; m < group.size(); ++m) p.rows[m] = group[m].rows;
+      p.count = n;
+      c.paramsIndex = 2;
+      c.params = bytesOf(p);
+      c.threadgroups = ceilDiv(mode == MD_MATVEC_SWIGLU ? ceilDiv(group[0].rows, MD_MATVEC_ROWS) : simdGroups, 4);
+      c.threadsPerThreadgroup = 128;
+      add(std::move(c));
+    }
+  }
+
+  void rope(const GraphOp& op) {
+    RecordedCommand c = command("md_rope_f32", op.label);
+    const bool factors = g_.ropeFactors.present();
+    c.buffers = {{0, "q", 0}, {1, factors ? tensorName(g_.ropeFactors) : "q", 0}, {3, "k", 0}};
+    md_rope_params p{};
+    p.heads = c_.headCount;
+    p.k_heads = c_.headCountKv;
+    p.head_dim = c_.headDim;
+    p.rope_dims = c_.ropeDims;
+    p.mode = uint32_t(c_.ropeMode);
+    // base^(-2 / ropeDims) once, in the order the CPU's angles take it.
+    p.theta_scale = float(std::pow(double(c_.ropeBase), double(float(-2.0 / double(c_.ropeDims)))));
+    p.freq_scale = c_.ropeFreqScale;
+    p.has_factors = factors ? 1 : 0;
+    p.count = o_.count;
+    c.paramsIndex = 2;
+    c.params = bytesOf(p);
+    grid(c, uint64_t(o_.count) * (c_.headCount + c_.headCountKv) * (c_.ropeDims / 2), 64);
+    c.patchRule = "position";
+    c.patchFields = {uint32_t(offsetof(md_rope_params, position))};
+    add(std::move(c));
+  }
+
+  void kvStore(const GraphOp& op) {
+    const uint32_t kvDim = c_.headCountKv * c_.headDim;
+    const std::string layer = std::to_string(op.layer);
+    RecordedCommand c = command("md_kv_store_" + suffixOf(o_.cacheType), op.label);
+    c.buffers = {{0, "k", 0}, {1, "v", 0}, {3, "keys." + layer, 0}, {4, "values." + layer, 0}};
+    md_kv_store_params p{};
+    p.kv_dim = kvDim;
+    p.count = o_.count;
+    c.paramsIndex = 2;
+    c.params = bytesOf(p);
+    // One thread per value; Q8_0's one per block.
+    const uint32_t items = o_.cacheType == TensorType::Q8_0 ? kvDim / tensorTypeInfo(TensorType::Q8_0).blockValues : kvDim;
+    grid(c, uint64_t(o_.count) * items, 64);
+    c.patchRule = "position";
+    c.patchFields = {uint32_t(offsetof(md_kv_store_params, position))};
+    add(std::move(c));
+  }
+
+  void attention(const GraphOp& op) {
+    const std::string layer = std::to_string(op.layer);
+    md_attention_params p{};
+    p.heads = c_.headCount;
+    p.kv_heads = c_.headCountKv;
+    p.head_dim = c_.headDim;
+    p.context = o_.contextSize;
+    p.scale = float(1.0 / std::sqrt(double(c_.headDim)));
+    p.count = o_.count;
+    p.splits = o_.attentionSplits;
+    RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), op.label);
+    c.buffers = {{0, "q", 0}, {1, "keys." + layer, 0}, {2, "values." + layer, 0}, {4, "scores", 0},
+                 {5, activationName(op.out), 0}, {6, "partials", 0}};
+    c.paramsIndex = 3;
+    c.params = bytesOf(p);
+    c.threadgroups = o_.count * c_.headCount * o_.attentionSplits;
+    c.threadsPerThreadgroup = 128;
+    c.patchRule = "kvLength";
+    c.patchFields = {uint32_t(offsetof(md_attention_params, kv_length))};
+    add(c);
+    if (o_.attentionSplits > 1) {
+      RecordedCommand merge = command("md_attention_merge_f32", op.label + " merge");
+      merge.buffers = {{0, "partials", 0}, {2, activationName(op.out), 0}};
+      merge.paramsIndex = 1;
+      merge.params = c.params;
+      grid(merge, uint64_t(o_.count) * c_.headCount * c_.headDim, 128);
+      merge.patchRule = "kvLength";
+      merge.patchFields = c.patchFields;
+      add(std::move(merge));
+    }
+  }
+
+  void swiglu(const GraphOp& op) {
+    RecordedCommand c = command("md_swiglu_f32", op.label);
+    c.buffers = {{0, activationName(op.out), 0}, {1, activationName(op.in), 0}};
+    c.paramsIndex = 2;
+    c.params = rowsParams(op.width, o_.count, 0, false);
+    grid(c, uint64_t(op.width) * o_.count, 256);
+    add(std::move(c));
+  }
+
+  void lmHead(const GraphOp& op) {
+    if (o_.headPick) {
+      out_.headTensor = g_.tensor(op.weight).name;
+      return;
+    }
+    Matrix head{op.label, tensorName(op.weight), suffixOf(g_.tensor(op.weight).type),
+                o_.logits == LogitRows::Every ? "rowLogits" : "logits", c_.vocabSize};
+    matvec(activationName(op.in), op.width, {head}, MD_MATVEC_STORE, headRows());
+  }
+
+  const ForwardGraph& g_;
+  const ModelConfig& c_;
+  const RecordOptions& o_;
+  RecordedForward out_;
+};
+
+}  // namespace
+
+RecordedForward recordForward(const ForwardGraph& graph, const ModelConfig& config, const RecordOptions& options) {
+  if (options.count < 1) throw std::invalid_argument("count: expected at least 1 token, got 0");
+  if (options.contextSize < 1) throw std::invalid_argument("contextSize: must be positive, got 0");
+  if (options.attentionSplits < 1) throw std::invalid_argument("attentionSplits: must be positive, got 0");
+  if (options.cacheType != TensorType::F16 && options.cacheType != TensorType::F32 && options.cacheType != TensorType::Q8_0)
+    throw std::invalid_argument("cacheType: expected F16, F32 or Q8_0, got type " + std::to_string(uint32_t(options.cacheType)));
+  return Recorder(graph, config, options).run();
+}
+
+std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& c, uint32_t maxBatch, uint32_t contextSize,
+                                                             uint32_t attentionSplits, TensorType cacheType) {
+  std::vector<std::pair<std::string, uint64_t>> buffers;
+  const uint64_t batch = maxBatch;
+  for (int a = 0; a < kActivationCount; ++a)
+    buffers.emplace_back(activationName(Activation(a)), batch * activationWidth(c, Activation(a)) * 4);
+  buffers.emplace_back("scores", batch * c.headCount * contextSize * 4);
+  buffers.emplace_back("partials", batch * c.headCount * attentionSplits * (MD_ATTENTION_PARTIAL_FLOATS(c.headDim)) * 4);
+  const uint64_t cacheBytes = uint64_t(contextSize) * rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
+  for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
+    buffers.emplace_back("keys." + std::to_string(layer), cacheBytes);
+    buffers.emplace_back("values." + std::to_string(layer), cacheBytes);
+  }
+  return buffers;
+}
+
+}  // namespace md

@@ -1,0 +1,76 @@
+// table_recorder.h: a forward graph as the Metal kernel launches of a
+// dispatch table, each with the kernel's own params struct
+// (metal/md_transformer.h) filled here, the one place that knows both.
+// The recorder knows kernel names, bindings and grids, not the Metal API:
+// the addon hands the launches to JavaScript, which binds the named
+// buffers and builds the table (lib/models/gguf-forward-table.ts).
+//
+// Which kernels: one token (a decode step) and verification rows take the
+// matrix-vector kernels, up to three matrices of one type per dispatch,
+// the batch form for several rows (each row the bits of a one-token
+// step), gate + up + SwiGLU fused into one; a prefill batch takes the
+// matrix-matrix kernels. Attention is split over `attentionSplits`
+// threadgroups per (token, head) with a merge after.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "forward_graph.h"
+
+namespace md {
+
+// Which logits a table leaves: none (prefill), the last token's, or every
+// token's (speculative verification: rows of `rowLogits`).
+enum class LogitRows : uint8_t { None, Last, Every };
+
+struct RecordOptions {
+  uint32_t count = 1;  // tokens the table evaluates, from the position its run starts at
+  LogitRows logits = LogitRows::Last;
+  // FlashSampling: stop before the LM head; the caller appends the fused
+  // head-and-pick (RecordedForward::headTensor over `normed`).
+  bool headPick = false;
+  uint32_t contextSize = 0;
+  uint32_t attentionSplits = 1;
+  TensorType cacheType = TensorType::F16;
+};
+
+// A binding of a named buffer at `index`: an activation (activationName),
+// "tokens", "logits", "rowLogits", "scores", "partials", "keys.<layer>",
+// "values.<layer>", or "tensor:<GGUF name>" (offset from the tensor's start).
+struct BufferBinding {
+  uint32_t index = 0;
+  std::string buffer;
+  uint64_t offset = 0;
+};
+
+struct RecordedCommand {
+  std::string kernel, label;
+  std::vector<BufferBinding> buffers;
+  uint32_t paramsIndex = 0;
+  std::vector<uint8_t> params;  // the kernel's params struct, as its bytes
+  uint32_t threadgroups = 1, threadsPerThreadgroup = 1;
+  // How a chain moves the command to its step's position (dispatch_table.h):
+  // "" none, "position" / "kvLength" (patchFields: byte offsets in params),
+  // "tokenOffset" (patchBuffer: the binding index whose offset moves).
+  std::string patchRule;
+  std::vector<uint32_t> patchFields;
+  uint32_t patchBuffer = 0;
+};
+
+struct RecordedForward {
+  std::vector<RecordedCommand> commands;
+  std::string headTensor;  // with headPick: the LM head's matrix, over the rows of "normed"
+};
+
+// Throws std::invalid_argument naming the option that is out of range.
+RecordedForward recordForward(const ForwardGraph& graph, const ModelConfig& config, const RecordOptions& options);
+
+// Every buffer the tables of a sequence bind besides the weights, and its
+// bytes: batches of up to `maxBatch` tokens over `contextSize` positions.
+std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& config, uint32_t maxBatch,
+                                                             uint32_t contextSize, uint32_t attentionSplits,
+                                                             TensorType cacheType);
+
+}  // namespace md
