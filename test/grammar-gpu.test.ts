@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 
 import { generate, loadModel, Session, type DecodeModel, type GenerateOptions, type GgufModel, type OneShotGenerateOptions, type ModelSequence } from '../lib/index.js';
-import { GgufGpuSequence } from '../lib/models/gguf-gpu-sequence.js';
+import { TableSequence } from '../lib/gpu/table-sequence.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
 import { requireNativeBuilt } from './helpers.js';
@@ -65,7 +65,7 @@ describe.each(Object.entries(SETTINGS))('%s', (_, settings) => {
     ['a tokenMask function', { tokenMask: ({ generated }: { generated: Uint32Array }) => evenTokens(generated.length) }],
   ] as const)('%s: the tokens of the logits-reading path, with no logits read', async (_name, constraint) => {
     const options: OneShotGenerateOptions = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend: 'emulated' };
-    const evaluate = vi.spyOn(GgufGpuSequence.prototype, 'evaluate');
+    const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
     const onGpu = await generate(model, PROMPT, options);
     expect(evaluate).not.toHaveBeenCalled();  // no logits came back
     evaluate.mockRestore();

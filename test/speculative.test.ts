@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BigramModel, generate, loadModel, LogitsModel, Session, type BackendName, type GenerateOptions } from '../lib/index.js';
 import { ngramDraft } from '../lib/generate/speculative.js';
 import type { GgufModel } from '../lib/models/gguf-model.js';
-import { GgufGpuSequence } from '../lib/models/gguf-gpu-sequence.js';
+import { TableSequence } from '../lib/gpu/table-sequence.js';
 import { textModel } from './generate-helpers.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -208,7 +208,7 @@ describe('GGUF models on the emulated GPU: one submission per verification, only
   it.each(OPTION_SETS)('%s', async (_name, options) => {
     const base = { ...options, backend: 'emulated', maxTokens: 40, contextSize: 128 } as const;
     const plain = await generate(gguf, prompt, base);
-    const evaluate = vi.spyOn(GgufGpuSequence.prototype, 'evaluate');
+    const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
     try {
       const speculative = await generate(gguf, prompt, { ...base, speculative: { draftTokens: 10 } });
       expect(evaluate).not.toHaveBeenCalled();  // no logits came back

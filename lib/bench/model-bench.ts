@@ -10,7 +10,7 @@ import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
 import type { GgufModel, GgufSequence } from '../models/gguf-model.js';
 import type { Tokenizer } from '../generate/model.js';
-import type { GgufGpuSequence } from '../models/gguf-gpu-sequence.js';
+import type { TableSequence } from '../gpu/table-sequence.js';
 import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';
 import { benchFusedHead, type FusedHeadResult } from './head-bench.js';
 import { median } from './stats.js';
@@ -113,7 +113,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   let kvCacheBytes = 0;
   try {
     for (let run = 0; run < s.runs + 1; run++) {
-      const sequence = model.openSequence({ backend: s.backend, contextSize }) as GgufSequence | GgufGpuSequence;
+      const sequence = model.openSequence({ backend: s.backend, contextSize }) as GgufSequence | TableSequence;
       const start = performance.now();
       await sequence.evaluate(Uint32Array.from(prompt), 0);
       const prefill = performance.now() - start;

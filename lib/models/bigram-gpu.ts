@@ -11,7 +11,8 @@ import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-opt
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
-import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
+import type { SequenceTables } from '../gpu/table-sequence.js';
+import { checkVerifyCount } from '../gpu/table-verifier.js';
 import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
@@ -41,11 +42,11 @@ function weightsOn(model: BigramWeights, device: GpuDevice): { embedding: GpuBuf
   return weights;
 }
 
-export class BigramChain implements VerificationTables {
+export class BigramChain implements SequenceTables {
   readonly model: BigramWeights;
   readonly device: GpuDevice;
   /** One uint32 token per position: the prompt, then what the chain writes. */
-  readonly sequence: GpuBuffer;
+  readonly tokens: GpuBuffer;
   /** The last step's float16 logits. */
   readonly logits: GpuBuffer;
   readonly greedyTable: DispatchTable;
@@ -56,6 +57,7 @@ export class BigramChain implements VerificationTables {
   #scratch: SamplingScratch | undefined;
   #forwardTable: DispatchTable | undefined;
   #rows: { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } | undefined;  // verification's
+  readonly #rowsTables: DispatchTable[] = [];  // by row count, made on first use
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
   readonly #wide: WideScratch;
@@ -65,7 +67,7 @@ export class BigramChain implements VerificationTables {
     const contextSize = integerInRange('contextSize', options.contextSize ?? DEFAULT_CONTEXT_SIZE, 2, MAX_CONTEXT_SIZE);
     this.model = model;
     this.device = device;
-    this.sequence = device.createBuffer(contextSize * 4);
+    this.tokens = device.createBuffer(contextSize * 4);
     this.logits = device.createBuffer(model.vocabSize * 2);
     ({ embedding: this.#embedding, head: this.#head } = weightsOn(model, device));
     this.#hidden = device.createBuffer(model.dim * 2);
@@ -76,12 +78,12 @@ export class BigramChain implements VerificationTables {
     this.#params = new Uint8Array(params.buffer);
 
     this.#wide = wideScratch(device, model.vocabSize);
-    this.greedyTable = addCommands(this.#forward(), wideArgmaxCommands(device, this.logits, this.sequence, model.vocabSize, 'f16', this.#wide)).build();
+    this.greedyTable = addCommands(this.#forward(), wideArgmaxCommands(device, this.logits, this.tokens, model.vocabSize, 'f16', this.#wide)).build();
   }
 
   /** The tokens the sequence buffer holds. */
   get contextSize(): number {
-    return this.sequence.byteLength / 4;
+    return this.tokens.byteLength / 4;
   }
 
   /** Writes tokens (a prompt) at `position`. Not while a chain runs. */
@@ -98,7 +100,7 @@ export class BigramChain implements VerificationTables {
       ids[i] = t;
     }
     if (this.#busy()) throw new Error('writeTokens: a chain is running on this sequence');
-    this.sequence.write(position * 4, ids);
+    this.tokens.write(position * 4, ids);
   }
 
   /** Most tokens one verification table evaluates (the patches' look-ahead bounds it). */
@@ -118,7 +120,7 @@ export class BigramChain implements VerificationTables {
     const rows = this.#verificationRows();
     const sampled = needsSamplingKernel(resolveSampling({ seed: 0, ...options }));
     if (sampled) this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
-    const sampling = sampled ? samplingCommand(this.device, rows.logits, this.sequence, this.model.vocabSize, options, this.#scratch!, rows.verified) : undefined;
+    const sampling = sampled ? samplingCommand(this.device, rows.logits, this.tokens, this.model.vocabSize, options, this.#scratch!, rows.verified) : undefined;
     const b = new DispatchTableBuilder(this.device);
     for (let r = 0; r < count; r++) {
       this.#addForward(b, r, rows.hidden, rows.logits);
@@ -130,13 +132,36 @@ export class BigramChain implements VerificationTables {
     return table;
   }
 
-  /** The table that computes `count` rows as verifyTable() does and leaves their logits (readRows), for rejection sampling. The caller disposes it. */
+  /** The table that computes `count` rows as verifyTable() does and leaves their logits (readRows), for rejection sampling. Made on first use and kept. */
   rowsTable(count: number): DispatchTable {
     checkVerifyCount(count, this.maxVerifyTokens);
     const rows = this.#verificationRows();
-    const b = new DispatchTableBuilder(this.device);
-    for (let r = 0; r < count; r++) this.#addForward(b, r, rows.hidden, rows.logits);
-    return b.build();
+    let table = this.#rowsTables[count];
+    if (table === undefined) {
+      const b = new DispatchTableBuilder(this.device);
+      for (let r = 0; r < count; r++) this.#addForward(b, r, rows.hidden, rows.logits);
+      table = this.#rowsTables[count] = b.build();
+    }
+    return table;
+  }
+
+  /**
+   * A bigram's logits need only the last token: with logits, one forward
+   * step of token position + count - 1; without, nothing (the tokens are
+   * the whole state).
+   */
+  async evaluateSpan(position: number, count: number, withLogits: boolean): Promise<void> {
+    if (withLogits && count > 0) await this.device.runChain(this.forwardTable, position + count - 1, 1);
+  }
+
+  /** The float16 logits the last forward step left. */
+  readLogits(): Uint16Array {
+    return this.logits.readFloat16(0, this.model.vocabSize);
+  }
+
+  /** Whether `table` is one this chain keeps (tableFor's greedy table) rather than one made for the call. */
+  isKept(table: DispatchTable): boolean {
+    return table === this.greedyTable;
   }
 
   /** The float16 logits of the first `count` rows a rowsTable() or verifyTable() run left. */
@@ -153,7 +178,7 @@ export class BigramChain implements VerificationTables {
   /** The table that samples with `options` (temperature, filters, seed, penalties, bias) on the GPU. */
   sampledTable(options: ChainSamplingOptions): DispatchTable {
     this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
-    const { commands, bias } = wideSamplingCommands(this.device, this.logits, this.sequence, this.model.vocabSize, options, this.#scratch);
+    const { commands, bias } = wideSamplingCommands(this.device, this.logits, this.tokens, this.model.vocabSize, options, this.#scratch);
     const table = addCommands(this.#forward(), commands).build();
     bias.dispose();  // the table holds the memory it binds until it is disposed
     return table;
@@ -180,7 +205,7 @@ export class BigramChain implements VerificationTables {
    */
   async *run(table: DispatchTable, start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
     if (this.#running) throw new Error('This chain is already running on this sequence; one run at a time');
-    const runner = new ChainRunner(table, this.sequence);
+    const runner = new ChainRunner(table, this.tokens);
     this.#running = runner;
     try {
       yield* runner.run(start, count, options);
@@ -198,9 +223,10 @@ export class BigramChain implements VerificationTables {
     if (this.#busy()) throw new Error('dispose: a chain is running on this sequence');
     this.greedyTable.dispose();
     this.#forwardTable?.dispose();
+    for (const table of this.#rowsTables) table?.dispose();
     const scratch = [...Object.values(this.#scratch ?? {}), this.#wide.partials, this.#wide.state];
     const rows = [this.#rows?.hidden, this.#rows?.logits, this.#rows?.verified];
-    for (const buffer of [this.sequence, this.logits, this.#hidden, ...scratch, ...rows]) buffer?.dispose();
+    for (const buffer of [this.tokens, this.logits, this.#hidden, ...scratch, ...rows]) buffer?.dispose();
   }
 
   /** Chunks submitted to the GPU and not finished yet. */
@@ -225,7 +251,7 @@ export class BigramChain implements VerificationTables {
     return b
       .add('md_embed_f16', {
         label: `embedding${row}`,
-        buffers: [{ index: 0, buffer: this.sequence }, { index: 1, buffer: this.#embedding }, { index: 3, ...at(hidden, this.model.dim) }],
+        buffers: [{ index: 0, buffer: this.tokens }, { index: 1, buffer: this.#embedding }, { index: 3, ...at(hidden, this.model.dim) }],
         params: { index: 2, bytes: this.#params },
         threadgroups: Math.ceil(this.model.dim / embedThreads),
         threadsPerThreadgroup: embedThreads,
@@ -259,7 +285,7 @@ export class BigramChain implements VerificationTables {
     return (this.#rows ??= {
       hidden: this.device.createBuffer(rows * halfRowBytes(this.model.dim)),
       logits: this.device.createBuffer(rows * halfRowBytes(this.model.vocabSize)),
-      verified: this.device.createBuffer(this.sequence.byteLength + rows * 4),
+      verified: this.device.createBuffer(this.tokens.byteLength + rows * 4),
     });
   }
 }

@@ -15,7 +15,10 @@
 // gives every row the bits of a one-token step, and samples every row.
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
-import { checkVerifyCount, type VerificationTables } from '../gpu/table-verifier.js';
+import type { Logits } from '../generate/model.js';
+import type { MaskedStepTables } from '../gpu/masked-steps.js';
+import type { SequenceTables } from '../gpu/table-sequence.js';
+import { checkVerifyCount } from '../gpu/table-verifier.js';
 import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
@@ -49,7 +52,7 @@ export function attentionSplitsFor(contextSize: number): number {
   return Math.min(16, Math.max(1, Math.round(contextSize / 512)));
 }
 
-export class GgufForwardTable implements VerificationTables {
+export class GgufForwardTable implements SequenceTables, MaskedStepTables {
   /** One uint32 per position: the prompt, then each step's token. */
   readonly tokens: GpuBuffer;
   /** The logits after the last token of the last table run, float32. */
@@ -190,6 +193,24 @@ export class GgufForwardTable implements VerificationTables {
 
   writeTokens(position: number, tokens: Uint32Array): void {
     this.tokens.write(position * 4, tokens);
+  }
+
+  /** Tokens position .. position + count - 1 (in the token buffer), one submission per prefillBatch; withLogits: the last batch leaves its logits. */
+  async evaluateSpan(position: number, count: number, withLogits: boolean): Promise<void> {
+    for (let done = 0; done < count; done += this.prefillBatch) {
+      const n = Math.min(this.prefillBatch, count - done);
+      await this.device.runChain(this.batchTable(n, withLogits && done + n === count), position + done, 1);
+    }
+  }
+
+  /** The float32 logits the last table with logits left. */
+  readLogits(): Logits {
+    return new Float32Array(this.logits.read(0, this.#vocabSize * 4));
+  }
+
+  /** Whether `table` is one this object keeps (tableFor's greedy table) rather than one made for the call. */
+  isKept(table: DispatchTable): boolean {
+    return table === this.greedy;
   }
 
   /**

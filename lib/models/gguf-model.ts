@@ -18,7 +18,7 @@ import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
 import { checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
 import { GpuWeights } from './gpu-weights.js';
-import { GgufGpuSequence } from './gguf-gpu-sequence.js';
+import { TableSequence } from '../gpu/table-sequence.js';
 import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
 import type { ChatTemplate } from '../tokenizers/chat-template.js';
 
@@ -59,7 +59,7 @@ export class GgufModel implements DecodeModel {
   readonly #sequences = new Set<GgufSequence>();
   // GPU sequences hold device buffers (their KV caches), freed with the
   // model; the weights are made once per device and shared by them.
-  readonly #gpuSequences = new Set<GgufGpuSequence>();
+  readonly #gpuSequences = new Set<TableSequence>();
   readonly #gpuWeights = new Map<string, GpuWeights>();
   #disposed = false;
 
@@ -109,7 +109,7 @@ export class GgufModel implements DecodeModel {
       }
       const table = new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType });
       const native = this.#native;
-      const sequence = new GgufGpuSequence(table, this.vocabSize, () => native.fileProblem());
+      const sequence = new TableSequence(table, () => native.fileProblem());
       this.#gpuSequences.add(sequence);
       return sequence;
     }
