@@ -64,4 +64,36 @@ typedef struct md_block_q8_k {
   md_i16 bsums[MD_QK_K / 16];  // sums of each 16 quants
 } md_block_q8_k;
 
+// Every tensor type this package reads, the one list: its GGUF name and
+// type id, its kernels' suffix, and its block (values, bytes; a float row
+// is blocks of one value). Expanded into the CPU's type table
+// (native/core/quant/tensor_types.cpp, which the TypeScript side reads
+// through the addon), the emulator's kernel table (native/emu/kernels.cpp)
+// and the kernel contracts (native/core/kernel_contracts.cpp).
+// X(NAME, suffix, id, blockValues, blockBytes)
+//
+// Adding a weight type: its line here and its block struct above; its
+// md_block_value (md_block_values.h); its kernels in matvec.metal,
+// matmul.metal, embedding.metal and head_sampling.metal (the emulator
+// table then needs them, and test/kernel-sources.test.ts checks the
+// sets are equal); its dequantization and dot product on the CPU
+// (native/core/quant/convert_rows.cpp, dot_kernels.h).
+#define MD_WEIGHT_TYPES(X)                          \
+  X(F32, f32, 0, 1, 4)                              \
+  X(F16, f16, 1, 1, 2)                              \
+  X(Q4_0, q4_0, 2, MD_QK, sizeof(md_block_q4_0))    \
+  X(Q4_1, q4_1, 3, MD_QK, sizeof(md_block_q4_1))    \
+  X(Q5_0, q5_0, 6, MD_QK, sizeof(md_block_q5_0))    \
+  X(Q8_0, q8_0, 8, MD_QK, sizeof(md_block_q8_0))    \
+  X(Q4_K, q4_k, 12, MD_QK_K, sizeof(md_block_q4_k)) \
+  X(Q5_K, q5_k, 13, MD_QK_K, sizeof(md_block_q5_k)) \
+  X(Q6_K, q6_k, 14, MD_QK_K, sizeof(md_block_q6_k)) \
+  X(BF16, bf16, 30, 1, 2)
+
+// The types only activations take: the partners the CPU's dot products
+// convert activations to (Q8_1 for Q4_1, Q8_K for the K types).
+#define MD_ACTIVATION_TYPES(X)                      \
+  X(Q8_1, q8_1, 9, MD_QK, sizeof(md_block_q8_1))    \
+  X(Q8_K, q8_k, 15, MD_QK_K, sizeof(md_block_q8_k))
+
 #endif  // MD_BLOCKS_H

@@ -1,6 +1,7 @@
 // gpu-weights.ts: a GGUF model's tensors as device buffers, made once per
 // model and device and shared by every GPU sequence of the model. Each
-// tensor is a (buffer, offset) binding and the kernel suffix of its type.
+// tensor is a (buffer, offset) binding and the kernel suffix of its type
+// (the addon's tensor type table: metal/md_blocks.h's list of types).
 //
 // Nothing is copied: each tensor is a read-only buffer over the file's
 // mapping (device.mapFile: Metal's newBufferWithBytesNoCopy on the pages
@@ -10,11 +11,6 @@ import { BackendUnavailableError } from '../errors.js';
 import type { GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { tensorBytes } from '../gguf/tensor-bytes.js';
 import type { NativeTensorEntry, NativeTensorType, NativeTransformer } from '../native/contract.js';
-
-/** Kernel suffix of each weight type the GPU kernels read (md_matvec_*, md_matmul_*, md_embed_rows_*). */
-export const KERNEL_TYPES: Readonly<Record<string, string>> = {
-  F32: 'f32', F16: 'f16', BF16: 'bf16', Q8_0: 'q8_0', Q4_0: 'q4_0', Q4_1: 'q4_1', Q5_0: 'q5_0', Q4_K: 'q4_k', Q5_K: 'q5_k', Q6_K: 'q6_k',
-};
 
 export interface GpuWeight {
   buffer: GpuBuffer;
@@ -43,10 +39,11 @@ export class GpuWeights {
     this.tensors = file.tensors;
     const suffixes = file.tensors.map((t) => {
       const type = file.types.find((x) => x.id === t.type);
-      const suffix = type && KERNEL_TYPES[type.name];
-      if (type === undefined || suffix === undefined) {
+      const suffix = type?.kernelSuffix;
+      if (type === undefined || suffix === null || suffix === undefined) {
+        const gpuTypes = file.types.filter((x) => x.kernelSuffix !== null).map((x) => x.name);
         throw new BackendUnavailableError(device.kind,
-          `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${Object.keys(KERNEL_TYPES).join(', ')})`);
+          `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${gpuTypes.join(', ')})`);
       }
       return { suffix, length: tensorBytes(type, t.dims) };
     });

@@ -133,6 +133,8 @@ export interface NativeTensorType {
   blockBytes: number;
   /** false for the activation-only types (Q8_1, Q8_K). */
   weight: boolean;
+  /** The GPU kernels' suffix for a weight type (md_matvec_<suffix>...); null for the activation-only types. */
+  kernelSuffix: string | null;
 }
 
 /** The shape of a Llama-family model (native/core/transformer/model_config.h). */

@@ -84,6 +84,7 @@ Napi::Array tensorTypeTable(Napi::Env env) {
     t.Set("blockValues", Napi::Number::New(env, types[i].blockValues));
     t.Set("blockBytes", Napi::Number::New(env, types[i].blockBytes));
     t.Set("weight", Napi::Boolean::New(env, types[i].weight));
+    t.Set("kernelSuffix", types[i].kernelSuffix ? Napi::Value(Napi::String::New(env, types[i].kernelSuffix)) : env.Null());
     table.Set(uint32_t(i), t);
   }
   return table;

@@ -333,21 +333,18 @@ void attentionMerge(Contract& c) {
   c.needs(0, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
 }
 
-// Each weight type's kernel suffix, values and bytes per block: an
-// md_matvec_*, md_matvec_batch_*, md_matmul_* and md_embed_rows_* kernel
-// each. Float rows may have any length, so their "block" here is one value
+// Each weight type's kernel suffix, values and bytes per block (the list
+// in md_blocks.h): an md_matvec_*, md_matvec_batch_*, md_matmul_*,
+// md_embed_rows_* and md_head_sample_* kernel each. Float rows may have any length, so their "block" here is one value
 // (the kernels read them 32 at a time, with a short last part).
 struct WeightBlocks {
   const char* suffix;
   uint32_t values;
   uint64_t bytes;
 };
-constexpr WeightBlocks kWeightBlocks[] = {
-    {"f32", 1, 4}, {"f16", 1, 2}, {"bf16", 1, 2},
-    {"q8_0", MD_QK, sizeof(md_block_q8_0)}, {"q4_0", MD_QK, sizeof(md_block_q4_0)}, {"q4_1", MD_QK, sizeof(md_block_q4_1)},
-    {"q5_0", MD_QK, sizeof(md_block_q5_0)}, {"q4_k", MD_QK_K, sizeof(md_block_q4_k)}, {"q5_k", MD_QK_K, sizeof(md_block_q5_k)},
-    {"q6_k", MD_QK_K, sizeof(md_block_q6_k)},
-};
+#define MD_WEIGHT_BLOCKS_ROW(NAME, suffix, id, values, bytes) {#suffix, values, bytes},
+constexpr WeightBlocks kWeightBlocks[] = {MD_WEIGHT_TYPES(MD_WEIGHT_BLOCKS_ROW)};
+#undef MD_WEIGHT_BLOCKS_ROW
 
 std::map<std::string, std::function<void(Contract&)>> allContracts() {
   std::map<std::string, std::function<void(Contract&)>> all = {

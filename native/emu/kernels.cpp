@@ -29,7 +29,14 @@ namespace {
 
 // Kernel names are the pipeline-cache keys on both devices; a test checks
 // this table against every `kernel void` in metal/.
+// Each weight type's kernels (the list in md_blocks.h).
+#define MD_WEIGHT_TYPE_KERNELS(NAME, suffix, id, values, bytes)                                           \
+  MD_EMULATED_KERNEL(md_matvec_##suffix), MD_EMULATED_KERNEL(md_matvec_batch_##suffix),                  \
+      MD_EMULATED_KERNEL(md_head_sample_##suffix), MD_EMULATED_KERNEL(md_embed_rows_##suffix),           \
+      MD_EMULATED_KERNEL(md_matmul_##suffix),
+
 const EmulatedKernel kKernels[] = {
+    MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_KERNELS)
     MD_EMULATED_KERNEL(md_argmax_f16),
     MD_EMULATED_KERNEL(md_argmax_f32),
     MD_EMULATED_KERNEL(md_argmax_slices_f16),
@@ -53,47 +60,7 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_swiglu_f32),
     MD_EMULATED_KERNEL(md_add_f32),
     MD_EMULATED_KERNEL(md_half_from_f32),
-    MD_EMULATED_KERNEL(md_matvec_f32),
-    MD_EMULATED_KERNEL(md_matvec_f16),
-    MD_EMULATED_KERNEL(md_matvec_q8_0),
-    MD_EMULATED_KERNEL(md_matvec_q4_0),
-    MD_EMULATED_KERNEL(md_matvec_q4_k),
-    MD_EMULATED_KERNEL(md_matvec_q5_k),
-    MD_EMULATED_KERNEL(md_matvec_q6_k),
-    MD_EMULATED_KERNEL(md_matvec_bf16),
-    MD_EMULATED_KERNEL(md_matvec_q4_1),
-    MD_EMULATED_KERNEL(md_matvec_q5_0),
-    MD_EMULATED_KERNEL(md_matvec_batch_f32),
-    MD_EMULATED_KERNEL(md_matvec_batch_f16),
-    MD_EMULATED_KERNEL(md_matvec_batch_bf16),
-    MD_EMULATED_KERNEL(md_matvec_batch_q8_0),
-    MD_EMULATED_KERNEL(md_matvec_batch_q4_0),
-    MD_EMULATED_KERNEL(md_matvec_batch_q4_1),
-    MD_EMULATED_KERNEL(md_matvec_batch_q5_0),
-    MD_EMULATED_KERNEL(md_matvec_batch_q4_k),
-    MD_EMULATED_KERNEL(md_matvec_batch_q5_k),
-    MD_EMULATED_KERNEL(md_matvec_batch_q6_k),
-    MD_EMULATED_KERNEL(md_head_sample_f32),
-    MD_EMULATED_KERNEL(md_head_sample_f16),
-    MD_EMULATED_KERNEL(md_head_sample_bf16),
-    MD_EMULATED_KERNEL(md_head_sample_q8_0),
-    MD_EMULATED_KERNEL(md_head_sample_q4_0),
-    MD_EMULATED_KERNEL(md_head_sample_q4_1),
-    MD_EMULATED_KERNEL(md_head_sample_q5_0),
-    MD_EMULATED_KERNEL(md_head_sample_q4_k),
-    MD_EMULATED_KERNEL(md_head_sample_q5_k),
-    MD_EMULATED_KERNEL(md_head_sample_q6_k),
     MD_EMULATED_KERNEL(md_head_sample_pick),
-    MD_EMULATED_KERNEL(md_embed_rows_f32),
-    MD_EMULATED_KERNEL(md_embed_rows_f16),
-    MD_EMULATED_KERNEL(md_embed_rows_q8_0),
-    MD_EMULATED_KERNEL(md_embed_rows_q4_0),
-    MD_EMULATED_KERNEL(md_embed_rows_q4_k),
-    MD_EMULATED_KERNEL(md_embed_rows_q5_k),
-    MD_EMULATED_KERNEL(md_embed_rows_q6_k),
-    MD_EMULATED_KERNEL(md_embed_rows_bf16),
-    MD_EMULATED_KERNEL(md_embed_rows_q4_1),
-    MD_EMULATED_KERNEL(md_embed_rows_q5_0),
     MD_EMULATED_KERNEL(md_rope_f32),
     MD_EMULATED_KERNEL(md_kv_store_f16),
     MD_EMULATED_KERNEL(md_kv_store_f32),
@@ -102,16 +69,6 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_attention_f32),
     MD_EMULATED_KERNEL(md_attention_q8_0),
     MD_EMULATED_KERNEL(md_attention_merge_f32),
-    MD_EMULATED_KERNEL(md_matmul_f32),
-    MD_EMULATED_KERNEL(md_matmul_f16),
-    MD_EMULATED_KERNEL(md_matmul_bf16),
-    MD_EMULATED_KERNEL(md_matmul_q8_0),
-    MD_EMULATED_KERNEL(md_matmul_q4_0),
-    MD_EMULATED_KERNEL(md_matmul_q4_1),
-    MD_EMULATED_KERNEL(md_matmul_q5_0),
-    MD_EMULATED_KERNEL(md_matmul_q4_k),
-    MD_EMULATED_KERNEL(md_matmul_q5_k),
-    MD_EMULATED_KERNEL(md_matmul_q6_k),
 };
 
 }  // namespace

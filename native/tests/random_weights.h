@@ -79,13 +79,11 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
 // blocks (float rows: any length).
 inline bool rowsFit(md::TensorType type, uint32_t cols) { return cols % md::tensorTypeInfo(type).blockValues == 0; }
 
-// Every weight type and its kernel suffix (md_matvec_*, md_embed_rows_*).
+// Every weight type and its kernel suffix (md_matvec_*, md_embed_rows_*), from the list in md_blocks.h.
 struct TypeCase {
   md::TensorType type;
   const char* suffix;
 };
-inline const TypeCase kWeightTypes[] = {
-    {md::TensorType::F32, "f32"}, {md::TensorType::F16, "f16"}, {md::TensorType::BF16, "bf16"}, {md::TensorType::Q8_0, "q8_0"},
-    {md::TensorType::Q4_0, "q4_0"}, {md::TensorType::Q4_1, "q4_1"}, {md::TensorType::Q5_0, "q5_0"}, {md::TensorType::Q4_K, "q4_k"},
-    {md::TensorType::Q5_K, "q5_k"}, {md::TensorType::Q6_K, "q6_k"},
-};
+#define MD_TEST_TYPE_CASE(NAME, suffix, id, values, bytes) {md::TensorType::NAME, #suffix},
+inline const TypeCase kWeightTypes[] = {MD_WEIGHT_TYPES(MD_TEST_TYPE_CASE)};
+#undef MD_TEST_TYPE_CASE

@@ -2,7 +2,6 @@
 #include "table_recorder.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -15,9 +14,9 @@ namespace {
 
 // The kernels' suffix of a tensor type: "q4_k", "f16", ...
 std::string suffixOf(TensorType type) {
-  std::string s = tensorTypeInfo(type).name;
-  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
+  const char* suffix = tensorTypeInfo(type).kernelSuffix;
+  if (suffix == nullptr) throw std::invalid_argument(std::string("type ") + tensorTypeInfo(type).name + " has no GPU kernels");
+  return suffix;
 }
 
 template <class Params>

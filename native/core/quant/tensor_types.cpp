@@ -1,4 +1,4 @@
-// tensor_types.cpp: the table of tensor_types.h.
+// tensor_types.cpp: the table of tensor_types.h, from the one list of types (metal/md_blocks.h).
 #include "tensor_types.h"
 
 #include <stdexcept>
@@ -8,20 +8,11 @@
 namespace md {
 namespace {
 
-constexpr TensorTypeInfo kTypes[] = {
-    {TensorType::F32, "F32", 1, 4, true},
-    {TensorType::F16, "F16", 1, 2, true},
-    {TensorType::Q4_0, "Q4_0", blocks::kBlock, sizeof(blocks::Q4_0), true},
-    {TensorType::Q4_1, "Q4_1", blocks::kBlock, sizeof(blocks::Q4_1), true},
-    {TensorType::Q5_0, "Q5_0", blocks::kBlock, sizeof(blocks::Q5_0), true},
-    {TensorType::Q8_0, "Q8_0", blocks::kBlock, sizeof(blocks::Q8_0), true},
-    {TensorType::Q8_1, "Q8_1", blocks::kBlock, sizeof(blocks::Q8_1), false},
-    {TensorType::Q4_K, "Q4_K", blocks::kSuperBlock, sizeof(blocks::Q4_K), true},
-    {TensorType::Q5_K, "Q5_K", blocks::kSuperBlock, sizeof(blocks::Q5_K), true},
-    {TensorType::Q6_K, "Q6_K", blocks::kSuperBlock, sizeof(blocks::Q6_K), true},
-    {TensorType::Q8_K, "Q8_K", blocks::kSuperBlock, sizeof(blocks::Q8_K), false},
-    {TensorType::BF16, "BF16", 1, 2, true},
-};
+#define MD_WEIGHT_TYPE_ROW(NAME, suffix, id, values, bytes) {TensorType::NAME, #NAME, values, uint32_t(bytes), true, #suffix},
+#define MD_ACTIVATION_TYPE_ROW(NAME, suffix, id, values, bytes) {TensorType::NAME, #NAME, values, uint32_t(bytes), false, nullptr},
+constexpr TensorTypeInfo kTypes[] = {MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_ROW) MD_ACTIVATION_TYPES(MD_ACTIVATION_TYPE_ROW)};
+#undef MD_WEIGHT_TYPE_ROW
+#undef MD_ACTIVATION_TYPE_ROW
 
 }  // namespace
 

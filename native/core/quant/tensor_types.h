@@ -7,22 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "md_blocks.h"  // MD_WEIGHT_TYPES, MD_ACTIVATION_TYPES: the list of types
+
 namespace md {
 
-enum class TensorType : uint32_t {
-  F32 = 0,
-  F16 = 1,
-  Q4_0 = 2,
-  Q4_1 = 3,
-  Q5_0 = 6,
-  Q8_0 = 8,
-  Q8_1 = 9,  // activations only (the partner of Q4_1)
-  Q4_K = 12,
-  Q5_K = 13,
-  Q6_K = 14,
-  Q8_K = 15,  // activations only (the partner of the K types)
-  BF16 = 30,
-};
+#define MD_TENSOR_TYPE_ENUM(NAME, suffix, id, values, bytes) NAME = id,
+enum class TensorType : uint32_t { MD_WEIGHT_TYPES(MD_TENSOR_TYPE_ENUM) MD_ACTIVATION_TYPES(MD_TENSOR_TYPE_ENUM) };
+#undef MD_TENSOR_TYPE_ENUM
 
 struct TensorTypeInfo {
   TensorType type;
@@ -30,9 +21,10 @@ struct TensorTypeInfo {
   uint32_t blockValues;  // values per block
   uint32_t blockBytes;   // bytes per block
   bool weight;           // may appear in a model file (false: activations only)
+  const char* kernelSuffix;  // the GPU kernels' suffix (md_matvec_<suffix>...); nullptr for activation-only types
 };
 
-// Every type above, in id order.
+// Every type of MD_WEIGHT_TYPES, then of MD_ACTIVATION_TYPES.
 const TensorTypeInfo* tensorTypes(size_t* count);
 // nullptr when `id` is not a type this package reads.
 const TensorTypeInfo* findTensorType(uint32_t id);
