@@ -116,10 +116,8 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
   s.ensureScratch(c, count, pool_.size());
   const int64_t pairs = c.ropeDims / 2;
   // The RoPE angles of the batch's positions, for every layer's Rope op.
-  for (int64_t t = 0; t < count; ++t) {
-    const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
-    ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
-  }
+  const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
+  for (int64_t t = 0; t < count; ++t) ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
   const int64_t wanted = count - firstRow;  // rows whose logits (or pick) are wanted; none when <= 0
   for (const GraphOp& op : graph.ops) {
     float* in = s.activation(op.in);
