@@ -117,6 +117,7 @@
         "native/core/noise_block.cpp",
         "native/core/weight_bounds.cpp",
         "native/core/kernel_sampler.cpp",
+        "native/core/sampling_launches.cpp",
         "native/core/dispatch_table.cpp",
         "native/core/bigram_forward.cpp",
         "native/core/exact_arithmetic.cpp",
@@ -153,6 +154,7 @@
         "native/addon/transformer_binding.cpp",
         "native/addon/model_arguments.cpp",
         "native/addon/graph_binding.cpp",
+        "native/addon/sampling_launch_binding.cpp",
         "native/addon/bench_binding.cpp",
         "native/bench/llama_cpp_sampler.cpp"
       ],

@@ -130,7 +130,7 @@ else
 fi
 
 echo "== the emulator builds with clang"
-for f in native/emu/*.cpp native/core/kernel_sampler.cpp; do
+for f in native/emu/*.cpp native/core/kernel_sampler.cpp native/core/sampling_launches.cpp; do
   "$CLANG" -std=c++17 -O1 -Wall -Wextra -Werror -ffp-contract=off -Inative/emu -Imetal -c "$f" -o "$out/$(basename "$f").o"
   echo "   ok  $f"
 done

@@ -1,12 +1,16 @@
-// sampling-command.ts: the last command of a sampled chain table, shared
-// by every model's tables: md_sample_f16 over a row of float16 logits,
-// with the options packed once (temperature, filters, seed, penalties over
-// the sequence buffer, bias), writing token p + 1 into the sequence buffer
-// (the sampledToken patch), where the next step's embedding reads it.
+// sampling-command.ts: the pick at the end of a chain table, shared by
+// every model's tables: the argmax, or the sampling kernels with the
+// options packed once (temperature, filters, seed, penalties over the
+// sequence buffer, bias), writing token p + 1 into the sequence buffer
+// (the argmaxOutput or sampledToken patch), where the next step's
+// embedding reads it. Which kernels run, on which buffers and grids, is
+// the addon's one list (native/core/sampling_launches.h, which the native
+// kernel sampler replays too); this file binds its buffers and patches.
+import type { NativeSamplingLaunch, NativeSamplingPlan, SamplingBufferName } from '../native/contract.js';
 import { SamplingPacker } from '../native/native-sampler.js';
-import { penaltiesOn, plainGreedy, resolveSampling, type ChainSamplingOptions, type ResolvedSampling } from '../sampling-options.js';
+import { plainGreedy, resolveSampling, type ChainSamplingOptions, type ResolvedSampling } from '../sampling-options.js';
 import type { GpuBuffer, GpuDevice } from './device.js';
-import type { CommandSpec, DispatchTableBuilder } from './dispatch-table.js';
+import type { CommandSpec, DispatchTableBuilder, PatchSpec } from './dispatch-table.js';
 
 export type { ChainSamplingOptions } from '../sampling-options.js';
 
@@ -53,20 +57,55 @@ export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1):
  */
 export function wideArgmaxCommands(device: GpuDevice, logits: GpuBuffer, output: GpuBuffer, vocabSize: number, type: 'f16' | 'f32',
   scratch: WideScratch, mask?: GpuBuffer): KernelCommand[] {
+  return launchCommands(device, { vocab: vocabSize, logits: type, pick: 'argmax', wide: true }, argmaxParams(device, vocabSize, mask),
+    { logits, tokens: output, mask: mask ?? noMask(device), partials: scratch.partials, state: scratch.state });
+}
+
+/**
+ * md_argmax_* over `rows` rows of logits (one threadgroup each): row r's
+ * token to slot p + 1 + r of `output`; with `mask`, among the tokens it allows.
+ */
+export function argmaxCommand(device: GpuDevice, logits: GpuBuffer, output: GpuBuffer, vocabSize: number, type: 'f16' | 'f32', rows = 1,
+  mask?: GpuBuffer): KernelCommand {
+  return launchCommands(device, { vocab: vocabSize, rows, logits: type, pick: 'argmax' }, argmaxParams(device, vocabSize, mask),
+    { logits, tokens: output, mask: mask ?? noMask(device) })[0];
+}
+
+function argmaxParams(device: GpuDevice, vocabSize: number, mask: GpuBuffer | undefined): Uint8Array {
   const layout = device.addon.layouts.argmaxParams;
   const params = new DataView(new ArrayBuffer(layout.size));
   params.setUint32(layout.vocabSize, vocabSize, true);
   params.setUint32(layout.flags, mask ? device.addon.tokenMaskFlag : 0, true);
-  const groups = device.addon.wideSamplingGroups(vocabSize);
-  const buffers = [
-    { index: 0, buffer: logits }, { index: 2, buffer: output }, { index: 3, buffer: mask ?? noMask(device) },
-    { index: 4, buffer: scratch.partials }, { index: 5, buffer: scratch.state },
-  ];
-  const slices = `md_argmax_slices_${type}`, pick = `md_argmax_pick_${type}`;
-  return [
-    { kernel: slices, spec: { label: 'argmax: slices', buffers, params: { index: 1, bytes: params }, threadgroups: groups, threadsPerThreadgroup: rowThreads(device, slices, Math.ceil(vocabSize / groups)) } },
-    { kernel: pick, spec: { label: 'argmax: pick', buffers, params: { index: 1, bytes: params }, threadsPerThreadgroup: rowThreads(device, pick, groups), patch: { rule: 'argmaxOutput', buffer: 2 } } },
-  ];
+  return new Uint8Array(params.buffer);
+}
+
+/**
+ * The addon's launches for `plan` as table commands: its buffers bound by
+ * name, `params` inline, threads by rowThreads, and the chain's patches by
+ * role (the pick moves its output to slot p + 1; a step before it reads
+ * the position and the history length of p + 1).
+ */
+function launchCommands(device: GpuDevice, plan: NativeSamplingPlan, params: Uint8Array, buffers: Partial<Record<SamplingBufferName, GpuBuffer>>): KernelCommand[] {
+  const layout = device.addon.layouts.samplingParams;
+  return device.addon.samplingLaunches(plan).map((launch: NativeSamplingLaunch): KernelCommand => {
+    const bindings = launch.buffers.map(({ index, buffer }) => {
+      const bound = buffers[buffer];
+      if (bound === undefined) throw new Error(`${launch.kernel}: no ${buffer} buffer was given for its binding ${index}`);
+      return { index, buffer: bound };
+    });
+    const output = launch.buffers.find((b) => b.buffer === 'tokens')?.index ?? 0;
+    const patch: PatchSpec | undefined = launch.role === 'step' ? { rule: 'kvLength', fields: [layout.position, layout.historyCount] }
+      : launch.role !== 'pick' ? undefined
+        : plan.pick === 'argmax' ? { rule: 'argmaxOutput', buffer: output }
+          : { rule: 'sampledToken', buffer: output, position: layout.position, historyCount: layout.historyCount };
+    return {
+      kernel: launch.kernel,
+      spec: {
+        label: launch.label, buffers: bindings, params: { index: launch.paramsIndex, bytes: params }, threadgroups: launch.threadgroups,
+        threadsPerThreadgroup: rowThreads(device, launch.kernel, launch.tokensPerThreadgroup), ...(patch ? { patch } : {}),
+      },
+    };
+  });
 }
 
 const noMasks = new WeakMap<GpuDevice, GpuBuffer>();
@@ -118,34 +157,12 @@ export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: 
   slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
   // A mask's words only set MD_FLAG_TOKEN_MASK here: the kernel reads the buffer.
   const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues, new Uint32Array(mask ? maskWords(vocabSize) : 0));
-  const layout = addon.layouts.samplingParams;
   const bias = device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
-  return {
-    bias,
-    spec: {
-      label: 'sample',
-      buffers: [
-        { index: 0, buffer: logits },
-        { index: 2, buffer: sequence },  // the history: every token so far
-        { index: 3, buffer: bias },
-        { index: 4, buffer: scratch.edited },
-        { index: 5, buffer: scratch.histogram },
-        { index: 6, buffer: output },
-        { index: 7, buffer: scratch.marks },
-        { index: 8, buffer: mask ?? noMask(device) },
-      ],
-      params: { index: 1, bytes: packed.params },
-      threadsPerThreadgroup: rowThreads(device, 'md_sample_f16', vocabSize),
-      patch: { rule: 'sampledToken', buffer: 6, position: layout.position, historyCount: layout.historyCount },
-    },
-  };
+  const [command] = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', params: packed.params }, packed.params, {
+    logits, history: sequence, bias, edited: scratch.edited, histogram: scratch.histogram, tokens: output, marks: scratch.marks, mask: mask ?? noMask(device),
+  });
+  return { bias, spec: command.spec };
 }
-
-/** The wide kernels in order, and whether each is a pass over the row (on many threadgroups) or a step between passes (on one). */
-const WIDE_STEPS: [kernel: string, rowPass: boolean][] = [
-  ['md_sample_wide_prepare_f16', true], ['md_sample_wide_edit_f16', false], ['md_sample_wide_count_f16', true],
-  ['md_sample_wide_filter_f16', false], ['md_sample_wide_noise_f16', true], ['md_sample_wide_pick_f16', false],
-];
 
 /** One command of a table: a kernel and its spec. */
 export interface KernelCommand {
@@ -163,31 +180,11 @@ export interface KernelCommand {
 export function wideSamplingCommands(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
   scratch: SamplingScratch, output: GpuBuffer = sequence, mask?: GpuBuffer): { commands: KernelCommand[]; bias: GpuBuffer } {
   const { spec, bias } = samplingCommand(device, logits, sequence, vocabSize, options, scratch, output, mask);
-  const groups = device.addon.wideSamplingGroups(vocabSize);
-  const layout = device.addon.layouts.samplingParams;
-  const sliceTokens = Math.ceil(vocabSize / groups);
-  // Steps with nothing to do for these options are left out (the kernels
-  // decide the same from the params, so a step left in would do nothing):
-  // the edit step without bias or penalties, the prepare step without
-  // edits, a mask or a histogram to zero.
-  const s = resolveSampling(options);
-  const edits = s.biasTokens.length > 0 || (s.lastTokens > 0 && penaltiesOn(s));
-  const histogram = s.temperature !== 0 && ((s.topK > 0 && s.topK < vocabSize) || s.topP < 1);
-  const skipped = new Set<string>([
-    ...(edits ? [] : ['md_sample_wide_edit_f16']),
-    ...(edits || mask || histogram ? [] : ['md_sample_wide_prepare_f16']),
-  ]);
-  const commands = WIDE_STEPS.filter(([kernel]) => !skipped.has(kernel)).map(([kernel, rowPass]): KernelCommand => ({
-    kernel,
-    spec: {
-      ...spec,
-      label: `sample: ${kernel.replace('md_sample_wide_', '').replace('_f16', '')}`,
-      buffers: [...spec.buffers, { index: 9, buffer: scratch.partials }, { index: 10, buffer: scratch.state }],
-      threadgroups: rowPass ? groups : 1,
-      threadsPerThreadgroup: rowThreads(device, kernel, rowPass ? sliceTokens : vocabSize),
-      patch: kernel === 'md_sample_wide_pick_f16' ? spec.patch : { rule: 'kvLength', fields: [layout.position, layout.historyCount] },
-    },
-  }));
+  const params = spec.params!.bytes as Uint8Array;
+  const commands = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', wide: true, params }, params, {
+    logits, history: sequence, bias, edited: scratch.edited, histogram: scratch.histogram, tokens: output, marks: scratch.marks,
+    mask: mask ?? noMask(device), partials: scratch.partials, state: scratch.state,
+  });
   return { commands, bias };
 }
 

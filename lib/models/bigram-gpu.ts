@@ -10,10 +10,10 @@ import { integerInRange, invalidParameterError } from '../errors.js';
 import { DEFAULT_CONTEXT_SIZE, MAX_CONTEXT_SIZE } from '../generate/generate-options.js';
 import { ChainRunner, type ChainChunk, type ChainOptions } from '../gpu/chain.js';
 import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/device.js';
-import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
+import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
 import type { SequenceTables } from '../gpu/table-sequence.js';
 import { checkVerifyCount } from '../gpu/table-verifier.js';
-import { addCommands, commandForRow, halfRowBytes, needsSamplingKernel, noMask, rowThreads, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
+import { addCommands, argmaxCommand, commandForRow, halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramWeights } from './bigram-weights.js';
@@ -124,8 +124,8 @@ export class BigramChain implements SequenceTables {
     const b = new DispatchTableBuilder(this.device);
     for (let r = 0; r < count; r++) {
       this.#addForward(b, r, rows.hidden, rows.logits);
-      const pick = sampling?.spec ?? this.#argmax(rows.logits, rows.verified);
-      b.add(sampling ? 'md_sample_f16' : 'md_argmax_f16', commandForRow(pick, r, r * halfRowBytes(this.model.vocabSize)));
+      const pick = sampling ? { kernel: 'md_sample_f16', spec: sampling.spec } : argmaxCommand(this.device, rows.logits, rows.verified, this.model.vocabSize, 'f16');
+      b.add(pick.kernel, commandForRow(pick.spec, r, r * halfRowBytes(this.model.vocabSize)));
     }
     const table = b.build();
     sampling?.bias.dispose();  // the table holds the memory it binds until it is disposed
@@ -264,20 +264,6 @@ export class BigramChain implements SequenceTables {
         threadgroups: Math.ceil(this.model.vocabSize / LM_HEAD_THREADS),
         threadsPerThreadgroup: LM_HEAD_THREADS,
       });
-  }
-
-  // md_argmax_f16 over a row of logits: the token to slot p + 1 of `out`.
-  #argmax(logits: GpuBuffer, out: GpuBuffer): CommandSpec {
-    const layout = this.device.addon.layouts.argmaxParams;
-    const params = new DataView(new ArrayBuffer(layout.size));
-    params.setUint32(layout.vocabSize, this.model.vocabSize, true);
-    return {
-      label: 'argmax',
-      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: noMask(this.device) }],
-      params: { index: 1, bytes: params },
-      threadsPerThreadgroup: rowThreads(this.device, 'md_argmax_f16', this.model.vocabSize),
-      patch: { rule: 'argmaxOutput', buffer: 2 },
-    };
   }
 
   #verificationRows(): { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } {

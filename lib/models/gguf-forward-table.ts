@@ -19,7 +19,7 @@ import type { Logits } from '../generate/model.js';
 import type { MaskedStepTables } from '../gpu/masked-steps.js';
 import type { SequenceTables } from '../gpu/table-sequence.js';
 import { checkVerifyCount } from '../gpu/table-verifier.js';
-import { addCommands, maskWords, needsSamplingKernel, noMask, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
+import { addCommands, argmaxCommand, maskWords, needsSamplingKernel, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -167,7 +167,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     const { rowLogits, rowHalfLogits, verified } = this.#verificationBuffers();
     const b = this.#commands(new DispatchTableBuilder(this.device), count, 'every');
     if (!gather && !needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
-      return b.add('md_argmax_f32', this.#argmax(rowLogits, count, verified)).build();
+      return addCommands(b, [argmaxCommand(this.device, rowLogits, verified, n, 'f32', count)]).build();
     }
     this.#verifyScratch ??= this.#scratchBuffers(samplingScratch(this.device, n, this.maxVerifyTokens));
     const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#verifyScratch, verified);
@@ -371,22 +371,6 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
   #scratchBuffers<T extends object>(scratch: T): T {
     this.#buffers.push(...(Object.values(scratch) as GpuBuffer[]));
     return scratch;
-  }
-
-  // md_argmax_f32 over `rows` rows of logits: row r's token to slot p + 1 + r of `out`; with `mask`, among the tokens it allows.
-  #argmax(logits: GpuBuffer, rows: number, out: GpuBuffer, mask?: GpuBuffer): CommandSpec {
-    const layout = this.device.addon.layouts.argmaxParams;
-    const params = new DataView(new ArrayBuffer(layout.size));
-    params.setUint32(layout.vocabSize, this.#vocabSize, true);
-    params.setUint32(layout.flags, mask ? this.device.addon.tokenMaskFlag : 0, true);
-    return {
-      label: 'argmax',
-      buffers: [{ index: 0, buffer: logits }, { index: 2, buffer: out }, { index: 3, buffer: mask ?? noMask(this.device) }],
-      params: { index: 1, bytes: new Uint8Array(params.buffer) },
-      threadgroups: rows,
-      threadsPerThreadgroup: Math.min(1024, Math.floor(this.device.maxThreadsPerThreadgroup('md_argmax_f32') / 32) * 32),
-      patch: { rule: 'argmaxOutput', buffer: 2 },
-    };
   }
 
   #verificationBuffers(): { rowLogits: GpuBuffer; rowHalfLogits: GpuBuffer; verified: GpuBuffer } {

@@ -240,6 +240,35 @@ export interface NativeAddon {
   recordForward(config: NativeModelConfig, tensors: readonly NativeTensorEntry[], options: NativeRecordOptions): NativeRecordedForward;
   /** Every buffer the forward tables of a sequence bind besides the weights, the tokens and the logits, by name, and its bytes. */
   forwardBuffers(config: NativeModelConfig, options: NativeForwardBufferOptions): { name: string; bytes: number }[];
+  /** The kernel launches of a sampling step (native/core/sampling_launches.h), the list the native kernel sampler replays too. */
+  samplingLaunches(options: NativeSamplingPlan): NativeSamplingLaunch[];
+}
+
+export interface NativeSamplingPlan {
+  vocab: number;
+  /** Rows in one dispatch (one threadgroup each). Default 1. */
+  rows?: number;
+  logits: 'f16' | 'f32';
+  pick: 'argmax' | 'sample';
+  /** One row across many threadgroups (md_wide_groups). */
+  wide?: boolean;
+  /** For pick 'sample': the chain's md_sampling_params bytes, from which the steps with work are chosen. */
+  params?: Uint8Array;
+}
+
+export type SamplingBufferName = 'logits' | 'history' | 'bias' | 'edited' | 'histogram' | 'tokens' | 'marks' | 'mask' | 'partials' | 'state';
+
+export interface NativeSamplingLaunch {
+  kernel: string;
+  label: string;
+  buffers: { index: number; buffer: SamplingBufferName }[];
+  /** Where the params go: md_sampling_params, or md_argmax_params for md_argmax_*. */
+  paramsIndex: number;
+  threadgroups: number;
+  /** Threads: one per token, up to the pipeline's limit (rowThreads). */
+  tokensPerThreadgroup: number;
+  /** pick: writes the token (slot p + 1 in a chain); step: reads the step's position and history; none: neither. */
+  role: 'none' | 'step' | 'pick';
 }
 
 export interface NativeRecordOptions {

@@ -8,6 +8,7 @@
 #include "buffer_binding.h"
 #include "device_binding.h"
 #include "graph_binding.h"
+#include "sampling_launch_binding.h"
 #include "sampling_slots.h"
 #include "table_binding.h"
 #include "transformer_binding.h"
@@ -127,6 +128,7 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
       InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
       InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
       InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
+      InstanceValue("samplingLaunches", Napi::Function::New(env, SamplingLaunches, "samplingLaunches"), napi_enumerable),
       InstanceValue("abiVersion", Napi::Number::New(env, 8), napi_enumerable),
   });
 }

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
+
+#include "sampling_launches.h"
 
 namespace md {
 
@@ -21,6 +24,22 @@ const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
 // The device buffers of one sampling step, grown as needed and reused.
 struct KernelSampler::Staging {
   std::shared_ptr<Buffer> logits, history, bias, edited, histogram, tokens, marks, mask, partials, state;
+
+  std::shared_ptr<Buffer>& of(SamplingBuffer b) {
+    switch (b) {
+      case SamplingBuffer::Logits: return logits;
+      case SamplingBuffer::History: return history;
+      case SamplingBuffer::Bias: return bias;
+      case SamplingBuffer::Edited: return edited;
+      case SamplingBuffer::Histogram: return histogram;
+      case SamplingBuffer::Tokens: return tokens;
+      case SamplingBuffer::Marks: return marks;
+      case SamplingBuffer::Mask: return mask;
+      case SamplingBuffer::Partials: return partials;
+      case SamplingBuffer::State: return state;
+    }
+    throw std::logic_error("KernelSampler: unknown buffer");
+  }
 };
 
 // Idle Staging sets, shared with the completions of steps in flight (a
@@ -52,20 +71,6 @@ Buffer& ensure(Device& device, std::shared_ptr<Buffer>& buffer, size_t bytes) {
   return *buffer;
 }
 
-// md_sample_f16's buffers 0-8, which the wide kernels bind too.
-template <class Staging>
-void bindSamplingBuffers(CommandBuffer& commands, Staging& staging, const md_sampling_params& p) {
-  commands.setBuffer(0, *staging.logits, 0);
-  commands.setBytes(1, &p, sizeof p);
-  commands.setBuffer(2, *staging.history, 0);
-  commands.setBuffer(3, *staging.bias, 0);
-  commands.setBuffer(4, *staging.edited, 0);
-  commands.setBuffer(5, *staging.histogram, 0);
-  commands.setBuffer(6, *staging.tokens, 0);
-  commands.setBuffer(7, *staging.marks, 0);
-  commands.setBuffer(8, *staging.mask, 0);
-}
-
 std::vector<uint32_t> tokensOf(Buffer& tokens, uint32_t rows) {
   const auto* out = static_cast<const uint32_t*>(tokens.contents());
   return std::vector<uint32_t>(out, out + rows);
@@ -95,45 +100,24 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
 
   Buffer& logits = ensure(device_, staging.logits, rowBytes * rows);
   std::memcpy(logits.contents(), row.data, rowBytes * rows);
-  Buffer& tokens = ensure(device_, staging.tokens, size_t(rows) * 4);
+  ensure(device_, staging.tokens, size_t(rows) * 4);
   const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
   const size_t maskBytes = size_t(md_mask_words(row.size)) * 4 * rows;
   Buffer& mask = ensure(device_, staging.mask, masked ? maskBytes : 4);
   if (masked) std::memcpy(mask.contents(), in.mask, maskBytes);
 
-  auto commands = device_.newCommandBuffer();
-  if (!half && rows == 1 && rowLaunch_.wide) {
-    // One row over the GPU: argmax.metal's slices, then its pick.
-    const uint32_t groups = rowLaunch_.threadgroups ? rowLaunch_.threadgroups : md_wide_groups(row.size);
-    Buffer& partials = ensure(device_, staging.partials, size_t(groups) * sizeof(md_wide_partial));
-    Buffer& state = ensure(device_, staging.state, sizeof(md_wide_state));
-    md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
-    const struct {
-      const char* kernel;
-      bool slices;
-    } steps[] = {{"md_argmax_slices_f32", true}, {"md_argmax_pick_f32", false}};
-    for (const auto& [kernel, slices] : steps) {
-      const Pipeline& pipeline = device_.pipeline(kernel);
-      commands->setPipeline(pipeline);
-      commands->setBuffer(0, logits, 0);
-      commands->setBytes(1, &args, sizeof args);
-      commands->setBuffer(2, tokens, 0);
-      commands->setBuffer(3, mask, 0);
-      commands->setBuffer(4, partials, 0);
-      commands->setBuffer(5, state, 0);
-      commands->dispatch(slices ? groups : 1, threadsFor(pipeline, slices ? (row.size + groups - 1) / groups : groups));
-    }
-  } else if (!half) {
-    const Pipeline& argmax = device_.pipeline("md_argmax_f32");
-    md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
-    commands->setPipeline(argmax);
-    commands->setBuffer(0, logits, 0);
-    commands->setBytes(1, &args, sizeof args);
-    commands->setBuffer(2, tokens, 0);
-    commands->setBuffer(3, mask, 0);
-    commands->dispatch(rows, threadsFor(argmax, row.size));
-  } else {
-    const Pipeline& sampler = device_.pipeline("md_sample_f16");
+  SamplingPlan plan;
+  plan.vocab = row.size;
+  plan.rows = rows;
+  plan.half = half;
+  plan.sample = half;  // float32 rows are greedy (checkKernelInputs)
+  plan.wide = rows == 1 && rowLaunch_.wide;
+  plan.groups = rowLaunch_.threadgroups;
+  const SamplingWork work = samplingWork(p, false);
+  plan.edits = work.edits;
+  plan.histogram = work.histogram;
+  plan.masked = work.masked;
+  if (half) {
     // Row r reads history_count + r tokens (the drafts before it).
     const size_t historyTokens = size_t(p.history_count) + rows - 1;
     if (historyTokens > 0 && in.history == nullptr)
@@ -146,51 +130,23 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
     ensure(device_, staging.edited, rowBytes * rows);
     ensure(device_, staging.histogram, size_t(rows) * MD_HALF_KEY_BINS * 4);
     ensure(device_, staging.marks, size_t(row.size) * 4 * rows);
-    if (rows == 1 && rowLaunch_.wide) {
-      encodeWide(*commands, staging, row, in);
-    } else {
-      commands->setPipeline(sampler);
-      bindSamplingBuffers(*commands, staging, p);
-      commands->dispatch(rows, threadsFor(sampler, row.size));
-    }
+  }
+  if (plan.wide) {
+    const uint32_t groups = plan.groups ? plan.groups : md_wide_groups(row.size);
+    ensure(device_, staging.partials, size_t(groups) * sizeof(md_wide_partial));
+    ensure(device_, staging.state, sizeof(md_wide_state));
+  }
+  const md_argmax_params args{row.size, p.flags & MD_FLAG_TOKEN_MASK};
+  auto commands = device_.newCommandBuffer();
+  for (const SamplingLaunch& launch : samplingLaunches(plan)) {
+    const Pipeline& pipeline = device_.pipeline(launch.kernel);
+    commands->setPipeline(pipeline);
+    for (const auto& [index, buffer] : launch.buffers) commands->setBuffer(index, *staging.of(buffer), 0);
+    if (plan.sample) commands->setBytes(launch.paramsIndex, &p, sizeof p);
+    else commands->setBytes(launch.paramsIndex, &args, sizeof args);
+    commands->dispatch(launch.threadgroups, threadsFor(pipeline, launch.tokensPerThreadgroup));
   }
   return commands;
-}
-
-// The dispatches of sampling_wide.metal (four to six): the row passes on
-// `groups` threadgroups, the steps between them on one.
-void KernelSampler::encodeWide(CommandBuffer& commands, Staging& staging, const LogitsRow& row,
-                               const SamplingInputs& in) {
-  const uint32_t groups = rowLaunch_.threadgroups ? rowLaunch_.threadgroups : md_wide_groups(row.size);
-  Buffer& partials = ensure(device_, staging.partials, size_t(groups) * sizeof(md_wide_partial));
-  Buffer& state = ensure(device_, staging.state, sizeof(md_wide_state));
-  const struct {
-    const char* kernel;
-    bool rowPass;
-  } steps[] = {{"md_sample_wide_prepare_f16", true}, {"md_sample_wide_edit_f16", false},
-               {"md_sample_wide_count_f16", true},   {"md_sample_wide_filter_f16", false},
-               {"md_sample_wide_noise_f16", true},   {"md_sample_wide_pick_f16", false}};
-  // Steps with nothing to do for these params are left out, as the tables
-  // leave them out (lib/gpu/sampling-command.ts); the kernels would decide
-  // the same from the params.
-  const md_sampling_params& p = in.params;
-  const bool edits = md_bias_or_penalties(p.bias_count, p.history_count, p.history_window, p.repeat_penalty,
-                                          p.frequency_penalty, p.presence_penalty);
-  const bool histogram = md_filters_need_histogram(p.temperature, p.top_k, p.top_p, p.vocab_size);
-  const bool masked = (p.flags & MD_FLAG_TOKEN_MASK) != 0;
-  for (const auto& step : steps) {
-    const std::string kernel = step.kernel;
-    if (kernel == "md_sample_wide_edit_f16" && !edits) continue;
-    if (kernel == "md_sample_wide_prepare_f16" && !edits && !masked && !histogram) continue;
-    const Pipeline& pipeline = device_.pipeline(step.kernel);
-    commands.setPipeline(pipeline);
-    bindSamplingBuffers(commands, staging, in.params);
-    commands.setBuffer(9, partials, 0);
-    commands.setBuffer(10, state, 0);
-    // A slice of a row has vocab / groups tokens: threads for that many.
-    const uint32_t tokens = step.rowPass ? (row.size + groups - 1) / groups : row.size;
-    commands.dispatch(step.rowPass ? groups : 1, threadsFor(pipeline, tokens));
-  }
 }
 
 std::vector<uint32_t> KernelSampler::sample(const LogitsRow& row, uint32_t rows, const SamplingInputs& in) {

@@ -57,7 +57,6 @@ class KernelSampler {
   // Copies the inputs into `staging` and records the kernels.
   std::unique_ptr<CommandBuffer> encode(Staging& staging, const LogitsRow& row, uint32_t rows, const SamplingInputs& in);
   uint32_t threadsFor(const Pipeline& pipeline, uint32_t vocab) const;
-  void encodeWide(CommandBuffer& commands, Staging& staging, const LogitsRow& row, const SamplingInputs& in);
 
   Device& device_;
   uint32_t threads_;
