@@ -4,12 +4,8 @@
 // model ignores, a loop that only counts).
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'build*/**'] },
-  ...tseslint.configs.recommended,
-  {
-    rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-    },
+export default tseslint.config({ ignores: ['dist/**', 'node_modules/**', 'build*/**'] }, ...tseslint.configs.recommended, {
+  rules: {
+    '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
   },
-);
+});

@@ -20,15 +20,21 @@ reads, so the CPU only streams the text: “never half a character”, even when
 a character such as é, → or 🙂 spans four byte tokens.`;
 
 const OPTIONS: GenerateOptions = {
-  temperature: 0.6, topK: 40, topP: 0.95, minP: 0.05, seed: 2026,
+  temperature: 0.6,
+  topK: 40,
+  topP: 0.95,
+  minP: 0.05,
+  seed: 2026,
   repeatPenalty: { penalty: 1.15, lastTokens: 24 },
   maxTokens: 200,
 };
 
 function statsLine(r: GenerationResult): string {
   const s = r.stats;
-  return `[${r.stats.generatedTokens} tokens, stop: ${r.stopReason}, path: ${r.path}${r.chained ? ' (chained)' : ''} on ${r.backend}; ` +
-    `prefill ${s.promptTokens} tokens in ${s.prefillMs.toFixed(2)} ms, decode ${s.decodeMs.toFixed(1)} ms = ${s.decodeTokensPerSecond.toFixed(0)} tokens/s]`;
+  return (
+    `[${r.stats.generatedTokens} tokens, stop: ${r.stopReason}, path: ${r.path}${r.chained ? ' (chained)' : ''} on ${r.backend}; ` +
+    `prefill ${s.promptTokens} tokens in ${s.prefillMs.toFixed(2)} ms, decode ${s.decodeMs.toFixed(1)} ms = ${s.decodeTokensPerSecond.toFixed(0)} tokens/s]`
+  );
 }
 
 const model = BigramModel.fromText(CORPUS);

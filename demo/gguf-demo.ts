@@ -32,9 +32,17 @@ async function chatWithRandomWeights(): Promise<void> {
   try {
     const path = join(dir, 'random-qwen3-q4_0.gguf');
     const { shape } = SHAPES.chat;
-    await writeRandomModel(path, { ...SHAPES.chat, type: 'Q4_0', seed: 7, logitScale: 1.5, vocabulary: vocabularyMetadata(realVocabulary('qwen3', shape.vocab)) });
+    await writeRandomModel(path, {
+      ...SHAPES.chat,
+      type: 'Q4_0',
+      seed: 7,
+      logitScale: 1.5,
+      vocabulary: vocabularyMetadata(realVocabulary('qwen3', shape.vocab)),
+    });
     console.log(`\nwrote ${path}: random weights, Qwen 3's vocabulary (${shape.vocab} tokens) and chat template, Q4_0`);
-    console.log('(no model weights can be downloaded here, so the replies below are noise; `npm run demo -- --model FILE` tells a story from a real model)');
+    console.log(
+      '(no model weights can be downloaded here, so the replies below are noise; `npm run demo -- --model FILE` tells a story from a real model)',
+    );
 
     let shown = -1;
     const model = await loadModel(path, {
@@ -44,9 +52,13 @@ async function chatWithRandomWeights(): Promise<void> {
       },
     });
     const { info } = model;
-    console.log(`\rloaded ${info.architecture}: ${info.config.blockCount} layers, ` +
-      `${Object.entries(info.tensorTypes).map(([t, n]) => `${n} ${t}`).join(' + ')} tensors; ` +
-      `forward pass on the CPU, ${info.cpuKernels} kernels, ${info.threads} threads`);
+    console.log(
+      `\rloaded ${info.architecture}: ${info.config.blockCount} layers, ` +
+        `${Object.entries(info.tensorTypes)
+          .map(([t, n]) => `${n} ${t}`)
+          .join(' + ')} tensors; ` +
+        `forward pass on the CPU, ${info.cpuKernels} kernels, ${info.threads} threads`,
+    );
 
     const show = ({ stopReason, result: r }: ChatPromptResult) =>
       `[${r.stats.generatedTokens} tokens, stopped by ${stopReason}; ${r.stats.promptTokens} prompt tokens evaluated in ${r.stats.prefillMs.toFixed(1)} ms, ` +
@@ -57,7 +69,9 @@ async function chatWithRandomWeights(): Promise<void> {
         console.log(`user:      ${text}`);
         process.stdout.write('assistant: ');
         const reply = await chat.promptWithMeta(text, {
-          temperature: 1, seed: 42, maxTokens: 24,
+          temperature: 1,
+          seed: 42,
+          maxTokens: 24,
           onTextChunk: (chunk) => void process.stdout.write(chunk.replaceAll('\n', ' ')),
         });
         console.log(`\n           ${show(reply)}`);
@@ -71,7 +85,10 @@ async function chatWithRandomWeights(): Promise<void> {
       const question = 'Summarise that as JSON.';
       console.log(`user:      ${question}`);
       const json = await chat.promptWithMeta(question, { grammar, temperature: 1, seed: 42, maxTokens: 64 });
-      const parsed = json.stopReason === 'grammarComplete' ? `parsed: loader = ${grammar.parse(json.responseText).loader}` : 'stopped before the JSON was complete';
+      const parsed =
+        json.stopReason === 'grammarComplete'
+          ? `parsed: loader = ${grammar.parse(json.responseText).loader}`
+          : 'stopped before the JSON was complete';
       console.log(`assistant: ${json.responseText}\n           ${show(json)}; ${parsed}`);
       console.log(`history: ${chat.getChatHistory().length} messages; the sequence holds ${chat.session.tokens.length} tokens`);
     }
@@ -83,8 +100,10 @@ async function chatWithRandomWeights(): Promise<void> {
     const prompt = 'The GPU forward pass';
     const onGpu = await generate(model, prompt, { backend: 'emulated', temperature: 0, maxTokens: 4, contextSize: 64 });
     const onCpu = await generate(model, prompt, { backend: 'native', temperature: 0, maxTokens: 4, contextSize: 64 });
-    console.log(`emulated GPU: ${onGpu.tokens.join(' ')} (${onGpu.chained ? 'chained' : 'not chained'}); CPU: ${onCpu.tokens.join(' ')}` +
-      (onGpu.tokens.join() === onCpu.tokens.join() ? ' (the same tokens)' : ''));
+    console.log(
+      `emulated GPU: ${onGpu.tokens.join(' ')} (${onGpu.chained ? 'chained' : 'not chained'}); CPU: ${onCpu.tokens.join(' ')}` +
+        (onGpu.tokens.join() === onCpu.tokens.join() ? ' (the same tokens)' : ''),
+    );
     model.dispose();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -83,7 +83,12 @@ export function rowSampler(backend: BackendName): RowSampler {
     sampler = { backend, runsKernels: true, sample: (logits, s) => gpu.sample(logits, s), sampleAsync: (logits, s) => gpu.sampleAsync(logits, s) };
   } else {
     const native = requireNativeSampler();
-    sampler = { backend, runsKernels: false, sample: (logits, s) => native.sample(logits, s), sampleAsync: async (logits, s) => native.sample(logits, s) };
+    sampler = {
+      backend,
+      runsKernels: false,
+      sample: (logits, s) => native.sample(logits, s),
+      sampleAsync: async (logits, s) => native.sample(logits, s),
+    };
   }
   rowSamplers.set(backend, sampler);
   return sampler;
@@ -95,10 +100,7 @@ export function rowSampler(backend: BackendName): RowSampler {
  * addon loaded, else js. A backend named explicitly that cannot run is an
  * error, never a silent fallback.
  */
-export function selectBackend(
-  choice: BackendChoice,
-  input?: { logits: Float32Array | Uint16Array; sampling: ResolvedSampling },
-): BackendName {
+export function selectBackend(choice: BackendChoice, input?: { logits: Float32Array | Uint16Array; sampling: ResolvedSampling }): BackendName {
   switch (choice) {
     case 'js':
       return 'js';
@@ -128,10 +130,9 @@ export function autoCpuBackend(): 'native' | 'js' {
   if (addon.ok) return 'native';
   if (!addon.deliberate && !warnedAboutJs) {
     warnedAboutJs = true;
-    process.emitWarning(
-      `backend 'auto' runs on 'js', the TypeScript sampler (10-100x slower than 'native'), because ${addon.reason}`,
-      { code: NO_ADDON_WARNING_CODE },
-    );
+    process.emitWarning(`backend 'auto' runs on 'js', the TypeScript sampler (10-100x slower than 'native'), because ${addon.reason}`, {
+      code: NO_ADDON_WARNING_CODE,
+    });
   }
   return 'js';
 }

@@ -35,7 +35,10 @@ export class NoTokenError extends Error {
 /** Thrown when a backend asked for by name cannot run here; `reason` says why. */
 export class BackendUnavailableError extends Error {
   readonly code = 'ERR_MD_BACKEND_UNAVAILABLE';
-  constructor(readonly backend: string, readonly reason: string) {
+  constructor(
+    readonly backend: string,
+    readonly reason: string,
+  ) {
     super(`The ${backend} backend is not available: ${reason}`);
     this.name = 'BackendUnavailableError';
   }

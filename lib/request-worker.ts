@@ -41,7 +41,12 @@ export class RequestWorker {
    * throw for one the worker reports; `resourceLimits`: the thread's heap,
    * for code from a file (a thread past it ends, the process carries on).
    */
-  constructor(script: string, workerData: unknown, rebuild: (error: WorkerError) => Error = (e) => new Error(e.message), resourceLimits?: ResourceLimits) {
+  constructor(
+    script: string,
+    workerData: unknown,
+    rebuild: (error: WorkerError) => Error = (e) => new Error(e.message),
+    resourceLimits?: ResourceLimits,
+  ) {
     this.#script = script;
     this.#workerData = workerData;
     this.#rebuild = rebuild;
@@ -62,11 +67,20 @@ export class RequestWorker {
         signal?.removeEventListener('abort', onAbort);
       };
       this.#pending.set(id, {
-        resolve: (value) => { done(); resolve(value as T); },
-        reject: (error) => { done(); reject(error); },
+        resolve: (value) => {
+          done();
+          resolve(value as T);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
       });
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => this.#end(id, limits.timeoutError?.() ?? new Error(`A worker thread (${this.#script}) took over ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => this.#end(id, limits.timeoutError?.() ?? new Error(`A worker thread (${this.#script}) took over ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       worker.ref();

@@ -31,7 +31,12 @@ function prepare(logits: unknown, options: SampleOptions | undefined): { backend
   const resolved = resolveSampling(options);
   const words = Math.ceil(logits.length / 32);
   if (resolved.mask && resolved.mask.length !== words) {
-    throw invalidParameterError('mask', `a Uint32Array bitmask of ceil(logits.length / 32) = ${words} words`, `${resolved.mask.length} words`, 'range');
+    throw invalidParameterError(
+      'mask',
+      `a Uint32Array bitmask of ceil(logits.length / 32) = ${words} words`,
+      `${resolved.mask.length} words`,
+      'range',
+    );
   }
   const backend = selectBackend(resolved.backend, { logits, sampling: resolved });
   if (runsKernels(backend)) {

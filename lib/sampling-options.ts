@@ -121,8 +121,18 @@ export function fusedHeadSamples(s: ResolvedSampling, vocabSize: number): boolea
 }
 
 export const SAMPLE_OPTION_NAMES = new Set([
-  'temperature', 'topK', 'topP', 'minP', 'seed', 'position', 'history', 'repeatPenalty',
-  'tokenBias', 'filterTemperature', 'mask', 'backend',
+  'temperature',
+  'topK',
+  'topP',
+  'minP',
+  'seed',
+  'position',
+  'history',
+  'repeatPenalty',
+  'tokenBias',
+  'filterTemperature',
+  'mask',
+  'backend',
 ]);
 const REPEAT_PENALTY_NAMES = new Set(['penalty', 'lastTokens', 'frequencyPenalty', 'presencePenalty']);
 
@@ -162,8 +172,12 @@ export const MAX_TEMPERATURE = 1e30;
 
 function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array {
   if (history === undefined) return new Uint32Array(0);
-  const isArrayLike = Array.isArray(history) || history instanceof Uint32Array ||
-    history instanceof Int32Array || history instanceof Uint16Array || history instanceof Uint8Array;
+  const isArrayLike =
+    Array.isArray(history) ||
+    history instanceof Uint32Array ||
+    history instanceof Int32Array ||
+    history instanceof Uint16Array ||
+    history instanceof Uint8Array;
   if (!isArrayLike) throw invalidParameterError('history', 'an array or integer typed array of token ids', history, 'type');
   const all = history as ArrayLike<number>;
   if (!(all instanceof Uint32Array)) {
@@ -217,8 +231,13 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
   checkKnownKeys(o, SAMPLE_OPTION_NAMES, '');
   const d = SAMPLING_DEFAULTS;
 
-  const temperature = float32Option('temperature', o.temperature, d.temperature,
-    (x) => x >= 0 && x <= Math.fround(MAX_TEMPERATURE), `a number from 0 to ${MAX_TEMPERATURE}`);
+  const temperature = float32Option(
+    'temperature',
+    o.temperature,
+    d.temperature,
+    (x) => x >= 0 && x <= Math.fround(MAX_TEMPERATURE),
+    `a number from 0 to ${MAX_TEMPERATURE}`,
+  );
   const topK = uint32Option('topK', o.topK, d.topK);
   const topP = float32Option('topP', o.topP, d.topP, (x) => x > 0 && x <= 1, 'a number in (0, 1]');
   const minP = float32Option('minP', o.minP, d.minP, (x) => x >= 0 && x < 1, 'a number in [0, 1)');
@@ -227,7 +246,10 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
   const filterTemperature = enumOption('filterTemperature', o.filterTemperature, d.filterTemperature, ['sampling', 'unit']);
   const backend = enumOption('backend', o.backend, d.backend, ['auto', 'metal', 'emulated', 'native', 'js']);
 
-  let penalty = 1, frequencyPenalty = 0, presencePenalty = 0, lastTokens = 0;
+  let penalty = 1,
+    frequencyPenalty = 0,
+    presencePenalty = 0,
+    lastTokens = 0;
   const rp = o.repeatPenalty;
   if (rp !== undefined && rp !== false) {
     if (!isPlainObject(rp)) throw invalidParameterError('repeatPenalty', 'false or an object', rp, 'type');
@@ -245,11 +267,17 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
   }
 
   return {
-    temperature, topK, topP, minP,
+    temperature,
+    topK,
+    topP,
+    minP,
     seed: o.seed === undefined ? randomSeed() : seed,
     position,
     unitFilterTemperature: filterTemperature === 'unit',
-    repeatPenalty: penalty, frequencyPenalty, presencePenalty, lastTokens,
+    repeatPenalty: penalty,
+    frequencyPenalty,
+    presencePenalty,
+    lastTokens,
     window,
     ...resolveTokenBias(o.tokenBias),
     mask,

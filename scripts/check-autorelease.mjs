@@ -51,7 +51,7 @@ const FUNCTION_KINDS = new Set(['FunctionDecl', 'CXXMethodDecl', 'CXXConstructor
 const returnsObject = (rest) => /^ <[^>]*> '(id<|id'|[A-Z]\w* \*)/.test(rest);
 const lineOf = (rest, fallback) => rest.match(/line:(\d+)/)?.[1] ?? fallback;
 
-const functions = new Map();  // address -> { name, line, unpooled: [lines], calls: [{ callee, pooled, caller }] }
+const functions = new Map(); // address -> { name, line, unpooled: [lines], calls: [{ callee, pooled, caller }] }
 let lastLine = '?';
 
 function walk(node, fn, pooled) {
@@ -66,7 +66,7 @@ function walk(node, fn, pooled) {
     pooled = false;
   }
   if (node.kind === 'ObjCAutoreleasePoolStmt') pooled = true;
-  if (node.kind === 'BlockExpr') pooled = false;  // its body runs later, elsewhere
+  if (node.kind === 'BlockExpr') pooled = false; // its body runs later, elsewhere
   if (fn && node.kind === 'ObjCMessageExpr' && returnsObject(node.rest) && !pooled) {
     const selector = node.rest.match(/selector=(\S+)/)?.[1];
     fn.unpooled.push(`line ${lastLine}: [${selector}]`);

@@ -23,9 +23,11 @@ for (const pair of pairs) {
     const match = /^[0-9a-f]*\s+([WVu])\s+(.*)$/.exec(line);
     if (!match) continue;
     const symbol = match[2];
-    if (symbol.includes(`md::simd::${backend}`)) continue;  // this backend's own instantiations
-    if (symbol.startsWith('DW.ref.')) continue;  // the exception personality's address: data, not code
-    console.error(`${object}: defines the shared symbol "${symbol}" built for ${backend}; keep helpers of ISA-specific files in their backend's templates`);
+    if (symbol.includes(`md::simd::${backend}`)) continue; // this backend's own instantiations
+    if (symbol.startsWith('DW.ref.')) continue; // the exception personality's address: data, not code
+    console.error(
+      `${object}: defines the shared symbol "${symbol}" built for ${backend}; keep helpers of ISA-specific files in their backend's templates`,
+    );
     failures++;
   }
 }

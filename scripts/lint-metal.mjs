@@ -24,14 +24,39 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // (argument tables, kernel inputs, function attributes), and the standard
 // C++ ones it accepts.
 export const METAL_ATTRIBUTES = new Set([
-  'buffer', 'texture', 'sampler', 'threadgroup', 'function_constant', 'stage_in', 'id',
-  'dispatch_quadgroups_per_threadgroup', 'dispatch_simdgroups_per_threadgroup', 'dispatch_threads_per_threadgroup',
-  'grid_origin', 'grid_size', 'quadgroup_index_in_threadgroup', 'quadgroups_per_threadgroup',
-  'simdgroup_index_in_threadgroup', 'simdgroups_per_threadgroup', 'thread_index_in_quadgroup',
-  'thread_index_in_simdgroup', 'thread_index_in_threadgroup', 'thread_position_in_grid',
-  'thread_position_in_threadgroup', 'threadgroup_position_in_grid', 'threadgroups_per_grid', 'threads_per_grid',
-  'threads_per_simdgroup', 'threads_per_threadgroup', 'max_total_threads_per_threadgroup',
-  'maybe_unused', 'fallthrough', 'nodiscard', 'deprecated', 'likely', 'unlikely',
+  'buffer',
+  'texture',
+  'sampler',
+  'threadgroup',
+  'function_constant',
+  'stage_in',
+  'id',
+  'dispatch_quadgroups_per_threadgroup',
+  'dispatch_simdgroups_per_threadgroup',
+  'dispatch_threads_per_threadgroup',
+  'grid_origin',
+  'grid_size',
+  'quadgroup_index_in_threadgroup',
+  'quadgroups_per_threadgroup',
+  'simdgroup_index_in_threadgroup',
+  'simdgroups_per_threadgroup',
+  'thread_index_in_quadgroup',
+  'thread_index_in_simdgroup',
+  'thread_index_in_threadgroup',
+  'thread_position_in_grid',
+  'thread_position_in_threadgroup',
+  'threadgroup_position_in_grid',
+  'threadgroups_per_grid',
+  'threads_per_grid',
+  'threads_per_simdgroup',
+  'threads_per_threadgroup',
+  'max_total_threads_per_threadgroup',
+  'maybe_unused',
+  'fallthrough',
+  'nodiscard',
+  'deprecated',
+  'likely',
+  'unlikely',
 ]);
 
 /** Problems in one source text, as "file:line: message". */
@@ -58,14 +83,17 @@ function bufferOrderProblems(code, file) {
   const problems = [];
   for (const kernel of code.matchAll(/\bkernel\s+void\s+(\w+)\s*\(/g)) {
     // The parameter list: up to the parenthesis that closes the one after the name.
-    let depth = 1, end = kernel.index + kernel[0].length;
+    let depth = 1,
+      end = kernel.index + kernel[0].length;
     for (; end < code.length && depth > 0; end++) depth += code[end] === '(' ? 1 : code[end] === ')' ? -1 : 0;
     const parameters = code.slice(kernel.index + kernel[0].length, end - 1);
     const indices = [...parameters.matchAll(/\[\[\s*buffer\s*\(\s*(\d+)\s*\)\s*\]\]/g)].map((m) => Number(m[1]));
     if (indices.some((index, i) => index !== i)) {
       const line = code.slice(0, kernel.index).split('\n').length;
-      problems.push(`${file}:${line}: kernel ${kernel[1]} declares [[buffer(${indices.join(')]], [[buffer(')})]] in that order; ` +
-        `the emulator binds arguments by position, so they must be [[buffer(${indices.map((_, i) => i).join(')]], [[buffer(')})]]`);
+      problems.push(
+        `${file}:${line}: kernel ${kernel[1]} declares [[buffer(${indices.join(')]], [[buffer(')})]] in that order; ` +
+          `the emulator binds arguments by position, so they must be [[buffer(${indices.map((_, i) => i).join(')]], [[buffer(')})]]`,
+      );
     }
   }
   return problems;
@@ -73,7 +101,10 @@ function bufferOrderProblems(code, file) {
 
 function defaultFiles() {
   const dir = join(root, 'metal');
-  return readdirSync(dir).filter((f) => f.endsWith('.metal') || f.endsWith('.h')).sort().map((f) => join(dir, f));
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.metal') || f.endsWith('.h'))
+    .sort()
+    .map((f) => join(dir, f));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -22,7 +22,9 @@ const { values } = parseArgs({
 });
 const generations = Number(values.generations);
 const cycles = Number(values.cycles);
-const available = getBackends().filter((b) => b.available).map((b) => b.name);
+const available = getBackends()
+  .filter((b) => b.available)
+  .map((b) => b.name);
 const backends = values.backend ?? available.filter((b) => b !== 'metal' || available.includes('metal'));
 
 const mb = (bytes) => (bytes / 2 ** 20).toFixed(1);
@@ -69,8 +71,10 @@ if (available.includes('emulated') && cycles > 0) {
     const out = device.createBuffer(4096);
     const table = new DispatchTableBuilder(device)
       .add('md_noise_cells', {
-        buffers: [{ index: 1, buffer: out }], params: { index: 0, bytes: new Uint32Array([0, 1024]) },
-        threadgroups: 1, threadsPerThreadgroup: 1024,
+        buffers: [{ index: 1, buffer: out }],
+        params: { index: 0, bytes: new Uint32Array([0, 1024]) },
+        threadgroups: 1,
+        threadsPerThreadgroup: 1024,
       })
       .build();
     await device.runChain(table, 0, 1);

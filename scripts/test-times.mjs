@@ -28,10 +28,13 @@ const files = report.testResults.map((file) => ({
 const tests = files.flatMap((file) => file.tests.map((test) => ({ name: `${file.name} > ${test.fullName}`, ms: test.duration ?? 0 })));
 
 console.log(`The ${count} slowest test files (of ${files.length}):`);
-for (const file of [...files].sort((a, b) => b.ms - a.ms).slice(0, count)) console.log(`${seconds(file.ms)}  ${file.name} (${file.tests.length} tests)`);
+for (const file of [...files].sort((a, b) => b.ms - a.ms).slice(0, count))
+  console.log(`${seconds(file.ms)}  ${file.name} (${file.tests.length} tests)`);
 console.log(`The ${count} slowest tests (of ${tests.length}):`);
 for (const test of [...tests].sort((a, b) => b.ms - a.ms).slice(0, count)) console.log(`${seconds(test.ms)}  ${test.name.slice(0, 160)}`);
 const ends = report.testResults.map((file) => file.endTime);
 const total = ends.length ? Math.max(...ends) - report.startTime : 0;
-console.log(`vitest: ${report.numPassedTests} passed, ${report.numFailedTests} failed of ${report.numTotalTests}; ` +
-  `${seconds(total).trim()} from start to the last file's end; the files' times add up to ${seconds(files.reduce((s, f) => s + f.ms, 0)).trim()}`);
+console.log(
+  `vitest: ${report.numPassedTests} passed, ${report.numFailedTests} failed of ${report.numTotalTests}; ` +
+    `${seconds(total).trim()} from start to the last file's end; the files' times add up to ${seconds(files.reduce((s, f) => s + f.ms, 0)).trim()}`,
+);

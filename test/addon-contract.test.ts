@@ -27,24 +27,32 @@ describe('addon sampleRow', () => {
     }
   });
 
-  it('times llama.cpp\'s sampler only with well-formed arguments, and says why a library cannot be loaded', async () => {
+  it("times llama.cpp's sampler only with well-formed arguments, and says why a library cannot be loaded", async () => {
     const config = { temperature: 0, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, lastTokens: 0, seed: 1 };
     const rows = new Float32Array([1, 3, 2, 0]);
-    const usage = 'timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: object, history: Int32Array, iterations: number, warmup: number)';
+    const usage =
+      'timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: object, history: Int32Array, iterations: number, warmup: number)';
     expect(() => addon.timeLlamaCppSampler(7 as unknown as string, rows, 2, config, new Int32Array(0), 1, 0)).toThrow(new TypeError(usage));
-    expect(() => addon.timeLlamaCppSampler('x', new Float64Array(4) as unknown as Float32Array, 2, config, new Int32Array(0), 1, 0)).toThrow(new TypeError(usage));
+    expect(() => addon.timeLlamaCppSampler('x', new Float64Array(4) as unknown as Float32Array, 2, config, new Int32Array(0), 1, 0)).toThrow(
+      new TypeError(usage),
+    );
     expect(() => addon.timeLlamaCppSampler('x', rows, 3, config, new Int32Array(0), 1, 0)).toThrow(
-      new RangeError('timeLlamaCppSampler: rows must hold a whole number of rows of vocab floats, at least one'));
+      new RangeError('timeLlamaCppSampler: rows must hold a whole number of rows of vocab floats, at least one'),
+    );
     expect(() => addon.timeLlamaCppSampler('x', rows, 2, config, new Int32Array(0), 0, 0)).toThrow(
-      new RangeError('timeLlamaCppSampler: iterations must be an integer from 1 to 10000000'));
+      new RangeError('timeLlamaCppSampler: iterations must be an integer from 1 to 10000000'),
+    );
     expect(() => addon.timeLlamaCppSampler('x', rows, 2, { ...config, topP: Number.NaN }, new Int32Array(0), 1, 0)).toThrow(
-      new TypeError('timeLlamaCppSampler: config.topP must be a finite number'));
+      new TypeError('timeLlamaCppSampler: config.topP must be a finite number'),
+    );
     await expect(addon.timeLlamaCppSampler('/no/such/libllama.so', rows, 2, config, new Int32Array(0), 1, 0)).rejects.toThrow(
-      /^timeLlamaCppSampler: cannot load \/no\/such\/libllama\.so: /);
+      /^timeLlamaCppSampler: cannot load \/no\/such\/libllama\.so: /,
+    );
     // A library without the sampler API (the system's math library) is named with the missing symbol.
     const libm = process.platform === 'darwin' ? '/usr/lib/libSystem.B.dylib' : 'libm.so.6';
     await expect(addon.timeLlamaCppSampler(libm, rows, 2, config, new Int32Array(0), 1, 0)).rejects.toThrow(
-      `timeLlamaCppSampler: ${libm} has no llama_sampler_chain_default_params: not a libllama with the sampler API`);
+      `timeLlamaCppSampler: ${libm} has no llama_sampler_chain_default_params: not a libllama with the sampler API`,
+    );
   });
 
   it('samples with well-formed arguments', () => {
@@ -71,14 +79,16 @@ describe('addon sampleRow', () => {
     expect(() => (addon.sampleRow as (...a: unknown[]) => number)(new Float32Array(3))).toThrow('sampleRow: expected 6 arguments');
     const [history, tokens, values] = empty;
     expect(() => addon.sampleRow(new Float32Array(3), slots(), history, tokens, values, new Int32Array(1) as never)).toThrow(
-      new TypeError('sampleRow: mask must be a Uint32Array'));
+      new TypeError('sampleRow: mask must be a Uint32Array'),
+    );
     expect(() => addon.sampleRow(new Float32Array(40), slots(), history, tokens, values, new Uint32Array(1))).toThrow(
-      new RangeError('sampleRow: mask must hold ceil(logits.length / 32) = 2 words'));
+      new RangeError('sampleRow: mask must hold ceil(logits.length / 32) = 2 words'),
+    );
   });
 
   it('samples only the tokens a mask allows', () => {
     const [history, tokens, values] = empty;
-    const row = Float32Array.from({ length: 40 }, (_, i) => i);  // token 39 is the argmax
+    const row = Float32Array.from({ length: 40 }, (_, i) => i); // token 39 is the argmax
     expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(~0, 0x7f))).toBe(38);
     expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(1 << 5, 0))).toBe(5);
     expect(addon.sampleRow(row, slots(), history, tokens, values, Uint32Array.of(0, 0))).toBe(addon.noToken);
@@ -97,7 +107,7 @@ describe('addon Device', () => {
     return v;
   };
   const empty = [new Uint32Array(0), new Uint32Array(0), new Float32Array(0), new Uint32Array(0)] as const;
-  const half = new Uint16Array([0x3c00, 0x4000, 0x3800]);  // 1, 2, 0.5
+  const half = new Uint16Array([0x3c00, 0x4000, 0x3800]); // 1, 2, 0.5
 
   it('runs the kernels synchronously and asynchronously', async () => {
     const device = new addon.Device('emulated');
@@ -111,7 +121,9 @@ describe('addon Device', () => {
     expect(() => new addon.Device('cuda' as never)).toThrow(new RangeError("Device: unknown kind 'cuda' (expected 'metal' or 'emulated')"));
     const device = new addon.Device('emulated');
     expect(() => device.sample(new Float32Array([1, 2]), slots(0.5), ...empty)).toThrow(
-      new TypeError('sample: logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) without token bias or penalties'),
+      new TypeError(
+        'sample: logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) without token bias or penalties',
+      ),
     );
     expect(() => device.sample(half, new Float64Array(1), ...empty)).toThrow('sample: slots has the wrong length');
     device.dispose();
@@ -119,8 +131,6 @@ describe('addon Device', () => {
   });
 
   it.runIf(process.platform !== 'darwin')("'metal' explains why it cannot open", () => {
-    expect(() => new addon.Device('metal')).toThrow(
-      'Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device',
-    );
+    expect(() => new addon.Device('metal')).toThrow('Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device');
   });
 });

@@ -27,7 +27,8 @@ function randomCase(random: () => number, index: number): { logits: Float32Array
   let values: Float32Array;
   if (shape === 0) values = logitValues(vocab, 'lm', index);
   else if (shape === 1) values = logitValues(vocab, 'flat', index);
-  else if (shape === 2) values = logitValues(vocab, 'flat', index).map((v) => Math.round(v)); // heavy ties
+  else if (shape === 2)
+    values = logitValues(vocab, 'flat', index).map((v) => Math.round(v)); // heavy ties
   else values = Float32Array.from({ length: vocab }, () => normal(random) * (0.1 + 5 * random()));
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)];
   const options: SampleOptions = {
@@ -40,7 +41,12 @@ function randomCase(random: () => number, index: number): { logits: Float32Array
     filterTemperature: random() < 0.5 ? 'sampling' : 'unit',
   };
   if (random() < 0.4) {
-    options.repeatPenalty = { penalty: 0.8 + random(), frequencyPenalty: random() - 0.5, presencePenalty: random() - 0.5, lastTokens: pick([0, 8, 64]) };
+    options.repeatPenalty = {
+      penalty: 0.8 + random(),
+      frequencyPenalty: random() - 0.5,
+      presencePenalty: random() - 0.5,
+      lastTokens: pick([0, 8, 64]),
+    };
     options.history = Array.from({ length: 80 }, () => Math.floor(random() * (vocab + 10)) % (random() < 0.5 ? 10 : vocab + 10));
   }
   if (random() < 0.3) {
@@ -65,7 +71,8 @@ function explain(logits: Float32Array | Uint16Array, options: SampleOptions, a: 
   if (Math.abs(sa - sb) <= 1e-5 * Math.max(1, Math.abs(sa))) return `near-tie of scores ${sa} and ${sb}`;
   if (s.topP < 1) {
     const sorted = Float32Array.from(z).sort().reverse();
-    const max = sorted[0], tf = s.unitFilterTemperature ? 1 : s.temperature;
+    const max = sorted[0],
+      tf = s.unitFilterTemperature ? 1 : s.temperature;
     const tauK = s.topK > 0 && s.topK < z.length ? sorted[s.topK - 1] : -Infinity;
     const kept = sorted.filter((v) => v >= tauK);
     const weights = kept.map((v) => mdExp(f(f(v - max) / tf)));
@@ -84,7 +91,9 @@ type Backend = 'native' | 'js' | 'emulated' | 'metal';
 /** Runs `cases` random cases on two backends, as docs/sampling.md measures agreement. */
 function measureAgreement(a: Backend, b: Backend, cases: number, seed: number, onlyFloat16: boolean): void {
   const random = seededRandom(seed);
-  let greedyCases = 0, sampledCases = 0, sampledAgree = 0;
+  let greedyCases = 0,
+    sampledCases = 0,
+    sampledAgree = 0;
   const unexplained: string[] = [];
   for (let i = 0; i < cases; i++) {
     const generated = randomCase(random, i);
@@ -153,10 +162,18 @@ describe('native and js samplers on float16 rows with special values', () => {
       const vocab = [70, 1000, 5000, 40000][c % 4];
       const logits = specialRow(random, vocab, [0.001, 0.02, 0.3][c % 3]);
       const options: SampleOptions = {
-        temperature: [0, 0.7, 2, 30][Math.floor(random() * 4)], topK: [0, 3, 40, 5000][Math.floor(random() * 4)],
-        topP: random() < 0.5 ? 1 : 0.9, minP: random() < 0.7 ? 0 : 0.05, seed: c, position: c * 7,
+        temperature: [0, 0.7, 2, 30][Math.floor(random() * 4)],
+        topK: [0, 3, 40, 5000][Math.floor(random() * 4)],
+        topP: random() < 0.5 ? 1 : 0.9,
+        minP: random() < 0.7 ? 0 : 0.05,
+        seed: c,
+        position: c * 7,
       };
-      if (c % 5 === 0) options.tokenBias = new Map([[Math.floor(random() * vocab), 3], [Math.floor(random() * vocab), -Infinity]]);
+      if (c % 5 === 0)
+        options.tokenBias = new Map([
+          [Math.floor(random() * vocab), 3],
+          [Math.floor(random() * vocab), -Infinity],
+        ]);
       const native = sample(logits, { ...options, backend: 'native' });
       expect(sample(logits, { ...options, backend: 'js' }), `case ${c}`).toBe(native);
       compared++;
@@ -164,12 +181,12 @@ describe('native and js samplers on float16 rows with special values', () => {
     expect(compared).toBe(400);
   });
 
-  it('keep -0 where the filters\' boundary is the bin of 0', () => {
+  it("keep -0 where the filters' boundary is the bin of 0", () => {
     // Three tokens at 1, 300 at -0, 300 at +0, the rest negative: top-k 4
     // keeps every zero, and a hot draw picks -0 tokens as often as +0 ones.
     const vocab = 3000;
-    const logits = new Uint16Array(vocab).fill(0xc000);  // -2
-    for (let i = 0; i < 3; i++) logits[i * 997] = 0x3c00;  // 1
+    const logits = new Uint16Array(vocab).fill(0xc000); // -2
+    for (let i = 0; i < 3; i++) logits[i * 997] = 0x3c00; // 1
     for (let i = 0; i < 600; i++) logits[5 + i * 4] = i % 2 ? 0x8000 : 0x0000;
     let negativeZeros = 0;
     for (let seed = 0; seed < 300; seed++) {
@@ -188,7 +205,7 @@ describe.each(GPU_BACKENDS)('%s kernels and the native sampler', (backend) => {
 });
 
 describe('the largest temperatures', () => {
-  it('every backend gives the same token up to the largest accepted temperature, and the limit is the addon\'s', async () => {
+  it("every backend gives the same token up to the largest accepted temperature, and the limit is the addon's", async () => {
     const { loadAddon } = await import('../lib/native/load-addon.js');
     const { MAX_TEMPERATURE } = await import('../lib/sampling-options.js');
     const addon = loadAddon();
@@ -200,7 +217,8 @@ describe('the largest temperatures', () => {
       for (const temperature of [1e20, 1e29, MAX_TEMPERATURE]) {
         for (let seed = 0; seed < 20; seed++) {
           const tokens = [...GPU_BACKENDS, 'native', 'js'].map((backend) =>
-            sample(row, { backend: backend as never, temperature, seed, topK: 0, topP: 1 }));
+            sample(row, { backend: backend as never, temperature, seed, topK: 0, topP: 1 }),
+          );
           expect(new Set(tokens).size, `${values} T=${temperature} seed=${seed}: ${tokens}`).toBe(1);
         }
       }
@@ -217,7 +235,12 @@ describe.each(GPU_BACKENDS)('long penalty windows and bias lists on %s', (backen
     const tokenBias = new Map<number, number>();
     for (let i = 0; i < 50_000; i++) tokenBias.set(Math.floor(random() * vocab * 2), random() < 0.1 ? -Infinity : normal(random));
     const options: SampleOptions = {
-      temperature: 0.8, topK: 0, topP: 0.9, seed: 3, history, tokenBias,
+      temperature: 0.8,
+      topK: 0,
+      topP: 0.9,
+      seed: 3,
+      history,
+      tokenBias,
       repeatPenalty: { penalty: 1.2, lastTokens: 200_000, frequencyPenalty: 0.01, presencePenalty: 0.1 },
     };
     const started = performance.now();

@@ -26,13 +26,15 @@ describe('backends', () => {
     const byName = Object.fromEntries(backends.map((b) => [b.name, b]));
     expect(byName.native.reason).toMatch(/metal_decode\.node/);
     expect(byName.emulated).toEqual({
-      name: 'emulated', available: true,
+      name: 'emulated',
+      available: true,
       reason: 'the same .metal kernels compiled as C++ and run on CPU fibers: slow and exact, for CI and kernel debugging',
     });
     expect(byName.js.available).toBe(true);
     if (process.platform !== 'darwin') {
       expect(byName.metal).toEqual({
-        name: 'metal', available: false,
+        name: 'metal',
+        available: false,
         reason: 'Metal needs macOS on Apple silicon; this addon was built for Linux, without the Metal device',
       });
     }
@@ -55,9 +57,11 @@ describe('backends', () => {
 
   it('the kernels refuse float32 rows they cannot sample, naming logits', () => {
     expect(() => sample(new Float32Array([1, 2]), { backend: 'emulated', temperature: 1 })).toThrow(
-      new TypeError('Expected a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty) for logits but received a Float32Array'),
+      new TypeError(
+        'Expected a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty) for logits but received a Float32Array',
+      ),
     );
-    expect(sample(new Float32Array([1, 2]), { backend: 'emulated' })).toBe(1);  // greedy: the float32 argmax kernel
+    expect(sample(new Float32Array([1, 2]), { backend: 'emulated' })).toBe(1); // greedy: the float32 argmax kernel
   });
 
   it('sampleAsync gives the same tokens on every backend and rejects with the errors sample() throws', async () => {
@@ -80,17 +84,26 @@ describe('backends', () => {
       try { sample(new Float32Array([1, 2]), { backend: 'native' }); } catch (e) { error = { name: e.name, message: e.message, code: e.code }; }
       console.log(JSON.stringify({ backends: getBackends(), auto: selectBackend('auto'), autoToken: sample(new Float32Array([1, 2])), error }));`;
     const out = runIsolated(code, { METAL_DECODE_DISABLE_NATIVE: '1' }) as {
-      backends: { name: string; available: boolean; reason: string }[]; auto: string; autoToken: number;
+      backends: { name: string; available: boolean; reason: string }[];
+      auto: string;
+      autoToken: number;
       error: { name: string; message: string; code: string };
     };
-    expect(out.backends.find((b) => b.name === 'native')).toEqual({ name: 'native', available: false, reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1' });
+    expect(out.backends.find((b) => b.name === 'native')).toEqual({
+      name: 'native',
+      available: false,
+      reason: 'disabled by METAL_DECODE_DISABLE_NATIVE=1',
+    });
     expect(out.backends.find((b) => b.name === 'emulated')).toEqual({
-      name: 'emulated', available: false, reason: 'it runs in the native addon, which is unavailable: disabled by METAL_DECODE_DISABLE_NATIVE=1',
+      name: 'emulated',
+      available: false,
+      reason: 'it runs in the native addon, which is unavailable: disabled by METAL_DECODE_DISABLE_NATIVE=1',
     });
     expect(out.auto).toBe('js');
     expect(out.autoToken).toBe(1);
     expect(out.error).toEqual({
-      name: 'BackendUnavailableError', code: 'ERR_MD_BACKEND_UNAVAILABLE',
+      name: 'BackendUnavailableError',
+      code: 'ERR_MD_BACKEND_UNAVAILABLE',
       message: 'The native backend is not available: disabled by METAL_DECODE_DISABLE_NATIVE=1',
     });
   });
@@ -130,11 +143,12 @@ describe('backends', () => {
 describe('rows in shared memory', () => {
   it('a row another thread writes during sample() gives a valid token on every backend, never a crash', async () => {
     const { Worker } = await import('node:worker_threads');
-    const vocab = 8192;  // above 4096, where top-p weighs heavy levels and bounds the rest
+    const vocab = 8192; // above 4096, where top-p weighs heavy levels and bounds the rest
     const shared = new Uint16Array(new SharedArrayBuffer(vocab * 2));
     const flat = new Float32Array(new SharedArrayBuffer(vocab * 4));
     // The writer flips values, the top one included, as fast as it can.
-    const writer = new Worker(`
+    const writer = new Worker(
+      `
       const { workerData } = require('node:worker_threads');
       const [halves, floats] = workerData;
       let x = 1;
@@ -144,14 +158,19 @@ describe('rows in shared memory', () => {
           halves[i] = x & 1 ? 0x7bff : (x >>> 16) & 0x7fff;
           floats[i] = x & 2 ? 3.4e38 : (x >>> 8) / 1e6;
         }
-      }`, { eval: true, workerData: [shared, flat] });
+      }`,
+      { eval: true, workerData: [shared, flat] },
+    );
     try {
       for (let i = 0; i < 300; i++) {
         for (const backend of ['native', 'js'] as const) {
           for (const [row, options] of [
-            [shared, { temperature: 0 }], [shared, { temperature: 1, topK: 0, topP: 0.9, seed: i }],
-            [shared, { temperature: 1, topK: 40, topP: 0.9, seed: i }], [flat, { temperature: 0.7, seed: i }],
-            [flat, { temperature: 1, topK: 0, topP: 0.9, seed: i }], [flat, { temperature: 1, topK: 40, minP: 0, seed: i }],
+            [shared, { temperature: 0 }],
+            [shared, { temperature: 1, topK: 0, topP: 0.9, seed: i }],
+            [shared, { temperature: 1, topK: 40, topP: 0.9, seed: i }],
+            [flat, { temperature: 0.7, seed: i }],
+            [flat, { temperature: 1, topK: 0, topP: 0.9, seed: i }],
+            [flat, { temperature: 1, topK: 40, minP: 0, seed: i }],
           ] as const) {
             const token = sample(row, { ...options, backend });
             expect(token).toBeGreaterThanOrEqual(0);

@@ -16,10 +16,11 @@ import { requireNativeBuilt, runCli } from './helpers.js';
 
 requireNativeBuilt();
 
-
 // Small enough to run in seconds on every backend, emulated included.
 const TINY = ['--vocab', '64', '--iterations', '2', '--tokens', '4', '--model-vocab', '64', '--dim', '8'];
-const available = getBackends().filter((b) => b.available).map((b) => b.name);
+const available = getBackends()
+  .filter((b) => b.available)
+  .map((b) => b.name);
 
 describe('arguments', () => {
   it.each([
@@ -29,7 +30,10 @@ describe('arguments', () => {
     [['bench', '--vocab', '12k'], 'Expected an integer from 1 to 16777216 for --vocab but received "12k"'],
     [['bench', '--iterations', '-1'], 'Expected an integer from 1 to 1000000 for --iterations but received "-1"'],
     [['bench', '--vocab', '-5'], 'Expected an integer from 1 to 16777216 for --vocab but received "-5"'],
-    [['bench', '--out', 'no/such/dir/report.svg'], `Expected a file in an existing directory for --out but received "no/such/dir/report.svg" (there is no directory ${resolve('no/such/dir')})`],
+    [
+      ['bench', '--out', 'no/such/dir/report.svg'],
+      `Expected a file in an existing directory for --out but received "no/such/dir/report.svg" (there is no directory ${resolve('no/such/dir')})`,
+    ],
     [['bench', '--iterations', '2.5'], 'Expected an integer from 1 to 1000000 for --iterations but received "2.5"'],
     [['bench', '--seed', '4294967296'], 'Expected an integer from 0 to 4294967295 for --seed but received "4294967296"'],
     [['bench', '--backend', 'gpu'], 'Expected one of metal, emulated, native, js for --backend but received "gpu"'],
@@ -59,12 +63,14 @@ describe('arguments', () => {
   it('a backend named but unavailable is an error with its reason, not a silent skip', async () => {
     const unavailable = getBackends().find((b) => !b.available);
     if (!unavailable) {
-      expect(available).toEqual(['metal', 'emulated', 'native', 'js']);  // a Mac with everything built
+      expect(available).toEqual(['metal', 'emulated', 'native', 'js']); // a Mac with everything built
       return;
     }
     const { code, stderr } = await runCli('bench', '--backend', unavailable.name, ...TINY);
     expect(code).toBe(1);
-    expect(stderr).toBe(`metal-decode bench: --backend ${unavailable.name}: the ${unavailable.name} backend is not available: ${unavailable.reason}\n`);
+    expect(stderr).toBe(
+      `metal-decode bench: --backend ${unavailable.name}: the ${unavailable.name} backend is not available: ${unavailable.reason}\n`,
+    );
   });
 });
 
@@ -77,13 +83,14 @@ describe('--json', () => {
   it('prints a report that follows bench/report.schema.json, with every cell and every backend', async () => {
     const { code, stdout, stderr } = await runCli('bench', ...TINY, '--json');
     expect(code).toBe(0);
-    const report = JSON.parse(stdout) as BenchReport;  // stdout is the JSON alone
+    const report = JSON.parse(stdout) as BenchReport; // stdout is the JSON alone
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
     expect(stderr).toContain('machine: ');
 
     expect(report.settings).toMatchObject({ scenarios: ['sampler', 'decode'], backends: available, vocabs: [64], iterations: 2, seed: 7 });
     expect(report.backends.map((b) => b.name)).toEqual(['metal', 'emulated', 'native', 'js']);
-    for (const b of report.backends.filter((b) => !b.available)) expect(stderr).toContain(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}`);
+    for (const b of report.backends.filter((b) => !b.available))
+      expect(stderr).toContain(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}`);
     // llama.cpp's sampler chain is a column of its own where its library is installed (node-llama-cpp's prebuilt binaries).
     const llama = findLlamaSampler();
     expect(report.llamaCppSampler).toEqual(llama);
@@ -102,7 +109,8 @@ describe('--json', () => {
     }
     // Speculation: every backend x text x mode (the run checks the tokens are the same, or fails).
     expect(report.speculative!.map((r) => `${r.backend} ${r.text} ${r.mode}`)).toEqual(
-      available.flatMap((b) => ['repetitive', 'free'].flatMap((t) => ['greedy', 'sampled'].map((m) => `${b} ${t} ${m}`))));
+      available.flatMap((b) => ['repetitive', 'free'].flatMap((t) => ['greedy', 'sampled'].map((m) => `${b} ${t} ${m}`))),
+    );
     for (const r of report.speculative!) {
       expect(r.speculativeOverPlain).toBeCloseTo(r.speculativeTokensPerSecond / r.plainTokensPerSecond, 10);
       expect(r.acceptanceRate).toBeGreaterThanOrEqual(0);
@@ -111,34 +119,53 @@ describe('--json', () => {
   });
 
   it('the filters choose what is measured', async () => {
-    const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '40', '--vocab', '80', '--iterations', '3', '--compare', 'none', '--json');
+    const { code, stdout } = await runCli(
+      'bench',
+      'sampler',
+      '--backend',
+      'native',
+      '--vocab',
+      '40',
+      '--vocab',
+      '80',
+      '--iterations',
+      '3',
+      '--compare',
+      'none',
+      '--json',
+    );
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as BenchReport;
     expect(validate(report), ajv.errorsText(validate.errors)).toBe(true);
     expect(report.decode).toEqual([]);
     expect(report.speculative).toBeUndefined();
-    expect(report.sampler.map((r) => [r.backend, r.vocab, r.iterations])).toEqual(
-      [40, 80].flatMap((v) => [1, 2, 3, 4].map(() => ['native', v, 3])),
-    );
-    expect(report.sampler.every((r) => r.speedupOverJs === null)).toBe(true);  // js was not measured
+    expect(report.sampler.map((r) => [r.backend, r.vocab, r.iterations])).toEqual([40, 80].flatMap((v) => [1, 2, 3, 4].map(() => ['native', v, 3])));
+    expect(report.sampler.every((r) => r.speedupOverJs === null)).toBe(true); // js was not measured
     expect(report.llamaCppSampler).toEqual({ library: null, reason: '--compare none' });
   });
 
   // node-llama-cpp is a dev dependency: its prebuilt libllama is here, so
   // the comparison runs (the run checks llama.cpp's greedy tokens against
   // the rows' argmax, so a library it misreads fails instead of timing).
-  it('--compare llama.cpp times llama.cpp\'s sampler chain on the same rows, with native\'s ratio to it', async () => {
+  it("--compare llama.cpp times llama.cpp's sampler chain on the same rows, with native's ratio to it", async () => {
     const { code, stdout } = await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '300', '--iterations', '3', '--compare', 'llama.cpp');
     expect(code).toBe(0);
     const table = stdout.split('\n').filter((line) => /^300 /.test(line));
     expect(stdout).toMatch(/V\s+config\s+llama\.cpp\s+native\s+native vs llama\.cpp/);
     expect(table).toHaveLength(4);
     for (const line of table) expect(line).toMatch(/\d+(\.\d+)? \(\d+(\.\d+)?\)\s+\d+(\.\d+)? \(\d+(\.\d+)?\)\s+\d+(\.\d+)?x$/);
-    const json = JSON.parse((await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '300', '--iterations', '3', '--json')).stdout) as BenchReport;
+    const json = JSON.parse(
+      (await runCli('bench', 'sampler', '--backend', 'native', '--vocab', '300', '--iterations', '3', '--json')).stdout,
+    ) as BenchReport;
     expect(validate(json), ajv.errorsText(validate.errors)).toBe(true);
     expect(json.llamaCppSampler.library).toMatch(/libllama[^/]*\.(so|dylib)$/);
-    expect(json.sampler.filter((r) => r.backend === 'llama.cpp').map((r) => r.config)).toEqual(['greedy', 'default chain', 'topP 0.9', 'temperature only']);
-  }, 600_000);  // 17 ms quiet, but 21 s and 150 s in two runs with both cores busy: 4x the longest
+    expect(json.sampler.filter((r) => r.backend === 'llama.cpp').map((r) => r.config)).toEqual([
+      'greedy',
+      'default chain',
+      'topP 0.9',
+      'temperature only',
+    ]);
+  }, 600_000); // 17 ms quiet, but 21 s and 150 s in two runs with both cores busy: 4x the longest
 
   it('the schema rejects a report with a missing field or a wrong value', () => {
     expect(validate({ schemaVersion: 1 })).toBe(false);

@@ -17,7 +17,6 @@ const model = join(dir, 'tiny.gguf');
 beforeAll(() => writeRandomModel(model, variantSpec('llama2', 'Q4_0', 1)));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-
 describe('arguments', () => {
   it.each([
     [['bench', 'model'], 'Expected a .gguf file for --model but received nothing'],
@@ -26,8 +25,10 @@ describe('arguments', () => {
     [['bench', 'model', '--model', 'package.json', '--tokens', '1'], 'Expected an integer from 2 to 65536 for --tokens but received "1"'],
     [['bench', 'model', '--model', 'package.json', '--compare', 'vllm'], 'Expected llama.cpp, none or auto for --compare but received "vllm"'],
     [['bench', 'model', '--model', 'package.json', '--backend', 'cuda'], 'Expected native, metal or emulated for --backend but received "cuda"'],
-    [['bench', 'model', '--model', 'package.json', '--backend', 'emulated', '--fused-head'],
-      'bench model --fused-head compares the CPU\'s LM head with and without the pick fused in (--backend native); the emulated tables always fuse it, and bench predict models what that saves'],
+    [
+      ['bench', 'model', '--model', 'package.json', '--backend', 'emulated', '--fused-head'],
+      "bench model --fused-head compares the CPU's LM head with and without the pick fused in (--backend native); the emulated tables always fuse it, and bench predict models what that saves",
+    ],
   ])('%j', async (argv, message) => {
     const { code, stderr } = await runCli(...argv);
     expect(code).toBe(2);
@@ -51,7 +52,23 @@ it('measures both engines on the same file and prints the ratios and memory', as
 });
 
 it('--json gives the result with every number; --compare none leaves llama.cpp out', async () => {
-  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '4', '--runs', '1', '--compare', 'none', '--json');
+  const { code, stdout } = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '4',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--json',
+  );
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.engines.map((e) => e.engine)).toEqual(['metal-decode (native)']);
@@ -60,12 +77,27 @@ it('--json gives the result with every number; --compare none leaves llama.cpp o
   expect(result.engines[0].prefillTokensPerSecond).toBeGreaterThan(0);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
   expect(result.fileBytes).toBeGreaterThan(0);
-  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // K and V, F16, positions x layers x KV heads x head dim
+  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2); // K and V, F16, positions x layers x KV heads x head dim
 });
 
 it('--backend emulated measures the dispatch tables (batched prefill, chained decode) and says the speed is not one', async () => {
-  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--backend', 'emulated', '--prompt', '8', '--tokens', '4', '--runs', '1',
-    '--compare', 'none', '--json');
+  const { code, stdout } = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--backend',
+    'emulated',
+    '--prompt',
+    '8',
+    '--tokens',
+    '4',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--json',
+  );
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.settings.backend).toBe('emulated');
@@ -73,18 +105,34 @@ it('--backend emulated measures the dispatch tables (batched prefill, chained de
     ['metal-decode (emulated)', 'emulated dispatch tables, chained decode (CPU fibers: a check, not a speed)'],
   ]);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
-  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2);  // the device's F16 caches: the CPU's size
+  expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2); // the device's F16 caches: the CPU's size
 });
 
 it('--speculative adds the decode with n-gram speculation: its speed-up, acceptance and passes, and the same tokens', async () => {
-  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '24', '--runs', '1',
-    '--compare', 'none', '--speculative', '--json');
+  const { code, stdout } = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '24',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--speculative',
+    '--json',
+  );
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.settings.speculative).toBe(true);
   expect(result.speculation!.map((s) => s.task)).toEqual(['varied', 'summarise']);
   expect(result.speculation![0].promptTokens).toBe(8);
-  expect(result.speculation![1].promptTokens).toBeGreaterThan(100);  // the passage, in the file's vocabulary
+  expect(result.speculation![1].promptTokens).toBeGreaterThan(100); // the passage, in the file's vocabulary
   for (const s of result.speculation!) {
     expect(s.sameTokens).toBe(true);
     expect(s.decodeTokensPerSecond).toBeGreaterThan(0);
@@ -93,14 +141,46 @@ it('--speculative adds the decode with n-gram speculation: its speed-up, accepta
     expect(s.acceptanceRate).toBeLessThanOrEqual(1);
     expect(s.forwardPassesPerToken).toBeGreaterThan(0);
   }
-  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--speculative');
+  const tables = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '8',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--speculative',
+  );
   expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, varied prompt .* forward passes per token; the same tokens$/m);
   expect(tables.stdout).toMatch(/^metal-decode \(native\) \+ n-gram speculation, summarise task \(\d+ prompt tokens\) .* the same tokens$/m);
 });
 
 it('--constrained adds the decode under a JSON schema: its speed against unconstrained and the mask time per token', async () => {
-  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '16', '--runs', '1',
-    '--compare', 'none', '--constrained', '--json');
+  const { code, stdout } = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '16',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--constrained',
+    '--json',
+  );
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   const c = result.constrained!;
@@ -109,13 +189,47 @@ it('--constrained adds the decode under a JSON schema: its speed against unconst
   expect(c.ratio).toBeCloseTo(c.constrainedTokensPerSecond / c.plainTokensPerSecond, 6);
   expect(c.maskMsPerToken).toBeGreaterThan(0);
   expect(c.constrainedTokens).toBeGreaterThan(1);
-  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--constrained');
-  expect(tables.stdout).toMatch(/^metal-decode \(native\) under a JSON schema .* \d+% of the decode without \([\d.]+\); masks [\d.]+ ms per token at V 300; \d+ tokens under the grammar$/m);
+  const tables = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '8',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--constrained',
+  );
+  expect(tables.stdout).toMatch(
+    /^metal-decode \(native\) under a JSON schema .* \d+% of the decode without \([\d.]+\); masks [\d.]+ ms per token at V 300; \d+ tokens under the grammar$/m,
+  );
 });
 
 it('--fused-head adds greedy and temperature-only decodes with the logits sampled against the LM head fused with the pick, and the same tokens', async () => {
-  const { code, stdout } = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '12', '--runs', '1',
-    '--compare', 'none', '--fused-head', '--json');
+  const { code, stdout } = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '12',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--fused-head',
+    '--json',
+  );
   expect(code).toBe(0);
   const result = JSON.parse(stdout) as ModelBenchResult;
   expect(result.settings.fusedHead).toBe(true);
@@ -124,6 +238,24 @@ it('--fused-head adds greedy and temperature-only decodes with the logits sample
     expect(h.sameTokens).toBe(true);
     expect(h.speedup).toBeCloseTo(h.fusedTokensPerSecond / h.unfusedTokensPerSecond, 6);
   }
-  const tables = await runCli('bench', 'model', '--model', model, '--threads', '1', '--prompt', '8', '--tokens', '8', '--runs', '1', '--compare', 'none', '--fused-head');
-  expect(tables.stdout).toMatch(/^metal-decode \(native\), temperature only, LM head fused with the pick .* [\d.]+x the decode with the logits sampled \([\d.]+\); the same tokens$/m);
+  const tables = await runCli(
+    'bench',
+    'model',
+    '--model',
+    model,
+    '--threads',
+    '1',
+    '--prompt',
+    '8',
+    '--tokens',
+    '8',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--fused-head',
+  );
+  expect(tables.stdout).toMatch(
+    /^metal-decode \(native\), temperature only, LM head fused with the pick .* [\d.]+x the decode with the logits sampled \([\d.]+\); the same tokens$/m,
+  );
 });

@@ -35,7 +35,8 @@ async function predict(path: string, context: number): Promise<PredictResult> {
 // The matrices of one layer and the embedding, as the writer shapes them.
 function expectedWeightBytes(arch: 'llama' | 'qwen3', type: 'Q8_0' | 'Q4_0'): number {
   const s = tinyShape(arch, type);
-  const q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
+  const q = s.heads * s.headDim,
+    kv = s.kvHeads * s.headDim;
   const norms = 4 * (2 * s.d + (arch === 'qwen3' ? 2 * s.headDim : 0));
   const layer = rowBytes(type, s.d) * (q + 2 * kv + 2 * s.ff) + rowBytes(type, q) * s.d + rowBytes(type, s.ff) * s.d + norms;
   const embedding = rowBytes(type, s.d) * s.vocab;
@@ -65,7 +66,7 @@ describe('bytes per token', () => {
   });
 });
 
-it('tokens/s: each chip\'s bandwidth over the bytes, the target 80% of it; the dispatch plan by architecture', async () => {
+it("tokens/s: each chip's bandwidth over the bytes, the target 80% of it; the dispatch plan by architecture", async () => {
   const r = await predict(tied, 64);
   expect(r.chips.map((c) => c.chip)).toEqual(APPLE_CHIPS.map((c) => c.chip));
   for (const c of r.chips) {

@@ -19,13 +19,15 @@ const without = join(dir, 'bytes.gguf');
 beforeAll(async () => {
   const vocabulary = realVocabulary('qwen3');
   await writeRandomModel(withVocabulary, {
-    arch: 'qwen3', type: 'Q8_0', seed: 1, vocabulary: vocabularyMetadata(vocabulary),
+    arch: 'qwen3',
+    type: 'Q8_0',
+    seed: 1,
+    vocabulary: vocabularyMetadata(vocabulary),
     shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
   });
   await writeRandomModel(without, { ...variantSpec('llama2', 'Q4_0', 1), vocabulary: {} });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
 
 describe('arguments', () => {
   it.each([

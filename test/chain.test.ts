@@ -20,7 +20,11 @@ import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 requireNativeBuilt();
 
 const SAMPLED: ChainSamplingOptions = {
-  temperature: 0.9, topK: 20, topP: 0.9, minP: 0.02, seed: 1234,
+  temperature: 0.9,
+  topK: 20,
+  topP: 0.9,
+  minP: 0.02,
+  seed: 1234,
   repeatPenalty: { penalty: 1.3, lastTokens: 6, frequencyPenalty: 0.1, presencePenalty: 0.05 },
   tokenBias: { 3: 1.5, 7: -Infinity },
 };
@@ -50,7 +54,11 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     const table = chain.tableFor(sampling);
 
     it('uses the argmax table only when it gives the same tokens', () => {
-      const steps = { greedy: [], sampled: ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'], 'temperature only': ['count', 'filter', 'noise', 'pick'] }[_name]!;
+      const steps = {
+        greedy: [],
+        sampled: ['prepare', 'edit', 'count', 'filter', 'noise', 'pick'],
+        'temperature only': ['count', 'filter', 'noise', 'pick'],
+      }[_name]!;
       const pick = _name === 'greedy' ? ['argmax: slices', 'argmax: pick'] : steps.map((step) => `sample: ${step}`);
       expect(table.labels).toEqual(['embedding', 'lm head', ...pick]);
     });
@@ -98,13 +106,17 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     const sequence = [0, ...(await collect(chain, chain.sampledTable({ ...filters, seed: 99 }), 0, steps, 500))];
     const counts = Array.from({ length: 12 }, () => new Array<number>(12).fill(0));
     for (let i = 1; i < sequence.length; i++) counts[sequence[i - 1]][sequence[i]]++;
-    let statistic = 0, freedom = 0, rows = 0;
+    let statistic = 0,
+      freedom = 0,
+      rows = 0;
     for (let a = 0; a < 12; a++) {
       const visits = counts[a].reduce((x, y) => x + y, 0);
       if (visits < 100) continue;
       const z = [...small.logits(a)].map(numberFromFloat16);
       const p = exactDistribution(z, filters);
-      p.forEach((pi, b) => { if (pi === 0) expect(counts[a][b], `${a} -> ${b} is filtered out`).toBe(0); });
+      p.forEach((pi, b) => {
+        if (pi === 0) expect(counts[a][b], `${a} -> ${b} is filtered out`).toBe(0);
+      });
       const result = chiSquarePValue(counts[a], p);
       statistic += result.statistic;
       freedom += p.filter((x) => x > 0).length - 1;
@@ -154,7 +166,8 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     const chain = new BigramChain(model, device, { contextSize: 10 });
     chain.writeTokens(0, [1]);
     await expect(chain.run(chain.greedyTable, 0, 10).next()).rejects.toThrow(
-      'Expected at most 9 (the sequence buffer holds 10 tokens) for count but received 10 (number)');
+      'Expected at most 9 (the sequence buffer holds 10 tokens) for count but received 10 (number)',
+    );
     const first = chain.run(chain.greedyTable, 0, 9, { chunkSize: 1 });
     await first.next();
     await expect(chain.run(chain.greedyTable, 0, 2).next()).rejects.toThrow('This chain is already running');
@@ -168,9 +181,11 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     expect(() => chain.writeTokens(0, [1, 500])).toThrow('Expected a token id from 0 to 499 for tokens[1] but received 500 (number)');
     expect(() => chain.writeTokens(0, [1.5])).toThrow('Expected a token id from 0 to 499 for tokens[0] but received 1.5 (number)');
     expect(() => chain.writeTokens(3, [1, 2])).toThrow(
-      'Expected an integer from 0 to 2 (the tokens must fit in contextSize 4) for position but received 3 (number)');
+      'Expected an integer from 0 to 2 (the tokens must fit in contextSize 4) for position but received 3 (number)',
+    );
     expect(() => chain.sampledTable({ position: 3 } as ChainSamplingOptions)).toThrow(
-      'Unknown option position: a chain sets position and history per token, binds masks as buffers and runs on its own device');
+      'Unknown option position: a chain sets position and history per token, binds masks as buffers and runs on its own device',
+    );
     expect(() => chain.sampledTable({ temperature: -1 })).toThrow('Expected a number from 0 to 1e+30 for temperature but received -1 (number)');
   });
 });
@@ -184,22 +199,91 @@ describe('devices', () => {
   it('the emulated device cannot compile kernels from source, and says so', () => {
     const device = openDevice('emulated');
     expect(() => device.addKernelSource('kernel void f() {}')).toThrow(
-      'addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by kernelNames); kernels from source need the Metal device');
+      'addKernelSource: the emulated device runs only the kernels compiled into the addon (metal/*.metal, listed by kernelNames); kernels from source need the Metal device',
+    );
     expect(device.kernelNames()).toEqual([
-      'md_add_f32', 'md_argmax_f16', 'md_argmax_f32', 'md_argmax_pick_f16', 'md_argmax_pick_f32', 'md_argmax_slices_f16', 'md_argmax_slices_f32', 'md_attention_f16', 'md_attention_f32', 'md_attention_merge_f32', 'md_attention_q8_0', 'md_draft_probability_f16', 'md_embed_f16', 'md_embed_rows_bf16', 'md_embed_rows_f16',
-      'md_embed_rows_f32', 'md_embed_rows_q4_0', 'md_embed_rows_q4_1', 'md_embed_rows_q4_k', 'md_embed_rows_q5_0', 'md_embed_rows_q5_k',
-      'md_embed_rows_q6_k', 'md_embed_rows_q8_0', 'md_exp_values', 'md_fp_contract_probe', 'md_half_from_f32',
-      'md_head_sample_bf16', 'md_head_sample_f16', 'md_head_sample_f32', 'md_head_sample_pick', 'md_head_sample_q4_0', 'md_head_sample_q4_1', 'md_head_sample_q4_k', 'md_head_sample_q5_0', 'md_head_sample_q5_k', 'md_head_sample_q6_k', 'md_head_sample_q8_0',
-      'md_kv_store_f16', 'md_kv_store_f32', 'md_kv_store_q8_0',
+      'md_add_f32',
+      'md_argmax_f16',
+      'md_argmax_f32',
+      'md_argmax_pick_f16',
+      'md_argmax_pick_f32',
+      'md_argmax_slices_f16',
+      'md_argmax_slices_f32',
+      'md_attention_f16',
+      'md_attention_f32',
+      'md_attention_merge_f32',
+      'md_attention_q8_0',
+      'md_draft_probability_f16',
+      'md_embed_f16',
+      'md_embed_rows_bf16',
+      'md_embed_rows_f16',
+      'md_embed_rows_f32',
+      'md_embed_rows_q4_0',
+      'md_embed_rows_q4_1',
+      'md_embed_rows_q4_k',
+      'md_embed_rows_q5_0',
+      'md_embed_rows_q5_k',
+      'md_embed_rows_q6_k',
+      'md_embed_rows_q8_0',
+      'md_exp_values',
+      'md_fp_contract_probe',
+      'md_half_from_f32',
+      'md_head_sample_bf16',
+      'md_head_sample_f16',
+      'md_head_sample_f32',
+      'md_head_sample_pick',
+      'md_head_sample_q4_0',
+      'md_head_sample_q4_1',
+      'md_head_sample_q4_k',
+      'md_head_sample_q5_0',
+      'md_head_sample_q5_k',
+      'md_head_sample_q6_k',
+      'md_head_sample_q8_0',
+      'md_kv_store_f16',
+      'md_kv_store_f32',
+      'md_kv_store_q8_0',
       'md_lm_head_f16',
-      'md_matmul_bf16', 'md_matmul_f16', 'md_matmul_f32', 'md_matmul_q4_0', 'md_matmul_q4_1', 'md_matmul_q4_k',
-      'md_matmul_q5_0', 'md_matmul_q5_k', 'md_matmul_q6_k', 'md_matmul_q8_0',
-      'md_matvec_batch_bf16', 'md_matvec_batch_f16', 'md_matvec_batch_f32', 'md_matvec_batch_q4_0', 'md_matvec_batch_q4_1',
-      'md_matvec_batch_q4_k', 'md_matvec_batch_q5_0', 'md_matvec_batch_q5_k', 'md_matvec_batch_q6_k', 'md_matvec_batch_q8_0',
-      'md_matvec_bf16', 'md_matvec_f16', 'md_matvec_f32', 'md_matvec_q4_0', 'md_matvec_q4_1', 'md_matvec_q4_k', 'md_matvec_q5_0',
-      'md_matvec_q5_k', 'md_matvec_q6_k', 'md_matvec_q8_0', 'md_noise_cells', 'md_rms_norm_f32', 'md_rope_f32',
-      'md_sample_f16', 'md_sample_wide_count_f16', 'md_sample_wide_edit_f16', 'md_sample_wide_filter_f16', 'md_sample_wide_noise_f16',
-      'md_sample_wide_pick_f16', 'md_sample_wide_prepare_f16', 'md_swiglu_f32',
+      'md_matmul_bf16',
+      'md_matmul_f16',
+      'md_matmul_f32',
+      'md_matmul_q4_0',
+      'md_matmul_q4_1',
+      'md_matmul_q4_k',
+      'md_matmul_q5_0',
+      'md_matmul_q5_k',
+      'md_matmul_q6_k',
+      'md_matmul_q8_0',
+      'md_matvec_batch_bf16',
+      'md_matvec_batch_f16',
+      'md_matvec_batch_f32',
+      'md_matvec_batch_q4_0',
+      'md_matvec_batch_q4_1',
+      'md_matvec_batch_q4_k',
+      'md_matvec_batch_q5_0',
+      'md_matvec_batch_q5_k',
+      'md_matvec_batch_q6_k',
+      'md_matvec_batch_q8_0',
+      'md_matvec_bf16',
+      'md_matvec_f16',
+      'md_matvec_f32',
+      'md_matvec_q4_0',
+      'md_matvec_q4_1',
+      'md_matvec_q4_k',
+      'md_matvec_q5_0',
+      'md_matvec_q5_k',
+      'md_matvec_q6_k',
+      'md_matvec_q8_0',
+      'md_noise_cells',
+      'md_rms_norm_f32',
+      'md_rope_f32',
+      'md_sample_f16',
+      'md_sample_wide_count_f16',
+      'md_sample_wide_edit_f16',
+      'md_sample_wide_filter_f16',
+      'md_sample_wide_noise_f16',
+      'md_sample_wide_pick_f16',
+      'md_sample_wide_prepare_f16',
+      'md_swiglu_f32',
     ]);
     device.dispose();
     expect(() => device.kernelNames()).toThrow('The emulated device was disposed');

@@ -25,7 +25,10 @@ async function chatModelFile(name: VocabularyName, arch: 'llama' | 'qwen3'): Pro
   const vocabulary = realVocabulary(name);
   const path = join(dir, `${name}.gguf`);
   await writeRandomModel(path, {
-    arch, type: 'Q8_0', seed: 3, vocabulary: vocabularyMetadata(vocabulary),
+    arch,
+    type: 'Q8_0',
+    seed: 3,
+    vocabulary: vocabularyMetadata(vocabulary),
     shape: { vocab: vocabulary.tokens.length, d: 64, layers: 2, heads: 2, kvHeads: 1, headDim: 32, ff: 128 },
   });
   return path;
@@ -49,7 +52,10 @@ function words(model: GgufModel): { temperature: number; maxTokens: number; toke
   return { ...GREEDY, tokenMask: () => mask };
 }
 
-describe.each([['qwen3', 'qwen3'], ['llama2', 'llama']] as const)('%s', (name, arch) => {
+describe.each([
+  ['qwen3', 'qwen3'],
+  ['llama2', 'llama'],
+] as const)('%s', (name, arch) => {
   let model: GgufModel;
   let tokenizer: GgufTokenizer;
   beforeAll(async () => {
@@ -60,9 +66,11 @@ describe.each([['qwen3', 'qwen3'], ['llama2', 'llama']] as const)('%s', (name, a
 
   // What the sequence should hold: the conversation rendered (BOS first
   // when the model adds one) and the reply's tokens after it.
-  const rendered = (chat: ChatSession, history = chat.getChatHistory().slice(0, -1)) => model.chatTemplate!.render(history, {
-    bosToken: tokenizer.tokenText(tokenizer.bosToken!), eosToken: tokenizer.tokenText(tokenizer.eosToken!),
-  });
+  const rendered = (chat: ChatSession, history = chat.getChatHistory().slice(0, -1)) =>
+    model.chatTemplate!.render(history, {
+      bosToken: tokenizer.tokenText(tokenizer.bosToken!),
+      eosToken: tokenizer.tokenText(tokenizer.eosToken!),
+    });
   const heldText = (chat: ChatSession) => tokenizer.decode(chat.session.tokens, { special: true });
   // The text of the rendering and the reply as encoding them whole gives it
   // (SentencePiece puts a space after each special token, so not the
@@ -79,7 +87,9 @@ describe.each([['qwen3', 'qwen3'], ['llama2', 'llama']] as const)('%s', (name, a
     expect(first.stopReason).toBe('maxTokens');
     expect(first.responseText).toBe(first.result.text);
     expect(chat.getChatHistory()).toEqual([
-      { role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Hello there!' }, { role: 'assistant', content: first.responseText },
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'Hello there!' },
+      { role: 'assistant', content: first.responseText },
     ]);
     const afterFirst = chat.session.tokens;
     if (model.bosToken !== undefined) expect(afterFirst[0]).toBe(model.bosToken);
@@ -105,7 +115,7 @@ describe.each([['qwen3', 'qwen3'], ['llama2', 'llama']] as const)('%s', (name, a
     chat.setChatHistory(saved);
     const again = await chat.promptWithMeta('Three', GREEDY);
     const held = chat.session.tokens.length;
-    expect(again.result.stats.promptTokens).toBeLessThan(held - again.result.tokens.length);  // something was reused
+    expect(again.result.stats.promptTokens).toBeLessThan(held - again.result.tokens.length); // something was reused
     expect(heldText(chat)).toBe(canonical(chat, again.result.tokens));
     using fresh = new ChatSession(model);
     fresh.setChatHistory(saved);
@@ -141,26 +151,41 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
   const model = await chatModel('qwen3', 'qwen3');
   try {
     using chat = new ChatSession(model);
-    chat.setChatHistory([{ type: 'system', text: 'S' }, { type: 'user', text: 'U' }, { type: 'model', response: ['A', 'B'] }]);
-    expect(chat.getChatHistory()).toEqual([{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }, { role: 'assistant', content: 'AB' }]);
+    chat.setChatHistory([
+      { type: 'system', text: 'S' },
+      { type: 'user', text: 'U' },
+      { type: 'model', response: ['A', 'B'] },
+    ]);
+    expect(chat.getChatHistory()).toEqual([
+      { role: 'system', content: 'S' },
+      { role: 'user', content: 'U' },
+      { role: 'assistant', content: 'AB' },
+    ]);
     chat.resetChatHistory();
     expect(chat.getChatHistory()).toEqual([]);
-    expect(() => chat.setChatHistory([{ role: 'robot', content: 'x' } as never])).toThrow('Expected \'system\', \'user\', \'assistant\', \'tool\' for history[0].role but received "robot" (string)');
-    expect(() => chat.setChatHistory([{ type: 'model', response: [{ type: 'functionCall' }] } as never])).toThrow(/^Expected a string for history\[0\]\.response\[0\]/);
+    expect(() => chat.setChatHistory([{ role: 'robot', content: 'x' } as never])).toThrow(
+      "Expected 'system', 'user', 'assistant', 'tool' for history[0].role but received \"robot\" (string)",
+    );
+    expect(() => chat.setChatHistory([{ type: 'model', response: [{ type: 'functionCall' }] } as never])).toThrow(
+      /^Expected a string for history\[0\]\.response\[0\]/,
+    );
     expect(() => chat.setChatHistory('hi' as never)).toThrow(/^Expected an array of messages/);
-    expect(() => new ChatSession(model, { contextsize: 64 } as never)).toThrow(new TypeError(
-      'Unknown option contextsize; the options are: backend, contextSize, systemPrompt, chatTemplate, templateVariables'));
+    expect(() => new ChatSession(model, { contextsize: 64 } as never)).toThrow(
+      new TypeError('Unknown option contextsize; the options are: backend, contextSize, systemPrompt, chatTemplate, templateVariables'),
+    );
     // A sparse array, or an item that is not a message, is refused naming its index, and the history stays as it was.
     chat.setChatHistory([{ role: 'user', content: 'kept' }]);
     expect(() => chat.setChatHistory([, { role: 'user', content: 'hi' }] as never)).toThrow(
-      'Expected a message ({ role, content }), not an empty slot of a sparse array for history[0] but received undefined');
+      'Expected a message ({ role, content }), not an empty slot of a sparse array for history[0] but received undefined',
+    );
     expect(() => chat.setChatHistory([{ role: 'user', content: 'a' }, null] as never)).toThrow(
-      'Expected a message ({ role, content }) for history[1] but received null');
+      'Expected a message ({ role, content }) for history[1] but received null',
+    );
     expect(chat.getChatHistory()).toEqual([{ role: 'user', content: 'kept' }]);
     chat.resetChatHistory();
     await expect(chat.prompt(42 as never)).rejects.toThrow(/^Expected a string for text/);
     await expect(chat.prompt('x', { maxTokens: -1 })).rejects.toThrow(/maxTokens/);
-    expect(chat.getChatHistory()).toEqual([]);  // a failed prompt leaves the history as it was
+    expect(chat.getChatHistory()).toEqual([]); // a failed prompt leaves the history as it was
 
     const slow = chat.prompt('x', { maxTokens: 4 });
     await expect(chat.prompt('y')).rejects.toThrow(SessionBusyError);
@@ -179,12 +204,15 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
     expect(() => new ChatSession(model, { temperature: 1 } as never)).toThrow(/^Unknown option temperature; the options are: backend, contextSize/);
     const own = new ChatSession(model, { chatTemplate: '{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant] ' });
     const reply = await own.promptWithMeta('hey', { maxTokens: 1 });
-    expect(tokenizer(model).decode(own.session.tokens, { special: true })).toBe(`[user] hey\n[assistant] ${tokenBytesText(tokenizer(model), reply.result.tokens)}`);
+    expect(tokenizer(model).decode(own.session.tokens, { special: true })).toBe(
+      `[user] hey\n[assistant] ${tokenBytesText(tokenizer(model), reply.result.tokens)}`,
+    );
     own.dispose();
     // A template that prints nothing is reported as the template's fault, and the history stays as it was.
     const silent = new ChatSession(model, { chatTemplate: '{% if false %}{{ messages }}{% endif %}' });
     await expect(silent.prompt('hey', { maxTokens: 1 })).rejects.toThrow(
-      'options.chatTemplate: the chat template rendered 1 message as empty text; it must print the conversation');
+      'options.chatTemplate: the chat template rendered 1 message as empty text; it must print the conversation',
+    );
     expect(silent.getChatHistory()).toEqual([]);
     silent.dispose();
   } finally {
@@ -198,17 +226,20 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
 // template. (On the main thread this template held the loop for 21 s.)
 test('a template that loops for seconds renders off the event loop: the signal ends it, the time limit names it', async () => {
   const model = await chatModel('qwen3', 'qwen3');
-  const chat = new ChatSession(model, { chatTemplate: '{% for i in range(30000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}' });
+  const chat = new ChatSession(model, {
+    chatTemplate: '{% for i in range(30000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}',
+  });
   try {
     const probe = watchEventLoop({ intervalMs: 2 });
     const started = performance.now();
     await expect(chat.prompt('hi', { signal: AbortSignal.timeout(300), maxTokens: 1 })).rejects.toThrow('The request was aborted');
     const report = probe.stop();
-    expect(performance.now() - started).toBeLessThan(10_000);  // ended at the abort, long before the rendering would end
+    expect(performance.now() - started).toBeLessThan(10_000); // ended at the abort, long before the rendering would end
     expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
     expect(chat.getChatHistory()).toEqual([]);
     await expect(chat.prompt('hi', { maxTokens: 1 })).rejects.toThrow(
-      'options.chatTemplate: the chat template did not finish rendering in 10 s (a loop too long for a conversation?); its thread was ended');
+      'options.chatTemplate: the chat template did not finish rendering in 10 s (a loop too long for a conversation?); its thread was ended',
+    );
     expect(chat.getChatHistory()).toEqual([]);
   } finally {
     chat.dispose();
@@ -220,13 +251,18 @@ test('a model without a chat template is an error that says what to pass', async
   const path = join(dir, 'no-template.gguf');
   const vocabulary = { ...realVocabulary('qwen3'), chatTemplate: undefined };
   await writeRandomModel(path, {
-    arch: 'qwen3', type: 'Q8_0', seed: 3, vocabulary: vocabularyMetadata(vocabulary),
+    arch: 'qwen3',
+    type: 'Q8_0',
+    seed: 3,
+    vocabulary: vocabularyMetadata(vocabulary),
     shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
   });
   const model = await loadModel(path, { threads: 1, prefetch: false });
   try {
     expect(model.chatTemplate).toBeUndefined();
-    expect(() => new ChatSession(model)).toThrow(`${path} has no chat template (tokenizer.chat_template): pass one as new ChatSession(model, { chatTemplate: '...' })`);
+    expect(() => new ChatSession(model)).toThrow(
+      `${path} has no chat template (tokenizer.chat_template): pass one as new ChatSession(model, { chatTemplate: '...' })`,
+    );
     expect(new ChatTemplate('{{ messages[0].content }}', 'x').render([{ role: 'user', content: 'ok' }])).toBe('ok');
   } finally {
     model.dispose();
@@ -240,7 +276,6 @@ function tokenizer(model: GgufModel): GgufTokenizer {
 function tokenBytesText(t: GgufTokenizer, tokens: readonly number[]): string {
   return Buffer.concat(tokens.map((id) => t.tokenBytes(id))).toString('utf8');
 }
-
 
 test('text prompts on a Session: BOS first when the model adds one, only at the start; encoded asynchronously', async () => {
   const model = await chatModel('llama2', 'llama');
@@ -279,7 +314,10 @@ test('a 10,000-message history is rendered and encoded off the event loop; too l
     const history = Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i}` }) as const);
     chat.setChatHistory(history);
     const probe = watchEventLoop();
-    const error = await chat.prompt('and one more', { maxTokens: 1 }).then(() => undefined, (e: unknown) => e);
+    const error = await chat.prompt('and one more', { maxTokens: 1 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const report = probe.stop();
     expect(error).toBeInstanceOf(RangeError);
     expect((error as Error).message).toMatch(/contextSize/);
@@ -315,14 +353,16 @@ test.each([
   ['llama3', 'llama', {}],
   // node-llama-cpp renders Qwen 3 with thinking off; so does this, when asked.
   ['qwen3', 'qwen3', { enable_thinking: false }],
-] as const)('%s: the prompt tokens of node-llama-cpp\'s LlamaChatSession with the same template', async (name, arch, templateVariables) => {
+] as const)("%s: the prompt tokens of node-llama-cpp's LlamaChatSession with the same template", async (name, arch, templateVariables) => {
   const path = await chatModelFile(name, arch);
   const ours = await loadModel(path, { threads: 1 });
   const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
   try {
     const sequence = (await theirs.createContext({ contextSize: 256 })).getSequence();
     const session = new LlamaChatSession({
-      contextSequence: sequence, systemPrompt: 'You are terse.', chatWrapper: new JinjaTemplateChatWrapper({ template: ours.chatTemplate!.source }),
+      contextSequence: sequence,
+      systemPrompt: 'You are terse.',
+      chatWrapper: new JinjaTemplateChatWrapper({ template: ours.chatTemplate!.source }),
     });
     await session.prompt('Hello there! <|im_end|> is text here.', { maxTokens: 1 });
     using chat = new ChatSession(ours, { systemPrompt: 'You are terse.', templateVariables });

@@ -38,8 +38,10 @@ describe('Llama 3', () => {
     expect(text.endsWith('<|start_header_id|>assistant<|end_header_id|>\n\n')).toBe(true);
     // This (first) Llama 3 template adds the assistant header whatever
     // add_generation_prompt says; rendered faithfully, it does here too.
-    expect(template.render(CONVERSATION, { addGenerationPrompt: false }).endsWith('Bye?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n')).toBe(true);
-    expect(template.render(CONVERSATION, { addGenerationPrompt: false }).startsWith('<|start_header_id|>')).toBe(true);  // no BOS text unless given
+    expect(
+      template.render(CONVERSATION, { addGenerationPrompt: false }).endsWith('Bye?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'),
+    ).toBe(true);
+    expect(template.render(CONVERSATION, { addGenerationPrompt: false }).startsWith('<|start_header_id|>')).toBe(true); // no BOS text unless given
   });
 });
 
@@ -51,27 +53,39 @@ test('a template that does not parse, or fails to render, is an error naming it'
 
 // The library's range() builds its list in one array: range(100000000)
 // took the process down with it (an allocation past a worker's heap limit).
-test('range() counts as Python\'s and refuses more than a chat template may loop over, naming the call', () => {
+test("range() counts as Python's and refuses more than a chat template may loop over, naming the call", () => {
   const render = (source: string) => new ChatTemplate(source, 'model.gguf').render(CONVERSATION);
-  expect(render('{% for i in range(3) %}{{ i }}{% endfor %}|{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}|{% for i in range(2, 8, 3) %}{{ i }}{% endfor %}')).toBe('012|531|25');
+  expect(
+    render(
+      '{% for i in range(3) %}{{ i }}{% endfor %}|{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}|{% for i in range(2, 8, 3) %}{{ i }}{% endfor %}',
+    ),
+  ).toBe('012|531|25');
   expect(render('{{ range(1000000) | length }}')).toBe('1000000');
   expect(() => render('{% for i in range(100000000) %}x{% endfor %}')).toThrow(
-    'model.gguf: the chat template failed to render (range(100000000) has 100000000 items, more than the 1000000 a chat template may loop over)');
+    'model.gguf: the chat template failed to render (range(100000000) has 100000000 items, more than the 1000000 a chat template may loop over)',
+  );
   expect(() => render('{{ range(1.5) }}')).toThrow('model.gguf: the chat template failed to render (range(1.5): the arguments must be integers)');
   expect(() => render('{{ range(0, 5, 0) }}')).toThrow('model.gguf: the chat template failed to render (range(0, 5, 0): the step must not be zero)');
   expect(() => new ChatTemplate('{{ range }}', 'model.gguf').render(CONVERSATION, { variables: { range: 1 } })).toThrow(
-    'model.gguf: the chat template failed to render (Variable already declared: range)');
+    'model.gguf: the chat template failed to render (Variable already declared: range)',
+  );
   expect(render('{{ strftime_now("%Y-%m-%d %%") }}')).toMatch(/^\d{4}-\d{2}-\d{2} %$/);
 });
 
 // SmolLM2's template (HuggingFaceTB/SmolLM2-1.7B-Instruct): ChatML with a default system prompt.
-const SMOLLM2 = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+const SMOLLM2 =
+  "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
-describe('the same text as llama.cpp\'s template engine (llama_chat_apply_template)', () => {
+describe("the same text as llama.cpp's template engine (llama_chat_apply_template)", () => {
   const conversations: ChatMessage[][] = [
     CONVERSATION,
     [{ role: 'user', content: 'Just one question?' }],
-    [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: '  spaced  ' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: '日本語 🙂\nline two' }],
+    [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: '  spaced  ' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: '日本語 🙂\nline two' },
+    ],
   ];
   // Where llama.cpp's built-in formats cannot render what the model's own
   // template does, the case is left out: SmolLM2's default system prompt
@@ -97,12 +111,14 @@ describe('the same text as llama.cpp\'s template engine (llama_chat_apply_templa
     expect(compared).toBeGreaterThanOrEqual(3);
   });
 
-  test('Llama 2: the model\'s template, which llama.cpp\'s built-in [INST] format only approximates', () => {
+  test("Llama 2: the model's template, which llama.cpp's built-in [INST] format only approximates", () => {
     const source = realVocabulary('llama2').chatTemplate!;
     const ours = new ChatTemplate(source, 'Llama 2').render(CONVERSATION, { bosToken: '<s>', eosToken: '</s>' });
     // BOS before every [INST], a space either side of each reply (Hugging Face's template).
     expect(ours).toBe('<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi <|im_end|> there [/INST] Hello. </s><s>[INST] Bye? [/INST]');
     // llama.cpp's: no BOS text, no spaces around the reply.
-    expect(llamaCppRender(source, CONVERSATION, true)).toBe('[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi <|im_end|> there [/INST]Hello.</s>[INST] Bye? [/INST]');
+    expect(llamaCppRender(source, CONVERSATION, true)).toBe(
+      '[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi <|im_end|> there [/INST]Hello.</s>[INST] Bye? [/INST]',
+    );
   });
 });

@@ -12,15 +12,18 @@ import { ROOT } from './helpers.js';
 
 const demo = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [join(ROOT, 'dist/demo/gguf-demo.js'), ...args], {
-    cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 240_000,
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 240_000,
   });
 
 describe('npm run demo -- --model FILE', () => {
-  it('tells the real model\'s story on the CPU and on the emulated GPU, the same tokens', () => {
+  it("tells the real model's story on the CPU and on the emulated GPU, the same tokens", () => {
     const path = sharedModel('stories260K.gguf');
     const run = demo(['--model', path]);
     expect(run.status, run.stderr).toBe(0);
-    process.stdout.write(run.stdout);  // CI's log shows the story
+    process.stdout.write(run.stdout); // CI's log shows the story
     expect(run.stdout).toContain(`loaded ${path}: llama, 5 layers, embedding 64, 48 F32 tensors`);
     expect(run.stdout).toContain('CPU (greedy): Once upon a time, there was a little girl named Lily. She loved to play outside in the park.');
     expect(run.stdout).toMatch(/\[120 tokens, stopped by maxTokens, \d+ tokens\/s\]/);

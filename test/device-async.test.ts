@@ -22,7 +22,8 @@ const BUSY_TABLE = `
 
 describe('asynchronous device work', () => {
   it('a chain in flight holds no libuv thread: with a pool of one, file reads finish first', () => {
-    const result = run(`${BUSY_TABLE}
+    const result = run(
+      `${BUSY_TABLE}
       import { readFile } from 'node:fs/promises';
       const order = [];
       const chain = device.runChain(busy, 0, 1).then(() => order.push('chain'));
@@ -30,7 +31,9 @@ describe('asynchronous device work', () => {
         { backend: 'emulated', temperature: 1, seed: 1 }).then(() => order.push('sample'));
       await readFile('package.json').then(() => order.push('read'));
       await Promise.all([chain, token]);
-      console.log(JSON.stringify(order));`, { UV_THREADPOOL_SIZE: '1' });
+      console.log(JSON.stringify(order));`,
+      { UV_THREADPOOL_SIZE: '1' },
+    );
     expect(result.stderr).toBe('');
     // The read needs the pool's only thread four times over (open, stat,
     // read, close): it finishes while the long chain still runs. (A sample
@@ -106,7 +109,7 @@ describe('device memory', () => {
 });
 
 describe('sessions on a GPU device', () => {
-  it('share the model\'s weights and free their own buffers on dispose: 12 sessions of a 32 MB model stay near one copy', () => {
+  it("share the model's weights and free their own buffers on dispose: 12 sessions of a 32 MB model stay near one copy", () => {
     const result = run(`
       import { BigramModel, Session } from './dist/lib/index.js';
       // V 32000 x d 256 x 2 tensors x 2 bytes: 32 MB of weights.
@@ -126,6 +129,6 @@ describe('sessions on a GPU device', () => {
     expect(result.stderr).toBe('');
     const out = JSON.parse(result.stdout) as { grownMb: number; same: boolean };
     expect(out.same).toBe(true);
-    expect(out.grownMb).toBeLessThan(100);  // a copy per session would be 384 MB
+    expect(out.grownMb).toBeLessThan(100); // a copy per session would be 384 MB
   });
 });

@@ -24,8 +24,12 @@ describe('GpuDevice.mapFile', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('gives each range a buffer from the 16 KB boundary below it, holding the file\'s bytes', () => {
-    const ranges = [{ offset: 0, length: 100 }, { offset: 16_416, length: 7_000 }, { offset: 39_968, length: 32 }];
+  it("gives each range a buffer from the 16 KB boundary below it, holding the file's bytes", () => {
+    const ranges = [
+      { offset: 0, length: 100 },
+      { offset: 16_416, length: 7_000 },
+      { offset: 39_968, length: 32 },
+    ];
     const mapped = device.mapFile(path, ranges);
     expect(mapped.map((m) => m.offset)).toEqual([0, 32, 39_968 - 32_768]);
     expect(mapped.map((m) => m.buffer.byteLength)).toEqual([100, 32 + 7_000, 40_000 - 32_768]);
@@ -51,11 +55,17 @@ describe('GpuDevice.mapFile', () => {
     writeFileSync(file, data);
     const [{ buffer, offset }] = device.mapFile(file, [{ offset: 20_000, length: 6 }]);
     const tokens = device.createBuffer(16);
-    const table = new DispatchTableBuilder(device).add('md_argmax_f16', {
-      buffers: [{ index: 0, buffer, offset }, { index: 2, buffer: tokens }, { index: 3, buffer: device.createBuffer(4) }],  // no mask
-      params: { index: 1, bytes: Uint32Array.of(3, 0) },  // md_argmax_params { vocab_size, flags }
-      patch: { rule: 'argmaxOutput', buffer: 2 },
-    }).build();
+    const table = new DispatchTableBuilder(device)
+      .add('md_argmax_f16', {
+        buffers: [
+          { index: 0, buffer, offset },
+          { index: 2, buffer: tokens },
+          { index: 3, buffer: device.createBuffer(4) },
+        ], // no mask
+        params: { index: 1, bytes: Uint32Array.of(3, 0) }, // md_argmax_params { vocab_size, flags }
+        patch: { rule: 'argmaxOutput', buffer: 2 },
+      })
+      .build();
     await device.runChain(table, 0, 1);
     expect(tokens.readUint32(1, 1)[0]).toBe(1);
     table.dispose();
@@ -64,8 +74,12 @@ describe('GpuDevice.mapFile', () => {
   });
 
   it('refuses ranges outside the file, bad fields and missing files, naming them', () => {
-    expect(() => device.mapFile(path, [{ offset: 0, length: 1 }, { offset: 39_999, length: 2 }])).toThrow(
-      'mapFile: ranges[1]: bytes 39999..40001 are not a non-empty range of the 40000-byte file');
+    expect(() =>
+      device.mapFile(path, [
+        { offset: 0, length: 1 },
+        { offset: 39_999, length: 2 },
+      ]),
+    ).toThrow('mapFile: ranges[1]: bytes 39999..40001 are not a non-empty range of the 40000-byte file');
     expect(() => device.mapFile(path, [{ offset: -1, length: 2 }])).toThrow('Expected a non-negative integer for ranges[0].offset but received -1');
     expect(() => device.mapFile(path, [{ offset: 0, length: 0 }])).toThrow('Expected a positive integer for ranges[0].length but received 0');
     expect(() => device.mapFile(join(dir, 'missing.bin'), [{ offset: 0, length: 1 }])).toThrow(/^mapFile: .*missing\.bin/);

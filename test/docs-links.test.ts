@@ -9,11 +9,24 @@ import { describe, expect, test } from 'vitest';
 
 import { ROOT } from './helpers.js';
 
-const DOCS = ['README.md', 'ARCHITECTURE.md', 'CHANGELOG.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  'ARCHITECTURE.md',
+  'CHANGELOG.md',
+  'bench/README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 // GitHub's anchor for a heading: lower case, punctuation but - and _ dropped, spaces as -.
 function anchorOf(heading: string): string {
-  return heading.trim().toLowerCase().replace(/`/g, '').replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/`/g, '')
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 function anchors(file: string): Set<string> {
@@ -23,7 +36,9 @@ function anchors(file: string): Set<string> {
 
 // [text](target) outside code blocks and inline code.
 function links(file: string): string[] {
-  const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+  const text = readFileSync(file, 'utf8')
+    .replace(/^```[\s\S]*?^```/gm, '')
+    .replace(/`[^`\n]*`/g, '');
   return [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((target) => !/^(https?|mailto):/.test(target));
 }
 

@@ -61,7 +61,7 @@ export function watchEventLoop(options: { intervalMs?: number; onTick?: (report:
   return {
     stop() {
       clearInterval(timer);
-      record();  // the stretch after the last tick counts too
+      record(); // the stretch after the last tick counts too
       return { ...report };
     },
   };

@@ -16,7 +16,9 @@ describe.each(BACKENDS)('the event loop during generate() on %s', (backend) => {
     // (100 ms or more: longer when the machine is busy, never too short to tell).
     const model = BigramModel.fromSeed({ vocabSize: 4096, dim: 64, seed: 3 });
     const controller = new AbortController();
-    let tokensAtAbort = -1, abortedAt = 0, handedOut = 0;
+    let tokensAtAbort = -1,
+      abortedAt = 0,
+      handedOut = 0;
     const probe = watchEventLoop({
       onTick: ({ ticks }) => {
         if (ticks < 50 || controller.signal.aborted) return;
@@ -26,7 +28,12 @@ describe.each(BACKENDS)('the event loop during generate() on %s', (backend) => {
       },
     });
     const result = await generate(model, [1], {
-      backend, maxTokens: 20_000, temperature: 0.8, seed: 1, signal: controller.signal, stopOnAbortSignal: true,
+      backend,
+      maxTokens: 20_000,
+      temperature: 0.8,
+      seed: 1,
+      signal: controller.signal,
+      stopOnAbortSignal: true,
       onToken: () => void handedOut++,
     });
     const settledAfterAbort = performance.now() - abortedAt;
@@ -36,7 +43,7 @@ describe.each(BACKENDS)('the event loop during generate() on %s', (backend) => {
     // The abort lands within a token: at most the token being computed
     // when it fired comes after it, whatever the load.
     expect(result.tokens.length - tokensAtAbort).toBeLessThanOrEqual(1);
-    expect(settledAfterAbort).toBeLessThan(1_000);  // and not at the 20,000th token
+    expect(settledAfterAbort).toBeLessThan(1_000); // and not at the 20,000th token
     // No piece of work held the loop for long. The bound is the first
     // token's cost on js with nothing compiled yet (about 40 ms), with room.
     expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
@@ -44,7 +51,7 @@ describe.each(BACKENDS)('the event loop during generate() on %s', (backend) => {
 });
 
 describe('an abort while the model computes', () => {
-  it('settles the generation although the model\'s promise never does, and the session goes on', async () => {
+  it("settles the generation although the model's promise never does, and the session goes on", async () => {
     let answering = false;
     const row = new Float32Array([0, 5, 1, 0]);
     const model = new LogitsModel({
@@ -54,7 +61,9 @@ describe('an abort while the model computes', () => {
     const session = new Session(model, { backend: 'native', contextSize: 64 });
     const signal = AbortSignal.timeout(20);
     let abortedAt = Infinity;
-    signal.addEventListener('abort', () => { abortedAt = performance.now(); });
+    signal.addEventListener('abort', () => {
+      abortedAt = performance.now();
+    });
     const error = await session.generate([2, 3], { maxTokens: 5, signal }).then(
       () => undefined,
       (e: unknown) => e,
@@ -77,28 +86,38 @@ describe('streaming over HTTP during generate()', () => {
     const server = createServer(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/plain' });
       const started = performance.now();
-      const tokenizer = { encode: () => [1], tokenBytes: () => new Uint8Array([120]) };  // every token reads "x"
+      const tokenizer = { encode: () => [1], tokenBytes: () => new Uint8Array([120]) }; // every token reads "x"
       const streaming = new LogitsModel({ vocabSize: 4096, logits: (tokens) => model.logits(tokens[tokens.length - 1], 'native'), tokenizer });
-      await generate(streaming, [1], { backend: 'native', maxTokens: 3000, temperature: 0.8, seed: 2, onTextChunk: (text) => void response.write(text) });
+      await generate(streaming, [1], {
+        backend: 'native',
+        maxTokens: 3000,
+        temperature: 0.8,
+        seed: 2,
+        onTextChunk: (text) => void response.write(text),
+      });
       response.end(`\n${(performance.now() - started).toFixed(0)}`);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
     try {
-      const { firstChunkMs, totalMs, generationMs } = await new Promise<{ firstChunkMs: number; totalMs: number; generationMs: number }>((resolve, reject) => {
-        const sent = performance.now();
-        let first = -1;
-        let body = '';
-        get({ host: '127.0.0.1', port, path: '/' }, (response) => {
-          response.setEncoding('utf8');
-          response.on('data', (chunk: string) => {
-            if (first < 0 && chunk.includes('x')) first = performance.now() - sent;
-            body += chunk;
-          });
-          response.on('end', () => resolve({ firstChunkMs: first, totalMs: performance.now() - sent, generationMs: Number(body.split('\n').pop()) }));
-        }).on('error', reject);
-      });
-      expect(generationMs).toBeGreaterThan(100);  // long enough to tell streaming from buffering
+      const { firstChunkMs, totalMs, generationMs } = await new Promise<{ firstChunkMs: number; totalMs: number; generationMs: number }>(
+        (resolve, reject) => {
+          const sent = performance.now();
+          let first = -1;
+          let body = '';
+          get({ host: '127.0.0.1', port, path: '/' }, (response) => {
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => {
+              if (first < 0 && chunk.includes('x')) first = performance.now() - sent;
+              body += chunk;
+            });
+            response.on('end', () =>
+              resolve({ firstChunkMs: first, totalMs: performance.now() - sent, generationMs: Number(body.split('\n').pop()) }),
+            );
+          }).on('error', reject);
+        },
+      );
+      expect(generationMs).toBeGreaterThan(100); // long enough to tell streaming from buffering
       expect(firstChunkMs).toBeGreaterThanOrEqual(0);
       expect(firstChunkMs).toBeLessThan(totalMs / 2);
     } finally {

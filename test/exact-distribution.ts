@@ -43,7 +43,8 @@ export function exactDistribution(z: number[], o: FilterOptions): number[] {
 /** Chi-square p-value of observed counts against probabilities (cells with p > 0). */
 export function chiSquarePValue(counts: number[], probabilities: number[]): { p: number; statistic: number } {
   const samples = counts.reduce((a, b) => a + b, 0);
-  let statistic = 0, cells = 0;
+  let statistic = 0,
+    cells = 0;
   probabilities.forEach((p, i) => {
     if (p === 0) return;
     const expected = p * samples;

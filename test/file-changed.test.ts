@@ -28,7 +28,7 @@ function copyOfStories(name: string): string {
 }
 
 describe('a model file changed after loadModel', () => {
-  test('truncated: every backend\'s next pass is an error naming the file, sessions opened before too; the process lives', async () => {
+  test("truncated: every backend's next pass is an error naming the file, sessions opened before too; the process lives", async () => {
     const path = copyOfStories('truncated.gguf');
     const model = await loadModel(path, { threads: 1 });
     const before = new Session(model, { backend: 'native', contextSize: 64 });
@@ -46,10 +46,11 @@ describe('a model file changed after loadModel', () => {
   test('written in place: an error naming the file, before any pass reads weights that may have changed', async () => {
     const path = copyOfStories('written.gguf');
     const model = await loadModel(path, { threads: 1 });
-    utimesSync(path, new Date(), new Date(Date.now() + 5_000));  // what a write does to the file's times
+    utimesSync(path, new Date(), new Date(Date.now() + 5_000)); // what a write does to the file's times
     for (const backend of BACKENDS) {
       await expect(generate(model, 'Once upon a time', { backend, maxTokens: 4 })).rejects.toThrow(
-        `${path}: the file was written to after it was loaded (its size or modification time changed)`);
+        `${path}: the file was written to after it was loaded (its size or modification time changed)`,
+      );
     }
     model.dispose();
   });

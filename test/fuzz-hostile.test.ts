@@ -85,15 +85,34 @@ describe('fuzz: hostile chat templates', () => {
 function hostileSpec(): unknown {
   const nested = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : { type: 'array', items: nested(depth - 1, leaf) });
   switch (Math.floor(random() * 9)) {
-    case 0: return { type: 'json', schema: nested(1 + Math.floor(random() * 120), { type: 'integer' }) };
-    case 1: return { type: 'json', schema: { type: 'string', minLength: pick([1, 50, 1000, 1e7, 1e12, -1, 1.5]) } };
-    case 2: return { type: 'json', schema: { type: 'array', items: { type: 'string' }, minItems: pick([0, 100, 1e6, 1e15]) } };
-    case 3: return { type: 'json', schema: { enum: Array.from({ length: pick([1, 1000, 20000]) }, (_, k) => `v${k}`) } };
-    case 4: return { type: 'regex', pattern: pick(['a{1000000}', '(a|b){0,100000}', '((a*)*)*b', '[', '(?=a)b', 'a{2,1}', '\\p{L}+', 'x'.repeat(100000)]) };
-    case 5: return { type: 'ebnf', grammar: pick(['root ::= root "a" | "a"', 'root ::= a\na ::= root', 'root ::= "a"{0,1000000}', 'root ::= ', 'root ::= [^]*']) };
-    case 6: return { type: 'json', schema: { $ref: '#' } };
-    case 7: return { type: 'json', schema: { type: 'object', properties: Object.fromEntries(Array.from({ length: pick([10, 2000]) }, (_, k) => [`p${k}`, { type: 'integer' }])), required: [] } };
-    default: return { type: 'json', schema: { anyOf: Array.from({ length: pick([2, 500]) }, (_, k) => ({ const: k })) } };
+    case 0:
+      return { type: 'json', schema: nested(1 + Math.floor(random() * 120), { type: 'integer' }) };
+    case 1:
+      return { type: 'json', schema: { type: 'string', minLength: pick([1, 50, 1000, 1e7, 1e12, -1, 1.5]) } };
+    case 2:
+      return { type: 'json', schema: { type: 'array', items: { type: 'string' }, minItems: pick([0, 100, 1e6, 1e15]) } };
+    case 3:
+      return { type: 'json', schema: { enum: Array.from({ length: pick([1, 1000, 20000]) }, (_, k) => `v${k}`) } };
+    case 4:
+      return { type: 'regex', pattern: pick(['a{1000000}', '(a|b){0,100000}', '((a*)*)*b', '[', '(?=a)b', 'a{2,1}', '\\p{L}+', 'x'.repeat(100000)]) };
+    case 5:
+      return {
+        type: 'ebnf',
+        grammar: pick(['root ::= root "a" | "a"', 'root ::= a\na ::= root', 'root ::= "a"{0,1000000}', 'root ::= ', 'root ::= [^]*']),
+      };
+    case 6:
+      return { type: 'json', schema: { $ref: '#' } };
+    case 7:
+      return {
+        type: 'json',
+        schema: {
+          type: 'object',
+          properties: Object.fromEntries(Array.from({ length: pick([10, 2000]) }, (_, k) => [`p${k}`, { type: 'integer' }])),
+          required: [],
+        },
+      };
+    default:
+      return { type: 'json', schema: { anyOf: Array.from({ length: pick([2, 500]) }, (_, k) => ({ const: k })) } };
   }
 }
 
@@ -131,14 +150,22 @@ describe('fuzz: hostile grammars', () => {
 // Metadata values of the wrong type, out of range, huge, or repeated.
 function hostileValue(): GgufValue {
   switch (Math.floor(random() * 8)) {
-    case 0: return { type: 'string', value: 'x'.repeat(pick([0, 1, 70000])) };
-    case 1: return { type: 'u32', value: pick([0, 1, 3, 0xffffffff, 65536]) };
-    case 2: return { type: 'i32', value: pick([-1, -2147483648, 2147483647]) };
-    case 3: return { type: 'f32', value: pick([NaN, Infinity, -1, 0, 1e30]) };
-    case 4: return { type: 'u64', value: pick([0, 2 ** 40, 2 ** 53 - 1]) };
-    case 5: return { type: 'bool', value: random() < 0.5 };
-    case 6: return { type: 'strings', value: Array.from({ length: pick([0, 3, 100000]) }, (_, k) => `s${k}`) };
-    default: return { type: 'f32s', value: Array.from({ length: pick([0, 5, 100000]) }, () => random()) };
+    case 0:
+      return { type: 'string', value: 'x'.repeat(pick([0, 1, 70000])) };
+    case 1:
+      return { type: 'u32', value: pick([0, 1, 3, 0xffffffff, 65536]) };
+    case 2:
+      return { type: 'i32', value: pick([-1, -2147483648, 2147483647]) };
+    case 3:
+      return { type: 'f32', value: pick([NaN, Infinity, -1, 0, 1e30]) };
+    case 4:
+      return { type: 'u64', value: pick([0, 2 ** 40, 2 ** 53 - 1]) };
+    case 5:
+      return { type: 'bool', value: random() < 0.5 };
+    case 6:
+      return { type: 'strings', value: Array.from({ length: pick([0, 3, 100000]) }, (_, k) => `s${k}`) };
+    default:
+      return { type: 'f32s', value: Array.from({ length: pick([0, 5, 100000]) }, () => random()) };
   }
 }
 

@@ -31,7 +31,7 @@ describe('fuzz: the safetensors reader', () => {
         refused++;
       }
     }
-    expect(refused).toBeGreaterThan(ITERATIONS / 10);  // the mutations do reach the checks
+    expect(refused).toBeGreaterThan(ITERATIONS / 10); // the mutations do reach the checks
   });
 });
 
@@ -52,8 +52,17 @@ describe('fuzz: sample() on every backend', () => {
         seed: Math.floor(random() * 2 ** 32),
         position: Math.floor(random() * 2 ** 32),
         history: Array.from({ length: pick([0, 3, 70]) }, () => Math.floor(random() * (vocab + 3))),
-        repeatPenalty: pick<false | { penalty: number; lastTokens: number; frequencyPenalty: number; presencePenalty: number }>([false, { penalty: 1.3, lastTokens: 64, frequencyPenalty: 0.5, presencePenalty: -0.25 }]),
-        tokenBias: pick([undefined, new Map([[0, -Infinity], [vocab - 1, 3]])]),
+        repeatPenalty: pick<false | { penalty: number; lastTokens: number; frequencyPenalty: number; presencePenalty: number }>([
+          false,
+          { penalty: 1.3, lastTokens: 64, frequencyPenalty: 0.5, presencePenalty: -0.25 },
+        ]),
+        tokenBias: pick([
+          undefined,
+          new Map([
+            [0, -Infinity],
+            [vocab - 1, 3],
+          ]),
+        ]),
         filterTemperature: pick(['sampling', 'unit'] as const),
       };
       const row = toFloat16Array(values);
@@ -64,7 +73,10 @@ describe('fuzz: sample() on every backend', () => {
           return (error as Error).name;
         }
       });
-      expect(new Set(outcomes).size, `case ${i}: ${JSON.stringify({ vocab, options: { ...options, history: options.history.length } })} -> ${outcomes}`).toBe(1);
+      expect(
+        new Set(outcomes).size,
+        `case ${i}: ${JSON.stringify({ vocab, options: { ...options, history: options.history.length } })} -> ${outcomes}`,
+      ).toBe(1);
     }
   }, 600_000);
 });
@@ -76,12 +88,26 @@ function mutate(bytes: Uint8Array, random: () => number): Uint8Array {
   for (let e = 0; e < edits; e++) {
     const at = Math.floor(random() * out.length);
     switch (Math.floor(random() * 6)) {
-      case 0: out[at] ^= 1 << Math.floor(random() * 8); break;
-      case 1: out[at] = Math.floor(random() * 256); break;
-      case 2: out = out.slice(0, at); break;
-      case 3: out = Uint8Array.from([...out, ...Array.from({ length: 1 + Math.floor(random() * 16) }, () => Math.floor(random() * 256))]); break;
-      case 4: out[Math.min(out.length - 1, 8 + Math.floor(random() * 40))] = pick('{}[]":,0123456789-e '.split('').map((c) => c.charCodeAt(0)), random); break;
-      default: if (out.length >= 8) new DataView(out.buffer).setBigUint64(0, BigInt(Math.floor(random() * out.length * 2)), true);
+      case 0:
+        out[at] ^= 1 << Math.floor(random() * 8);
+        break;
+      case 1:
+        out[at] = Math.floor(random() * 256);
+        break;
+      case 2:
+        out = out.slice(0, at);
+        break;
+      case 3:
+        out = Uint8Array.from([...out, ...Array.from({ length: 1 + Math.floor(random() * 16) }, () => Math.floor(random() * 256))]);
+        break;
+      case 4:
+        out[Math.min(out.length - 1, 8 + Math.floor(random() * 40))] = pick(
+          '{}[]":,0123456789-e '.split('').map((c) => c.charCodeAt(0)),
+          random,
+        );
+        break;
+      default:
+        if (out.length >= 8) new DataView(out.buffer).setBigUint64(0, BigInt(Math.floor(random() * out.length * 2)), true);
     }
     if (out.length === 0) break;
   }

@@ -4,7 +4,16 @@
 // the same tokens.
 import { describe, expect, it } from 'vitest';
 
-import { BackendUnavailableError, generate, getBackends, LogitsModel, numberFromFloat16, Session, toFloat16Array, type GenerateOptions } from '../lib/index.js';
+import {
+  BackendUnavailableError,
+  generate,
+  getBackends,
+  LogitsModel,
+  numberFromFloat16,
+  Session,
+  toFloat16Array,
+  type GenerateOptions,
+} from '../lib/index.js';
 import { textModel } from './generate-helpers.js';
 import { BACKENDS, GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
@@ -23,8 +32,16 @@ const lettersOnly = () => {
 
 const CASES: [string, GenerateOptions, 'greedy' | 'sampled' | 'constrained'][] = [
   ['greedy', { maxTokens: 40 }, 'greedy'],
-  ['greedy with tokenBias and penalties', { maxTokens: 40, tokenBias: { 0x65: -Infinity, 0x20: 1.5 }, repeatPenalty: { penalty: 1.3, lastTokens: 10 } }, 'greedy'],
-  ['sampled', { maxTokens: 40, temperature: 0.9, topK: 30, topP: 0.9, minP: 0.01, seed: 77, repeatPenalty: { frequencyPenalty: 0.2, presencePenalty: 0.1 } }, 'sampled'],
+  [
+    'greedy with tokenBias and penalties',
+    { maxTokens: 40, tokenBias: { 0x65: -Infinity, 0x20: 1.5 }, repeatPenalty: { penalty: 1.3, lastTokens: 10 } },
+    'greedy',
+  ],
+  [
+    'sampled',
+    { maxTokens: 40, temperature: 0.9, topK: 30, topP: 0.9, minP: 0.01, seed: 77, repeatPenalty: { frequencyPenalty: 0.2, presencePenalty: 0.1 } },
+    'sampled',
+  ],
   ['constrained', { maxTokens: 40, temperature: 0.9, seed: 77, tokenMask: lettersOnly }, 'constrained'],
 ];
 
@@ -48,7 +65,7 @@ it('greedy is the argmax of the forward pass at every step', async () => {
   for (const generated of result.tokens) {
     const values = Array.from(model.logits(token, 'js'), numberFromFloat16);
     let best = 0;
-    for (let v = 1; v < values.length; v++) if (values[v] > values[best]) best = v;  // the lowest index among ties
+    for (let v = 1; v < values.length; v++) if (values[v] > values[best]) best = v; // the lowest index among ties
     expect(generated).toBe(best);
     token = generated;
   }
@@ -90,7 +107,7 @@ describe('backends', () => {
   it('a backend that cannot run is an error from generate() and new Session(), saying why', () => {
     const metal = getBackends().find((b) => b.name === 'metal')!;
     if (metal.available) {
-      expect(new Session(model, { backend: 'metal' }).backend).toBe('metal');  // on a Mac it runs
+      expect(new Session(model, { backend: 'metal' }).backend).toBe('metal'); // on a Mac it runs
       return;
     }
     expect(() => generate(model, 'x', { backend: 'metal' })).toThrow(BackendUnavailableError);
@@ -108,7 +125,7 @@ describe('backends', () => {
     expect(kernels.tokens).toEqual(native.tokens);
   });
 
-  it('float32 logits cannot be sampled by the kernels: a TypeError naming the model\'s logits', async () => {
+  it("float32 logits cannot be sampled by the kernels: a TypeError naming the model's logits", async () => {
     const lm = new LogitsModel({ vocabSize: 4, logits: () => new Float32Array(4) });
     await expect(generate(lm, [1], { backend: GPU_BACKENDS[0], temperature: 1, maxTokens: 1 })).rejects.toThrow(
       /^Expected a Uint16Array of float16 bits \(the GPU sampling kernel reads float16 logits; .*\) for the model's logits but received a Float32Array$/,

@@ -59,7 +59,12 @@ describe.each(GPU_BACKENDS)('switching paths on one session on %s', (backend) =>
 
 describe.each(BACKENDS)('what the model is asked to evaluate, on %s', (backend) => {
   it('the prompt once, then one token per step; a resumed call evaluates only what is new', async () => {
-    const { model: scripted, calls } = scriptedModel({ vocabSize: 8, script: [1, 2, 3, 4, 5, 6, 7, 1], promptLength: 2, tokenizer: new ByteTokenizer() });
+    const { model: scripted, calls } = scriptedModel({
+      vocabSize: 8,
+      script: [1, 2, 3, 4, 5, 6, 7, 1],
+      promptLength: 2,
+      tokenizer: new ByteTokenizer(),
+    });
     const session = new Session(scripted, { backend });
     await session.generate([6, 7], { maxTokens: 3 });
     expect(calls).toEqual([
@@ -69,7 +74,10 @@ describe.each(BACKENDS)('what the model is asked to evaluate, on %s', (backend) 
     ]);
     calls.length = 0;
     await session.generate([], { maxTokens: 2 });
-    expect(calls).toEqual([{ tokens: [3], position: 4 }, { tokens: [4], position: 5 }]);
+    expect(calls).toEqual([
+      { tokens: [3], position: 4 },
+      { tokens: [4], position: 5 },
+    ]);
     calls.length = 0;
     await session.generate([0], { maxTokens: 1 });
     expect(calls).toEqual([{ tokens: [5, 0], position: 6 }]);
@@ -154,7 +162,9 @@ describe('one generation at a time', () => {
     expect((await iterated).tokens).toHaveLength(2);
     const awaited = session.generate('', { maxTokens: 2 });
     await awaited;
-    expect(() => awaited[Symbol.asyncIterator]()).toThrow('This generation is already running because it was awaited; to stream it, iterate it before awaiting it');
+    expect(() => awaited[Symbol.asyncIterator]()).toThrow(
+      'This generation is already running because it was awaited; to stream it, iterate it before awaiting it',
+    );
   });
 
   it('an iterator returned before its first token never takes the session', async () => {

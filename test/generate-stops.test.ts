@@ -16,7 +16,14 @@ const PIECES = ['', 'Hel', 'lo', ' wor', 'ld', '!', 'x', 'y'];
 const SCRIPT = [1, 2, 3, 4, 5, 6, 7, 6, 7, 6, 7, 0, 6];
 const PROMPT = [6, 7];
 const scripted = (extra: { eosTokens?: number[]; float16?: boolean } = {}) =>
-  scriptedModel({ vocabSize: PIECES.length, script: SCRIPT, promptLength: PROMPT.length, tokenizer: new PieceTokenizer(PIECES), eosTokens: [0], ...extra });
+  scriptedModel({
+    vocabSize: PIECES.length,
+    script: SCRIPT,
+    promptLength: PROMPT.length,
+    tokenizer: new PieceTokenizer(PIECES),
+    eosTokens: [0],
+    ...extra,
+  });
 
 describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
   it('stops at an end-of-sequence token, which is neither kept nor streamed', async () => {
@@ -52,7 +59,10 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
     const seen: GeneratedToken[] = [];
     const result = await generate(scripted().model, PROMPT, { backend, onToken: (t) => (seen.push(t), seen.length < 2) });
     expect(result).toMatchObject({ stopReason: 'callback', tokens: [1, 2], text: 'Hello' });
-    expect(seen).toEqual([{ token: 1, text: 'Hel', position: 2 }, { token: 2, text: 'lo', position: 3 }]);
+    expect(seen).toEqual([
+      { token: 1, text: 'Hel', position: 2 },
+      { token: 2, text: 'lo', position: 3 },
+    ]);
   });
 
   it('stops when onTextChunk returns false', async () => {
@@ -73,11 +83,13 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
   });
 
   it('stops when the mask reports completion, and only allowed tokens are sampled', async () => {
-    const allowed = [5, 6, 7];  // the script's first tokens are not allowed: the mask overrides them
+    const allowed = [5, 6, 7]; // the script's first tokens are not allowed: the mask overrides them
     const mask = new Uint32Array(1);
     for (const t of allowed) mask[0] |= 1 << t;
     const result = await generate(scripted().model, PROMPT, {
-      backend, temperature: 0.7, seed: 3,
+      backend,
+      temperature: 0.7,
+      seed: 3,
       tokenMask: ({ generated }) => (generated.length === 4 ? null : mask),
     });
     expect(result.stopReason).toBe('maskComplete');
@@ -93,8 +105,14 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
   it('rejects with an AbortError when aborted, leaving the session at the last token handed out', async () => {
     const controller = new AbortController();
     const session = new Session(scripted().model, { backend });
-    const generation = session.generate(PROMPT, { signal: controller.signal, onToken: ({ token }) => void (token === 3 && controller.abort('enough')) });
-    const error = await generation.then(() => undefined, (e: unknown) => e);
+    const generation = session.generate(PROMPT, {
+      signal: controller.signal,
+      onToken: ({ token }) => void (token === 3 && controller.abort('enough')),
+    });
+    const error = await generation.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AbortError);
     expect(error).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'enough', message: 'The generation was aborted' });
     expect([...session.tokens]).toEqual([...PROMPT, 1, 2, 3]);
@@ -103,7 +121,9 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
   it('returns the partial result on abort with stopOnAbortSignal', async () => {
     const controller = new AbortController();
     const result = await generate(scripted().model, PROMPT, {
-      backend, signal: controller.signal, stopOnAbortSignal: true,
+      backend,
+      signal: controller.signal,
+      stopOnAbortSignal: true,
       onToken: ({ token }) => void (token === 2 && controller.abort()),
     });
     expect(result).toMatchObject({ stopReason: 'abort', tokens: [1, 2], text: 'Hello' });
@@ -126,7 +146,11 @@ describe.each(BACKENDS)('stops on %s (step by step)', (backend) => {
 
   it('a callback that throws rejects the generation; the session keeps the tokens handed out', async () => {
     const session = new Session(scripted().model, { backend });
-    const generation = session.generate(PROMPT, { onToken: ({ token }) => { if (token === 2) throw new Error('callback failed'); } });
+    const generation = session.generate(PROMPT, {
+      onToken: ({ token }) => {
+        if (token === 2) throw new Error('callback failed');
+      },
+    });
     await expect(generation).rejects.toThrow('callback failed');
     expect([...session.tokens]).toEqual([...PROMPT, 1, 2]);
     expect((await session.generate([], { maxTokens: 1 })).tokens).toEqual([3]);
@@ -161,7 +185,7 @@ describe.each(GPU_BACKENDS)('stops inside a chunk on %s (chained)', (backend) =>
     expect(result.text).toBe(full.text.slice(0, start));
     expect(events.map((e) => e.text).join('')).toBe(result.text);
     expect(result.tokens).toEqual(full.tokens.slice(0, result.tokens.length));
-    expect(result.tokens.length % 16).not.toBe(0);  // the GPU ran past the stop
+    expect(result.tokens.length % 16).not.toBe(0); // the GPU ran past the stop
     expect(session.tokens.length).toBe(4 + result.tokens.length);
 
     // Exactly as if generation had stopped there: continuing gives the reference's next tokens.
@@ -174,7 +198,9 @@ describe.each(GPU_BACKENDS)('stops inside a chunk on %s (chained)', (backend) =>
     const controller = new AbortController();
     const session = new Session(model, { backend });
     const partial = await session.generate('The ', {
-      ...OPTIONS, signal: controller.signal, stopOnAbortSignal: true,
+      ...OPTIONS,
+      signal: controller.signal,
+      stopOnAbortSignal: true,
       onToken: ({ position }) => void (position === 4 + 20 && controller.abort()),
     });
     expect(partial).toMatchObject({ stopReason: 'abort', tokens: full.tokens.slice(0, 21) });

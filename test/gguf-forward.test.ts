@@ -64,7 +64,10 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
     const split = await loadModel(path, { threads: 2, batchSize: 3, cpuKernels });
     try {
       const batch = await rowsOf(one, [PROMPT]);
-      const stepwise = await rowsOf(one, PROMPT.map((t) => [t]));
+      const stepwise = await rowsOf(
+        one,
+        PROMPT.map((t) => [t]),
+      );
       const threaded = await rowsOf(split, [PROMPT]);
       // The same float operations in the same order: the same bits.
       expect(maxDifference(batch, stepwise)).toBe(0);
@@ -173,15 +176,23 @@ describe('kernels and threads', () => {
 
   test('the event loop keeps turning during a long forward pass', async () => {
     const big = join(dir, 'wide.gguf');
-    await writeRandomModel(big, { arch: 'llama', type: 'Q8_0', seed: 1, shape: { vocab: 2048, d: 512, layers: 8, heads: 8, kvHeads: 4, headDim: 64, ff: 2048 } });
+    await writeRandomModel(big, {
+      arch: 'llama',
+      type: 'Q8_0',
+      seed: 1,
+      shape: { vocab: 2048, d: 512, layers: 8, heads: 8, kvHeads: 4, headDim: 64, ff: 2048 },
+    });
     const model = await loadModel(big, { threads: 1 });
     try {
       const sequence = model.openSequence({ backend: 'native', contextSize: 512 });
       const started = performance.now();
       const probe = watchEventLoop({ intervalMs: 5 });
-      await sequence.evaluate(Uint32Array.from({ length: 256 }, (_, i) => i), 0);
+      await sequence.evaluate(
+        Uint32Array.from({ length: 256 }, (_, i) => i),
+        0,
+      );
       const report = probe.stop();
-      expect(performance.now() - started).toBeGreaterThan(50);  // long enough to tell
+      expect(performance.now() - started).toBeGreaterThan(50); // long enough to tell
       expect(report.ticks).toBeGreaterThan(0);
       // The pass runs on the model's thread: this one only hands it over.
       expect(report.longestHoldMs, describeHold(report)).toBeLessThan(30);
@@ -203,17 +214,24 @@ describe('errors name the argument', () => {
 
   test('tokens outside the vocabulary, positions past the end or the context', async () => {
     const sequence = model.openSequence({ backend: 'native', contextSize: 8 });
-    await expect(sequence.evaluate(Uint32Array.of(1, 300), 0)).rejects.toThrow(new RangeError('evaluate: tokens[1]: 300 is not below the vocabulary size 300'));
-    await expect(sequence.evaluate(Uint32Array.of(1), 1)).rejects.toThrow(new RangeError('evaluate: start: position 1 is after the sequence\'s end (0 positions)'));
+    await expect(sequence.evaluate(Uint32Array.of(1, 300), 0)).rejects.toThrow(
+      new RangeError('evaluate: tokens[1]: 300 is not below the vocabulary size 300'),
+    );
+    await expect(sequence.evaluate(Uint32Array.of(1), 1)).rejects.toThrow(
+      new RangeError("evaluate: start: position 1 is after the sequence's end (0 positions)"),
+    );
     await expect(sequence.evaluate(new Uint32Array(9), 0)).rejects.toThrow(new RangeError('evaluate: tokens: positions 0 + 9 exceed contextSize 8'));
-    await sequence.evaluate(Uint32Array.of(1, 2), 0);  // still usable
+    await sequence.evaluate(Uint32Array.of(1, 2), 0); // still usable
     sequence.dispose();
     await expect(sequence.evaluate(Uint32Array.of(1), 0)).rejects.toThrow('evaluate: the sequence was disposed');
   });
 
   test('a backend that cannot run a GGUF model says why: js, and metal where Metal does not run', () => {
-    expect(() => model.openSequence({ backend: 'js', contextSize: 8 })).toThrow(/The js backend is not available: a GGUF model's forward pass runs in the native addon/);
-    if (!getBackends().find((b) => b.name === 'metal')!.available) expect(() => model.openSequence({ backend: 'metal', contextSize: 8 })).toThrow(BackendUnavailableError);
+    expect(() => model.openSequence({ backend: 'js', contextSize: 8 })).toThrow(
+      /The js backend is not available: a GGUF model's forward pass runs in the native addon/,
+    );
+    if (!getBackends().find((b) => b.name === 'metal')!.available)
+      expect(() => model.openSequence({ backend: 'metal', contextSize: 8 })).toThrow(BackendUnavailableError);
     // The emulated device runs its forward table (test/gguf-gpu-table.test.ts).
     model.openSequence({ backend: 'emulated', contextSize: 8 }).dispose();
   });

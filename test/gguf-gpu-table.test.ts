@@ -72,123 +72,142 @@ const runnerUp = (row: ArrayLike<number>, best: number) => {
 };
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TYPES)('%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention', async (type) => {
-    const path = join(dir, `${variant}-${type}.gguf`);
-    await writeRandomModel(path, variantSpec(variant, type, 3));
-    // BF16 counts as quantized here: the CPU rounds activations to BF16
-    // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
-    const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
-    // Unfused: this table's greedy steps leave the logits they pick from.
-    const { model, device, table, close } = await tableFor(path, undefined, { fusedHead: false });
-    try {
-      const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
-      for (let p = 0; p < PROMPT.length; p++) {
-        table.tokens.write(4 * p, Uint32Array.of(PROMPT[p]));  // the previous step's argmax wrote this slot
-        await device.runChain(table.greedy, p, 1);
-        const gpu = new Float32Array(table.logits.read(0, model.vocabSize * 4));
-        const expected = Float32Array.from(await cpu.evaluate(Uint32Array.of(PROMPT[p]), p));
-        let worst = 0;
-        for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - expected[i]));
-        expect(worst, `position ${p}`).toBeLessThan(tolerance);
-        const written = table.tokens.readUint32(p + 1, 1)[0];
-        expect(written).toBe(argmax(gpu));
-        const best = argmax(expected);
-        if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
-      }
-      // 8 greedy tokens after the prompt: one submission, then 8 one-token
-      // ones on a fresh table, whose LM head is fused into the pick.
-      table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
-      await device.runChain(table.greedy, PROMPT.length - 1, 8);
-      const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));
-      const fresh = await tableFor(path);
+  test.each(TYPES)(
+    '%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention',
+    async (type) => {
+      const path = join(dir, `${variant}-${type}.gguf`);
+      await writeRandomModel(path, variantSpec(variant, type, 3));
+      // BF16 counts as quantized here: the CPU rounds activations to BF16
+      // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
+      const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
+      // Unfused: this table's greedy steps leave the logits they pick from.
+      const { model, device, table, close } = await tableFor(path, undefined, { fusedHead: false });
       try {
-        fresh.table.tokens.write(0, Uint32Array.from(PROMPT));
-        for (let p = 0; p < PROMPT.length - 1; p++) {
-          await fresh.device.runChain(fresh.table.greedy, p, 1);
-          fresh.table.tokens.write(4 * (p + 1), Uint32Array.of(PROMPT[p + 1]));
+        const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
+        for (let p = 0; p < PROMPT.length; p++) {
+          table.tokens.write(4 * p, Uint32Array.of(PROMPT[p])); // the previous step's argmax wrote this slot
+          await device.runChain(table.greedy, p, 1);
+          const gpu = new Float32Array(table.logits.read(0, model.vocabSize * 4));
+          const expected = Float32Array.from(await cpu.evaluate(Uint32Array.of(PROMPT[p]), p));
+          let worst = 0;
+          for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - expected[i]));
+          expect(worst, `position ${p}`).toBeLessThan(tolerance);
+          const written = table.tokens.readUint32(p + 1, 1)[0];
+          expect(written).toBe(argmax(gpu));
+          const best = argmax(expected);
+          if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
         }
-        for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
-        expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
+        // 8 greedy tokens after the prompt: one submission, then 8 one-token
+        // ones on a fresh table, whose LM head is fused into the pick.
+        table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
+        await device.runChain(table.greedy, PROMPT.length - 1, 8);
+        const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));
+        const fresh = await tableFor(path);
+        try {
+          fresh.table.tokens.write(0, Uint32Array.from(PROMPT));
+          for (let p = 0; p < PROMPT.length - 1; p++) {
+            await fresh.device.runChain(fresh.table.greedy, p, 1);
+            fresh.table.tokens.write(4 * (p + 1), Uint32Array.of(PROMPT[p + 1]));
+          }
+          for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
+          expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
+        } finally {
+          fresh.close();
+        }
+        // The prompt in batches of 3, 3 and 2 (the matrix-matrix kernels, a
+        // causal batch of queries) with the attention split over 3
+        // threadgroups: the CPU's logits after the whole prompt, within the
+        // tolerance; then the same greedy chain, unless the two GPU paths'
+        // float sums (in other orders) meet a near tie.
+        const batched = await tableFor(path, undefined, { prefillBatch: 3, attentionSplits: 3 });
+        try {
+          const cpuLogits = Float32Array.from(
+            await model.openSequence({ backend: 'native', contextSize: CONTEXT }).evaluate(Uint32Array.from(PROMPT), 0),
+          );
+          batched.table.tokens.write(0, Uint32Array.from(PROMPT));
+          for (const [start, count] of [
+            [0, 3],
+            [3, 3],
+            [6, 2],
+          ]) {
+            await batched.device.runChain(batched.table.batchTable(count, start === 6), start, 1);
+          }
+          const gpu = new Float32Array(batched.table.logits.read(0, model.vocabSize * 4));
+          let worst = 0;
+          for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpuLogits[i]));
+          expect(worst, 'batched prompt').toBeLessThan(tolerance);
+          await batched.device.runChain(batched.table.greedy, PROMPT.length - 1, 8);
+          const tokens = Array.from(batched.table.tokens.readUint32(PROMPT.length, 8));
+          const differs = tokens.findIndex((t, i) => t !== chained[i]);
+          if (differs >= 0) {
+            const logits = Float32Array.from(
+              await model
+                .openSequence({ backend: 'native', contextSize: CONTEXT })
+                .evaluate(Uint32Array.from([...PROMPT, ...chained.slice(0, differs)]), 0),
+            );
+            const best = argmax(logits);
+            expect(logits[best] - runnerUp(logits, best), `first difference at ${differs}`).toBeLessThan(2 * tolerance);
+          }
+        } finally {
+          batched.close();
+        }
       } finally {
-        fresh.close();
+        close();
       }
-      // The prompt in batches of 3, 3 and 2 (the matrix-matrix kernels, a
-      // causal batch of queries) with the attention split over 3
-      // threadgroups: the CPU's logits after the whole prompt, within the
-      // tolerance; then the same greedy chain, unless the two GPU paths'
-      // float sums (in other orders) meet a near tie.
-      const batched = await tableFor(path, undefined, { prefillBatch: 3, attentionSplits: 3 });
-      try {
-        const cpuLogits = Float32Array.from(await model.openSequence({ backend: 'native', contextSize: CONTEXT }).evaluate(Uint32Array.from(PROMPT), 0));
-        batched.table.tokens.write(0, Uint32Array.from(PROMPT));
-        for (const [start, count] of [[0, 3], [3, 3], [6, 2]]) {
-          await batched.device.runChain(batched.table.batchTable(count, start === 6), start, 1);
-        }
-        const gpu = new Float32Array(batched.table.logits.read(0, model.vocabSize * 4));
-        let worst = 0;
-        for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpuLogits[i]));
-        expect(worst, 'batched prompt').toBeLessThan(tolerance);
-        await batched.device.runChain(batched.table.greedy, PROMPT.length - 1, 8);
-        const tokens = Array.from(batched.table.tokens.readUint32(PROMPT.length, 8));
-        const differs = tokens.findIndex((t, i) => t !== chained[i]);
-        if (differs >= 0) {
-          const logits = Float32Array.from(await model.openSequence({ backend: 'native', contextSize: CONTEXT })
-            .evaluate(Uint32Array.from([...PROMPT, ...chained.slice(0, differs)]), 0));
-          const best = argmax(logits);
-          expect(logits[best] - runnerUp(logits, best), `first difference at ${differs}`).toBeLessThan(2 * tolerance);
-        }
-      } finally {
-        batched.close();
-      }
-    } finally {
-      close();
-    }
-  });
+    },
+  );
 });
 
 test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
-  const path = join(dir, 'llama2-Q4_0.gguf');  // written by the tests above
+  const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
   await expect(tableFor(path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
   await expect(tableFor(path, 'Q4_0')).rejects.toThrow(
-    /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/);
+    /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/,
+  );
 });
 
 describe('generate() on the emulated device', () => {
-  test.each(Object.keys(VARIANTS) as VariantName[])('%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes', async (variant) => {
-    const path = join(dir, `generate-${variant}.gguf`);
-    await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
-    const model = await loadModel(path, { threads: 1 });
-    try {
-      const options = { temperature: 0, maxTokens: 12, contextSize: 64 } as const;
-      const gpu = await generate(model, PROMPT, { ...options, backend: 'emulated', chunkSize: 4 });
-      const cpu = await generate(model, PROMPT, { ...options, backend: 'native' });
-      expect([gpu.backend, gpu.chained, gpu.path, cpu.chained]).toEqual(['emulated', true, 'greedy', false]);
-      const first = gpu.tokens.findIndex((t, i) => t !== cpu.tokens[i]);
-      if (first >= 0) {
-        // Only where the CPU's top two are within the quantized tolerance twice over.
-        const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
-        const logits = await sequence.evaluate(Uint32Array.from([...PROMPT, ...cpu.tokens.slice(0, first)]), 0);
-        const best = argmax(logits);
-        expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
-        sequence.dispose();
+  test.each(Object.keys(VARIANTS) as VariantName[])(
+    '%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes',
+    async (variant) => {
+      const path = join(dir, `generate-${variant}.gguf`);
+      await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
+      const model = await loadModel(path, { threads: 1 });
+      try {
+        const options = { temperature: 0, maxTokens: 12, contextSize: 64 } as const;
+        const gpu = await generate(model, PROMPT, { ...options, backend: 'emulated', chunkSize: 4 });
+        const cpu = await generate(model, PROMPT, { ...options, backend: 'native' });
+        expect([gpu.backend, gpu.chained, gpu.path, cpu.chained]).toEqual(['emulated', true, 'greedy', false]);
+        const first = gpu.tokens.findIndex((t, i) => t !== cpu.tokens[i]);
+        if (first >= 0) {
+          // Only where the CPU's top two are within the quantized tolerance twice over.
+          const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
+          const logits = await sequence.evaluate(Uint32Array.from([...PROMPT, ...cpu.tokens.slice(0, first)]), 0);
+          const best = argmax(logits);
+          expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
+          sequence.dispose();
+        }
+        // Speculative, verified on the GPU (drafts from the model itself on the CPU): the chain's tokens.
+        const speculative = await generate(model, PROMPT, { ...options, backend: 'emulated', speculative: { draft: model, draftTokens: 9 } });
+        expect(speculative.tokens).toEqual(gpu.tokens);
+        expect(speculative.stats.speculative!.accepted).toBeGreaterThan(0);
+        // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
+        using session = new Session(model, { backend: 'emulated', contextSize: 64 });
+        const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });
+        const b = await session.generate([], { temperature: 0, maxTokens: 7, chunkSize: 3 });
+        expect([...a.tokens, ...b.tokens]).toEqual(gpu.tokens);
+      } finally {
+        model.dispose();
       }
-      // Speculative, verified on the GPU (drafts from the model itself on the CPU): the chain's tokens.
-      const speculative = await generate(model, PROMPT, { ...options, backend: 'emulated', speculative: { draft: model, draftTokens: 9 } });
-      expect(speculative.tokens).toEqual(gpu.tokens);
-      expect(speculative.stats.speculative!.accepted).toBeGreaterThan(0);
-      // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
-      using session = new Session(model, { backend: 'emulated', contextSize: 64 });
-      const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });
-      const b = await session.generate([], { temperature: 0, maxTokens: 7, chunkSize: 3 });
-      expect([...a.tokens, ...b.tokens]).toEqual(gpu.tokens);
-    } finally {
-      model.dispose();
-    }
-  });
+    },
+  );
 
   // The chain writes its last token without evaluating it: the next call
   // must evaluate it (a bug once left its KV entries empty on the GPU).
-  test.each([['greedy', { temperature: 0 }], ['sampled', { temperature: 0.9, seed: 4 }]] as const)('a Session continues after a chained call as a fresh one does (%s)', async (_, sampling) => {
+  test.each([
+    ['greedy', { temperature: 0 }],
+    ['sampled', { temperature: 0.9, seed: 4 }],
+  ] as const)('a Session continues after a chained call as a fresh one does (%s)', async (_, sampling) => {
     const path = join(dir, 'resume.gguf');
     await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 4), logitScale: 1.5 });
     const model = await loadModel(path, { threads: 1 });
@@ -205,7 +224,7 @@ describe('generate() on the emulated device', () => {
     }
   });
 
-  test('sampled step by step (a tokenMask that allows every token), the chain\'s tokens: logits rounded to float16 as the chain does', async () => {
+  test("sampled step by step (a tokenMask that allows every token), the chain's tokens: logits rounded to float16 as the chain does", async () => {
     const path = join(dir, 'stepwise.gguf');
     await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 6), logitScale: 1.5 });
     const model = await loadModel(path, { threads: 1 });
@@ -221,7 +240,7 @@ describe('generate() on the emulated device', () => {
     }
   });
 
-  test('a sampled token follows the exact filtered distribution of the GPU\'s logits (chi-square, fixed seeds)', async () => {
+  test("a sampled token follows the exact filtered distribution of the GPU's logits (chi-square, fixed seeds)", async () => {
     const path = join(dir, 'sampled.gguf');
     await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 9), logitScale: 1 });
     const model = await loadModel(path, { threads: 1 });
@@ -236,7 +255,9 @@ describe('generate() on the emulated device', () => {
       for (let seed = 0; seed < 800; seed++) {
         for await (const chunk of sequence.chain!.run({ ...filters, seed }, start, 1, 1)) counts[chunk.tokens[0]]++;
       }
-      p.forEach((pi, t) => { if (pi === 0) expect(counts[t], `token ${t} is filtered out`).toBe(0); });
+      p.forEach((pi, t) => {
+        if (pi === 0) expect(counts[t], `token ${t} is filtered out`).toBe(0);
+      });
       expect(chiSquarePValue(counts, p).p).toBeGreaterThan(0.001);
     } finally {
       sequence.dispose();

@@ -36,7 +36,16 @@ const dir = mkdtempSync(join(tmpdir(), 'md-gguf-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const TOLERANCE: Record<TypeName, number> = {
-  F32: 0.05, BF16: 0.05, F16: 0.05, Q8_0: 0.3, Q4_0: 0.3, Q4_1: 0.3, Q5_0: 0.3, Q4_K: 0.3, Q5_K: 0.3, Q6_K: 0.3,
+  F32: 0.05,
+  BF16: 0.05,
+  F16: 0.05,
+  Q8_0: 0.3,
+  Q4_0: 0.3,
+  Q4_1: 0.3,
+  Q5_0: 0.3,
+  Q4_K: 0.3,
+  Q5_K: 0.3,
+  Q6_K: 0.3,
 };
 
 const PROMPT = Array.from({ length: 24 }, (_, i) => (i * 37 + 5) % 296);
@@ -97,7 +106,7 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
   });
 });
 
-test('the tolerance catches a wrong op: the default RoPE base (10000) instead of the file\'s 500000 is far outside it', async () => {
+test("the tolerance catches a wrong op: the default RoPE base (10000) instead of the file's 500000 is far outside it", async () => {
   const spec = variantSpec('llama2', 'Q8_0');
   const path = join(dir, 'rope-reference.gguf');
   await writeRandomModel(path, spec);

@@ -10,7 +10,16 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 
-import { generate, loadModel, Session, type DecodeModel, type GenerateOptions, type GgufModel, type OneShotGenerateOptions, type ModelSequence } from '../lib/index.js';
+import {
+  generate,
+  loadModel,
+  Session,
+  type DecodeModel,
+  type GenerateOptions,
+  type GgufModel,
+  type OneShotGenerateOptions,
+  type ModelSequence,
+} from '../lib/index.js';
 import { TableSequence } from '../lib/gpu/table-sequence.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -36,12 +45,15 @@ afterAll(() => {
 // with the mask (rounded to float16 as the chain's sampling does).
 function withoutMaskedSteps(inner: DecodeModel): DecodeModel {
   return {
-    vocabSize: inner.vocabSize, tokenizer: inner.tokenizer, eosTokens: inner.eosTokens,
+    vocabSize: inner.vocabSize,
+    tokenizer: inner.tokenizer,
+    eosTokens: inner.eosTokens,
     openSequence(options) {
       const sequence = inner.openSequence(options);
       const chain = sequence.chain!;
       const plain: ModelSequence = {
-        backend: sequence.backend, contextSize: sequence.contextSize,
+        backend: sequence.backend,
+        contextSize: sequence.contextSize,
         evaluate: (tokens, position) => sequence.evaluate(tokens, position),
         chain: { prefill: (tokens, position) => chain.prefill(tokens, position), run: (...args) => chain.run(...args) },
         dispose: () => sequence.dispose(),
@@ -61,13 +73,18 @@ const PROMPT = [1, 17, 42, 99, 7];
 describe.each(Object.entries(SETTINGS))('%s', (_, settings) => {
   test.each([
     ['a regex', { grammar: { type: 'regex', pattern: '[a-z]{2,6}( [a-z]{2,6}){1,3}' } }],
-    ['a JSON schema', { grammar: { type: 'json', schema: { type: 'object', properties: { a: { type: 'integer' }, b: { enum: ['x', 'y'] } }, required: ['a', 'b'] } } }],
+    [
+      'a JSON schema',
+      {
+        grammar: { type: 'json', schema: { type: 'object', properties: { a: { type: 'integer' }, b: { enum: ['x', 'y'] } }, required: ['a', 'b'] } },
+      },
+    ],
     ['a tokenMask function', { tokenMask: ({ generated }: { generated: Uint32Array }) => evenTokens(generated.length) }],
   ] as const)('%s: the tokens of the logits-reading path, with no logits read', async (_name, constraint) => {
     const options: OneShotGenerateOptions = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend: 'emulated' };
     const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
     const onGpu = await generate(model, PROMPT, options);
-    expect(evaluate).not.toHaveBeenCalled();  // no logits came back
+    expect(evaluate).not.toHaveBeenCalled(); // no logits came back
     evaluate.mockRestore();
     const readingLogits = await generate(withoutMaskedSteps(model), PROMPT, options);
     expect(onGpu.path).toBe('constrained');
@@ -95,7 +112,12 @@ test('an abort mid-generation stops at a token; the session continues as if the 
   const controller = new AbortController();
   let seen = 0;
   const aborted = await session.generate(PROMPT, {
-    grammar, temperature: 1, seed: 5, maxTokens: 30, signal: controller.signal, stopOnAbortSignal: true,
+    grammar,
+    temperature: 1,
+    seed: 5,
+    maxTokens: 30,
+    signal: controller.signal,
+    stopOnAbortSignal: true,
     onToken: () => void (++seen === 3 && controller.abort()),
   });
   expect(aborted.stopReason).toBe('abort');

@@ -14,7 +14,10 @@ export async function grammarModel(dir: string, name: VocabularyName = 'qwen3'):
   const vocabulary = realVocabulary(name);
   const path = join(dir, `${name}-vocab.gguf`);
   await writeRandomModel(path, {
-    arch: name === 'qwen3' ? 'qwen3' : 'llama', type: 'Q8_0', seed: 5, vocabulary: vocabularyMetadata(vocabulary),
+    arch: name === 'qwen3' ? 'qwen3' : 'llama',
+    type: 'Q8_0',
+    seed: 5,
+    vocabulary: vocabularyMetadata(vocabulary),
     shape: { vocab: vocabulary.tokens.length, d: 64, layers: 2, heads: 2, kvHeads: 1, headDim: 32, ff: 128 },
   });
   return loadModel(path, { threads: 1 });

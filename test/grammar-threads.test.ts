@@ -48,20 +48,30 @@ describe('compiling never holds the event loop', () => {
   test('a string schema with minLength 1e7: past timeoutMs, a GrammarError naming the limit; the loop is never held', async () => {
     const probe = watchEventLoop();
     const started = performance.now();
-    const error = await createGrammar(model, SLOW.longMinLength, { timeoutMs: 1500 }).then(() => undefined, (e: unknown) => e);
+    const error = await createGrammar(model, SLOW.longMinLength, { timeoutMs: 1500 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const waited = performance.now() - started;
     const report = probe.stop();
     expect(error).toBeInstanceOf(GrammarError);
     expect((error as Error).message).toBe(
-      "Compiling grammar.schema: it took over 1500 ms, the time limit (createGrammar's timeoutMs option sets it; the compile was ended)");
+      "Compiling grammar.schema: it took over 1500 ms, the time limit (createGrammar's timeoutMs option sets it; the compile was ended)",
+    );
     expect(waited).toBeGreaterThanOrEqual(1500);
     expect(report.longestHoldMs, describeHold(report)).toBeLessThan(HOLD_BOUND_MS);
     expect(report.ticks).toBeGreaterThan(100);
   });
 
-  test.each([['a repeat of 1,000,000', SLOW.largeRepeat], ['a left-recursive EBNF rule', SLOW.leftRecursive]])('%s: the loop is never held while it compiles', async (_, spec) => {
+  test.each([
+    ['a repeat of 1,000,000', SLOW.largeRepeat],
+    ['a left-recursive EBNF rule', SLOW.leftRecursive],
+  ])('%s: the loop is never held while it compiles', async (_, spec) => {
     const probe = watchEventLoop();
-    const outcome = await createGrammar(model, spec, { timeoutMs: 60_000 }).then(() => 'compiled', (e: Error) => e.message);
+    const outcome = await createGrammar(model, spec, { timeoutMs: 60_000 }).then(
+      () => 'compiled',
+      (e: Error) => e.message,
+    );
     const report = probe.stop();
     expect(report.longestHoldMs, `${describeHold(report)}; ${outcome}`).toBeLessThan(HOLD_BOUND_MS);
   });
@@ -73,15 +83,22 @@ describe('leaving a compile', () => {
     const pending = createGrammar(model, { type: 'json', schema: { type: 'string', minLength: 5000 } }, { signal: controller.signal });
     setTimeout(() => controller.abort(new Error('enough')), 100);
     const started = performance.now();
-    const error = await pending.then(() => undefined, (e: unknown) => e);
+    const error = await pending.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AbortError);
     expect((error as Error).message).toBe('Compiling the grammar was aborted');
     expect(((error as Error).cause as Error).message).toBe('enough');
-    expect(performance.now() - started).toBeLessThan(2000);  // the compile alone takes seconds
+    expect(performance.now() - started).toBeLessThan(2000); // the compile alone takes seconds
 
     const session = new Session(tiny, { backend: 'native', contextSize: 64 });
     const signal = AbortSignal.timeout(50);
-    const result = await session.generate('x', { grammar: { type: 'json', schema: { type: 'string', minLength: 5001 } }, signal, stopOnAbortSignal: true });
+    const result = await session.generate('x', {
+      grammar: { type: 'json', schema: { type: 'string', minLength: 5001 } },
+      signal,
+      stopOnAbortSignal: true,
+    });
     expect(result.stopReason).toBe('abort');
     expect(result.tokens.length).toBe(0);
     expect(session.tokens.length).toBe(0);
@@ -126,11 +143,31 @@ describe('leaving a compile', () => {
 describe('createGrammar options', () => {
   const spec = { type: 'regex', pattern: 'a' } as const;
   test.each([
-    [{ timeoutMs: 0 }, RangeError, 'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 0 (number)'],
-    [{ timeoutMs: 1.5 }, RangeError, 'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 1.5 (number)'],
-    [{ timeoutMs: 2 ** 31 }, RangeError, 'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 2147483648 (number)'],
-    [{ timeoutMs: NaN }, RangeError, 'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received NaN (number)'],
-    [{ timeoutMs: '100' }, TypeError, 'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received "100" (string)'],
+    [
+      { timeoutMs: 0 },
+      RangeError,
+      'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 0 (number)',
+    ],
+    [
+      { timeoutMs: 1.5 },
+      RangeError,
+      'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 1.5 (number)',
+    ],
+    [
+      { timeoutMs: 2 ** 31 },
+      RangeError,
+      'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received 2147483648 (number)',
+    ],
+    [
+      { timeoutMs: NaN },
+      RangeError,
+      'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received NaN (number)',
+    ],
+    [
+      { timeoutMs: '100' },
+      TypeError,
+      'Expected a number of milliseconds from 1 to 2147483647, or Infinity for options.timeoutMs but received "100" (string)',
+    ],
     [{ signal: 'stop' }, TypeError, 'Expected an AbortSignal for options.signal but received "stop" (string)'],
     [{ timeout: 100 }, TypeError, 'Unknown option options.timeout; the options are: signal, timeoutMs'],
     [5, TypeError, 'Expected an object { signal?, timeoutMs? } for options but received 5 (number)'],

@@ -11,7 +11,17 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 
-import { ChatSession, createGrammar, generate, GrammarError, loadModel, Session, type GenerateOptions, type GgufModel, type JsonSchema } from '../lib/index.js';
+import {
+  ChatSession,
+  createGrammar,
+  generate,
+  GrammarError,
+  loadModel,
+  Session,
+  type GenerateOptions,
+  type GgufModel,
+  type JsonSchema,
+} from '../lib/index.js';
 import { seededRandom } from '../lib/bench/logit-rows.js';
 import { GrammarThread } from '../lib/grammar/grammar-thread.js';
 import { biasTowards, grammarModel } from './grammar-model.js';
@@ -41,21 +51,39 @@ const SCHEMAS: Record<string, JsonSchema> = {
   'nested objects': {
     type: 'object',
     properties: {
-      user: { type: 'object', properties: { name: { type: 'string' }, address: { type: 'object', properties: { city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } }, required: ['city', 'zip'] } }, required: ['name', 'address'] },
+      user: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          address: {
+            type: 'object',
+            properties: { city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } },
+            required: ['city', 'zip'],
+          },
+        },
+        required: ['name', 'address'],
+      },
     },
     required: ['user'],
   },
-  'arrays': {
+  arrays: {
     type: 'object',
-    properties: { items: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, ok: { type: 'boolean' } }, required: ['id', 'ok'] }, minItems: 1, maxItems: 3 } },
+    properties: {
+      items: {
+        type: 'array',
+        items: { type: 'object', properties: { id: { type: 'integer' }, ok: { type: 'boolean' } }, required: ['id', 'ok'] },
+        minItems: 1,
+        maxItems: 3,
+      },
+    },
     required: ['items'],
   },
-  'enums': {
+  enums: {
     type: 'object',
     properties: { color: { enum: ['red', 'green', 'blue'] }, size: { type: 'string', enum: ['S', 'M', 'L'] }, level: { enum: [1, 2, null] } },
     required: ['color', 'size', 'level'],
   },
-  'numbers': {
+  numbers: {
     type: 'object',
     properties: { x: { type: 'number' }, n: { type: 'integer', minimum: -10, maximum: 10 }, big: { type: 'integer' } },
     required: ['x', 'n', 'big'],
@@ -87,7 +115,15 @@ describe.each(Object.entries(SCHEMAS))('JSON schema: %s', (name, schema) => {
     const texts: string[] = [];
     for (const settings of Object.values(SETTINGS)) {
       for (const seed of SEEDS) {
-        const result = await generate(model, 'Answer in JSON:', { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 400, backend: 'native', contextSize: 512 });
+        const result = await generate(model, 'Answer in JSON:', {
+          ...settings,
+          seed,
+          grammar,
+          tokenBias: endValues,
+          maxTokens: 400,
+          backend: 'native',
+          contextSize: 512,
+        });
         expect(result.stopReason, result.text).toBe('grammarComplete');
         expect(result.path).toBe('constrained');
         const value = grammar.parse(result.text);
@@ -110,12 +146,24 @@ describe.each(['llama2', 'llama3'] as const)('the %s vocabulary', (name) => {
   test('JSON under a schema with strings, escapes and nesting: complete and valid for 3 seeds', async () => {
     const other = await grammarModel(mkdtempSync(join(dir, `${name}-`)), name);
     try {
-      const schema = { type: 'object', properties: { text: { type: 'string' }, items: { type: 'array', items: { enum: ['a b', 'ü'] }, maxItems: 2 } }, required: ['text', 'items'] };
+      const schema = {
+        type: 'object',
+        properties: { text: { type: 'string' }, items: { type: 'array', items: { enum: ['a b', 'ü'] }, maxItems: 2 } },
+        required: ['text', 'items'],
+      };
       const grammar = await other.createGrammarForJsonSchema(schema);
       const validate = new Ajv({ strict: false }).compile(schema);
       const tokenBias = biasTowards(other, '"\\,}]', 5);
       for (const seed of SEEDS) {
-        const result = await generate(other, 'JSON:', { seed, temperature: 1, grammar, tokenBias, maxTokens: 300, backend: 'native', contextSize: 512 });
+        const result = await generate(other, 'JSON:', {
+          seed,
+          temperature: 1,
+          grammar,
+          tokenBias,
+          maxTokens: 300,
+          backend: 'native',
+          contextSize: 512,
+        });
         expect(result.stopReason, result.text).toBe('grammarComplete');
         expect(validate(grammar.parse(result.text)), result.text).toBe(true);
       }
@@ -132,7 +180,14 @@ describe('regex and EBNF', () => {
     ['a date', '[0-9]{4}-(0[1-9]|1[0-2])-[0-3][0-9]', /^[0-9]{4}-(0[1-9]|1[0-2])-[0-3][0-9]$/],
   ])('regex: %s, every output matches', async (_, pattern, check) => {
     for (const seed of SEEDS) {
-      const result = await generate(model, 'Say it:', { temperature: 1, seed, grammar: { type: 'regex', pattern }, maxTokens: 60, backend: 'native', contextSize: 256 });
+      const result = await generate(model, 'Say it:', {
+        temperature: 1,
+        seed,
+        grammar: { type: 'regex', pattern },
+        maxTokens: 60,
+        backend: 'native',
+        contextSize: 256,
+      });
       expect(result.stopReason, result.text).toBe('grammarComplete');
       expect(result.text).toMatch(check);
     }
@@ -163,44 +218,62 @@ describe('regex and EBNF', () => {
     const tokenBias = biasTowards(model, ')', 4);
     const texts: string[] = [];
     for (const seed of [...SEEDS, 4, 5, 6]) {
-      const result = await generate(model, 'Sum:', { temperature: 1, seed, grammar: { type: 'ebnf', grammar: EBNF }, tokenBias, maxTokens: 200, backend: 'native', contextSize: 512 });
+      const result = await generate(model, 'Sum:', {
+        temperature: 1,
+        seed,
+        grammar: { type: 'ebnf', grammar: EBNF },
+        tokenBias,
+        maxTokens: 200,
+        backend: 'native',
+        contextSize: 512,
+      });
       expect(result.stopReason, result.text).toBe('grammarComplete');
       expect(isExpr(result.text), result.text).toBe(true);
       texts.push(result.text);
     }
     expect(texts.some((t) => t.includes('('))).toBe(true);
-    expect(isExpr('(1+2')).toBe(false);  // the checker can fail
+    expect(isExpr('(1+2')).toBe(false); // the checker can fail
   });
 });
 
 describe('with speculative decoding', () => {
   // n-gram drafts copy the example in the prompt; drafts the grammar refuses are cut, and verification rolls the matcher back.
   const PROMPT = 'Example: {"items": [{"id": 12, "ok": true}, {"id": 7, "ok": false}]} Now:';
-  test.each(Object.entries(SETTINGS))('exact verification gives the tokens of plain constrained decoding (%s, 3 seeds, n-gram and model drafts)', async (_, settings) => {
-    const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
-    let drafted = 0, accepted = 0;
-    for (const seed of SEEDS) {
-      const options = { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512 } as const;
-      const plain = await generate(model, PROMPT, options);
-      expect(plain.stopReason).toBe('grammarComplete');
-      for (const draft of ['ngram', model] as const) {
-        const speculative = await generate(model, PROMPT, { ...options, speculative: { draft, draftTokens: 6, ngramMin: 2 } });
-        expect(speculative.tokens).toEqual(plain.tokens);
-        expect(speculative.stopReason).toBe('grammarComplete');
-        drafted += speculative.stats.speculative!.drafted;
-        accepted += speculative.stats.speculative!.accepted;
+  test.each(Object.entries(SETTINGS))(
+    'exact verification gives the tokens of plain constrained decoding (%s, 3 seeds, n-gram and model drafts)',
+    async (_, settings) => {
+      const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
+      let drafted = 0,
+        accepted = 0;
+      for (const seed of SEEDS) {
+        const options = { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512 } as const;
+        const plain = await generate(model, PROMPT, options);
+        expect(plain.stopReason).toBe('grammarComplete');
+        for (const draft of ['ngram', model] as const) {
+          const speculative = await generate(model, PROMPT, { ...options, speculative: { draft, draftTokens: 6, ngramMin: 2 } });
+          expect(speculative.tokens).toEqual(plain.tokens);
+          expect(speculative.stopReason).toBe('grammarComplete');
+          drafted += speculative.stats.speculative!.drafted;
+          accepted += speculative.stats.speculative!.accepted;
+        }
       }
-    }
-    expect(accepted).toBeGreaterThan(0);
-    expect(accepted).toBeLessThan(drafted);
-  });
+      expect(accepted).toBeGreaterThan(0);
+      expect(accepted).toBeLessThan(drafted);
+    },
+  );
 
   test('rejection verification: every output is complete and validates', async () => {
     const grammar = await model.createGrammarForJsonSchema(SCHEMAS.arrays);
     const validate = new Ajv({ strict: false }).compile(SCHEMAS.arrays as object);
     for (const seed of SEEDS) {
       const result = await generate(model, PROMPT, {
-        temperature: 1, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512,
+        temperature: 1,
+        seed,
+        grammar,
+        tokenBias: endValues,
+        maxTokens: 200,
+        backend: 'native',
+        contextSize: 512,
         speculative: { draft: 'ngram', ngramMin: 2, verification: 'rejection' },
       });
       expect(result.stopReason).toBe('grammarComplete');
@@ -231,7 +304,12 @@ describe('the grammar option', () => {
     const second = await chat.promptWithMeta('Another one.', { grammar, temperature: 0.7, seed: 3 });
     expect(second.stopReason).toBe('grammarComplete');
     expect(['S', 'M', 'L']).toContain(grammar.parse(second.responseText).size);
-    expect(chat.getChatHistory().filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual([first.responseText, second.responseText]);
+    expect(
+      chat
+        .getChatHistory()
+        .filter((m) => m.role === 'assistant')
+        .map((m) => m.content),
+    ).toEqual([first.responseText, second.responseText]);
   });
 
   // A refusal unwinds no C++ frame in the engine: its stack ran out after
@@ -245,13 +323,22 @@ describe('the grammar option', () => {
     const text = () => Array.from({ length: 1 + Math.floor(random() * 12) }, () => pieces[Math.floor(random() * pieces.length)]).join('');
     const values = [true, false, null, 0, -1, 1.5, 'x', [], {}, { type: 'string' }, { $ref: '#/nowhere' }];
     const keys = ['type', 'properties', 'items', 'required', 'enum', 'minLength', 'maximum', 'anyOf', '$ref', 'pattern', 'format', 'prefixItems'];
-    const schema = (depth: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
-      const key = keys[Math.floor(random() * keys.length)];
-      return [key, depth < 2 && random() < 0.3 ? schema(depth + 1) : values[Math.floor(random() * values.length)]];
-    }));
-    let compiled = 0, refused = 0;
+    const schema = (depth: number): Record<string, unknown> =>
+      Object.fromEntries(
+        Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
+          const key = keys[Math.floor(random() * keys.length)];
+          return [key, depth < 2 && random() < 0.3 ? schema(depth + 1) : values[Math.floor(random() * values.length)]];
+        }),
+      );
+    let compiled = 0,
+      refused = 0;
     for (let i = 0; i < 150; i++) {
-      const spec = i % 3 === 0 ? { type: 'regex', pattern: text() } : i % 3 === 1 ? { type: 'ebnf', grammar: `root ::= ${text()}` } : { type: 'json', schema: schema(0) };
+      const spec =
+        i % 3 === 0
+          ? { type: 'regex', pattern: text() }
+          : i % 3 === 1
+            ? { type: 'ebnf', grammar: `root ::= ${text()}` }
+            : { type: 'json', schema: schema(0) };
       try {
         await createGrammar(tiny, spec as never);
         compiled++;
@@ -276,7 +363,7 @@ describe('the grammar option', () => {
     expect(() => grammar.parse(result.text)).toThrow(/^The text is not complete JSON \(did generation stop before the grammar was complete\?\): /);
   });
 
-  test('the engine\'s warnings are Node warnings (code MD_GRAMMAR_WARNING), without its build paths', async () => {
+  test("the engine's warnings are Node warnings (code MD_GRAMMAR_WARNING), without its build paths", async () => {
     const warnings: Error[] = [];
     const collect = (w: Error) => void warnings.push(w);
     process.on('warning', collect);
@@ -287,15 +374,20 @@ describe('the grammar option', () => {
       process.off('warning', collect);
     }
     const ours = warnings.filter((w) => (w as Error & { code?: string }).code === 'MD_GRAMMAR_WARNING');
-    expect(ours.length).toBeGreaterThan(0);  // the engine reads the pattern more than once, and warns each time
-    expect(new Set(ours.map((w) => w.message))).toEqual(new Set(["grammar engine: Regex parsing warning at position 3: '^' should be at the start of the regex, but found in the middle. It is ignored."]));
+    expect(ours.length).toBeGreaterThan(0); // the engine reads the pattern more than once, and warns each time
+    expect(new Set(ours.map((w) => w.message))).toEqual(
+      new Set([
+        "grammar engine: Regex parsing warning at position 3: '^' should be at the start of the regex, but found in the middle. It is ignored.",
+      ]),
+    );
   });
 
   test('a spec is compiled once per model; a Grammar is for the model it was compiled for', async () => {
     const compile = vi.spyOn(GrammarThread.prototype, 'compile');
     const spec = { type: 'ebnf', grammar: 'root ::= "yes" | "no"' } as const;
     const results = [];
-    for (let i = 0; i < 3; i++) results.push(await generate(model, 'Say:', { seed: i, temperature: 1, grammar: spec, backend: 'native', contextSize: 64 }));
+    for (let i = 0; i < 3; i++)
+      results.push(await generate(model, 'Say:', { seed: i, temperature: 1, grammar: spec, backend: 'native', contextSize: 64 }));
     await createGrammar(model, spec);
     expect(compile).toHaveBeenCalledTimes(1);
     compile.mockRestore();
@@ -305,7 +397,8 @@ describe('the grammar option', () => {
     try {
       const grammar = await model.createGrammar(spec);
       await expect(generate(other, 'Say:', { grammar, backend: 'native', contextSize: 64 })).rejects.toThrow(
-        'Expected a Grammar created for the model being generated with (a grammar is compiled against its vocabulary) for grammar but received an object (Grammar)');
+        'Expected a Grammar created for the model being generated with (a grammar is compiled against its vocabulary) for grammar but received an object (Grammar)',
+      );
     } finally {
       other.dispose();
     }
@@ -313,12 +406,21 @@ describe('the grammar option', () => {
 
   test.each([
     [{ type: 'json', schema: { type: 'frob' } }, 'The grammar engine refused grammar.schema: Unsupported type "frob"'],
-    [{ type: 'json', schema: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } }, required: ['a'] } }, 'The grammar engine refused grammar.schema: '],
+    [
+      { type: 'json', schema: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } }, required: ['a'] } },
+      'The grammar engine refused grammar.schema: ',
+    ],
     [{ type: 'regex', pattern: '[a-' }, "The grammar engine refused grammar.pattern: Regex parsing error at position 4: Unclosed '['"],
     [{ type: 'ebnf', grammar: 'root ::= "a" |' }, 'The grammar engine refused grammar.grammar: EBNF parser error at line 1, column 15'],
-    [{ type: 'ebnf', grammar: 'start ::= "a"' }, 'The grammar engine refused grammar.grammar: EBNF parser error at line 1, column 1: The root rule with name "root" is not found'],
+    [
+      { type: 'ebnf', grammar: 'start ::= "a"' },
+      'The grammar engine refused grammar.grammar: EBNF parser error at line 1, column 1: The root rule with name "root" is not found',
+    ],
   ])('%j is a GrammarError naming the problem', async (grammar, message) => {
-    const error = await generate(model, 'x', { grammar: grammar as never, backend: 'native', contextSize: 64 }).then(() => undefined, (e: unknown) => e);
+    const error = await generate(model, 'x', { grammar: grammar as never, backend: 'native', contextSize: 64 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(GrammarError);
     expect((error as Error).message.startsWith(message), (error as Error).message).toBe(true);
     // The engine still works after refusing.
@@ -327,22 +429,44 @@ describe('the grammar option', () => {
   });
 
   test.each([
-    [{ grammar: 'json' }, TypeError, "Expected { type: 'json', schema? }, { type: 'regex', pattern } or { type: 'ebnf', grammar, root? } for grammar but received \"json\" (string)"],
+    [
+      { grammar: 'json' },
+      TypeError,
+      "Expected { type: 'json', schema? }, { type: 'regex', pattern } or { type: 'ebnf', grammar, root? } for grammar but received \"json\" (string)",
+    ],
     [{ grammar: { type: 'xml' } }, RangeError, "Expected 'json', 'regex' or 'ebnf' for grammar.type but received \"xml\" (string)"],
     [{ grammar: { type: 'regex', pattern: '' } }, RangeError, 'Expected a non-empty string for grammar.pattern but received "" (string)'],
-    [{ grammar: { type: 'json', schema: [] } }, TypeError, 'Expected a JSON schema (a plain object or a boolean) for grammar.schema but received an array of length 0'],
+    [
+      { grammar: { type: 'json', schema: [] } },
+      TypeError,
+      'Expected a JSON schema (a plain object or a boolean) for grammar.schema but received an array of length 0',
+    ],
     [{ grammar: { type: 'regex', pattern: 'a', flags: 'i' } }, TypeError, 'Unknown option grammar.flags; the options are: type, pattern'],
-    [{ grammar: { type: 'json', schema: { type: 'array', items: { type: 'integer' }, uniqueItems: true } } }, RangeError,
-      'Expected no uniqueItems: the grammar engine does not enforce it, so output could fail your schema (check the parsed array yourself) for grammar.schema.uniqueItems but received true (boolean)'],
-    [{ grammar: { type: 'json', schema: { type: 'object', properties: { not: { type: 'object', properties: { n: { type: 'integer', multipleOf: 2 } } } } } } }, RangeError,
-      'Expected no multipleOf: the grammar engine does not enforce it, so output could fail your schema (check the parsed number yourself) for grammar.schema.properties["not"].properties["n"].multipleOf but received 2 (number)'],
-    [{ grammar: { type: 'json', schema: { anyOf: [{ type: 'string' }, { if: { type: 'string' } }] } } }, RangeError,
-      'Expected no if: the grammar engine does not enforce it, so output could fail your schema (use anyOf of the cases) for grammar.schema.anyOf[1].if but received an object (Object)'],
+    [
+      { grammar: { type: 'json', schema: { type: 'array', items: { type: 'integer' }, uniqueItems: true } } },
+      RangeError,
+      'Expected no uniqueItems: the grammar engine does not enforce it, so output could fail your schema (check the parsed array yourself) for grammar.schema.uniqueItems but received true (boolean)',
+    ],
+    [
+      {
+        grammar: {
+          type: 'json',
+          schema: { type: 'object', properties: { not: { type: 'object', properties: { n: { type: 'integer', multipleOf: 2 } } } } },
+        },
+      },
+      RangeError,
+      'Expected no multipleOf: the grammar engine does not enforce it, so output could fail your schema (check the parsed number yourself) for grammar.schema.properties["not"].properties["n"].multipleOf but received 2 (number)',
+    ],
+    [
+      { grammar: { type: 'json', schema: { anyOf: [{ type: 'string' }, { if: { type: 'string' } }] } } },
+      RangeError,
+      'Expected no if: the grammar engine does not enforce it, so output could fail your schema (use anyOf of the cases) for grammar.schema.anyOf[1].if but received an object (Object)',
+    ],
   ])('%j is refused before anything runs', async (options, kind, message) => {
     expect(() => generate(model, 'x', { ...(options as GenerateOptions), backend: 'native', contextSize: 64 })).toThrow(new kind(message));
   });
 
-  test('a schema nested deeper than the engine\'s limit is refused naming the path and the limit; 32 levels compile', async () => {
+  test("a schema nested deeper than the engine's limit is refused naming the path and the limit; 32 levels compile", async () => {
     // 60 levels of objects trap inside the engine ("memory access out of bounds"); they never reach it.
     const nested = (depth: number) => {
       let schema: JsonSchema = { type: 'string' };
@@ -351,7 +475,10 @@ describe('the grammar option', () => {
     };
     const deepPath = `grammar.schema${'.properties["a"]'.repeat(33)}`;
     expect(() => generate(model, 'x', { grammar: { type: 'json', schema: nested(100) }, backend: 'native', contextSize: 64 })).toThrow(
-      new RangeError(`Expected a subschema nested at most 32 levels deep (the grammar engine's limit) for ${deepPath} but received an object (Object)`));
+      new RangeError(
+        `Expected a subschema nested at most 32 levels deep (the grammar engine's limit) for ${deepPath} but received an object (Object)`,
+      ),
+    );
     // Each object is one level (its property's subschema is the next): 32 compile, 33 do not.
     await model.createGrammarForJsonSchema(nested(32) as never);
     expect(() => generate(model, 'x', { grammar: { type: 'json', schema: nested(33) }, backend: 'native', contextSize: 64 })).toThrow(RangeError);

@@ -81,7 +81,8 @@ describe('generate() and Session', () => {
       expect(fused.tokens.length).toBe(12);
 
       // A session goes on from a fused call as from a plain one.
-      const a = new Session(model, { backend: 'native', contextSize: 64 }), b = new Session(withoutHeadPick(model), { backend: 'native', contextSize: 64 });
+      const a = new Session(model, { backend: 'native', contextSize: 64 }),
+        b = new Session(withoutHeadPick(model), { backend: 'native', contextSize: 64 });
       for (const prompt of [PROMPT, [3, 4]]) {
         const [x, y] = [await a.generate(prompt, { ...options, maxTokens: 5 }), await b.generate(prompt, { ...options, maxTokens: 5 })];
         expect(x.tokens).toEqual(y.tokens);
@@ -97,7 +98,11 @@ describe('generate() and Session', () => {
     const model = await loadModel(path, { threads: 1 });
     try {
       const picks = vi.spyOn(GgufSequence.prototype, 'evaluateAndPick');
-      for (const options of [{ temperature: 0.8, seed: 1 }, { temperature: 0, repeatPenalty: { penalty: 1.3 } }, { temperature: 0.8, seed: 1, ...OFF, minP: 0.05 }] as SampleOptions[]) {
+      for (const options of [
+        { temperature: 0.8, seed: 1 },
+        { temperature: 0, repeatPenalty: { penalty: 1.3 } },
+        { temperature: 0.8, seed: 1, ...OFF, minP: 0.05 },
+      ] as SampleOptions[]) {
         await generate(model, PROMPT, { ...options, maxTokens: 4 });
       }
       const everyToken = new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(0xffffffff);
@@ -115,19 +120,25 @@ describe('generate() and Session', () => {
       const tokens = Uint32Array.from(PROMPT);
       const refused = (options: SampleOptions) => sequence.evaluateAndPick(tokens, 0, resolveSampling({ seed: 1, ...options }));
       await expect(refused({ temperature: 0.5, topK: 3, topP: 1 })).rejects.toThrow(
-        new RangeError('evaluateAndPick: topK is on (the fused LM head samples with temperature and bias only)'));
+        new RangeError('evaluateAndPick: topK is on (the fused LM head samples with temperature and bias only)'),
+      );
       await expect(refused({ temperature: 0.5, topK: 0, topP: 0.9 })).rejects.toThrow('evaluateAndPick: topP is on');
       await expect(refused({ temperature: 0.5, topK: 0, topP: 1, minP: 0.1 })).rejects.toThrow('evaluateAndPick: minP is on');
-      await expect(sequence.evaluateAndPick(tokens, 0, { ...resolveSampling({ seed: 1, repeatPenalty: { penalty: 1.5 } }), window: Uint32Array.of(3) }))
-        .rejects.toThrow('evaluateAndPick: repeatPenalty is on');
-      await expect(sequence.evaluateAndPick(tokens, 0, { ...resolveSampling({ seed: 1 }), temperature: -1 }))
-        .rejects.toThrow('evaluateAndPick: temperature: must be a number from 0 to 1e30');
-      await expect(sequence.evaluateAndPick(Uint32Array.of(1, 1_000_000), 0, resolveSampling({ seed: 1 })))
-        .rejects.toThrow(/evaluateAndPick: tokens\[1\]: 1000000 is not below the vocabulary size/);
+      await expect(
+        sequence.evaluateAndPick(tokens, 0, { ...resolveSampling({ seed: 1, repeatPenalty: { penalty: 1.5 } }), window: Uint32Array.of(3) }),
+      ).rejects.toThrow('evaluateAndPick: repeatPenalty is on');
+      await expect(sequence.evaluateAndPick(tokens, 0, { ...resolveSampling({ seed: 1 }), temperature: -1 })).rejects.toThrow(
+        'evaluateAndPick: temperature: must be a number from 0 to 1e30',
+      );
+      await expect(sequence.evaluateAndPick(Uint32Array.of(1, 1_000_000), 0, resolveSampling({ seed: 1 }))).rejects.toThrow(
+        /evaluateAndPick: tokens\[1\]: 1000000 is not below the vocabulary size/,
+      );
       // Nothing was evaluated by the refused calls: the sequence still works.
       expect(await sequence.evaluateAndPick(tokens, 0, resolveSampling({ temperature: 0 }))).toBeLessThan(model.vocabSize);
       sequence.dispose();
-      await expect(sequence.evaluateAndPick(tokens, 0, resolveSampling({ temperature: 0 }))).rejects.toThrow('evaluateAndPick: the sequence was disposed');
+      await expect(sequence.evaluateAndPick(tokens, 0, resolveSampling({ temperature: 0 }))).rejects.toThrow(
+        'evaluateAndPick: the sequence was disposed',
+      );
     } finally {
       model.dispose();
     }

@@ -67,7 +67,7 @@ async function chain(table: GgufForwardTable, options: ChainSamplingOptions | un
 }
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TYPES)('%s: the fused LM head picks the unfused tables\' tokens', async (type) => {
+  test.each(TYPES)("%s: the fused LM head picks the unfused tables' tokens", async (type) => {
     const path = join(dir, `${variant}-${type}.gguf`);
     await writeRandomModel(path, variantSpec(variant, type, 5));
     const { fused, unfused, close } = await tables(path);
@@ -76,8 +76,14 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
         const expected = await chain(unfused, options);
         const got = await chain(fused, options);
         expect(got.tokens, name).toEqual(expected.tokens);
-        expect(got.labels.filter((l) => l.startsWith('LM head + pick')), name).toEqual(['LM head + pick: tiles', 'LM head + pick: pick']);
-        expect(expected.labels.some((l) => l.startsWith('LM head + pick')), name).toBe(false);
+        expect(
+          got.labels.filter((l) => l.startsWith('LM head + pick')),
+          name,
+        ).toEqual(['LM head + pick: tiles', 'LM head + pick: pick']);
+        expect(
+          expected.labels.some((l) => l.startsWith('LM head + pick')),
+          name,
+        ).toBe(false);
       }
     } finally {
       close();
@@ -86,14 +92,21 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
 });
 
 test('options with a filter or a penalty keep the sampling kernels; the fused tables leave out the LM head and the sampler', async () => {
-  const path = join(dir, 'llama2-Q4_0.gguf');  // written by the tests above
+  const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
   const { fused, close } = await tables(path);
   try {
-    for (const options of [{ temperature: 0.9, seed: 1 }, { temperature: 0.9, seed: 1, ...OFF, topK: 5 }, { temperature: 0.9, seed: 1, ...OFF, minP: 0.1 },
-      { temperature: 0, tokenBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } }] as ChainSamplingOptions[]) {
+    for (const options of [
+      { temperature: 0.9, seed: 1 },
+      { temperature: 0.9, seed: 1, ...OFF, topK: 5 },
+      { temperature: 0.9, seed: 1, ...OFF, minP: 0.1 },
+      { temperature: 0, tokenBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } },
+    ] as ChainSamplingOptions[]) {
       const table = fused.tableFor(options);
       try {
-        expect(table.labels.some((l) => l.startsWith('LM head + pick')), JSON.stringify(options)).toBe(false);
+        expect(
+          table.labels.some((l) => l.startsWith('LM head + pick')),
+          JSON.stringify(options),
+        ).toBe(false);
         expect(table.labels).toContain('LM head');
       } finally {
         table.dispose();

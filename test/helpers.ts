@@ -13,8 +13,7 @@ export const BACKENDS = ['native', 'js'] as const;
  * when METAL_DECODE_TEST_METAL=1 (on a Mac: the same suite on the GPU; the
  * tests then fail, not skip, if Metal cannot start).
  */
-export const GPU_BACKENDS: ('emulated' | 'metal')[] =
-  process.env.METAL_DECODE_TEST_METAL === '1' ? ['emulated', 'metal'] : ['emulated'];
+export const GPU_BACKENDS: ('emulated' | 'metal')[] = process.env.METAL_DECODE_TEST_METAL === '1' ? ['emulated', 'metal'] : ['emulated'];
 
 export function requireNativeBuilt(): void {
   const native = getBackends().find((b) => b.name === 'native');
@@ -43,7 +42,10 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
  */
 export function runModule(code: string, options: { cwd?: string; env?: Record<string, string> } = {}): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    cwd: options.cwd ?? ROOT, encoding: 'utf8', env: { ...process.env, ...options.env }, timeout: 120_000,
+    cwd: options.cwd ?? ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, ...options.env },
+    timeout: 120_000,
   });
 }
 

@@ -16,13 +16,17 @@ import { normal as normalFrom, seededRandom } from '../lib/bench/logit-rows.js';
 
 const f = Math.fround;
 
-it('answers with the whole-row walk\'s level, and gives up where the light tokens decide', () => {
+it("answers with the whole-row walk's level, and gives up where the light tokens decide", () => {
   const random = seededRandom(2026);
   const normal = () => normalFrom(random);
   const order = halfOrderTable();
-  let modelShaped = 0, answered = 0, gaveUp = 0, answeredFromTokens = 0, gaveUpFromTokens = 0;
+  let modelShaped = 0,
+    answered = 0,
+    gaveUp = 0,
+    answeredFromTokens = 0,
+    gaveUpFromTokens = 0;
   for (let c = 0; c < 300; c++) {
-    const shape = c % 4;  // 0-1 model-shaped, 2 flat, 3 a boundary planted at a heavy level
+    const shape = c % 4; // 0-1 model-shaped, 2 flat, 3 a boundary planted at a heavy level
     const vocab = 5000 + Math.floor(random() * 60000);
     const halves = new Uint16Array(vocab);
     for (let i = 0; i < vocab; i++) halves[i] = float16FromNumber(normal() * (shape === 2 ? 1 : 2));

@@ -12,8 +12,12 @@ import { KERNEL_FILES, kernelSource } from '../scripts/embed-kernels.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const metalDir = join(root, 'metal');
-const metalFiles = readdirSync(metalDir).filter((f) => f.endsWith('.metal')).sort();
-const headers = readdirSync(metalDir).filter((f) => f.endsWith('.h')).sort();
+const metalFiles = readdirSync(metalDir)
+  .filter((f) => f.endsWith('.metal'))
+  .sort();
+const headers = readdirSync(metalDir)
+  .filter((f) => f.endsWith('.h'))
+  .sort();
 const kernelsIn = (text: string) => [...text.matchAll(/^kernel void (\w+)\(/gm)].map((m) => m[1]);
 
 describe('kernel sources', () => {

@@ -30,11 +30,15 @@ const dir = mkdtempSync(join(tmpdir(), 'md-kv-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const BACKENDS = ['native', 'emulated'] as const;
 
-describe('kvCacheType \'f32\': stories260K within 1e-4 of llama.cpp with its F32 cache', () => {
+describe("kvCacheType 'f32': stories260K within 1e-4 of llama.cpp with its F32 cache", () => {
   const path = sharedModel('stories260K.gguf');
   let oracle: OracleModel;
-  beforeAll(async () => { oracle = await oracleModel(path, 1, 'F32'); });
-  afterAll(async () => { await oracle.dispose(); });
+  beforeAll(async () => {
+    oracle = await oracleModel(path, 1, 'F32');
+  });
+  afterAll(async () => {
+    await oracle.dispose();
+  });
 
   test.each(BACKENDS)('on %s', async (backend) => {
     const exact = await loadModel(path, { threads: 1, kvCacheType: 'f32' });
@@ -54,14 +58,16 @@ describe('kvCacheType \'f32\': stories260K within 1e-4 of llama.cpp with its F32
   });
 });
 
-describe('kvCacheType \'q8_0\': within 5e-3 of llama.cpp with its Q8_0 cache', () => {
+describe("kvCacheType 'q8_0': within 5e-3 of llama.cpp with its Q8_0 cache", () => {
   const path = join(dir, 'llama-f32-head-32.gguf');
   let oracle: OracleModel;
   beforeAll(async () => {
     await writeRandomModel(path, { arch: 'llama', type: 'F32', shape: tinyShape('llama', 'F32'), seed: 3 });
     oracle = await oracleModel(path, 1, 'Q8_0');
   });
-  afterAll(async () => { await oracle.dispose(); });
+  afterAll(async () => {
+    await oracle.dispose();
+  });
 
   test.each(BACKENDS)('on %s', async (backend) => {
     const quantized = await loadModel(path, { threads: 1, kvCacheType: 'q8_0' });
@@ -80,7 +86,7 @@ describe('kvCacheType \'q8_0\': within 5e-3 of llama.cpp with its Q8_0 cache', (
     }
   });
 
-  test('each type\'s cache bytes, on the CPU and the GPU tables: f32 twice f16, q8_0 34 bytes per 32 values', async () => {
+  test("each type's cache bytes, on the CPU and the GPU tables: f32 twice f16, q8_0 34 bytes per 32 values", async () => {
     const sizes: Record<string, number[]> = {};
     for (const kvCacheType of ['f16', 'f32', 'q8_0'] as const) {
       const model = await loadModel(path, { threads: 1, kvCacheType });
@@ -96,17 +102,17 @@ describe('kvCacheType \'q8_0\': within 5e-3 of llama.cpp with its Q8_0 cache', (
       }
     }
     const { layers, kvHeads, headDim } = tinyShape('llama', 'F32');
-    const values = 2 * layers * 64 * kvHeads * headDim;  // K and V, every layer and position
-    expect(sizes).toEqual({ f16: [2 * values, 2 * values], f32: [4 * values, 4 * values], q8_0: [values / 32 * 34, values / 32 * 34] });
+    const values = 2 * layers * 64 * kvHeads * headDim; // K and V, every layer and position
+    expect(sizes).toEqual({ f16: [2 * values, 2 * values], f32: [4 * values, 4 * values], q8_0: [(values / 32) * 34, (values / 32) * 34] });
   });
 });
 
-describe('the KV cache\'s memory', () => {
+describe("the KV cache's memory", () => {
   test('a long context allocates without holding the event loop (the cache is not zeroed on the calling thread)', async () => {
     const model = await loadModel(sharedModel('stories260K.gguf'), { threads: 1 });
     try {
       const probe = watchEventLoop({ intervalMs: 2 });
-      const session = new Session(model, { backend: 'native', contextSize: 262_144 });  // a 168 MB F16 cache
+      const session = new Session(model, { backend: 'native', contextSize: 262_144 }); // a 168 MB F16 cache
       await new Promise((resolve) => setTimeout(resolve, 20));
       const report = probe.stop();
       expect(session.contextSize).toBe(262_144);
@@ -117,15 +123,18 @@ describe('the KV cache\'s memory', () => {
     }
   });
 
-  test('a cache larger than the machine\'s memory is refused naming contextSize and the bytes', async () => {
+  test("a cache larger than the machine's memory is refused naming contextSize and the bytes", async () => {
     const model = await loadModel(sharedModel('stories260K.gguf'), { threads: 1, vocabOnly: true });
     const addon = loadAddon();
     if (!addon.ok) throw new Error(addon.reason);
     const types = addon.addon.tensorTypes;
     // stories260K: 5 layers x 4 KV heads x 8 dims, K and V: 320 values a position. With 1 MB of memory:
     expect(checkKvCacheFits(model.info.config, 'f16', types, 1000, 1e6)).toBe(640_000);
-    expect(() => checkKvCacheFits(model.info.config, 'f32', types, 1000, 1e6)).toThrow(new RangeError(
-      'Expected at most 781 positions: the f32 KV cache for 1000 positions is 1280000 bytes, more than this machine\'s 1000000 bytes of memory for contextSize but received 1000 (number)'));
+    expect(() => checkKvCacheFits(model.info.config, 'f32', types, 1000, 1e6)).toThrow(
+      new RangeError(
+        "Expected at most 781 positions: the f32 KV cache for 1000 positions is 1280000 bytes, more than this machine's 1000000 bytes of memory for contextSize but received 1000 (number)",
+      ),
+    );
     model.dispose();
   });
 });
@@ -134,9 +143,11 @@ describe('kvCacheType errors name the option', () => {
   test('an unknown type, a wrong kind, and q8_0 with heads that are not whole blocks', async () => {
     const path = sharedModel('stories260K.gguf');
     await expect(loadModel(path, { kvCacheType: 'q4_0' as never })).rejects.toThrow(
-      'Expected \'f16\', \'f32\', \'q8_0\' for kvCacheType but received "q4_0" (string)');
+      "Expected 'f16', 'f32', 'q8_0' for kvCacheType but received \"q4_0\" (string)",
+    );
     await expect(loadModel(path, { kvCacheType: 16 as never })).rejects.toThrow(TypeError);
     await expect(loadModel(path, { kvCacheType: 'q8_0' })).rejects.toThrow(
-      'Expected \'f16\' or \'f32\' for this model (\'q8_0\' stores each head as 32-value blocks, and its head dimension is 8) for kvCacheType but received "q8_0" (string)');
+      "Expected 'f16' or 'f32' for this model ('q8_0' stores each head as 32-value blocks, and its head dimension is 8) for kvCacheType but received \"q8_0\" (string)",
+    );
   });
 });

@@ -11,8 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const sourcesUnder = (dir: string): string[] => readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
-  e.isDirectory() ? sourcesUnder(join(dir, e.name)) : e.name.endsWith('.cpp') ? [relative(root, join(root, dir, e.name))] : []);
+const sourcesUnder = (dir: string): string[] =>
+  readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourcesUnder(join(dir, e.name)) : e.name.endsWith('.cpp') ? [relative(root, join(root, dir, e.name))] : [],
+  );
 const core = sourcesUnder('native/core').sort();
 
 it('CMake and binding.gyp build every source of native/core', () => {

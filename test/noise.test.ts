@@ -44,7 +44,7 @@ describe('noise mirror', () => {
 
   it('GUMBEL_MAX bounds the largest noise', () => {
     let largest = 0;
-    for (let cell = 2 ** 23 - 4096; cell < 2 ** 23; cell++) largest = Math.max(largest, gumbel(uniform(cell << 9 >>> 0)));
+    for (let cell = 2 ** 23 - 4096; cell < 2 ** 23; cell++) largest = Math.max(largest, gumbel(uniform((cell << 9) >>> 0)));
     expect(largest).toBeLessThanOrEqual(GUMBEL_MAX);
     expect(largest).toBeGreaterThan(GUMBEL_MAX - 0.01);
   });

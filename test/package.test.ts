@@ -21,12 +21,21 @@ const npm = (args: string[], cwd: string) =>
 
 describe('the published package', () => {
   const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8' }))[0] as {
-    filename: string; files: { path: string }[];
+    filename: string;
+    files: { path: string }[];
   };
   const files = new Set(packed.files.map((f) => f.path));
 
   it('ships what the README links to and the license, and no tests', () => {
-    for (const needed of ['LICENSE', 'README.md', 'docs/generation.md', 'docs/sampling.md', 'binding.gyp', 'dist/lib/index.js', 'dist/lib/index.d.ts']) {
+    for (const needed of [
+      'LICENSE',
+      'README.md',
+      'docs/generation.md',
+      'docs/sampling.md',
+      'binding.gyp',
+      'dist/lib/index.js',
+      'dist/lib/index.d.ts',
+    ]) {
       expect(files, needed).toContain(needed);
     }
     expect([...files].filter((f) => f.startsWith('native/tests/') || f.startsWith('test/'))).toEqual([]);
@@ -45,19 +54,26 @@ describe('the published package', () => {
     }
   });
 
-  it('installs as a dependency, builds its addon from the tarball and generates', () => {
-    const app = join(work, 'app');
-    execFileSync('mkdir', ['-p', app]);
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'md-user', version: '1.0.0', type: 'module', private: true }));
-    const install = npm(['install', '--no-audit', '--no-fund', join(work, packed.filename)], app);
-    expect(install.status, install.stderr).toBe(0);
-    writeFileSync(join(app, 'main.js'), `
+  it(
+    'installs as a dependency, builds its addon from the tarball and generates',
+    () => {
+      const app = join(work, 'app');
+      execFileSync('mkdir', ['-p', app]);
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'md-user', version: '1.0.0', type: 'module', private: true }));
+      const install = npm(['install', '--no-audit', '--no-fund', join(work, packed.filename)], app);
+      expect(install.status, install.stderr).toBe(0);
+      writeFileSync(
+        join(app, 'main.js'),
+        `
       import { BigramModel, generate, getBackends } from 'metal-decode';
       const model = BigramModel.fromText('the cat sat on the mat and the dog sat on the log ');
       const result = await generate(model, 'the ', { maxTokens: 12, temperature: 0.7, seed: 3 });
-      console.log(JSON.stringify({ native: getBackends()[2].available, backend: result.backend, n: result.tokens.length }));`);
-    const run = spawnSync(process.execPath, ['main.js'], { cwd: app, encoding: 'utf8' });
-    expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toEqual({ native: true, backend: 'native', n: 12 });
-  }, INSTALL_MS + 60_000);
+      console.log(JSON.stringify({ native: getBackends()[2].available, backend: result.backend, n: result.tokens.length }));`,
+      );
+      const run = spawnSync(process.execPath, ['main.js'], { cwd: app, encoding: 'utf8' });
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toEqual({ native: true, backend: 'native', n: 12 });
+    },
+    INSTALL_MS + 60_000,
+  );
 });

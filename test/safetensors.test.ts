@@ -13,8 +13,7 @@ function file(header: string, dataBytes: number): Uint8Array {
   return out;
 }
 
-const tensor = (begin: number, end: number, shape = [(end - begin) / 2]) =>
-  JSON.stringify({ dtype: 'F16', shape, data_offsets: [begin, end] });
+const tensor = (begin: number, end: number, shape = [(end - begin) / 2]) => JSON.stringify({ dtype: 'F16', shape, data_offsets: [begin, end] });
 
 describe('parseSafetensors', () => {
   it('reads tensors that tile the data, in any header order, with metadata', () => {
@@ -31,8 +30,12 @@ describe('parseSafetensors', () => {
     ['trailing bytes', `{"a":${tensor(0, 4)}}`, 6, 'bytes 4..6 after the last tensor belong to no tensor'],
     ['a name twice', `{"a":${tensor(0, 4)},"a":${tensor(0, 4)}}`, 4, 'the header names "a" twice'],
     ['a name twice, escaped', `{"a":${tensor(0, 4)},"\\u0061":${tensor(0, 4)}}`, 4, 'the header names "a" twice'],
-    ['a shape whose size wraps', `{"a":${JSON.stringify({ dtype: 'F16', shape: [2 ** 52, 2 ** 12], data_offsets: [0, 0] })}}`, 0,
-      'tensor a: shape [4503599627370496, 4096] of F16 needs 36893488147419103232 bytes, the offsets give 0'],
+    [
+      'a shape whose size wraps',
+      `{"a":${JSON.stringify({ dtype: 'F16', shape: [2 ** 52, 2 ** 12], data_offsets: [0, 0] })}}`,
+      0,
+      'tensor a: shape [4503599627370496, 4096] of F16 needs 36893488147419103232 bytes, the offsets give 0',
+    ],
     ['a header length past the file', null, 0, 'the header length 18446744073709551615 is past the end of the 8-byte file'],
   ])('refuses %s', (_what, header, data, message) => {
     let bytes: Uint8Array;

@@ -67,15 +67,20 @@ describe('the acceptance step', () => {
 
 describe('generate() with rejection verification', () => {
   const target = bigramOf(TARGET);
-  const prompt = [2, 4, 1, 2, 4, 1, 2];  // n-gram drafts: the suffix recurs
+  const prompt = [2, 4, 1, 2, 4, 1, 2]; // n-gram drafts: the suffix recurs
 
   // The first three generated tokens, jointly: 5 x 5 x 5 cells that can occur.
   async function jointCounts(draft: 'ngram' | LogitsModel, runs: number) {
     const counts = new Array<number>(VOCAB ** 3).fill(0);
-    let drafted = 0, accepted = 0;
+    let drafted = 0,
+      accepted = 0;
     for (let seed = 0; seed < runs; seed++) {
       const result = await generate(target, prompt, {
-        ...FILTERS, seed, maxTokens: 3, backend: 'js', speculative: { draft, draftTokens: 3, verification: 'rejection' },
+        ...FILTERS,
+        seed,
+        maxTokens: 3,
+        backend: 'js',
+        speculative: { draft, draftTokens: 3, verification: 'rejection' },
       });
       expect(result.tokens).toHaveLength(3);
       counts[(result.tokens[0] * VOCAB + result.tokens[1]) * VOCAB + result.tokens[2]]++;
@@ -102,9 +107,11 @@ describe('generate() with rejection verification', () => {
     ['a sampled draft model that roughly agrees', bigramOf(CLOSE)],
     ['a sampled draft model that disagrees', bigramOf(FAR)],
     ['n-gram drafts', 'ngram' as const],
-  ])('%s: three tokens follow the target\'s joint distribution (chi-square, 3,000 seeds)', async (_name, draft) => {
+  ])("%s: three tokens follow the target's joint distribution (chi-square, 3,000 seeds)", async (_name, draft) => {
     const { counts, rate } = await jointCounts(draft, 3_000);
-    expected.forEach((p, cell) => { if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0); });
+    expected.forEach((p, cell) => {
+      if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0);
+    });
     expect(chiSquarePValue(counts, expected).p).toBeGreaterThan(0.001);
     expect(rate).toBeGreaterThan(0);
   });
@@ -121,7 +128,10 @@ describe('generate() with rejection verification', () => {
     return mask;
   };
   const constrainedAfter = (a: number) =>
-    exactDistribution(TARGET[a].map((z, i) => (refused(a).includes(i) ? -Infinity : Math.fround(z))), FILTERS);
+    exactDistribution(
+      TARGET[a].map((z, i) => (refused(a).includes(i) ? -Infinity : Math.fround(z))),
+      FILTERS,
+    );
   // A draft split between the target's favourite allowed token and the
   // refused token 3: the residual then differs most from p.
   const SPLIT = TARGET.map((row, a) => {
@@ -144,23 +154,33 @@ describe('generate() with rejection verification', () => {
     let drafted = 0;
     for (let seed = 0; seed < 3_000; seed++) {
       const result = await generate(target, prompt, {
-        ...FILTERS, seed, maxTokens: 3, backend: 'js', speculative: { draft, draftTokens: 3, verification: 'rejection' },
+        ...FILTERS,
+        seed,
+        maxTokens: 3,
+        backend: 'js',
+        speculative: { draft, draftTokens: 3, verification: 'rejection' },
         tokenMask: ({ generated }) => maskAfter(generated.length > 0 ? generated[generated.length - 1] : prompt[prompt.length - 1]),
       });
       counts[(result.tokens[0] * VOCAB + result.tokens[1]) * VOCAB + result.tokens[2]]++;
       drafted += result.stats.speculative!.drafted;
     }
-    expectedMasked.forEach((p, cell) => { if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0); });
+    expectedMasked.forEach((p, cell) => {
+      if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0);
+    });
     expect(chiSquarePValue(counts, expectedMasked).p).toBeGreaterThan(0.001);
     expect(drafted).toBeGreaterThan(0);
   });
 
-  it('keeps more of a sampled draft model\'s tokens than exact verification of its greedy drafts', async () => {
+  it("keeps more of a sampled draft model's tokens than exact verification of its greedy drafts", async () => {
     const rates = { exact: [0, 0], rejection: [0, 0] };
     for (const verification of ['exact', 'rejection'] as const) {
       for (let seed = 0; seed < 300; seed++) {
         const result = await generate(target, prompt, {
-          ...FILTERS, seed, maxTokens: 8, backend: 'js', speculative: { draft: bigramOf(CLOSE), draftTokens: 4, verification },
+          ...FILTERS,
+          seed,
+          maxTokens: 8,
+          backend: 'js',
+          speculative: { draft: bigramOf(CLOSE), draftTokens: 4, verification },
         });
         rates[verification][0] += result.stats.speculative!.accepted;
         rates[verification][1] += result.stats.speculative!.drafted;
@@ -172,43 +192,55 @@ describe('generate() with rejection verification', () => {
 
   it('greedy decoding is the same tokens as without speculation', async () => {
     const plain = await generate(target, prompt, { maxTokens: 20, backend: 'js' });
-    const speculative = await generate(target, prompt, { maxTokens: 20, backend: 'js', speculative: { draft: bigramOf(FAR), verification: 'rejection' } });
+    const speculative = await generate(target, prompt, {
+      maxTokens: 20,
+      backend: 'js',
+      speculative: { draft: bigramOf(FAR), verification: 'rejection' },
+    });
     expect(speculative.tokens).toEqual(plain.tokens);
   });
 });
 
-describe('rejection verification on the GPU: every row\'s logits in one submission', () => {
+describe("rejection verification on the GPU: every row's logits in one submission", () => {
   const dir = mkdtempSync(join(tmpdir(), 'md-rejection-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it.each(GPU_BACKENDS)('%s: a GGUF sequence\'s rows are the bits of one-token steps, and generate() verifies with one pass per round', async (backend) => {
-    const path = join(dir, 'qwen2.gguf');
-    await writeRandomModel(path, { ...variantSpec('qwen2', 'Q4_K', 3), logitScale: 2 });
-    const model = await loadModel(path, { threads: 1 });
-    const tokens = Uint32Array.of(1, 17, 42, 99, 7, 250);
-    try {
-      const rowsSequence = model.openSequence({ backend, contextSize: 32 });
-      const stepSequence = model.openSequence({ backend, contextSize: 32 });
-      const rows = await rowsSequence.evaluateRows!(tokens, 0, 4);
-      await stepSequence.chain!.prefill(tokens.subarray(0, 3), 0);  // evaluates tokens 0 and 1, as evaluateRows did before its rows
-      for (let r = 0; r < 4; r++) {
-        const step = await stepSequence.evaluate(tokens.subarray(2 + r, 3 + r), 2 + r);
-        expect(Buffer.from(rows[r].buffer).equals(Buffer.from(step.buffer)), `row ${r}`).toBe(true);
+  it.each(GPU_BACKENDS)(
+    "%s: a GGUF sequence's rows are the bits of one-token steps, and generate() verifies with one pass per round",
+    async (backend) => {
+      const path = join(dir, 'qwen2.gguf');
+      await writeRandomModel(path, { ...variantSpec('qwen2', 'Q4_K', 3), logitScale: 2 });
+      const model = await loadModel(path, { threads: 1 });
+      const tokens = Uint32Array.of(1, 17, 42, 99, 7, 250);
+      try {
+        const rowsSequence = model.openSequence({ backend, contextSize: 32 });
+        const stepSequence = model.openSequence({ backend, contextSize: 32 });
+        const rows = await rowsSequence.evaluateRows!(tokens, 0, 4);
+        await stepSequence.chain!.prefill(tokens.subarray(0, 3), 0); // evaluates tokens 0 and 1, as evaluateRows did before its rows
+        for (let r = 0; r < 4; r++) {
+          const step = await stepSequence.evaluate(tokens.subarray(2 + r, 3 + r), 2 + r);
+          expect(Buffer.from(rows[r].buffer).equals(Buffer.from(step.buffer)), `row ${r}`).toBe(true);
+        }
+        rowsSequence.dispose();
+        stepSequence.dispose();
+        const result = await generate(model, [1, 17, 42, 1, 17, 42, 1], {
+          temperature: 0.9,
+          seed: 4,
+          maxTokens: 24,
+          contextSize: 64,
+          backend,
+          speculative: { draft: model, verification: 'rejection' },
+        });
+        const stats = result.stats.speculative!;
+        expect(stats.drafted).toBeGreaterThan(0);
+        expect(stats.forwardPasses + stats.accepted).toBe(result.tokens.length + (result.stopReason === 'eogToken' ? 1 : 0));
+      } finally {
+        model.dispose();
       }
-      rowsSequence.dispose();
-      stepSequence.dispose();
-      const result = await generate(model, [1, 17, 42, 1, 17, 42, 1], {
-        temperature: 0.9, seed: 4, maxTokens: 24, contextSize: 64, backend, speculative: { draft: model, verification: 'rejection' },
-      });
-      const stats = result.stats.speculative!;
-      expect(stats.drafted).toBeGreaterThan(0);
-      expect(stats.forwardPasses + stats.accepted).toBe(result.tokens.length + (result.stopReason === 'eogToken' ? 1 : 0));
-    } finally {
-      model.dispose();
-    }
-  });
+    },
+  );
 
-  it.each(GPU_BACKENDS)('%s: the GPU gathers each draft token\'s probability: the TypeScript distribution\'s, for every filter', async (backend) => {
+  it.each(GPU_BACKENDS)("%s: the GPU gathers each draft token's probability: the TypeScript distribution's, for every filter", async (backend) => {
     const path = join(dir, 'gather.gguf');
     await writeRandomModel(path, { ...variantSpec('llama3', 'Q8_0', 5), logitScale: 2 });
     const model = await loadModel(path, { threads: 1 });
@@ -233,8 +265,10 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
         for (let r = 0; r < draft.length; r++) {
           const p = samplingDistribution(gathered.row(r), resolveSampling({ ...options, seed: 3, position: position + 1 + r, history }))!;
           const expected = p[draft[r]];
-          expect(Math.abs(gathered.probabilities[r] - expected), `${JSON.stringify(options)} row ${r}: ${gathered.probabilities[r]} against ${expected}`)
-            .toBeLessThanOrEqual(1e-5 * expected + 1e-9);
+          expect(
+            Math.abs(gathered.probabilities[r] - expected),
+            `${JSON.stringify(options)} row ${r}: ${gathered.probabilities[r]} against ${expected}`,
+          ).toBeLessThanOrEqual(1e-5 * expected + 1e-9);
           history.push(draft[r]);
         }
         // The same rows' tokens as verify() picks.
@@ -247,9 +281,10 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
     }
   });
 
-  it.each(GPU_BACKENDS)('%s: with the GPU\'s gather, two tokens follow the target\'s joint distribution (chi-square, 250 seeds)', async (backend) => {
-    const SEEDS = 250;  // 9 s on a quiet machine, 38 s with both cores busy (1,000 took 37 s and 140 s); the power is checked below
-    const targetPath = join(dir, 'target.gguf'), draftPath = join(dir, 'draft.gguf');
+  it.each(GPU_BACKENDS)("%s: with the GPU's gather, two tokens follow the target's joint distribution (chi-square, 250 seeds)", async (backend) => {
+    const SEEDS = 250; // 9 s on a quiet machine, 38 s with both cores busy (1,000 took 37 s and 140 s); the power is checked below
+    const targetPath = join(dir, 'target.gguf'),
+      draftPath = join(dir, 'draft.gguf');
     await writeRandomModel(targetPath, { ...variantSpec('qwen3', 'Q8_0', 21), logitScale: 2 });
     await writeRandomModel(draftPath, { ...variantSpec('qwen3', 'Q8_0', 22), logitScale: 2 });
     const target = await loadModel(targetPath, { threads: 1 });
@@ -265,7 +300,9 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
       for (let a = 0; a < first.length; a++) {
         if (first[a] === 0) continue;
         const second = exactDistribution(half(await sequence.evaluate(Uint32Array.of(a), prompt.length)), filters);
-        second.forEach((pb, b) => { expected[a * first.length + b] = first[a] * pb; });
+        second.forEach((pb, b) => {
+          expected[a * first.length + b] = first[a] * pb;
+        });
       }
       sequence.dispose();
       // The power of SEEDS draws: a verifier that kept every draft would give
@@ -273,42 +310,52 @@ describe('rejection verification on the GPU: every row\'s logits in one submissi
       // test's noncentrality against that must reach 47, where a test at
       // p = 0.001 with up to 8 degrees of freedom rejects it 99 times in 100.
       const draftSequence = draft.openSequence({ backend: 'native', contextSize: 16 });
-      const draftFirst = exactDistribution(Array.from(await draftSequence.evaluate(Uint32Array.from(prompt), 0) as Float32Array), filters);
+      const draftFirst = exactDistribution(Array.from((await draftSequence.evaluate(Uint32Array.from(prompt), 0)) as Float32Array), filters);
       draftSequence.dispose();
       const keptEvery = expected.map((_, cell) => {
         const a = Math.floor(cell / first.length);
-        return first[a] === 0 ? 0 : draftFirst[a] * expected[cell] / first[a];
+        return first[a] === 0 ? 0 : (draftFirst[a] * expected[cell]) / first[a];
       });
       const noncentrality = SEEDS * expected.reduce((sum, p, cell) => (p === 0 ? sum : sum + (keptEvery[cell] - p) ** 2 / p), 0);
       expect(noncentrality).toBeGreaterThan(47);
       const counts = new Array<number>(expected.length).fill(0);
-      let drafted = 0, kept = 0;
+      let drafted = 0,
+        kept = 0;
       // One session rewound to the prompt for each seed: the tables are built once.
       using session = new Session(target, { backend, contextSize: 16 });
       await session.generate(prompt, { maxTokens: 0 });
       for (let seed = 0; seed < SEEDS; seed++) {
         session.rewind(prompt.length);
         const result = await session.generate([], {
-          ...filters, seed, maxTokens: 2, speculative: { draft, draftTokens: 1, verification: 'rejection' },
+          ...filters,
+          seed,
+          maxTokens: 2,
+          speculative: { draft, draftTokens: 1, verification: 'rejection' },
         });
         counts[result.tokens[0] * first.length + result.tokens[1]]++;
         drafted += result.stats.speculative!.drafted;
         kept += result.stats.speculative!.accepted;
       }
-      expected.forEach((p, cell) => { if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0); });
+      expected.forEach((p, cell) => {
+        if (p === 0) expect(counts[cell], `cell ${cell} cannot occur`).toBe(0);
+      });
       expect(chiSquarePValue(counts, expected).p).toBeGreaterThan(0.001);
       expect(kept).toBeGreaterThan(0);
-      expect(kept).toBeLessThan(drafted);  // both the test's branches ran
+      expect(kept).toBeLessThan(drafted); // both the test's branches ran
     } finally {
       target.dispose();
       draft.dispose();
     }
   });
 
-  it.each(GPU_BACKENDS)('%s: the bigram model\'s rows in one submission', async (backend) => {
+  it.each(GPU_BACKENDS)("%s: the bigram model's rows in one submission", async (backend) => {
     const model = textModel();
     const result = await generate(model, 'the cat sat on the mat and the cat sat on the ', {
-      temperature: 0.8, seed: 2, maxTokens: 40, backend, speculative: { verification: 'rejection' },
+      temperature: 0.8,
+      seed: 2,
+      maxTokens: 40,
+      backend,
+      speculative: { verification: 'rejection' },
     });
     const stats = result.stats.speculative!;
     expect(stats.drafted).toBeGreaterThan(0);

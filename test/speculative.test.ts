@@ -40,9 +40,15 @@ describe('ngramDraft (prompt lookup)', () => {
 
 const OPTION_SETS: [string, GenerateOptions][] = [
   ['greedy', {}],
-  ['greedy with bias and penalties', { tokenBias: { 0x65: -2, 0x20: 1.5 }, repeatPenalty: { penalty: 1.2, lastTokens: 12, frequencyPenalty: 0.1, presencePenalty: 0.1 } }],
+  [
+    'greedy with bias and penalties',
+    { tokenBias: { 0x65: -2, 0x20: 1.5 }, repeatPenalty: { penalty: 1.2, lastTokens: 12, frequencyPenalty: 0.1, presencePenalty: 0.1 } },
+  ],
   ['sampled', { temperature: 0.7, seed: 5 }],
-  ['sampled with filters and penalties', { temperature: 1.1, topK: 12, topP: 0.9, minP: 0.02, seed: 9, repeatPenalty: { penalty: 1.1, lastTokens: 8 } }],
+  [
+    'sampled with filters and penalties',
+    { temperature: 1.1, topK: 12, topP: 0.9, minP: 0.02, seed: 9, repeatPenalty: { penalty: 1.1, lastTokens: 8 } },
+  ],
 ];
 
 describe('the bigram text model: the same tokens with and without speculation', () => {
@@ -74,37 +80,48 @@ describe('the bigram text model: the same tokens with and without speculation', 
     expect(stats.forwardPassesPerToken).toBeCloseTo(stats.forwardPasses / result.tokens.length, 12);
   });
 
-  it.each<BackendName>(['native', ...GPU_BACKENDS])('%s: stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it', async (backend) => {
-    const prompt = 'the cat sat on the mat and the cat sat on the ';
-    for (const stop of [{ customStopTriggers: ['mat and'] }, { maxTokens: 7 }, { customStopTriggers: ['t'] }] as GenerateOptions[]) {
-      const plain = await generate(model, prompt, { backend, maxTokens: 60, ...stop });
-      const speculative = await generate(model, prompt, { backend, maxTokens: 60, ...stop, speculative: { draftTokens: 8 } });
-      expect([speculative.tokens, speculative.text, speculative.stopReason, speculative.stopTrigger])
-        .toEqual([plain.tokens, plain.text, plain.stopReason, plain.stopTrigger]);
-    }
-    // A callback stopping mid-draft keeps exactly the tokens it saw.
-    let seen = 0;
-    const callback = await generate(model, prompt, { backend, maxTokens: 60, speculative: true, onToken: () => ++seen < 9 });
-    expect([callback.tokens.length, callback.stopReason]).toEqual([9, 'callback']);
+  it.each<BackendName>(['native', ...GPU_BACKENDS])(
+    '%s: stops mid-draft exactly where non-speculative decoding stops, and a Session resumes after it',
+    async (backend) => {
+      const prompt = 'the cat sat on the mat and the cat sat on the ';
+      for (const stop of [{ customStopTriggers: ['mat and'] }, { maxTokens: 7 }, { customStopTriggers: ['t'] }] as GenerateOptions[]) {
+        const plain = await generate(model, prompt, { backend, maxTokens: 60, ...stop });
+        const speculative = await generate(model, prompt, { backend, maxTokens: 60, ...stop, speculative: { draftTokens: 8 } });
+        expect([speculative.tokens, speculative.text, speculative.stopReason, speculative.stopTrigger]).toEqual([
+          plain.tokens,
+          plain.text,
+          plain.stopReason,
+          plain.stopTrigger,
+        ]);
+      }
+      // A callback stopping mid-draft keeps exactly the tokens it saw.
+      let seen = 0;
+      const callback = await generate(model, prompt, { backend, maxTokens: 60, speculative: true, onToken: () => ++seen < 9 });
+      expect([callback.tokens.length, callback.stopReason]).toEqual([9, 'callback']);
 
-    const sampled = { temperature: 0.8, seed: 3 };
-    const plainSession = new Session(model, { backend });
-    const specSession = new Session(model, { backend });
-    const a = [await plainSession.generate(prompt, { ...sampled, maxTokens: 11 }), await plainSession.generate([], { ...sampled, maxTokens: 13 })];
-    const b = [
-      await specSession.generate(prompt, { ...sampled, maxTokens: 11, speculative: true }),
-      await specSession.generate([], { ...sampled, maxTokens: 13 }),
-    ];
-    expect(b.map((r) => r.tokens)).toEqual(a.map((r) => r.tokens));
-    plainSession.dispose();
-    specSession.dispose();
-  });
+      const sampled = { temperature: 0.8, seed: 3 };
+      const plainSession = new Session(model, { backend });
+      const specSession = new Session(model, { backend });
+      const a = [await plainSession.generate(prompt, { ...sampled, maxTokens: 11 }), await plainSession.generate([], { ...sampled, maxTokens: 13 })];
+      const b = [
+        await specSession.generate(prompt, { ...sampled, maxTokens: 11, speculative: true }),
+        await specSession.generate([], { ...sampled, maxTokens: 13 }),
+      ];
+      expect(b.map((r) => r.tokens)).toEqual(a.map((r) => r.tokens));
+      plainSession.dispose();
+      specSession.dispose();
+    },
+  );
 
   it('drafts from a model: the same tokens whatever the draft model, all kept when it is the target itself', async () => {
     const prompt = 'the cat sat on the mat and the cat sat on the ';
     const other = BigramModel.fromText('a dog ran in the park; the dog ran and ran and sat.');
     expect(other.vocabSize).toBe(model.vocabSize);
-    for (const [options, draft] of [[{}, model], [{}, other], [{ temperature: 0.9, seed: 21 }, other]] as const) {
+    for (const [options, draft] of [
+      [{}, model],
+      [{}, other],
+      [{ temperature: 0.9, seed: 21 }, other],
+    ] as const) {
       const plain = await generate(model, prompt, { backend: 'native', maxTokens: 50, ...options });
       const speculative = await generate(model, prompt, { backend: 'native', maxTokens: 50, ...options, speculative: { draft, draftTokens: 4 } });
       expect(speculative.tokens).toEqual(plain.tokens);
@@ -118,26 +135,36 @@ describe('the bigram text model: the same tokens with and without speculation', 
     }
     const small = BigramModel.fromSeed({ vocabSize: 12, dim: 4, seed: 1 });
     await expect(generate(model, prompt, { backend: 'native', maxTokens: 5, speculative: { draft: small } })).rejects.toThrow(
-      `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`);
+      `Expected a model with the target's vocabulary (vocabSize ${model.vocabSize}) for speculative.draft but received "a model of vocabSize 12"`,
+    );
   });
 
-  it.each<BackendName>(['native', ...GPU_BACKENDS])('%s: an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation; the Session goes on', async (backend) => {
-    const prompt = 'the cat sat on the mat and the cat sat on the ';
-    const sampled = { temperature: 0.7, seed: 8 };
-    const plain = await generate(model, prompt, { ...sampled, backend, maxTokens: 60 });
-    const controller = new AbortController();
-    using session = new Session(model, { backend });
-    const aborted = await session.generate(prompt, {
-      ...sampled, maxTokens: 60, speculative: true, signal: controller.signal, stopOnAbortSignal: true,
-      onToken: ({ position }) => { if (position >= 20) controller.abort(); },
-    });
-    expect(aborted.stopReason).toBe('abort');
-    expect(aborted.tokens.length).toBeGreaterThan(0);
-    expect(aborted.tokens.length).toBeLessThan(plain.tokens.length);
-    expect(aborted.tokens).toEqual(plain.tokens.slice(0, aborted.tokens.length));
-    const rest = await session.generate([], { ...sampled, maxTokens: plain.tokens.length - aborted.tokens.length, speculative: true });
-    expect([...aborted.tokens, ...rest.tokens]).toEqual(plain.tokens);
-  });
+  it.each<BackendName>(['native', ...GPU_BACKENDS])(
+    '%s: an abort mid-run stops with the tokens so far, a prefix of the tokens without speculation; the Session goes on',
+    async (backend) => {
+      const prompt = 'the cat sat on the mat and the cat sat on the ';
+      const sampled = { temperature: 0.7, seed: 8 };
+      const plain = await generate(model, prompt, { ...sampled, backend, maxTokens: 60 });
+      const controller = new AbortController();
+      using session = new Session(model, { backend });
+      const aborted = await session.generate(prompt, {
+        ...sampled,
+        maxTokens: 60,
+        speculative: true,
+        signal: controller.signal,
+        stopOnAbortSignal: true,
+        onToken: ({ position }) => {
+          if (position >= 20) controller.abort();
+        },
+      });
+      expect(aborted.stopReason).toBe('abort');
+      expect(aborted.tokens.length).toBeGreaterThan(0);
+      expect(aborted.tokens.length).toBeLessThan(plain.tokens.length);
+      expect(aborted.tokens).toEqual(plain.tokens.slice(0, aborted.tokens.length));
+      const rest = await session.generate([], { ...sampled, maxTokens: plain.tokens.length - aborted.tokens.length, speculative: true });
+      expect([...aborted.tokens, ...rest.tokens]).toEqual(plain.tokens);
+    },
+  );
 
   it('a model without evaluateRows is verified token by token, with the same tokens', async () => {
     const logits = new LogitsModel({
@@ -190,7 +217,7 @@ describe('GGUF models on the CPU: one forward pass per verification, the same to
   });
 });
 
-describe('GGUF models on the emulated GPU: one submission per verification, only ids back, the chain\'s tokens', () => {
+describe("GGUF models on the emulated GPU: one submission per verification, only ids back, the chain's tokens", () => {
   const dir = mkdtempSync(join(tmpdir(), 'md-speculative-gpu-'));
   let gguf: GgufModel;
   beforeAll(async () => {
@@ -211,7 +238,7 @@ describe('GGUF models on the emulated GPU: one submission per verification, only
     const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
     try {
       const speculative = await generate(gguf, prompt, { ...base, speculative: { draftTokens: 10 } });
-      expect(evaluate).not.toHaveBeenCalled();  // no logits came back
+      expect(evaluate).not.toHaveBeenCalled(); // no logits came back
       expect(speculative.tokens).toEqual(plain.tokens);
       expect([plain.chained, speculative.chained, speculative.speculative, speculative.backend]).toEqual([true, false, true, 'emulated']);
       const stats = speculative.stats.speculative!;
@@ -237,13 +264,22 @@ describe('GGUF models on the emulated GPU: one submission per verification, only
 describe('options', () => {
   const model = textModel();
   it.each([
-    [{ speculative: 'yes' }, 'Expected true or an object { draft, draftTokens, ngramMin, ngramMax, verification } for speculative but received "yes" (string)'],
+    [
+      { speculative: 'yes' },
+      'Expected true or an object { draft, draftTokens, ngramMin, ngramMax, verification } for speculative but received "yes" (string)',
+    ],
     [{ speculative: { verification: 'typical' } }, "Expected 'exact' or 'rejection' for speculative.verification but received \"typical\" (string)"],
     [{ speculative: { draftTokens: 15 } }, 'Expected an integer from 1 to 14 for speculative.draftTokens but received 15'],
-    [{ speculative: { draft: 'model' } }, "Expected 'ngram' or a DecodeModel with the target's vocabulary for speculative.draft but received \"model\""],
+    [
+      { speculative: { draft: 'model' } },
+      "Expected 'ngram' or a DecodeModel with the target's vocabulary for speculative.draft but received \"model\"",
+    ],
     [{ speculative: { ngramMin: 3, ngramMax: 2 } }, 'Expected an integer from 3 to 64 for speculative.ngramMax but received 2'],
     [{ speculative: { n: 2 } }, 'Unknown option speculative.n; the options are: draft, draftTokens, ngramMin, ngramMax, verification'],
-    [{ grammar: { type: 'regex', pattern: 'a+' }, tokenMask: () => null }, 'Expected no tokenMask together with grammar (the grammar computes the masks) for tokenMask but received'],
+    [
+      { grammar: { type: 'regex', pattern: 'a+' }, tokenMask: () => null },
+      'Expected no tokenMask together with grammar (the grammar computes the masks) for tokenMask but received',
+    ],
   ])('%j is refused, naming the field', async (options, message) => {
     await expect((async () => generate(model, 'a', { backend: 'js', ...(options as GenerateOptions) }))()).rejects.toThrow(message);
   });

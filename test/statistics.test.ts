@@ -32,8 +32,14 @@ describe.each([...BACKENDS, ...GPU_BACKENDS])('%s backend', (backend) => {
       for (let position = 0; position < SAMPLES; position++) {
         counts[
           sample(logits, {
-            backend, seed: 12345, position, temperature: options.temperature, topK: options.topK,
-            topP: options.topP, minP: options.minP, filterTemperature: options.unit ? 'unit' : 'sampling',
+            backend,
+            seed: 12345,
+            position,
+            temperature: options.temperature,
+            topK: options.topK,
+            topP: options.topP,
+            minP: options.minP,
+            filterTemperature: options.unit ? 'unit' : 'sampling',
           })
         ]++;
       }

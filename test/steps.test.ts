@@ -40,7 +40,14 @@ describe.each(BACKEND_FORMATS)('%s backend', (backend, format: Format) => {
     });
 
     it('adds token bias, from a Map or an object, ignoring ids outside the vocabulary', () => {
-      expect(greedy([1, 2], { tokenBias: new Map([[0, 1.5], [7, 100]]) })).toBe(0);
+      expect(
+        greedy([1, 2], {
+          tokenBias: new Map([
+            [0, 1.5],
+            [7, 100],
+          ]),
+        }),
+      ).toBe(0);
       expect(greedy([1, 2], { tokenBias: { 0: 0.5 } })).toBe(1);
       expect(greedy([1, 2], { tokenBias: { 1: -Infinity } })).toBe(0);
     });
@@ -87,7 +94,10 @@ describe.each(BACKEND_FORMATS)('%s backend', (backend, format: Format) => {
     });
 
     it('is a function of seed and position', () => {
-      const logits = row(Array.from({ length: 500 }, (_, i) => Math.sin(i)), format);
+      const logits = row(
+        Array.from({ length: 500 }, (_, i) => Math.sin(i)),
+        format,
+      );
       const at = (seed: number, position: number) => sample(logits, { backend, temperature: 1, topK: 0, topP: 1, seed, position });
       expect(at(5, 9)).toBe(at(5, 9));
       const differs = Array.from({ length: 20 }, (_, p) => at(5, p) !== at(6, p)).some(Boolean);

@@ -59,24 +59,27 @@ describe.each(CASES)('stories260K converted to $target', ({ target, tolerance, m
     await oracle?.dispose();
   });
 
-  test('its matrices are the target type where the rows allow, llama.cpp\'s fallback elsewhere; the loader reads the same', () => {
+  test("its matrices are the target type where the rows allow, llama.cpp's fallback elsewhere; the loader reads the same", () => {
     const counts: Record<string, number> = {};
     for (const t of tensors) if (t.dims.length === 2) counts[t.type] = (counts[t.type] ?? 0) + 1;
     expect(counts).toEqual(matrices);
     for (const t of tensors) {
       if (t.dims.length === 1) expect(t.type, t.name).toBe('F32');
-      if (t.name.endsWith('ffn_down.weight') && target !== 'F16' && target !== 'BF16') expect(t.type, t.name).toBe('F16');  // 172-value rows
+      if (t.name.endsWith('ffn_down.weight') && target !== 'F16' && target !== 'BF16') expect(t.type, t.name).toBe('F16'); // 172-value rows
     }
     expect(model.info.tensorTypes).toEqual({ F32: 11, ...matrices });
   });
 
-  test.each(['native', 'emulated'] as const)(`on %s: logits at every position of a 64-token prompt within ${tolerance} of llama.cpp's`, async (backend) => {
-    const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
-    console.log(`stories260K ${target} on ${backend}: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
-    expect(worst).toBeLessThanOrEqual(tolerance);
-  });
+  test.each(['native', 'emulated'] as const)(
+    `on %s: logits at every position of a 64-token prompt within ${tolerance} of llama.cpp's`,
+    async (backend) => {
+      const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
+      console.log(`stories260K ${target} on ${backend}: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
+      expect(worst).toBeLessThanOrEqual(tolerance);
+    },
+  );
 
-  test.each(['native', 'emulated'] as const)('on %s: 200 greedy tokens after two prompts are llama.cpp\'s, but at a near tie', async (backend) => {
+  test.each(['native', 'emulated'] as const)("on %s: 200 greedy tokens after two prompts are llama.cpp's, but at a near tie", async (backend) => {
     for (const text of STORY_PROMPTS.slice(0, 2)) {
       await expectGreedyLikeOracle(model, oracle, backend, [tokenizer.bosToken!, ...tokenizer.encode(text)], 200, tolerance);
     }

@@ -15,7 +15,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 import { generate, loadModel, type GgufModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp, oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
-import { expectGreedyLikeOracle, expectSampledLikeExact, largestLogitDifference, maxDifference, sixtyFourTokens, STORY_PROMPTS } from './gguf/oracle-checks.js';
+import {
+  expectGreedyLikeOracle,
+  expectSampledLikeExact,
+  largestLogitDifference,
+  maxDifference,
+  sixtyFourTokens,
+  STORY_PROMPTS,
+} from './gguf/oracle-checks.js';
 import { sharedModel } from './gguf/shared-model.js';
 
 const PROMPTS = STORY_PROMPTS;
@@ -30,7 +37,7 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
   });
   afterAll(() => model.dispose());
 
-  test('has the file\'s metadata and vocabulary and no weights', () => {
+  test("has the file's metadata and vocabulary and no weights", () => {
     expect(model.info.vocabOnly).toBe(true);
     expect(model.info.cpuKernels).toBe('none');
     expect(model.info.threads).toBe(0);
@@ -42,7 +49,7 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
     expect([tokenizer.bosToken, tokenizer.eosToken]).toEqual([1, 2]);
   });
 
-  test('the prompt ids and decoded text of story prompts are llama.cpp\'s', async () => {
+  test("the prompt ids and decoded text of story prompts are llama.cpp's", async () => {
     const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0, vocabOnly: true });
     try {
       const tokenizer = model.tokenizer as GgufTokenizer;
@@ -78,7 +85,7 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
     expect(() => tokenizer.tokenBytes('3' as never)).toThrow(TypeError);
     expect(() => tokenizer.tokenBytes('3' as never)).toThrow('Expected a token id from 0 to 511 for token but received "3" (string)');
     expect(() => tokenizer.decode(null as never)).toThrow('Expected an array of token ids (or a typed array) for tokens but received null');
-    expect(Buffer.from(tokenizer.tokenBytes(3)).length).toBeGreaterThan(0);  // a byte token: one byte
+    expect(Buffer.from(tokenizer.tokenBytes(3)).length).toBeGreaterThan(0); // a byte token: one byte
   });
 
   test('vocabOnly must be a boolean', async () => {
@@ -125,15 +132,23 @@ describe.each(BACKENDS)('stories260K on $backend, against llama.cpp', ({ backend
     await oracle.dispose();
   });
 
-  test('logits at every position of a 64-token prompt within 0.03 of llama.cpp\'s', async () => {
+  test("logits at every position of a 64-token prompt within 0.03 of llama.cpp's", async () => {
     const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
     console.log(`stories260K F32 on ${backend}: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
     expect(worst).toBeLessThanOrEqual(TOLERANCE);
   });
 
-  test.each(PROMPTS.slice(0, 4))('200 greedy tokens after %j are llama.cpp\'s', async (text) => {
-    const { text: story, parted } = await expectGreedyLikeOracle(model, oracle, backend, [tokenizer.bosToken!, ...tokenizer.encode(text)], 200, TOLERANCE);
-    if (text === PROMPTS[0] && parted === -1) expect(story).toMatch(/^, there was a little girl named Lily\. She loved to play outside in the park\./);
+  test.each(PROMPTS.slice(0, 4))("200 greedy tokens after %j are llama.cpp's", async (text) => {
+    const { text: story, parted } = await expectGreedyLikeOracle(
+      model,
+      oracle,
+      backend,
+      [tokenizer.bosToken!, ...tokenizer.encode(text)],
+      200,
+      TOLERANCE,
+    );
+    if (text === PROMPTS[0] && parted === -1)
+      expect(story).toMatch(/^, there was a little girl named Lily\. She loved to play outside in the park\./);
   });
 
   test(`sampled tokens follow the exact distribution of the real logits (chi-square, ${positions} positions x ${seeds} seeds)`, async () => {
@@ -165,7 +180,7 @@ describe('stories260K with rope.dimension_count 4: a wrong op', () => {
     rmSync(dirname(altered), { recursive: true, force: true });
   });
 
-  test.each(['native', 'emulated'] as const)('on %s: far outside the tolerance of llama.cpp\'s logits', async (backend) => {
+  test.each(['native', 'emulated'] as const)("on %s: far outside the tolerance of llama.cpp's logits", async (backend) => {
     const tokenizer = model.tokenizer as GgufTokenizer;
     const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[2])];
     const [expected] = await oracle.logits(prompt, [prompt.length - 1]);
@@ -184,7 +199,7 @@ function withScalar(path: string, key: string, value: number, was: number): stri
   const name = Buffer.from(key);
   const at = bytes.indexOf(name);
   if (at < 0) throw new Error(`${path}: no metadata key ${key}`);
-  const valueAt = at + name.length + 4;  // after the key, its uint32 type tag (4: GGUF uint32)
+  const valueAt = at + name.length + 4; // after the key, its uint32 type tag (4: GGUF uint32)
   if (bytes.readUInt32LE(at + name.length) !== 4 || bytes.readUInt32LE(valueAt) !== was) throw new Error(`${key}: not the uint32 ${was}`);
   bytes.writeUInt32LE(value, valueAt);
   const copy = join(mkdtempSync(join(tmpdir(), 'md-stories-')), 'altered.gguf');

@@ -22,16 +22,15 @@ describe('Utf8Carry', () => {
 
   it('holds 2- and 3-byte characters split anywhere, and passes ASCII through', () => {
     const carry = new Utf8Carry();
-    const all = bytes('aé→b');  // 61 C3 A9 E2 86 92 62
-    expect([all.subarray(0, 2), all.subarray(2, 4), all.subarray(4, 5), all.subarray(5)].map((b) => carry.decode(b)))
-      .toEqual(['a', 'é', '', '→b']);
+    const all = bytes('aé→b'); // 61 C3 A9 E2 86 92 62
+    expect([all.subarray(0, 2), all.subarray(2, 4), all.subarray(4, 5), all.subarray(5)].map((b) => carry.decode(b))).toEqual(['a', 'é', '', '→b']);
   });
 
   it('turns invalid bytes into U+FFFD instead of waiting forever', () => {
     const carry = new Utf8Carry();
     expect(carry.decode(Uint8Array.of(0xff, 0x41))).toBe('\uFFFDA');
     expect(carry.decode(Uint8Array.of(0xc3))).toBe('');
-    expect(carry.decode(Uint8Array.of(0x41))).toBe('\uFFFDA');  // a lead byte followed by ASCII
+    expect(carry.decode(Uint8Array.of(0x41))).toBe('\uFFFDA'); // a lead byte followed by ASCII
   });
 
   it('saves and restores a partial character', () => {
@@ -62,9 +61,15 @@ describe('StopTriggerStream', () => {
   it('matches a trigger spread over three tokens, releasing the text before it', () => {
     const stream = new StopTriggerStream(new Utf8Carry(), ['lo wo']);
     expect(pushAll(stream, ['Hel', 'lo', ' wor', 'ld'].slice(0, 3))).toEqual([
-      { released: [], trigger: undefined },                // 'Hel' ends with 'l', a trigger's start
-      { released: [[0, 'Hel']], trigger: undefined },      // 'Hello': 'lo' may start it, 'Hel' may not
-      { released: [[1, ''], [2, '']], trigger: 'lo wo' },  // the trigger's tokens carry no text
+      { released: [], trigger: undefined }, // 'Hel' ends with 'l', a trigger's start
+      { released: [[0, 'Hel']], trigger: undefined }, // 'Hello': 'lo' may start it, 'Hel' may not
+      {
+        released: [
+          [1, ''],
+          [2, ''],
+        ],
+        trigger: 'lo wo',
+      }, // the trigger's tokens carry no text
     ]);
   });
 
@@ -80,9 +85,21 @@ describe('StopTriggerStream', () => {
     const stream = new StopTriggerStream(new Utf8Carry(), ['\n\n', 'END']);
     expect(pushAll(stream, ['a\n', 'b', 'EN', 'x'])).toEqual([
       { released: [], trigger: undefined },
-      { released: [[0, 'a\n'], [1, 'b']], trigger: undefined },
+      {
+        released: [
+          [0, 'a\n'],
+          [1, 'b'],
+        ],
+        trigger: undefined,
+      },
       { released: [], trigger: undefined },
-      { released: [[2, 'EN'], [3, 'x']], trigger: undefined },
+      {
+        released: [
+          [2, 'EN'],
+          [3, 'x'],
+        ],
+        trigger: undefined,
+      },
     ]);
     expect(stream.held).toBe(0);
   });

@@ -31,93 +31,108 @@ describe.each([
   ['gpt2', 'llama', undefined, 'gpt-2'],
   ['gpt2', 'llama', undefined, 'smollm'],
   ['llama2', 'llama', undefined, undefined],
-] as [VocabularyName, 'llama' | 'qwen3', number | undefined, string | undefined][])('%s vocabulary (architecture %s, %s tokens, pre-tokenizer %s)', (name, arch, size, pre) => {
-  test('1,000 strings: the same ids and text as llama.cpp, special tokens parsed or not; every token\'s text and end-of-generation tokens', async () => {
-    const vocabulary = realVocabulary(name, size);
-    const path = join(dir, `${name}-${pre ?? 'own'}.gguf`);
-    await writeRandomModel(path, {
-      arch, type: 'Q8_0', seed: 1, vocabulary: vocabularyMetadata(vocabulary, pre),
-      shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
+] as [VocabularyName, 'llama' | 'qwen3', number | undefined, string | undefined][])(
+  '%s vocabulary (architecture %s, %s tokens, pre-tokenizer %s)',
+  (name, arch, size, pre) => {
+    test("1,000 strings: the same ids and text as llama.cpp, special tokens parsed or not; every token's text and end-of-generation tokens", async () => {
+      const vocabulary = realVocabulary(name, size);
+      const path = join(dir, `${name}-${pre ?? 'own'}.gguf`);
+      await writeRandomModel(path, {
+        arch,
+        type: 'Q8_0',
+        seed: 1,
+        vocabulary: vocabularyMetadata(vocabulary, pre),
+        shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
+      });
+      const ours = await loadModel(path, { threads: 1, prefetch: false });
+      const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
+      try {
+        const tokenizer = ours.tokenizer as GgufTokenizer;
+        expect(tokenizer.kind).toBe(vocabulary.model);
+        const cleansSpaces = vocabulary.model === 'gpt2' && !['qwen2', 'smollm'].includes(pre ?? vocabulary.pre);
+        const mismatches: string[] = [];
+        for (const text of STRINGS) {
+          for (const special of [false, true]) {
+            const ids = tokenizer.encode(text, { special });
+            const expected = [...theirs.tokenize(text, special)].map(Number);
+            if (ids.join() !== expected.join())
+              mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
+            const decoded = tokenizer.decode(ids, { special });
+            const theirText = theirs.detokenize(expected as never, special);
+            if (decoded !== theirText)
+              mismatches.push(
+                `decode ${JSON.stringify(text)} special=${special}: ours ${JSON.stringify(decoded)} llama.cpp ${JSON.stringify(theirText)}`,
+              );
+          }
+          // Read as text, special-looking strings included, the ids give the
+          // text back (strings cut inside a surrogate pair read as U+FFFD, as
+          // encoded); the token bytes, as streamed, give it back for every
+          // vocabulary, before the clean-up some apply to decoded text.
+          const ids = tokenizer.encode(text);
+          const utf8 = Buffer.from(text, 'utf8');
+          const streamed = Buffer.concat(ids.map((id) => tokenizer.tokenBytes(id)));
+          const expected = tokenizer.kind === 'llama' ? Buffer.concat([Buffer.from(' '), utf8]) : utf8;
+          if (!streamed.equals(expected)) mismatches.push(`token bytes ${JSON.stringify(text)}: ${JSON.stringify(streamed.toString())}`);
+          if (!cleansSpaces && tokenizer.decode(ids) !== utf8.toString('utf8'))
+            mismatches.push(`round trip ${JSON.stringify(text)}: ${JSON.stringify(tokenizer.decode(ids))}`);
+        }
+        expect(mismatches.slice(0, 5)).toEqual([]);
+        expect(mismatches.length).toBe(0);
+
+        // 500 random strings of code points from all over Unicode (control
+        // characters, combining marks, scripts, emoji, private use): the
+        // same ids, special tokens parsed or not.
+        for (const text of RANDOM) {
+          for (const special of [false, true]) {
+            const ids = tokenizer.encode(text, { special });
+            const expected = [...theirs.tokenize(text, special)].map(Number);
+            if (ids.join() !== expected.join())
+              mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
+          }
+        }
+        expect(mismatches.slice(0, 5)).toEqual([]);
+
+        // Long text is encoded in pieces (split after a newline before a
+        // letter): the ids are still llama.cpp's for the whole text; and
+        // encodeAsync, on the tokenizer's worker thread, gives the same ids
+        // while timers run.
+        const long = STRINGS.join('');
+        expect(long.length).toBeGreaterThan(4 * CHUNK_CHARS);
+        for (const special of [false, true]) {
+          const expected = [...theirs.tokenize(long, special)].map(Number);
+          expect(tokenizer.encode(long, { special })).toEqual(expected);
+          let ticks = 0;
+          const timer = setInterval(() => ticks++, 0);
+          const ids = await tokenizer.encodeAsync(long.repeat(4), { special });
+          clearInterval(timer);
+          expect(ids.slice(0, expected.length)).toEqual(expected);
+          expect(ticks).toBeGreaterThan(2);
+        }
+
+        const eog: number[] = [];
+        const pieces: string[] = [];
+        for (let id = 0; id < vocabulary.tokens.length; id++) {
+          if (theirs.isEogToken(id as never)) eog.push(id);
+          for (const special of [false, true]) {
+            const text = tokenizer.decode([id], { special });
+            const expected = theirs.detokenize([id] as never, special);
+            if (text !== expected)
+              pieces.push(
+                `${id} ${JSON.stringify(vocabulary.tokens[id])} special=${special}: ours ${JSON.stringify(text)} llama.cpp ${JSON.stringify(expected)}`,
+              );
+          }
+        }
+        expect(pieces.slice(0, 5)).toEqual([]);
+        expect(ours.eosTokens).toEqual(eog);
+        expect([tokenizer.bosToken, tokenizer.addBosToken, tokenizer.eosToken]).toEqual([vocabulary.bos, vocabulary.addBos, vocabulary.eos]);
+        expect([tokenizer.bosToken, tokenizer.eosToken]).toEqual([Number(theirs.tokens.bos), Number(theirs.tokens.eos)]);
+        expect(tokenizer.addBosToken).toBe(theirs.tokens.shouldPrependBosToken);
+        // The model's template came with the file, parsed.
+        if (vocabulary.chatTemplate) expect(ours.chatTemplate?.render([{ role: 'user', content: 'hi' }])).toContain('hi');
+      } finally {
+        ours.dispose();
+        await theirs.dispose();
+      }
     });
-    const ours = await loadModel(path, { threads: 1, prefetch: false });
-    const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
-    try {
-      const tokenizer = ours.tokenizer as GgufTokenizer;
-      expect(tokenizer.kind).toBe(vocabulary.model);
-      const cleansSpaces = vocabulary.model === 'gpt2' && !['qwen2', 'smollm'].includes(pre ?? vocabulary.pre);
-      const mismatches: string[] = [];
-      for (const text of STRINGS) {
-        for (const special of [false, true]) {
-          const ids = tokenizer.encode(text, { special });
-          const expected = [...theirs.tokenize(text, special)].map(Number);
-          if (ids.join() !== expected.join()) mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
-          const decoded = tokenizer.decode(ids, { special });
-          const theirText = theirs.detokenize(expected as never, special);
-          if (decoded !== theirText) mismatches.push(`decode ${JSON.stringify(text)} special=${special}: ours ${JSON.stringify(decoded)} llama.cpp ${JSON.stringify(theirText)}`);
-        }
-        // Read as text, special-looking strings included, the ids give the
-        // text back (strings cut inside a surrogate pair read as U+FFFD, as
-        // encoded); the token bytes, as streamed, give it back for every
-        // vocabulary, before the clean-up some apply to decoded text.
-        const ids = tokenizer.encode(text);
-        const utf8 = Buffer.from(text, 'utf8');
-        const streamed = Buffer.concat(ids.map((id) => tokenizer.tokenBytes(id)));
-        const expected = tokenizer.kind === 'llama' ? Buffer.concat([Buffer.from(' '), utf8]) : utf8;
-        if (!streamed.equals(expected)) mismatches.push(`token bytes ${JSON.stringify(text)}: ${JSON.stringify(streamed.toString())}`);
-        if (!cleansSpaces && tokenizer.decode(ids) !== utf8.toString('utf8')) mismatches.push(`round trip ${JSON.stringify(text)}: ${JSON.stringify(tokenizer.decode(ids))}`);
-      }
-      expect(mismatches.slice(0, 5)).toEqual([]);
-      expect(mismatches.length).toBe(0);
-
-      // 500 random strings of code points from all over Unicode (control
-      // characters, combining marks, scripts, emoji, private use): the
-      // same ids, special tokens parsed or not.
-      for (const text of RANDOM) {
-        for (const special of [false, true]) {
-          const ids = tokenizer.encode(text, { special });
-          const expected = [...theirs.tokenize(text, special)].map(Number);
-          if (ids.join() !== expected.join()) mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
-        }
-      }
-      expect(mismatches.slice(0, 5)).toEqual([]);
-
-      // Long text is encoded in pieces (split after a newline before a
-      // letter): the ids are still llama.cpp's for the whole text; and
-      // encodeAsync, on the tokenizer's worker thread, gives the same ids
-      // while timers run.
-      const long = STRINGS.join('');
-      expect(long.length).toBeGreaterThan(4 * CHUNK_CHARS);
-      for (const special of [false, true]) {
-        const expected = [...theirs.tokenize(long, special)].map(Number);
-        expect(tokenizer.encode(long, { special })).toEqual(expected);
-        let ticks = 0;
-        const timer = setInterval(() => ticks++, 0);
-        const ids = await tokenizer.encodeAsync(long.repeat(4), { special });
-        clearInterval(timer);
-        expect(ids.slice(0, expected.length)).toEqual(expected);
-        expect(ticks).toBeGreaterThan(2);
-      }
-
-      const eog: number[] = [];
-      const pieces: string[] = [];
-      for (let id = 0; id < vocabulary.tokens.length; id++) {
-        if (theirs.isEogToken(id as never)) eog.push(id);
-        for (const special of [false, true]) {
-          const text = tokenizer.decode([id], { special });
-          const expected = theirs.detokenize([id] as never, special);
-          if (text !== expected) pieces.push(`${id} ${JSON.stringify(vocabulary.tokens[id])} special=${special}: ours ${JSON.stringify(text)} llama.cpp ${JSON.stringify(expected)}`);
-        }
-      }
-      expect(pieces.slice(0, 5)).toEqual([]);
-      expect(ours.eosTokens).toEqual(eog);
-      expect([tokenizer.bosToken, tokenizer.addBosToken, tokenizer.eosToken]).toEqual([vocabulary.bos, vocabulary.addBos, vocabulary.eos]);
-      expect([tokenizer.bosToken, tokenizer.eosToken]).toEqual([Number(theirs.tokens.bos), Number(theirs.tokens.eos)]);
-      expect(tokenizer.addBosToken).toBe(theirs.tokens.shouldPrependBosToken);
-      // The model's template came with the file, parsed.
-      if (vocabulary.chatTemplate) expect(ours.chatTemplate?.render([{ role: 'user', content: 'hi' }])).toContain('hi');
-    } finally {
-      ours.dispose();
-      await theirs.dispose();
-    }
-  });
-});
+  },
+);

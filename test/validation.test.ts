@@ -60,18 +60,26 @@ describe('sample() validation', () => {
     const e = error({ history: [1, 2, -3] });
     expect(e).toBeInstanceOf(RangeError);
     expect(e.message).toBe('Expected a token id (an integer from 0 to 4294967295) for history[2] but received -3 (number)');
-    expect(error({ history: [1, 'x'] }).message).toBe('Expected a token id (an integer from 0 to 4294967295) for history[1] but received "x" (string)');
+    expect(error({ history: [1, 'x'] }).message).toBe(
+      'Expected a token id (an integer from 0 to 4294967295) for history[1] but received "x" (string)',
+    );
   });
 
   it('checks token bias keys and values', () => {
-    expect(error({ tokenBias: new Map([[-1, 1]]) }).message).toBe('Expected a token id (an integer from 0 to 4294967295) for tokenBias key but received -1 (number)');
-    expect(error({ tokenBias: { 3: Infinity } }).message).toBe('Expected a finite number or -Infinity for tokenBias[3] but received Infinity (number)');
+    expect(error({ tokenBias: new Map([[-1, 1]]) }).message).toBe(
+      'Expected a token id (an integer from 0 to 4294967295) for tokenBias key but received -1 (number)',
+    );
+    expect(error({ tokenBias: { 3: Infinity } }).message).toBe(
+      'Expected a finite number or -Infinity for tokenBias[3] but received Infinity (number)',
+    );
     expect(error({ tokenBias: { 3: NaN } })).toBeInstanceOf(RangeError);
     expect(error({ tokenBias: { 3: 'x' } })).toBeInstanceOf(TypeError);
     for (const key of ['abc', '', '0x5', ' 4 ', '1e3', '1.0', '-1', '01', '4294967296']) {
       const e = error({ tokenBias: { [key]: 1 } });
       expect(e).toBeInstanceOf(RangeError);
-      expect(e.message).toBe(`Expected a token id in decimal (0, 1, 2, ... up to 4294967295) for tokenBias key but received ${JSON.stringify(key)} (string)`);
+      expect(e.message).toBe(
+        `Expected a token id in decimal (0, 1, 2, ... up to 4294967295) for tokenBias key but received ${JSON.stringify(key)} (string)`,
+      );
     }
     expect(error({ tokenBias: { '1.0': 50, 1: -Infinity } }).message).toMatch(/for tokenBias key but received "1\.0"/);
   });
@@ -79,7 +87,9 @@ describe('sample() validation', () => {
   it('rejects unknown options, so a typo is not silently ignored', () => {
     const e = error({ topk: 3 });
     expect(e).toBeInstanceOf(TypeError);
-    expect(e.message).toBe('Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, tokenBias, filterTemperature, mask, backend');
+    expect(e.message).toBe(
+      'Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, tokenBias, filterTemperature, mask, backend',
+    );
     expect(error({ repeatPenalty: { lastN: 3 } }).message).toMatch(/^Unknown option repeatPenalty\.lastN; /);
   });
 

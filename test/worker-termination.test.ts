@@ -61,7 +61,8 @@ console.log('survived ' + rounds + ' terminations');
 `;
 
 test('120 terminations in the middle of generate (emulated, native, under a grammar on its own thread), loadModel, sampleAsync and a chain: the process lives', () => {
-  const worker = join(dir, 'worker.mjs'), main = join(dir, 'main.mjs');
+  const worker = join(dir, 'worker.mjs'),
+    main = join(dir, 'main.mjs');
   writeFileSync(worker, WORKER);
   writeFileSync(main, MAIN);
   const run = spawnSync(process.execPath, [main, worker, sharedModel('stories260K.gguf'), '120'], { encoding: 'utf8', timeout: 600_000 });

@@ -7,10 +7,10 @@ import { reportTables, type Table } from './tables.js';
 
 const COLORS: Record<string, string> = { metal: '#d9480f', emulated: '#7048e8', native: '#1971c2', js: '#2f9e44', 'llama.cpp': '#495057' };
 const WIDTH = 960;
-const LABEL = 190;       // the group labels on the left
-const VALUE_ROOM = 230;  // right of the longest bar: its value label
+const LABEL = 190; // the group labels on the left
+const VALUE_ROOM = 230; // right of the longest bar: its value label
 const BAR = 15;
-const CHAR = 6.2;        // the width of a character at font-size 11, roughly, to keep labels inside the view
+const CHAR = 6.2; // the width of a character at font-size 11, roughly, to keep labels inside the view
 
 const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
@@ -58,7 +58,8 @@ function legend(items: { label: string; color: string; light?: boolean }[], y: n
   let x = LABEL;
   return items
     .map((item) => {
-      const part = `<rect class="swatch" x="${x}" y="${y - 9}" width="12" height="10" fill="${item.color}"${item.light ? ' fill-opacity="0.4"' : ''}/>` +
+      const part =
+        `<rect class="swatch" x="${x}" y="${y - 9}" width="12" height="10" fill="${item.color}"${item.light ? ' fill-opacity="0.4"' : ''}/>` +
         `<text x="${x + 16}" y="${y}" font-size="11">${xml(item.label)}</text>`;
       x += 16 + item.label.length * CHAR + 18;
       return part;
@@ -68,7 +69,13 @@ function legend(items: { label: string; color: string; light?: boolean }[], y: n
 
 // Horizontal bars on an axis with ticks, one group per row label, one bar
 // per series, a legend above.
-function barChart(title: string, groups: Group[], scale: Scale, legendItems: Parameters<typeof legend>[0], top: number): { svg: string; height: number } {
+function barChart(
+  title: string,
+  groups: Group[],
+  scale: Scale,
+  legendItems: Parameters<typeof legend>[0],
+  top: number,
+): { svg: string; height: number } {
   const parts = [`<text x="0" y="${top + 14}" font-weight="bold">${xml(title)}</text>`, legend(legendItems, top + 32)];
   const axisTop = top + 44;
   let y = axisTop + 18;
@@ -107,9 +114,13 @@ export function reportSvg(report: BenchReport): string {
   if (report.sampler.length > 0) {
     const groups = [...new Map(report.sampler.map((r) => [`V=${r.vocab} ${r.config}`, r])).keys()].map((label) => ({
       label,
-      bars: report.sampler.filter((r) => `V=${r.vocab} ${r.config}` === label).map((r) => ({
-        series: r.backend, value: r.medianUs, text: `${r.backend} ${r.medianUs.toFixed(1)} µs`,
-      })),
+      bars: report.sampler
+        .filter((r) => `V=${r.vocab} ${r.config}` === label)
+        .map((r) => ({
+          series: r.backend,
+          value: r.medianUs,
+          text: `${r.backend} ${r.medianUs.toFixed(1)} µs`,
+        })),
     }));
     const values = report.sampler.map((r) => r.medianUs).filter((v) => v > 0);
     const scale = logScale(Math.min(...values), Math.max(...values), 'µs');
@@ -121,8 +132,15 @@ export function reportSvg(report: BenchReport): string {
     const groups = report.decode.map((r) => ({
       label: `${r.backend} ${r.mode}`,
       bars: [
-        ...(r.chainedTokensPerSecond === null ? [] : [{ series: r.backend, value: r.chainedTokensPerSecond, text: `${r.chainedTokensPerSecond.toFixed(0)} tokens/s chained` }]),
-        { series: r.backend, light: r.chainedTokensPerSecond !== null, value: r.onePerSubmissionTokensPerSecond, text: `${r.onePerSubmissionTokensPerSecond.toFixed(0)} tokens/s ${r.chainedTokensPerSecond === null ? 'on the CPU' : 'one per submission'}` },
+        ...(r.chainedTokensPerSecond === null
+          ? []
+          : [{ series: r.backend, value: r.chainedTokensPerSecond, text: `${r.chainedTokensPerSecond.toFixed(0)} tokens/s chained` }]),
+        {
+          series: r.backend,
+          light: r.chainedTokensPerSecond !== null,
+          value: r.onePerSubmissionTokensPerSecond,
+          text: `${r.onePerSubmissionTokensPerSecond.toFixed(0)} tokens/s ${r.chainedTokensPerSecond === null ? 'on the CPU' : 'one per submission'}`,
+        },
       ],
     }));
     const max = Math.max(...report.decode.flatMap((r) => [r.onePerSubmissionTokensPerSecond, r.chainedTokensPerSecond ?? 0]));
@@ -130,15 +148,23 @@ export function reportSvg(report: BenchReport): string {
     const gpu = report.decode.some((r) => r.chainedTokensPerSecond !== null);
     const legendItems = [
       ...seriesLegend(series),
-      ...(gpu ? [{ label: 'solid: chained', color: '#495057' }, { label: 'light: one token per submission', color: '#495057', light: true }] : []),
+      ...(gpu
+        ? [
+            { label: 'solid: chained', color: '#495057' },
+            { label: 'light: one token per submission', color: '#495057', light: true },
+          ]
+        : []),
     ];
     charts.push(barChart('decode: tokens per second through generate() (longer is faster)', groups, linearScale(max, 'tokens/s'), legendItems, top));
     top += charts[charts.length - 1].height + 24;
   }
-  const header = `<text x="0" y="16" font-weight="bold" font-size="15">metal-decode bench</text>` +
+  const header =
+    `<text x="0" y="16" font-weight="bold" font-size="15">metal-decode bench</text>` +
     `<text x="0" y="34" font-size="11">${xml(describeMachine(report.machine))}</text>`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top}" viewBox="0 0 ${WIDTH} ${top}" font-family="sans-serif" font-size="12">\n` +
-    `<rect width="100%" height="100%" fill="white"/>\n${header}\n${charts.map((c) => c.svg).join('\n')}\n</svg>\n`;
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top}" viewBox="0 0 ${WIDTH} ${top}" font-family="sans-serif" font-size="12">\n` +
+    `<rect width="100%" height="100%" fill="white"/>\n${header}\n${charts.map((c) => c.svg).join('\n')}\n</svg>\n`
+  );
 }
 
 function tableHtml(table: Table): string {

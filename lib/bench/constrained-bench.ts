@@ -35,14 +35,29 @@ interface Settings {
   runs: number;
 }
 
-export async function benchConstrained(s: Settings, model: GgufModel, prompt: number[], tokenBias: Record<string, number>): Promise<ConstrainedResult> {
+export async function benchConstrained(
+  s: Settings,
+  model: GgufModel,
+  prompt: number[],
+  tokenBias: Record<string, number>,
+): Promise<ConstrainedResult> {
   const grammar = await createGrammarForJsonSchema(model, SCHEMA);
   const contextSize = prompt.length + s.generatedTokens + 8;
   // The warm-up run also compiles the grammar.
   const decode = async (constrained: boolean) => {
-    const timed = await timedDecode(model, prompt, {
-      temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, ...(constrained && { grammar }),
-    }, s.runs);
+    const timed = await timedDecode(
+      model,
+      prompt,
+      {
+        temperature: 0,
+        maxTokens: s.generatedTokens,
+        contextSize,
+        tokenBias,
+        backend: s.backend,
+        ...(constrained && { grammar }),
+      },
+      s.runs,
+    );
     const maskPerToken = timed.results.map((r) => (r.stats.constrained ? r.stats.constrained.maskMs / Math.max(1, r.stats.constrained.masks) : 0));
     return { msPerToken: timed.msPerToken, maskMs: median(maskPerToken), tokens: timed.results[timed.results.length - 1].tokens.length };
   };

@@ -27,7 +27,12 @@ export function planDecode(settings: BenchSettings): BenchTask<DecodeResult>[] {
     const once = async () => {
       const start = performance.now();
       const result = await generate(model!, [1], {
-        ...MODES[mode], seed: settings.seed, backend, chunkSize: chunk, maxTokens: tokens, contextSize: tokens + 2,
+        ...MODES[mode],
+        seed: settings.seed,
+        backend,
+        chunkSize: chunk,
+        maxTokens: tokens,
+        contextSize: tokens + 2,
       });
       return (result.tokens.length * 1000) / (performance.now() - start);
     };
@@ -37,20 +42,23 @@ export function planDecode(settings: BenchSettings): BenchTask<DecodeResult>[] {
     return median(samples);
   };
 
-  return settings.backends.flatMap((backend) => (Object.keys(MODES) as (keyof typeof MODES)[]).map((mode) => ({
-    label: `decode ${mode} on ${backend}`,
-    run: async (): Promise<DecodeResult> => {
-      const gpu = runsKernels(backend);
-      const chained = gpu ? await tokensPerSecond(backend, mode, chunkSize) : null;
-      const one = await tokensPerSecond(backend, mode, 1);
-      return {
-        backend, mode,
-        chainedTokensPerSecond: chained,
-        onePerSubmissionTokensPerSecond: one,
-        chainedOverOne: chained === null ? null : chained / one,
-      };
-    },
-  })));
+  return settings.backends.flatMap((backend) =>
+    (Object.keys(MODES) as (keyof typeof MODES)[]).map((mode) => ({
+      label: `decode ${mode} on ${backend}`,
+      run: async (): Promise<DecodeResult> => {
+        const gpu = runsKernels(backend);
+        const chained = gpu ? await tokensPerSecond(backend, mode, chunkSize) : null;
+        const one = await tokensPerSecond(backend, mode, 1);
+        return {
+          backend,
+          mode,
+          chainedTokensPerSecond: chained,
+          onePerSubmissionTokensPerSecond: one,
+          chainedOverOne: chained === null ? null : chained / one,
+        };
+      },
+    })),
+  );
 }
 
 // The repetitive text: a bigram counted from a short corpus said over and
@@ -66,37 +74,43 @@ export function planSpeculativeDecode(settings: BenchSettings): BenchTask<Specul
   } as const;
   const models = new Map<string, BigramModel>();
 
-  return settings.backends.flatMap((backend) => (['repetitive', 'free'] as const).flatMap((text) => (Object.keys(MODES) as (keyof typeof MODES)[]).map((mode) => ({
-    label: `speculative decode ${mode}, ${text} text, on ${backend}`,
-    run: async (): Promise<SpeculativeDecodeResult> => {
-      let model = models.get(text);
-      if (!model) models.set(text, (model = texts[text].model()));
-      const options = { ...MODES[mode], seed: settings.seed, backend, chunkSize, maxTokens: tokens, contextSize: tokens + 64 };
-      // Median tokens/s of `runs` timed generations after one warm-up; the last result.
-      const measure = async (speculative: boolean) => {
-        let last;
-        const samples: number[] = [];
-        for (let i = 0; i <= runs; i++) {
-          const start = performance.now();
-          last = await generate(model!, texts[text].prompt, { ...options, speculative });
-          if (i > 0) samples.push((last.tokens.length * 1000) / (performance.now() - start));
-        }
-        return { perSecond: median(samples), result: last! };
-      };
-      const plain = await measure(false);
-      const speculative = await measure(true);
-      if (speculative.result.tokens.join() !== plain.result.tokens.join()) {
-        throw new Error(`speculative decoding on ${backend} (${mode}, ${text} text) gave other tokens than without it: a bug`);
-      }
-      const stats = speculative.result.stats.speculative!;
-      return {
-        backend, mode, text,
-        plainTokensPerSecond: plain.perSecond,
-        speculativeTokensPerSecond: speculative.perSecond,
-        speculativeOverPlain: speculative.perSecond / plain.perSecond,
-        forwardPassesPerToken: stats.forwardPassesPerToken,
-        acceptanceRate: stats.acceptanceRate,
-      };
-    },
-  }))));
+  return settings.backends.flatMap((backend) =>
+    (['repetitive', 'free'] as const).flatMap((text) =>
+      (Object.keys(MODES) as (keyof typeof MODES)[]).map((mode) => ({
+        label: `speculative decode ${mode}, ${text} text, on ${backend}`,
+        run: async (): Promise<SpeculativeDecodeResult> => {
+          let model = models.get(text);
+          if (!model) models.set(text, (model = texts[text].model()));
+          const options = { ...MODES[mode], seed: settings.seed, backend, chunkSize, maxTokens: tokens, contextSize: tokens + 64 };
+          // Median tokens/s of `runs` timed generations after one warm-up; the last result.
+          const measure = async (speculative: boolean) => {
+            let last;
+            const samples: number[] = [];
+            for (let i = 0; i <= runs; i++) {
+              const start = performance.now();
+              last = await generate(model!, texts[text].prompt, { ...options, speculative });
+              if (i > 0) samples.push((last.tokens.length * 1000) / (performance.now() - start));
+            }
+            return { perSecond: median(samples), result: last! };
+          };
+          const plain = await measure(false);
+          const speculative = await measure(true);
+          if (speculative.result.tokens.join() !== plain.result.tokens.join()) {
+            throw new Error(`speculative decoding on ${backend} (${mode}, ${text} text) gave other tokens than without it: a bug`);
+          }
+          const stats = speculative.result.stats.speculative!;
+          return {
+            backend,
+            mode,
+            text,
+            plainTokensPerSecond: plain.perSecond,
+            speculativeTokensPerSecond: speculative.perSecond,
+            speculativeOverPlain: speculative.perSecond / plain.perSecond,
+            forwardPassesPerToken: stats.forwardPassesPerToken,
+            acceptanceRate: stats.acceptanceRate,
+          };
+        },
+      })),
+    ),
+  );
 }

@@ -27,10 +27,18 @@ import type { Table } from './tables.js';
 
 /** Memory bandwidth as Apple publishes it, GB/s (10^9 bytes). Where a chip comes in two, the larger GPU's. */
 export const APPLE_CHIPS: readonly { chip: string; gbPerSecond: number }[] = [
-  { chip: 'M1', gbPerSecond: 68.25 }, { chip: 'M1 Pro', gbPerSecond: 200 }, { chip: 'M1 Max', gbPerSecond: 400 },
-  { chip: 'M2', gbPerSecond: 100 }, { chip: 'M2 Pro', gbPerSecond: 200 }, { chip: 'M2 Max', gbPerSecond: 400 },
-  { chip: 'M3', gbPerSecond: 100 }, { chip: 'M3 Pro', gbPerSecond: 150 }, { chip: 'M3 Max', gbPerSecond: 400 },
-  { chip: 'M4', gbPerSecond: 120 }, { chip: 'M4 Pro', gbPerSecond: 273 }, { chip: 'M4 Max', gbPerSecond: 546 },
+  { chip: 'M1', gbPerSecond: 68.25 },
+  { chip: 'M1 Pro', gbPerSecond: 200 },
+  { chip: 'M1 Max', gbPerSecond: 400 },
+  { chip: 'M2', gbPerSecond: 100 },
+  { chip: 'M2 Pro', gbPerSecond: 200 },
+  { chip: 'M2 Max', gbPerSecond: 400 },
+  { chip: 'M3', gbPerSecond: 100 },
+  { chip: 'M3 Pro', gbPerSecond: 150 },
+  { chip: 'M3 Max', gbPerSecond: 400 },
+  { chip: 'M4', gbPerSecond: 120 },
+  { chip: 'M4 Pro', gbPerSecond: 273 },
+  { chip: 'M4 Max', gbPerSecond: 546 },
 ];
 
 /** The share of the bandwidth bound each kernel is designed to reach. */
@@ -71,7 +79,10 @@ export interface PredictResult {
   tensorTypes: Record<string, number>;
   cost: TokenCost;
   chips: {
-    chip: string; gbPerSecond: number; boundTokensPerSecond: number; targetTokensPerSecond: number;
+    chip: string;
+    gbPerSecond: number;
+    boundTokensPerSecond: number;
+    targetTokensPerSecond: number;
     /** Microseconds each dispatch's own overhead may take for all of the planned ones to stay within DISPATCH_SHARE of the target time. */
     dispatchBudgetUs: number;
     /** The same for today's table. */
@@ -82,9 +93,16 @@ export interface PredictResult {
 /** The one-token pass as the dispatch table will run it: one command per entry (fused where one kernel can read both). */
 export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' | 'qkNorm'>): string[] {
   const layer = [
-    'attention norm', 'Q/K/V projections (one kernel, three matrices)', ...(config.qkNorm ? ['Q/K head norms'] : []),
-    'RoPE and the KV write', 'attention: partial sums per KV block', 'attention: the reduction',
-    'output projection + residual', 'FFN norm', 'gate/up projections + SwiGLU', 'down projection + residual',
+    'attention norm',
+    'Q/K/V projections (one kernel, three matrices)',
+    ...(config.qkNorm ? ['Q/K head norms'] : []),
+    'RoPE and the KV write',
+    'attention: partial sums per KV block',
+    'attention: the reduction',
+    'output projection + residual',
+    'FFN norm',
+    'gate/up projections + SwiGLU',
+    'down projection + residual',
   ];
   return ['embedding row', ...Array.from({ length: config.blockCount }, () => layer).flat(), 'output norm', 'LM head', 'sampler'];
 }
@@ -97,21 +115,30 @@ function bytesOf(types: readonly NativeTensorType[], type: number, dims: readonl
 
 /** What one decoded token at `context` costs, from the file's tensor table and config. */
 export function tokenCost(
-  tensors: readonly { name: string; type: number; dims: readonly number[] }[], config: NativeModelConfig,
-  types: readonly NativeTensorType[], context: number, tableDispatches: number, headPartialBytes: number,
+  tensors: readonly { name: string; type: number; dims: readonly number[] }[],
+  config: NativeModelConfig,
+  types: readonly NativeTensorType[],
+  context: number,
+  tableDispatches: number,
+  headPartialBytes: number,
 ): TokenCost {
   const tied = !tensors.some((t) => t.name === 'output.weight');
   let weightBytes = 0;
   for (const t of tensors) {
     const bytes = bytesOf(types, t.type, t.dims);
     if (t.name !== 'token_embd.weight') weightBytes += bytes;
-    else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize;  // the LM head when tied, and one row
+    else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize; // the LM head when tied, and one row
   }
   const kvBytes = config.blockCount * 2 * context * config.headCountKv * config.headDim * 2;
   const logitBytes = 2 * headPartialBytes;
   return {
-    weightBytes, kvBytes, logitBytes, unfusedLogitBytes: unfusedLogitBytes(config.vocabSize), totalBytes: weightBytes + kvBytes + logitBytes,
-    dispatches: plannedDispatches(config).length, tableDispatches,
+    weightBytes,
+    kvBytes,
+    logitBytes,
+    unfusedLogitBytes: unfusedLogitBytes(config.vocabSize),
+    totalBytes: weightBytes + kvBytes + logitBytes,
+    dispatches: plannedDispatches(config).length,
+    tableDispatches,
   };
 }
 
@@ -119,8 +146,13 @@ export function tokenCost(
 // its fused head's partial bytes: built on the emulated device over the
 // mapped file (nothing copied, nothing run), with the context's attention
 // splits and a two-position cache (the pick writes position 1).
-function countTableDispatches(path: string, tensors: readonly NativeTensorEntry[],
-  config: NativeModelConfig, types: readonly NativeTensorType[], context: number): { dispatches: number; headPartialBytes: number } {
+function countTableDispatches(
+  path: string,
+  tensors: readonly NativeTensorEntry[],
+  config: NativeModelConfig,
+  types: readonly NativeTensorType[],
+  context: number,
+): { dispatches: number; headPartialBytes: number } {
   const device = openDevice('emulated');
   try {
     const weights = new GpuWeights(device, { path, tensors, types });
@@ -149,14 +181,21 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
     tensorTypes[name] = (tensorTypes[name] ?? 0) + 1;
   }
   return {
-    settings: s, architecture: arch.name, tensorTypes, cost,
+    settings: s,
+    architecture: arch.name,
+    tensorTypes,
+    cost,
     chips: APPLE_CHIPS.map(({ chip, gbPerSecond }) => {
       const bound = (gbPerSecond * 1e9) / cost.totalBytes;
       const target = bound * TARGET_FRACTION;
       const budget = (1e6 * DISPATCH_SHARE) / target;
       return {
-        chip, gbPerSecond, boundTokensPerSecond: bound, targetTokensPerSecond: target,
-        dispatchBudgetUs: budget / cost.dispatches, tableDispatchBudgetUs: budget / cost.tableDispatches,
+        chip,
+        gbPerSecond,
+        boundTokensPerSecond: bound,
+        targetTokensPerSecond: target,
+        dispatchBudgetUs: budget / cost.dispatches,
+        tableDispatchBudgetUs: budget / cost.tableDispatches,
       };
     }),
   };
@@ -167,7 +206,9 @@ export function predictTables(r: PredictResult): Table[] {
   const c = r.cost;
   return [
     {
-      title: `One decoded token of ${r.settings.model} (${r.architecture}; ${Object.entries(r.tensorTypes).map(([t, n]) => `${n} ${t}`).join(', ')}) at context ${r.settings.context}`,
+      title: `One decoded token of ${r.settings.model} (${r.architecture}; ${Object.entries(r.tensorTypes)
+        .map(([t, n]) => `${n} ${t}`)
+        .join(', ')}) at context ${r.settings.context}`,
       header: ['read per token', 'MB', 'share'],
       rows: [
         ['weights', mb(c.weightBytes), `${((100 * c.weightBytes) / c.totalBytes).toFixed(1)}%`],
@@ -180,11 +221,17 @@ export function predictTables(r: PredictResult): Table[] {
       ],
     },
     {
-      title: `Modelled decode tokens/s: the bandwidth bound, the ${TARGET_FRACTION * 100}% the kernels are designed to reach, ` +
+      title:
+        `Modelled decode tokens/s: the bandwidth bound, the ${TARGET_FRACTION * 100}% the kernels are designed to reach, ` +
         `and the overhead per dispatch that keeps them all within ${DISPATCH_SHARE * 100}% of a token's time (today's ${c.tableDispatches}; the plan's ${c.dispatches})`,
       header: ['chip', 'GB/s', 'bound tok/s', 'target tok/s', 'us per dispatch today', 'planned'],
       rows: r.chips.map((x) => [
-        x.chip, String(x.gbPerSecond), x.boundTokensPerSecond.toFixed(0), x.targetTokensPerSecond.toFixed(0), x.tableDispatchBudgetUs.toFixed(2), x.dispatchBudgetUs.toFixed(2),
+        x.chip,
+        String(x.gbPerSecond),
+        x.boundTokensPerSecond.toFixed(0),
+        x.targetTokensPerSecond.toFixed(0),
+        x.tableDispatchBudgetUs.toFixed(2),
+        x.dispatchBudgetUs.toFixed(2),
       ]),
     },
   ];

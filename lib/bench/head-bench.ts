@@ -22,11 +22,17 @@ export interface FusedHeadResult {
 /** `model` with sequences that only evaluate: the decode loop samples their logits (what the fused head replaces). */
 export function withoutHeadPick(model: DecodeModel): DecodeModel {
   return {
-    vocabSize: model.vocabSize, tokenizer: model.tokenizer, eosTokens: model.eosTokens, bosToken: model.bosToken,
+    vocabSize: model.vocabSize,
+    tokenizer: model.tokenizer,
+    eosTokens: model.eosTokens,
+    bosToken: model.bosToken,
     openSequence: (options) => {
       const s = model.openSequence(options);
       const plain: ModelSequence = {
-        backend: s.backend, contextSize: s.contextSize, evaluate: (tokens, position) => s.evaluate(tokens, position), dispose: () => s.dispose(),
+        backend: s.backend,
+        contextSize: s.contextSize,
+        evaluate: (tokens, position) => s.evaluate(tokens, position),
+        dispose: () => s.dispose(),
       };
       return plain;
     },

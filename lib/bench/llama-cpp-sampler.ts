@@ -18,7 +18,10 @@ export type LlamaSamplerSource = { library: string; reason: null } | { library: 
 
 // node-llama-cpp's prebuilt package of this machine's CPU (or Metal) build.
 const PLATFORM_PACKAGES: Record<string, string> = {
-  'darwin-arm64': 'mac-arm64-metal', 'darwin-x64': 'mac-x64', 'linux-x64': 'linux-x64', 'linux-arm64': 'linux-arm64',
+  'darwin-arm64': 'mac-arm64-metal',
+  'darwin-x64': 'mac-x64',
+  'linux-x64': 'linux-x64',
+  'linux-arm64': 'linux-arm64',
 };
 
 const LIBRARY_NAME = /^libllama(\.v[\d.]+)?\.(so|dylib)$/;
@@ -49,9 +52,15 @@ export function findLlamaSampler(): LlamaSamplerSource {
 export function llamaChainConfig(options: SampleOptions, seed: number): LlamaChainConfig {
   const s = resolveSampling({ ...options, seed });
   return {
-    temperature: s.temperature, topK: s.topK, topP: s.topP, minP: s.minP,
-    repeatPenalty: s.repeatPenalty, frequencyPenalty: s.frequencyPenalty, presencePenalty: s.presencePenalty,
-    lastTokens: s.lastTokens, seed,
+    temperature: s.temperature,
+    topK: s.topK,
+    topP: s.topP,
+    minP: s.minP,
+    repeatPenalty: s.repeatPenalty,
+    frequencyPenalty: s.frequencyPenalty,
+    presencePenalty: s.presencePenalty,
+    lastTokens: s.lastTokens,
+    seed,
   };
 }
 
@@ -62,8 +71,14 @@ export function llamaChainConfig(options: SampleOptions, seed: number): LlamaCha
  * as both engines pick it): a library whose API differs from the one the
  * addon declares fails here rather than timing garbage.
  */
-export async function timeLlamaSampler(library: string, rows: Float32Array[], options: SampleOptions, seed: number,
-  iterations: number, warmup: number): Promise<number[]> {
+export async function timeLlamaSampler(
+  library: string,
+  rows: Float32Array[],
+  options: SampleOptions,
+  seed: number,
+  iterations: number,
+  warmup: number,
+): Promise<number[]> {
   const addon = loadAddon();
   if (!addon.ok) throw new Error(addon.reason);
   const vocab = rows[0].length;
@@ -77,7 +92,10 @@ export async function timeLlamaSampler(library: string, rows: Float32Array[], op
       const row = rows[(warmup + i) % rows.length];
       let best = 0;
       for (let t = 1; t < vocab; t++) if (row[t] > row[best]) best = t;
-      if (token !== best) throw new Error(`llama.cpp's greedy sampler in ${library} picked token ${token} where the row's argmax is ${best}: its API is not the one the addon declares`);
+      if (token !== best)
+        throw new Error(
+          `llama.cpp's greedy sampler in ${library} picked token ${token} where the row's argmax is ${best}: its API is not the one the addon declares`,
+        );
     });
   }
   return [...microseconds];

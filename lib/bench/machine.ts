@@ -45,6 +45,8 @@ export function machineInfo(): MachineInfo {
 }
 
 export function describeMachine(m: MachineInfo): string {
-  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, GPU: ${m.gpu ?? 'none (Metal does not run here)'}; ` +
-    `${m.platform}-${m.arch}, Node ${m.node}, metal-decode ${m.packageVersion}`;
+  return (
+    `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, GPU: ${m.gpu ?? 'none (Metal does not run here)'}; ` +
+    `${m.platform}-${m.arch}, Node ${m.node}, metal-decode ${m.packageVersion}`
+  );
 }

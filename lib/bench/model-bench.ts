@@ -87,7 +87,11 @@ function promptOf(count: number, vocab: number): number[] {
   return Array.from({ length: count }, (_, i) => (i * 7919 + 13) % Math.max(1, vocab - 8));
 }
 
-interface Timings { prefill: number[]; decode: number[]; ttft: number[] }
+interface Timings {
+  prefill: number[];
+  decode: number[];
+  ttft: number[];
+}
 
 function summary(engine: string, t: Timings, prompt: number, note: string): EngineResult {
   return {
@@ -100,8 +104,13 @@ function summary(engine: string, t: Timings, prompt: number, note: string): Engi
 }
 
 async function benchOurs(s: ModelBenchSettings): Promise<{
-  result: EngineResult; kvCacheBytes: number; residentBytes: number; vocab: number; speculation: SpeculationResult[] | null;
-  constrained: ConstrainedResult | null; fusedHead: FusedHeadResult[] | null;
+  result: EngineResult;
+  kvCacheBytes: number;
+  residentBytes: number;
+  vocab: number;
+  speculation: SpeculationResult[] | null;
+  constrained: ConstrainedResult | null;
+  fusedHead: FusedHeadResult[] | null;
 }> {
   const before = process.memoryUsage().rss;
   const model = await loadModel(s.model, { threads: s.threads });
@@ -122,9 +131,14 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
       const stamps: number[] = [];
       const began = performance.now();
       await generate(model, prompt, {
-        temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, onToken: () => void stamps.push(performance.now()),
+        temperature: 0,
+        maxTokens: s.generatedTokens,
+        contextSize,
+        tokenBias,
+        backend: s.backend,
+        onToken: () => void stamps.push(performance.now()),
       });
-      if (run === 0) continue;  // warm-up
+      if (run === 0) continue; // warm-up
       t.prefill.push(prefill);
       t.ttft.push(stamps[0] - began);
       t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
@@ -133,10 +147,19 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
     const speculation = s.speculative ? await benchSpeculation(s, model, prompt, tokenBias) : null;
     const constrained = s.constrained ? await benchConstrained(s, model, prompt, tokenBias) : null;
     const fusedHead = s.fusedHead ? await benchFusedHead(s, model, prompt, tokenBias) : null;
-    const note = s.backend === 'native'
-      ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
-      : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
-    return { result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note), kvCacheBytes, residentBytes, vocab: model.vocabSize, speculation, constrained, fusedHead };
+    const note =
+      s.backend === 'native'
+        ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
+        : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
+    return {
+      result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note),
+      kvCacheBytes,
+      residentBytes,
+      vocab: model.vocabSize,
+      speculation,
+      constrained,
+      fusedHead,
+    };
   } finally {
     model.dispose();
   }
@@ -153,15 +176,28 @@ const SUMMARISE = `Summarise the following passage in a few sentences, quoting i
 // Greedy decode with and without n-gram speculation on each task's prompt:
 // ms per token between the first and the last token, median of --runs
 // after a warm-up, plain and speculative in the same run.
-async function benchSpeculation(s: ModelBenchSettings, model: GgufModel, varied: number[], tokenBias: Record<string, number>): Promise<SpeculationResult[]> {
+async function benchSpeculation(
+  s: ModelBenchSettings,
+  model: GgufModel,
+  varied: number[],
+  tokenBias: Record<string, number>,
+): Promise<SpeculationResult[]> {
   const tokenizer: Tokenizer = model.tokenizer;
   const summarise = Array.from(await (tokenizer.encodeAsync?.(SUMMARISE) ?? tokenizer.encode(SUMMARISE)));
   if (model.bosToken !== undefined) summarise.unshift(model.bosToken);
   const results: SpeculationResult[] = [];
-  for (const [task, prompt] of [['varied', varied], ['summarise', summarise]] as const) {
+  for (const [task, prompt] of [
+    ['varied', varied],
+    ['summarise', summarise],
+  ] as const) {
     const contextSize = prompt.length + s.generatedTokens + 8;
     const decode = async (speculative: boolean) => {
-      const timed = await timedDecode(model, prompt, { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative }, s.runs);
+      const timed = await timedDecode(
+        model,
+        prompt,
+        { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative },
+        s.runs,
+      );
       return { msPerToken: timed.msPerToken, result: timed.results[timed.results.length - 1] };
     };
     const plain = await decode(false);
@@ -192,13 +228,23 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
   }
   // Against our Metal tables, llama.cpp's Metal backend with every layer on the GPU; else its CPU build.
   const metal = s.backend === 'metal';
-  const llama = await llamaCpp.getLlama({ gpu: metal ? 'metal' : false, build: 'never', progressLogs: false, logLevel: llamaCpp.LlamaLogLevel.error });
+  const llama = await llamaCpp.getLlama({
+    gpu: metal ? 'metal' : false,
+    build: 'never',
+    progressLogs: false,
+    logLevel: llamaCpp.LlamaLogLevel.error,
+  });
   const model = await llama.loadModel({ modelPath: s.model, gpuLayers: metal ? 'max' : 0 });
   const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   try {
     for (let run = 0; run < s.runs + 1; run++) {
-      const context = await model.createContext({ contextSize: s.promptTokens + s.generatedTokens + 8, threads: s.threads, batchSize: 512, flashAttention: false });
+      const context = await model.createContext({
+        contextSize: s.promptTokens + s.generatedTokens + 8,
+        threads: s.threads,
+        batchSize: 512,
+        flashAttention: false,
+      });
       try {
         const sequence = context.getSequence();
         let start = performance.now();
@@ -254,12 +300,22 @@ export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResul
   const theirs = engines[1];
   const ratios = theirs?.prefillTokensPerSecond
     ? {
-      prefill: ours.result.prefillTokensPerSecond! / theirs.prefillTokensPerSecond,
-      decode: ours.result.decodeTokensPerSecond! / theirs.decodeTokensPerSecond!,
-      timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
-    }
+        prefill: ours.result.prefillTokensPerSecond! / theirs.prefillTokensPerSecond,
+        decode: ours.result.decodeTokensPerSecond! / theirs.decodeTokensPerSecond!,
+        timeToFirstToken: ours.result.timeToFirstTokenMs! / theirs.timeToFirstTokenMs!,
+      }
     : null;
-  return { settings: s, fileBytes, kvCacheBytes: ours.kvCacheBytes, residentBytes: ours.residentBytes, engines, ratios, speculation: ours.speculation, constrained: ours.constrained, fusedHead: ours.fusedHead };
+  return {
+    settings: s,
+    fileBytes,
+    kvCacheBytes: ours.kvCacheBytes,
+    residentBytes: ours.residentBytes,
+    engines,
+    ratios,
+    speculation: ours.speculation,
+    constrained: ours.constrained,
+    fusedHead: ours.fusedHead,
+  };
 }
 
 export function modelBenchTables(r: ModelBenchResult): Table[] {
@@ -270,26 +326,41 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
     header: ['engine', 'prefill tok/s', 'decode tok/s', 'first token ms', 'notes'],
     rows: r.engines.map((e) => [e.engine, n(e.prefillTokensPerSecond), n(e.decodeTokensPerSecond, 2), n(e.timeToFirstTokenMs, 0), e.note]),
   };
-  if (r.ratios) speed.rows.push(['ratio', `${r.ratios.prefill.toFixed(2)}x`, `${r.ratios.decode.toFixed(2)}x`, `${r.ratios.timeToFirstToken.toFixed(2)}x`, 'metal-decode / llama.cpp (higher is better; first token: lower)']);
+  if (r.ratios)
+    speed.rows.push([
+      'ratio',
+      `${r.ratios.prefill.toFixed(2)}x`,
+      `${r.ratios.decode.toFixed(2)}x`,
+      `${r.ratios.timeToFirstToken.toFixed(2)}x`,
+      'metal-decode / llama.cpp (higher is better; first token: lower)',
+    ]);
   for (const x of r.speculation ?? []) {
     speed.rows.push([
       `${r.engines[0].engine} + n-gram speculation, ${x.task === 'varied' ? 'varied prompt' : `summarise task (${x.promptTokens} prompt tokens)`}`,
-      '-', n(x.decodeTokensPerSecond, 2), '-',
+      '-',
+      n(x.decodeTokensPerSecond, 2),
+      '-',
       `${x.speedup.toFixed(2)}x the decode without (${n(x.plainTokensPerSecond, 2)}); ${(100 * x.acceptanceRate).toFixed(0)}% of drafts kept, ` +
-      `${x.forwardPassesPerToken.toFixed(2)} forward passes per token; ${x.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
+        `${x.forwardPassesPerToken.toFixed(2)} forward passes per token; ${x.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
     ]);
   }
   const c = r.constrained;
   if (c) {
     speed.rows.push([
-      `${r.engines[0].engine} under a JSON schema`, '-', n(c.constrainedTokensPerSecond, 2), '-',
+      `${r.engines[0].engine} under a JSON schema`,
+      '-',
+      n(c.constrainedTokensPerSecond, 2),
+      '-',
       `${(100 * c.ratio).toFixed(0)}% of the decode without (${n(c.plainTokensPerSecond, 2)}); masks ${c.maskMsPerToken.toFixed(3)} ms per token at V ${c.vocabSize}; ` +
-      `${c.constrainedTokens} tokens under the grammar`,
+        `${c.constrainedTokens} tokens under the grammar`,
     ]);
   }
   for (const h of r.fusedHead ?? []) {
     speed.rows.push([
-      `${r.engines[0].engine}, ${h.config}, LM head fused with the pick`, '-', n(h.fusedTokensPerSecond, 2), '-',
+      `${r.engines[0].engine}, ${h.config}, LM head fused with the pick`,
+      '-',
+      n(h.fusedTokensPerSecond, 2),
+      '-',
       `${h.speedup.toFixed(3)}x the decode with the logits sampled (${n(h.unfusedTokensPerSecond, 2)}); ${h.sameTokens ? 'the same tokens' : 'OTHER TOKENS (a bug)'}`,
     ]);
   }

@@ -6,8 +6,12 @@ const history = Array.from({ length: 64 }, (_, i) => (i * 7919) % 1000);
 export const SAMPLER_CONFIGS: Readonly<Record<string, SampleOptions>> = {
   greedy: { temperature: 0 },
   'default chain': {
-    temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05,
-    repeatPenalty: { penalty: 1.1, lastTokens: 64 }, history,
+    temperature: 0.8,
+    topK: 40,
+    topP: 0.95,
+    minP: 0.05,
+    repeatPenalty: { penalty: 1.1, lastTokens: 64 },
+    history,
   },
   'topP 0.9': { temperature: 0.8, topK: 0, topP: 0.9 },
   'temperature only': { temperature: 0.8, topK: 0, topP: 1, minP: 0 },

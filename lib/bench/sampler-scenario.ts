@@ -16,7 +16,7 @@ export function defaultSamplerIterations(backend: BackendName): number {
   return backend === 'js' || backend === 'emulated' ? 20 : 200;
 }
 
-const ROWS_PER_CELL = 4;  // different rows, so a cell does not time one row's cache state
+const ROWS_PER_CELL = 4; // different rows, so a cell does not time one row's cache state
 
 /**
  * Every cell's tasks: each backend, and llama.cpp's sampler chain when
@@ -26,7 +26,7 @@ const ROWS_PER_CELL = 4;  // different rows, so a cell does not time one row's c
 export function planSampler(settings: BenchSettings, llamaCpp?: LlamaSamplerSource): BenchTask<SamplerResult>[] {
   const tasks: BenchTask<SamplerResult>[] = [];
   for (const vocab of settings.vocabs) {
-    let rows: Uint16Array[] | undefined;  // made on first use, shared by the cell's backends and configs
+    let rows: Uint16Array[] | undefined; // made on first use, shared by the cell's backends and configs
     for (const [config, options] of Object.entries(SAMPLER_CONFIGS)) {
       const library = llamaCpp?.library;
       if (library) {

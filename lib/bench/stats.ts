@@ -4,7 +4,8 @@ export function quantile(samples: readonly number[], q: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   if (sorted.length === 0) return NaN;
   const position = (sorted.length - 1) * q;
-  const low = Math.floor(position), high = Math.ceil(position);
+  const low = Math.floor(position),
+    high = Math.ceil(position);
   return sorted[low] + (sorted[high] - sorted[low]) * (position - low);
 }
 

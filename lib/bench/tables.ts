@@ -14,7 +14,9 @@ const perSecond = (x: number | null) => (x === null ? '-' : x.toFixed(0));
 
 export function samplerTable(report: BenchReport): Table {
   const backends = [...new Set(report.sampler.map((r) => r.backend))];
-  const withSpeedup = backends.filter((b) => b !== 'js' && b !== 'llama.cpp' && report.sampler.some((r) => r.backend === b && r.speedupOverJs !== null));
+  const withSpeedup = backends.filter(
+    (b) => b !== 'js' && b !== 'llama.cpp' && report.sampler.some((r) => r.backend === b && r.speedupOverJs !== null),
+  );
   // llama.cpp's time over native's, both from this run.
   const versusLlama = backends.includes('llama.cpp') && backends.includes('native');
   const cells = [...new Map(report.sampler.map((r) => [`${r.vocab} ${r.config}`, r])).values()];
@@ -24,7 +26,8 @@ export function samplerTable(report: BenchReport): Table {
     rows: cells.map(({ vocab, config }) => {
       const of = (b: string) => report.sampler.find((r) => r.vocab === vocab && r.config === config && r.backend === b)!;
       return [
-        String(vocab), config,
+        String(vocab),
+        config,
         ...backends.map((b) => `${us(of(b).medianUs)} (${us(of(b).p90Us)})`),
         ...withSpeedup.map((b) => ratio(of(b).speedupOverJs)),
         ...(versusLlama ? [ratio(of('llama.cpp').medianUs / of('native').medianUs)] : []),
@@ -39,7 +42,11 @@ export function decodeTable(report: BenchReport): Table {
     title: `decode: tokens/s of the bigram model (V=${vocab}, d=${dim}) through generate(), ${tokens} tokens, median`,
     header: ['backend', 'mode', `chained (${chunkSize} per submission)`, 'one per submission', 'chained / one'],
     rows: report.decode.map((r) => [
-      r.backend, r.mode, perSecond(r.chainedTokensPerSecond), perSecond(r.onePerSubmissionTokensPerSecond), ratio(r.chainedOverOne),
+      r.backend,
+      r.mode,
+      perSecond(r.chainedTokensPerSecond),
+      perSecond(r.onePerSubmissionTokensPerSecond),
+      ratio(r.chainedOverOne),
     ]),
   };
 }
@@ -50,8 +57,14 @@ export function speculativeTable(report: BenchReport): Table {
     title: `speculative decode: tokens/s through generate() with n-gram speculation (exact: the same tokens) against without, ${tokens} tokens, median`,
     header: ['backend', 'mode', 'text', 'without', 'with', 'with / without', 'passes per token', 'drafts kept'],
     rows: (report.speculative ?? []).map((r) => [
-      r.backend, r.mode, r.text, perSecond(r.plainTokensPerSecond), perSecond(r.speculativeTokensPerSecond), ratio(r.speculativeOverPlain),
-      r.forwardPassesPerToken.toFixed(2), `${(100 * r.acceptanceRate).toFixed(0)}%`,
+      r.backend,
+      r.mode,
+      r.text,
+      perSecond(r.plainTokensPerSecond),
+      perSecond(r.speculativeTokensPerSecond),
+      ratio(r.speculativeOverPlain),
+      r.forwardPassesPerToken.toFixed(2),
+      `${(100 * r.acceptanceRate).toFixed(0)}%`,
     ]),
   };
 }

@@ -20,7 +20,7 @@ export async function timedDecode(model: DecodeModel, prompt: number[], options:
   for (let run = 0; run < runs + 1; run++) {
     const stamps: number[] = [];
     const result = await generate(model, prompt, { ...options, onToken: () => void stamps.push(performance.now()) });
-    if (run === 0 || stamps.length < 2) continue;  // the warm-up, or too short to time
+    if (run === 0 || stamps.length < 2) continue; // the warm-up, or too short to time
     perToken.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
     results.push(result);
   }

@@ -38,10 +38,22 @@ export interface TokenizerBenchResult {
 }
 
 const PIECES = [
-  'The quick brown fox jumps over the lazy dog. ', "It's what they'd've wanted, isn't it? ", 'DON\'T PANIC. ',
-  'function add(a, b) {\n  return a + b;\n}\n', 'for (let i = 0; i < n; i++) sum += values[i] * 2;\n', '\tindented\tand\ttabbed\n',
-  '日本語のテキストです。', '中文字符和标点，测试！', '한국어 문장입니다. ', 'Русский текст, ёжик. ', 'emoji 😀🎉👍🏽 👨‍👩‍👧‍👦 ',
-  '1234567890 3.14159 1e-10 0x1F 1,000,000 ', '   ', '\n\n', 'https://example.com/path?q=1&b=2#frag ', '¡Olá! Ça va, naïve café. ',
+  'The quick brown fox jumps over the lazy dog. ',
+  "It's what they'd've wanted, isn't it? ",
+  "DON'T PANIC. ",
+  'function add(a, b) {\n  return a + b;\n}\n',
+  'for (let i = 0; i < n; i++) sum += values[i] * 2;\n',
+  '\tindented\tand\ttabbed\n',
+  '日本語のテキストです。',
+  '中文字符和标点，测试！',
+  '한국어 문장입니다. ',
+  'Русский текст, ёжик. ',
+  'emoji 😀🎉👍🏽 👨‍👩‍👧‍👦 ',
+  '1234567890 3.14159 1e-10 0x1F 1,000,000 ',
+  '   ',
+  '\n\n',
+  'https://example.com/path?q=1&b=2#frag ',
+  '¡Olá! Ça va, naïve café. ',
 ];
 
 /** `bytes` of UTF-8 text mixed from the pieces above (seeded). */
@@ -52,11 +64,14 @@ export function benchText(bytes: number, seed = 7): string {
     for (let i = 0; i < 64; i++) text += PIECES[Math.floor(next() * PIECES.length)];
   }
   // Cut at a character boundary at `bytes`.
-  return Buffer.from(text, 'utf8').subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+  return Buffer.from(text, 'utf8')
+    .subarray(0, bytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
 }
 
 function timed(runs: number, f: () => void): number {
-  f();  // warm-up
+  f(); // warm-up
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const start = performance.now();
@@ -67,7 +82,7 @@ function timed(runs: number, f: () => void): number {
 }
 
 async function timedAsync(runs: number, f: () => Promise<void>): Promise<number> {
-  await f();  // warm-up
+  await f(); // warm-up
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const start = performance.now();
@@ -81,7 +96,10 @@ const CONVERSATION: ChatMessage[] = [
   { role: 'system', content: 'You are a helpful assistant. Answer briefly and cite sources when you can.' },
   ...Array.from({ length: 4 }, (_, i): ChatMessage[] => [
     { role: 'user', content: `Question ${i + 1}: ${PIECES[i]}How does this work, step by step? ${PIECES[i + 6]}` },
-    { role: 'assistant', content: `Answer ${i + 1}: first, ${PIECES[(i + 3) % PIECES.length]}then ${PIECES[(i + 9) % PIECES.length]}and that is all.` },
+    {
+      role: 'assistant',
+      content: `Answer ${i + 1}: first, ${PIECES[(i + 3) % PIECES.length]}then ${PIECES[(i + 9) % PIECES.length]}and that is all.`,
+    },
   ]).flat(),
 ];
 
@@ -111,12 +129,18 @@ export async function benchTokenizer(s: TokenizerBenchSettings): Promise<Tokeniz
       const conversation = [...CONVERSATION, NEXT_QUESTION];
       let newTokens = 0;
       // Rendering runs on the template's worker thread: the round trip is part of it.
-      const renderMs = await timedAsync(s.runs, async () => void await renderPrompt(template, conversation, tokenizer));
+      const renderMs = await timedAsync(s.runs, async () => void (await renderPrompt(template, conversation, tokenizer)));
       const rendered = await renderPrompt(template, conversation, tokenizer);
       const offset = rendered.text.startsWith(held) ? held.length : 0;
       const last = ids[ids.length - 1];
-      const encodeTurnMs = await timedAsync(s.runs, async () => void (newTokens = (await encodePieces(tokenizer, piecesFrom(rendered, offset), last)).length));
-      const totalMs = await timedAsync(s.runs, async () => void await encodePieces(tokenizer, piecesFrom(await renderPrompt(template, conversation, tokenizer), offset), last));
+      const encodeTurnMs = await timedAsync(
+        s.runs,
+        async () => void (newTokens = (await encodePieces(tokenizer, piecesFrom(rendered, offset), last)).length),
+      );
+      const totalMs = await timedAsync(
+        s.runs,
+        async () => void (await encodePieces(tokenizer, piecesFrom(await renderPrompt(template, conversation, tokenizer), offset), last)),
+      );
       chatTurn = { renderMs, encodeMs: encodeTurnMs, totalMs, newTokens };
     }
 
@@ -135,15 +159,23 @@ export async function benchTokenizer(s: TokenizerBenchSettings): Promise<Tokeniz
         const theirs = await llama.loadModel({ modelPath: s.model, gpuLayers: 0, vocabOnly: true });
         try {
           llamaCppEncodeMs = timed(s.runs, () => void theirs.tokenize(text, false));
-          note = 'llama.cpp: node-llama-cpp\'s tokenize, same text, same process';
+          note = "llama.cpp: node-llama-cpp's tokenize, same text, same process";
         } finally {
           await theirs.dispose();
         }
       }
     }
     return {
-      settings: s, tokenizer: tokenizer.kind === 'gpt2' ? 'byte-level BPE' : 'SentencePiece', tokens: ids.length,
-      buildMs, encodeMs, encodeSpecialMs, decodeMs, llamaCppEncodeMs, note, chatTurn,
+      settings: s,
+      tokenizer: tokenizer.kind === 'gpt2' ? 'byte-level BPE' : 'SentencePiece',
+      tokens: ids.length,
+      buildMs,
+      encodeMs,
+      encodeSpecialMs,
+      decodeMs,
+      llamaCppEncodeMs,
+      note,
+      chatTurn,
     };
   } finally {
     model.dispose();
@@ -153,11 +185,15 @@ export async function benchTokenizer(s: TokenizerBenchSettings): Promise<Tokeniz
 export function tokenizerBenchTables(r: TokenizerBenchResult): Table[] {
   const ms = (x: number | null) => (x === null ? '-' : x.toFixed(2));
   const rows = [
-    ['build the encoder (encode(), first use)', ms(r.buildMs), 'loadModel builds the worker\'s meanwhile'],
+    ['build the encoder (encode(), first use)', ms(r.buildMs), "loadModel builds the worker's meanwhile"],
     [`encode ${r.settings.textBytes} bytes`, ms(r.encodeMs), `${r.tokens} tokens`],
     ['encode, special tokens parsed', ms(r.encodeSpecialMs), ''],
     ['decode', ms(r.decodeMs), ''],
-    ['llama.cpp encode (same text)', ms(r.llamaCppEncodeMs), r.llamaCppEncodeMs === null ? r.note : `ours / llama.cpp = ${(r.encodeMs / r.llamaCppEncodeMs).toFixed(2)}x`],
+    [
+      'llama.cpp encode (same text)',
+      ms(r.llamaCppEncodeMs),
+      r.llamaCppEncodeMs === null ? r.note : `ours / llama.cpp = ${(r.encodeMs / r.llamaCppEncodeMs).toFixed(2)}x`,
+    ],
   ];
   if (r.chatTurn) {
     rows.push(

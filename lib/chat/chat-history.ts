@@ -10,9 +10,7 @@ const ROLES: readonly ChatMessage['role'][] = ['system', 'user', 'assistant', 't
 
 /** node-llama-cpp's ChatHistoryItem, as far as text goes. */
 export type NodeLlamaCppHistoryItem =
-  | { type: 'system'; text: string }
-  | { type: 'user'; text: string }
-  | { type: 'model'; response: readonly string[] };
+  { type: 'system'; text: string } | { type: 'user'; text: string } | { type: 'model'; response: readonly string[] };
 
 export type ChatHistoryInput = ChatMessage | NodeLlamaCppHistoryItem;
 
@@ -41,7 +39,7 @@ export function checkChatHistory(history: unknown): ChatMessage[] {
       case 'model': {
         const response = item.response;
         if (!Array.isArray(response)) throw invalidParameterError(`${name}.response`, 'an array of strings', response, 'type');
-        response.forEach((part, j) => text(`${name}.response[${j}]`, part));  // function calls are not supported
+        response.forEach((part, j) => text(`${name}.response[${j}]`, part)); // function calls are not supported
         return { role: 'assistant', content: response.join('') };
       }
       default:

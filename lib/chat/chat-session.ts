@@ -56,7 +56,7 @@ export class ChatSession {
   readonly model: ChatModel;
   readonly #session: Session;
   readonly #template: ChatTemplate;
-  readonly #ownTemplate: boolean;  // made from options.chatTemplate: its thread ends with the session
+  readonly #ownTemplate: boolean; // made from options.chatTemplate: its thread ends with the session
   readonly #tokenizer: ChatTokenizer;
   readonly #systemPrompt: string | undefined;
   readonly #variables: Readonly<Record<string, unknown>> | undefined;
@@ -74,7 +74,8 @@ export class ChatSession {
       throw invalidParameterError('templateVariables', 'a plain object of template variables', templateVariables, 'type');
     }
     if (systemPrompt !== undefined && typeof systemPrompt !== 'string') throw invalidParameterError('systemPrompt', 'a string', systemPrompt, 'type');
-    if (chatTemplate !== undefined && typeof chatTemplate !== 'string') throw invalidParameterError('chatTemplate', 'a Jinja template string', chatTemplate, 'type');
+    if (chatTemplate !== undefined && typeof chatTemplate !== 'string')
+      throw invalidParameterError('chatTemplate', 'a Jinja template string', chatTemplate, 'type');
     const tokenizer = model?.tokenizer;
     if (typeof tokenizer?.tokenText !== 'function' || typeof tokenizer.specialTexts !== 'function' || typeof tokenizer.encodePieces !== 'function') {
       throw invalidParameterError('model', 'a model with a vocabulary (a GgufModel loaded from a file with tokenizer.ggml.tokens)', model, 'type');
@@ -116,7 +117,7 @@ export class ChatSession {
   async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
-    resolveGenerate(options);  // bad options are errors before the sequence is touched
+    resolveGenerate(options); // bad options are errors before the sequence is touched
     const history = [...this.#history, { role: 'user' as const, content: text }];
     let result: GenerationResult;
     let rendered: RenderedPrompt;
@@ -130,7 +131,7 @@ export class ChatSession {
       this.#encoding = false;
       result = await this.#session.generate(tokens, options);
     } catch (error) {
-      this.#heldText = undefined;  // the sequence may hold part of a reply
+      this.#heldText = undefined; // the sequence may hold part of a reply
       throw error;
     } finally {
       this.#encoding = false;

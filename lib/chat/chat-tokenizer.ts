@@ -11,4 +11,3 @@ export interface ChatTokenizer {
   readonly bosToken: number | undefined;
   readonly eosToken: number | undefined;
 }
-

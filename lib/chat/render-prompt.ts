@@ -26,7 +26,8 @@ export interface RenderedPrompt {
   pieces: PromptPiece[];
 }
 
-const OPEN = '\u{F0000}', CLOSE = '\u{F0001}';
+const OPEN = '\u{F0000}',
+  CLOSE = '\u{F0001}';
 const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
 
 /**
@@ -34,10 +35,15 @@ const PLACEHOLDER = /\u{F0000}(\d+)\u{F0001}/gu;
  * the template may print; on the template's worker thread (a template is
  * code from a file), abortable by `signal`.
  */
-export async function renderPrompt(template: ChatTemplate, history: readonly ChatMessage[], tokenizer: ChatTokenizer,
-  variables?: Readonly<Record<string, unknown>>, signal?: AbortSignal): Promise<RenderedPrompt> {
+export async function renderPrompt(
+  template: ChatTemplate,
+  history: readonly ChatMessage[],
+  tokenizer: ChatTokenizer,
+  variables?: Readonly<Record<string, unknown>>,
+  signal?: AbortSignal,
+): Promise<RenderedPrompt> {
   const specialTexts = tokenizer.specialTexts();
-  const text = (id: number | undefined) => (id === undefined ? '' : tokenizer.tokenText(id) ?? '');
+  const text = (id: number | undefined) => (id === undefined ? '' : (tokenizer.tokenText(id) ?? ''));
   const options: RenderOptions = { addGenerationPrompt: true, bosToken: text(tokenizer.bosToken), eosToken: text(tokenizer.eosToken), variables };
   const swapped: string[] = [];
   const guarded = history.map((message) => {

@@ -98,13 +98,19 @@ export interface ModelBenchArgs {
 
 /** The arguments after `bench model`. */
 export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
-  const { help, json, values, flags } = parseFileBenchArgs(argv, ['threads', 'prompt', 'tokens', 'runs', 'backend'], ['speculative', 'constrained', 'fused-head']);
+  const { help, json, values, flags } = parseFileBenchArgs(
+    argv,
+    ['threads', 'prompt', 'tokens', 'runs', 'backend'],
+    ['speculative', 'constrained', 'fused-head'],
+  );
   const backend = values.backend ?? 'native';
   if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
     throw new UsageError(`Expected native, metal or emulated for --backend but received ${JSON.stringify(backend)}`);
   }
   if (flags['fused-head'] && backend !== 'native') {
-    throw new UsageError(`bench model --fused-head compares the CPU's LM head with and without the pick fused in (--backend native); the ${backend} tables always fuse it, and bench predict models what that saves`);
+    throw new UsageError(
+      `bench model --fused-head compares the CPU's LM head with and without the pick fused in (--backend native); the ${backend} tables always fuse it, and bench predict models what that saves`,
+    );
   }
   return {
     help,
@@ -126,11 +132,21 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
 
 // The flags of `bench model` and `bench tokenizer`: --model, --compare,
 // --json, --help, the string flags `names` and the boolean flags `switches`.
-function parseFileBenchArgs(argv: string[], names: string[], switches: string[] = []): {
-  help: boolean; json: boolean; values: Record<string, string | undefined>; flags: Record<string, boolean>;
+function parseFileBenchArgs(
+  argv: string[],
+  names: string[],
+  switches: string[] = [],
+): {
+  help: boolean;
+  json: boolean;
+  values: Record<string, string | undefined>;
+  flags: Record<string, boolean>;
 } {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
-    model: { type: 'string' }, compare: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    model: { type: 'string' },
+    compare: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
   };
   for (const name of names) options[name] = { type: 'string' };
   for (const name of switches) options[name] = { type: 'boolean' };
@@ -182,13 +198,15 @@ export function parseTokenizerBenchArgs(argv: string[]): TokenizerBenchArgs {
 
 function modelFile(model: string | undefined): string {
   if (model === undefined) throw new UsageError('Expected a .gguf file for --model but received nothing');
-  if (!existsSync(model) || !statSync(model).isFile()) throw new UsageError(`Expected a .gguf file for --model but received ${JSON.stringify(model)} (no such file)`);
+  if (!existsSync(model) || !statSync(model).isFile())
+    throw new UsageError(`Expected a .gguf file for --model but received ${JSON.stringify(model)} (no such file)`);
   return model;
 }
 
 function compareOption(compare: string | undefined): 'auto' | 'llama.cpp' | 'none' {
   if (compare === undefined) return 'auto';
-  if (compare !== 'auto' && compare !== 'llama.cpp' && compare !== 'none') throw new UsageError(`Expected llama.cpp, none or auto for --compare but received ${JSON.stringify(compare)}`);
+  if (compare !== 'auto' && compare !== 'llama.cpp' && compare !== 'none')
+    throw new UsageError(`Expected llama.cpp, none or auto for --compare but received ${JSON.stringify(compare)}`);
   return compare;
 }
 
@@ -270,16 +288,20 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   const { values, positionals } = parsed;
   if (positionals.length > 1) throw new UsageError(`Expected one scenario but received ${positionals.map((p) => JSON.stringify(p)).join(' ')}`);
   const scenario = positionals[0] ?? 'all';
-  if (!(scenario in SCENARIOS)) throw new UsageError(`Expected a scenario (${Object.keys(SCENARIOS).join(', ')}) but received ${JSON.stringify(scenario)}`);
+  if (!(scenario in SCENARIOS))
+    throw new UsageError(`Expected a scenario (${Object.keys(SCENARIOS).join(', ')}) but received ${JSON.stringify(scenario)}`);
 
-  const backends = values.backend?.map((b) => {
-    if (!BACKENDS.includes(b as BackendName)) throw new UsageError(`Expected one of ${BACKENDS.join(', ')} for --backend but received ${JSON.stringify(b)}`);
-    return b as BackendName;
-  }) ?? null;
+  const backends =
+    values.backend?.map((b) => {
+      if (!BACKENDS.includes(b as BackendName))
+        throw new UsageError(`Expected one of ${BACKENDS.join(', ')} for --backend but received ${JSON.stringify(b)}`);
+      return b as BackendName;
+    }) ?? null;
   const shape = values.shape ?? 'lm';
   if (shape !== 'lm' && shape !== 'flat') throw new UsageError(`Expected lm or flat for --shape but received ${JSON.stringify(shape)}`);
   const out = values.out ?? null;
-  if (out !== null && !/\.(svg|html)$/i.test(out)) throw new UsageError(`Expected a file name ending in .svg or .html for --out but received ${JSON.stringify(out)}`);
+  if (out !== null && !/\.(svg|html)$/i.test(out))
+    throw new UsageError(`Expected a file name ending in .svg or .html for --out but received ${JSON.stringify(out)}`);
   if (out !== null) checkOutputPath(out);
 
   return {

@@ -10,7 +10,14 @@ import { getBackends, type BackendInfo, type BackendName } from '../backends.js'
 import { reportHtml, reportSvg } from '../bench/charts.js';
 import { planDecode, planSpeculativeDecode } from '../bench/decode-scenario.js';
 import { describeMachine, machineInfo } from '../bench/machine.js';
-import { REPORT_SCHEMA_VERSION, type BenchReport, type BenchSettings, type DecodeResult, type SamplerResult, type SpeculativeDecodeResult } from '../bench/report.js';
+import {
+  REPORT_SCHEMA_VERSION,
+  type BenchReport,
+  type BenchSettings,
+  type DecodeResult,
+  type SamplerResult,
+  type SpeculativeDecodeResult,
+} from '../bench/report.js';
 import { findLlamaSampler } from '../bench/llama-cpp-sampler.js';
 import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText, type Table } from '../bench/tables.js';
@@ -18,7 +25,15 @@ import type { BenchTask } from '../bench/tasks.js';
 import { benchModel, modelBenchTables, type ModelBenchResult, type ModelBenchSettings } from '../bench/model-bench.js';
 import { benchTokenizer, tokenizerBenchTables, type TokenizerBenchResult, type TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
 import { predictSpeed, predictTables, type PredictResult, type PredictSettings } from '../bench/gpu-speed-model.js';
-import { BENCH_USAGE, parseBenchArgs, parseModelBenchArgs, parsePredictArgs, parseTokenizerBenchArgs, UsageError, type BenchArgs } from './bench-args.js';
+import {
+  BENCH_USAGE,
+  parseBenchArgs,
+  parseModelBenchArgs,
+  parsePredictArgs,
+  parseTokenizerBenchArgs,
+  UsageError,
+  type BenchArgs,
+} from './bench-args.js';
 
 export interface Output {
   write(text: string): void;
@@ -66,9 +81,17 @@ interface FileBench<Settings, Result> {
   tables: (result: Result) => Table[];
 }
 
-const MODEL_BENCH: FileBench<ModelBenchSettings, ModelBenchResult> = { name: 'model', parse: parseModelBenchArgs, run: benchModel, tables: modelBenchTables };
+const MODEL_BENCH: FileBench<ModelBenchSettings, ModelBenchResult> = {
+  name: 'model',
+  parse: parseModelBenchArgs,
+  run: benchModel,
+  tables: modelBenchTables,
+};
 const TOKENIZER_BENCH: FileBench<TokenizerBenchSettings, TokenizerBenchResult> = {
-  name: 'tokenizer', parse: parseTokenizerBenchArgs, run: benchTokenizer, tables: tokenizerBenchTables,
+  name: 'tokenizer',
+  parse: parseTokenizerBenchArgs,
+  run: benchTokenizer,
+  tables: tokenizerBenchTables,
 };
 
 const PREDICT: FileBench<PredictSettings, PredictResult> = { name: 'predict', parse: parsePredictArgs, run: predictSpeed, tables: predictTables };
@@ -101,7 +124,7 @@ async function fileBench<S, R>(bench: FileBench<S, R>, argv: string[], stdout: O
 }
 
 async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<number> {
-  const log = args.json ? stderr : stdout;  // with --json, stdout holds the JSON alone
+  const log = args.json ? stderr : stdout; // with --json, stdout holds the JSON alone
   const machine = machineInfo();
   const backends = getBackends();
   const chosen = chooseBackends(backends, args.backends);
@@ -114,13 +137,13 @@ async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<n
 
   const settings: BenchSettings = { ...args.settings, backends: chosen };
   const sampling = settings.scenarios.includes('sampler');
-  const llamaCppSampler = settings.compare === 'none'
-    ? { library: null, reason: '--compare none' } : findLlamaSampler();
+  const llamaCppSampler = settings.compare === 'none' ? { library: null, reason: '--compare none' } : findLlamaSampler();
   if (sampling && llamaCppSampler.reason !== null && settings.compare === 'llama.cpp') {
     stderr.write(`metal-decode bench: --compare llama.cpp: ${llamaCppSampler.reason}\n`);
     return 1;
   }
-  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'auto') log.write(`llama.cpp sampler: not compared: ${llamaCppSampler.reason}\n`);
+  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'auto')
+    log.write(`llama.cpp sampler: not compared: ${llamaCppSampler.reason}\n`);
   const samplerTasks = sampling ? planSampler(settings, llamaCppSampler) : [];
   const decodeTasks = settings.scenarios.includes('decode') ? planDecode(settings) : [];
   const speculativeTasks = settings.scenarios.includes('decode') ? planSpeculativeDecode(settings) : [];
@@ -169,12 +192,15 @@ interface Progress {
 
 function progressBar(enabled: boolean, total: number): Progress {
   if (!enabled) return { step: () => {}, stop: () => {} };
-  const bar = new cliProgress.SingleBar({
-    format: '{bar} {value}/{total} {task}',
-    stream: process.stderr,
-    hideCursor: true,
-    clearOnComplete: true,
-  }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    {
+      format: '{bar} {value}/{total} {task}',
+      stream: process.stderr,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   bar.start(total, 0, { task: '' });
   return { step: (task) => bar.increment(1, { task }), stop: () => bar.stop() };
 }
@@ -183,7 +209,7 @@ async function runTasks<T extends SamplerResult | DecodeResult | SpeculativeDeco
   const results: T[] = [];
   for (const task of tasks) {
     progress.step(task.label);
-    await new Promise((resolve) => setImmediate(resolve));  // let the bar draw before a long synchronous cell
+    await new Promise((resolve) => setImmediate(resolve)); // let the bar draw before a long synchronous cell
     results.push(await task.run());
   }
   return results;

@@ -49,8 +49,12 @@ export interface MaskStats {
 /** `constraint` with the time of each next() added to `stats`. */
 export function timedConstraint(constraint: Constraint, stats: MaskStats): Constraint {
   return {
-    get completeReason() { return constraint.completeReason; },
-    get ended() { return constraint.ended; },
+    get completeReason() {
+      return constraint.completeReason;
+    },
+    get ended() {
+      return constraint.ended;
+    },
     async next(generated, position) {
       const start = performance.now();
       try {

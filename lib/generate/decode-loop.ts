@@ -23,14 +23,14 @@ import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream
 export type DecodePath = 'greedy' | 'sampled' | 'constrained';
 
 export type StopReason =
-  | 'eogToken'          // the model generated one of its eosTokens (not kept)
-  | 'maxTokens'         // maxTokens were generated
+  | 'eogToken' // the model generated one of its eosTokens (not kept)
+  | 'maxTokens' // maxTokens were generated
   | 'customStopTrigger' // the text reached one of customStopTriggers
-  | 'abort'             // the signal was aborted (with stopOnAbortSignal)
-  | 'callback'          // onToken or onTextChunk returned false, or the loop over the tokens broke
-  | 'maskComplete'      // tokenMask returned null
-  | 'grammarComplete'   // the grammar's output is complete (only an end token could follow, or one was sampled where it may end)
-  | 'contextFull';      // the sequence reached contextSize
+  | 'abort' // the signal was aborted (with stopOnAbortSignal)
+  | 'callback' // onToken or onTextChunk returned false, or the loop over the tokens broke
+  | 'maskComplete' // tokenMask returned null
+  | 'grammarComplete' // the grammar's output is complete (only an end token could follow, or one was sampled where it may end)
+  | 'contextFull'; // the sequence reached contextSize
 
 export interface GenerationStats {
   /** Prompt tokens evaluated by this call (not the ones a Session already held). */
@@ -78,7 +78,11 @@ export class SequenceState {
   synced = 0;
   readonly utf8: Utf8Carry;
 
-  constructor(readonly model: DecodeModel, readonly sequence: ModelSequence, utf8: Utf8Carry) {
+  constructor(
+    readonly model: DecodeModel,
+    readonly sequence: ModelSequence,
+    utf8: Utf8Carry,
+  ) {
     this.tokens = new Uint32Array(sequence.contextSize);
     this.utf8 = utf8;
   }
@@ -105,23 +109,23 @@ export class DecodeRun {
   readonly #stream: StopTriggerStream;
   readonly #path: DecodePath;
   readonly #chained: boolean;
-  readonly #verifiesOnGpu: boolean;  // speculative, verified by the chain's tables (only ids come back)
-  readonly #masksOnGpu: boolean;     // constrained, each token sampled on the GPU under the uploaded mask
-  readonly #picksInHead: boolean;    // step by step, the sequence's LM head picks each token (FlashSampling)
-  #constraint: Constraint | undefined;  // the constrained path's grammar or tokenMask, open while the run is
+  readonly #verifiesOnGpu: boolean; // speculative, verified by the chain's tables (only ids come back)
+  readonly #masksOnGpu: boolean; // constrained, each token sampled on the GPU under the uploaded mask
+  readonly #picksInHead: boolean; // step by step, the sequence's LM head picks each token (FlashSampling)
+  #constraint: Constraint | undefined; // the constrained path's grammar or tokenMask, open while the run is
   readonly #maskStats: MaskStats = { masks: 0, maskMs: 0 };
-  #promptEnd = 0;             // the sequence's length after the prompt (before it, until it is appended)
+  #promptEnd = 0; // the sequence's length after the prompt (before it, until it is appended)
   #promptTokens = 0;
-  #generated = 0;             // tokens accepted from the model this call (kept or held)
-  #kept: TextPiece[] = [];    // tokens handed out
-  #carry: Uint8Array = new Uint8Array(0);  // the partial character after the last token handed out
+  #generated = 0; // tokens accepted from the model this call (kept or held)
+  #kept: TextPiece[] = []; // tokens handed out
+  #carry: Uint8Array = new Uint8Array(0); // the partial character after the last token handed out
   #stop: Stop | undefined;
   #started = 0;
   #prefillMs = 0;
-  #drafted = 0;               // speculative: draft tokens proposed
-  #accepted = 0;              // of them, kept
-  #forwardPasses = 0;         // speculative: the model's forward passes while decoding
-  #draftForwardPasses = 0;    // speculative: the draft model's
+  #drafted = 0; // speculative: draft tokens proposed
+  #accepted = 0; // of them, kept
+  #forwardPasses = 0; // speculative: the model's forward passes while decoding
+  #draftForwardPasses = 0; // speculative: the draft model's
   readonly #turns = new EventLoopTurns();
   /** Set when the run ends, however it ends. */
   result: GenerationResult | undefined;
@@ -139,7 +143,10 @@ export class DecodeRun {
     // Constrained drafts are verified from the rows' logits, each row masked on the CPU.
     this.#verifiesOnGpu = !constrained && options.speculative !== undefined && state.sequence.chain?.openVerifier !== undefined;
     this.#masksOnGpu = constrained && !options.speculative && state.sequence.chain?.openMaskedSteps !== undefined;
-    this.#picksInHead = !constrained && !options.speculative && state.sequence.evaluateAndPick !== undefined &&
+    this.#picksInHead =
+      !constrained &&
+      !options.speculative &&
+      state.sequence.evaluateAndPick !== undefined &&
       fusedHeadSamples(options.sampling, state.model.vocabSize);
   }
 
@@ -155,11 +162,11 @@ export class DecodeRun {
       if (this.#encodePrompt && !this.#o.signal?.aborted) this.#prompt = await this.#encodePrompt();
       if (!this.#o.signal?.aborted) this.#constraint = await this.#openConstraint();
       if (this.#prompt.length > 0) {
-        state.utf8.reset();  // a prompt starts new text
+        state.utf8.reset(); // a prompt starts new text
         this.#carry = state.utf8.save();
       }
       if (this.#o.signal?.aborted) {
-        this.#stop = { reason: 'abort' };  // before anything: the session is left as it was
+        this.#stop = { reason: 'abort' }; // before anything: the session is left as it was
       } else {
         this.#appendPrompt();
         const logits = await this.#prefill();
@@ -194,7 +201,8 @@ export class DecodeRun {
     const model = this.#state.model;
     let constraint: Constraint | undefined;
     try {
-      constraint = grammar !== undefined ? await grammarConstraint(model, grammar, signal) : tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
+      constraint =
+        grammar !== undefined ? await grammarConstraint(model, grammar, signal) : tokenMask && tokenMaskConstraint(tokenMask, model.vocabSize);
     } catch (error) {
       if (signal?.aborted) return undefined;
       throw error;
@@ -210,7 +218,12 @@ export class DecodeRun {
   #appendPrompt(): void {
     const state = this.#state;
     if (state.length + this.#prompt.length > state.tokens.length) {
-      throw invalidParameterError('prompt', `at most ${state.tokens.length - state.length} tokens (the session holds ${state.length} of contextSize ${state.tokens.length})`, `${this.#prompt.length} tokens`, 'range');
+      throw invalidParameterError(
+        'prompt',
+        `at most ${state.tokens.length - state.length} tokens (the session holds ${state.length} of contextSize ${state.tokens.length})`,
+        `${this.#prompt.length} tokens`,
+        'range',
+      );
     }
     if (state.length + this.#prompt.length === 0) {
       throw invalidParameterError('prompt', 'at least one token (the session is empty, so there is nothing to continue from)', '', 'range');
@@ -244,7 +257,7 @@ export class DecodeRun {
   // token the step sampler would draw from the logits, which never come back.
   async #evaluateAndPick(): Promise<number | typeof ABORTED> {
     const state = this.#state;
-    const sampling = { ...this.#o.sampling, position: state.length, window: new Uint32Array(0) };  // no penalty: fusedHeadSamples
+    const sampling = { ...this.#o.sampling, position: state.length, window: new Uint32Array(0) }; // no penalty: fusedHeadSamples
     const token = await this.#runPending((tokens, from) => state.sequence.evaluateAndPick!(tokens, from, sampling));
     if (token === NO_TOKEN) throw new NoTokenError();
     return token;
@@ -276,7 +289,7 @@ export class DecodeRun {
         for (const token of chunk.tokens) {
           state.synced = state.length;
           yield* this.#accept(token);
-          if (this.#stop) return;  // leaving the loop waits for the chunk still on the GPU
+          if (this.#stop) return; // leaving the loop waits for the chunk still on the GPU
         }
       }
     }
@@ -301,7 +314,7 @@ export class DecodeRun {
       }
       // The mask is computed while the model evaluates the last token.
       const evaluated = logits ?? this.#evaluatePending();
-      if (evaluated instanceof Promise) evaluated.catch(() => {});  // awaited below, unless next() throws first
+      if (evaluated instanceof Promise) evaluated.catch(() => {}); // awaited below, unless next() throws first
       const mask = this.#constraint ? await this.#constraint.next(this.#generatedTokens(), state.length) : undefined;
       logits = await evaluated;
       if (logits === ABORTED) return void (this.#stop = { reason: 'abort' });
@@ -335,12 +348,12 @@ export class DecodeRun {
         }
         if (token === null) return yield* this.#stopWith({ reason: constraint.completeReason });
         if (token < 0) throw new NoTokenError();
-        state.synced = state.length;  // evaluated up to here; the picked token is written, not evaluated
+        state.synced = state.length; // evaluated up to here; the picked token is written, not evaluated
         yield* this.#accept(token);
         if (this.#stop) return;
       }
     } finally {
-      await steps.dispose();  // after an abort, once the GPU is done with the step
+      await steps.dispose(); // after an abort, once the GPU is done with the step
     }
   }
 
@@ -388,7 +401,12 @@ export class DecodeRun {
   // only for a rejected draft's residual draw. Kept drafts are in the
   // GPU's token buffer and evaluated; the token after them is pending for
   // the next round.
-  async *#speculateOnGpu(drafter: Drafter, verifier: DraftVerifier, sampler: StepSampler, onGpu: { pending: Promise<unknown> | undefined }): AsyncGenerator<GeneratedToken, void, undefined> {
+  async *#speculateOnGpu(
+    drafter: Drafter,
+    verifier: DraftVerifier,
+    sampler: StepSampler,
+    onGpu: { pending: Promise<unknown> | undefined },
+  ): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const spec = this.#o.speculative!;
     const rejection = this.#rejects(sampler);
@@ -396,7 +414,12 @@ export class DecodeRun {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
       if (this.#atLimit()) return yield* this.#stopAtLimit();
-      const room = Math.min(spec.draftTokens, verifier.maxTokens - 1, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
+      const room = Math.min(
+        spec.draftTokens,
+        verifier.maxTokens - 1,
+        this.#o.maxTokens - this.#generated - 1,
+        state.tokens.length - state.length - 1,
+      );
       const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : { tokens: new Uint32Array(0) };
       if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
       const draft = proposed.tokens;
@@ -405,7 +428,8 @@ export class DecodeRun {
       input[0] = state.tokens[position];
       input.set(draft, 1);
       const run: Promise<DraftGather | { picked: Int32Array; probabilities?: undefined }> = rejection
-        ? verifier.gather!(input, position) : verifier.verify(input, position).then((picked) => ({ picked }));
+        ? verifier.gather!(input, position)
+        : verifier.verify(input, position).then((picked) => ({ picked }));
       onGpu.pending = run;
       const verified = await unlessAborted(run, this.#o.signal);
       if (verified === ABORTED) {
@@ -419,17 +443,24 @@ export class DecodeRun {
       const picked = verified.picked;
       for (let r = 0; r < picked.length; r++) {
         if (picked[r] < 0) throw new NoTokenError();
-        let token = picked[r], kept = r < draft.length && token === draft[r];
+        let token = picked[r],
+          kept = r < draft.length && token === draft[r];
         if (verified.probabilities !== undefined && r < draft.length) {
           const q = proposed.probabilities?.[r];
           kept = keepsDraft(verified.probabilities[r], q ? q[draft[r]] : 1, speculativeUniform(sampler.seed, state.length, 'accept'));
-          token = kept ? draft[r] : residualDraw(sampler.distribution(verified.row(r), state.length, state.view()), draft[r], q,
-            speculativeUniform(sampler.seed, state.length, 'residual'));
+          token = kept
+            ? draft[r]
+            : residualDraw(
+                sampler.distribution(verified.row(r), state.length, state.view()),
+                draft[r],
+                q,
+                speculativeUniform(sampler.seed, state.length, 'residual'),
+              );
         }
         yield* this.#accept(token);
         if (this.#stop) return;
         if (!kept) {
-          state.synced = state.length - 1;  // written to the CPU's tokens only: the next round writes and evaluates it
+          state.synced = state.length - 1; // written to the CPU's tokens only: the next round writes and evaluates it
           break;
         }
         this.#accepted++;
@@ -441,7 +472,7 @@ export class DecodeRun {
   async *#speculate(prefillLogits: Logits | undefined, sampler: StepSampler, drafter: Drafter): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
     const spec = this.#o.speculative!;
-    let next: Logits | undefined = prefillLogits;  // the logits for position state.length, when known
+    let next: Logits | undefined = prefillLogits; // the logits for position state.length, when known
     for (;;) {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
@@ -450,7 +481,7 @@ export class DecodeRun {
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
       const proposed = room > 0 ? await unlessAborted(drafter.propose(state.view(), room), this.#o.signal) : { tokens: new Uint32Array(0) };
       if (proposed === ABORTED) return void (this.#stop = { reason: 'abort' });
-      const constrained = this.#constraint && await this.#constrainDraft(proposed.tokens, this.#rejects(sampler));
+      const constrained = this.#constraint && (await this.#constrainDraft(proposed.tokens, this.#rejects(sampler)));
       const draft = constrained ? constrained.draft : proposed.tokens;
       let rows: Logits[];
       if (draft.length === 0) {
@@ -484,14 +515,15 @@ export class DecodeRun {
         let mask: Uint32Array | undefined;
         if (constrained) {
           const rowMask = constrained.masks[r];
-          if (rowMask === undefined) break;  // after a draft token the grammar refuses: never reached, that draft is rejected
+          if (rowMask === undefined) break; // after a draft token the grammar refuses: never reached, that draft is rejected
           if (rowMask === null) return yield* this.#stopWith({ reason: this.#constraint!.completeReason });
           mask = rowMask;
         }
         if (rejection && r < draft.length) {
           // Speculative sampling's test (the token after a wholly kept draft is sampled as usual).
           const p = sampler.distribution(rows[r], state.length, state.view(), mask);
-          const u = speculativeUniform(sampler.seed, state.length, 'accept'), v = speculativeUniform(sampler.seed, state.length, 'residual');
+          const u = speculativeUniform(sampler.seed, state.length, 'accept'),
+            v = speculativeUniform(sampler.seed, state.length, 'residual');
           ({ token, kept } = verifyByRejection(p, draft[r], proposed.probabilities?.[r], u, v));
         } else {
           token = await sampler.sample(rows[r], state.length, state.view(), mask);
@@ -499,9 +531,9 @@ export class DecodeRun {
         }
         yield* this.#accept(token);
         if (this.#stop) return;
-        if (!kept) break;  // this token is not evaluated yet: the next round starts with it
+        if (!kept) break; // this token is not evaluated yet: the next round starts with it
         this.#accepted++;
-        state.synced = state.length;  // the model evaluated this draft token at its position
+        state.synced = state.length; // the model evaluated this draft token at its position
       }
     }
   }
@@ -574,7 +606,7 @@ export class DecodeRun {
   #bytesOf(token: number): Uint8Array {
     const bytes: unknown = this.#state.model.tokenizer.tokenBytes(token);
     if (!(bytes instanceof Uint8Array)) {
-      throw invalidParameterError(`the tokenizer's tokenBytes(${token}) result`, 'a Uint8Array of the token\'s UTF-8 bytes', bytes, 'type');
+      throw invalidParameterError(`the tokenizer's tokenBytes(${token}) result`, "a Uint8Array of the token's UTF-8 bytes", bytes, 'type');
     }
     return bytes;
   }

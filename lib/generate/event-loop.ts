@@ -38,7 +38,7 @@ export function unlessAborted<T>(promise: Promise<T> | T, signal: AbortSignal | 
   if (!signal) return result;
   return new Promise((resolve, reject) => {
     const onAbort = () => {
-      result.catch(() => undefined);  // nobody waits for it any more
+      result.catch(() => undefined); // nobody waits for it any more
       resolve(ABORTED);
     };
     if (signal.aborted) return onAbort();

@@ -86,7 +86,16 @@ export interface ResolvedGenerate {
 }
 
 const LOOP_OPTION_NAMES = [
-  'maxTokens', 'signal', 'stopOnAbortSignal', 'customStopTriggers', 'onToken', 'onTextChunk', 'tokenMask', 'grammar', 'chunkSize', 'speculative',
+  'maxTokens',
+  'signal',
+  'stopOnAbortSignal',
+  'customStopTriggers',
+  'onToken',
+  'onTextChunk',
+  'tokenMask',
+  'grammar',
+  'chunkSize',
+  'speculative',
 ];
 // A call's position and history are the session's; its masks are tokenMask's or grammar's.
 const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend', 'mask'].includes(name));

@@ -52,13 +52,15 @@ export class Generation implements AsyncIterable<GeneratedToken>, PromiseLike<Ge
 
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken, undefined> {
     if (this.#mode) {
-      throw new TypeError(this.#mode === 'iterate'
-        ? 'This generation is already being iterated; iterate a generation once'
-        : 'This generation is already running because it was awaited; to stream it, iterate it before awaiting it');
+      throw new TypeError(
+        this.#mode === 'iterate'
+          ? 'This generation is already being iterated; iterate a generation once'
+          : 'This generation is already running because it was awaited; to stream it, iterate it before awaiting it',
+      );
     }
     this.#mode = 'iterate';
     this.#result = new Promise<GenerationResult>((resolve, reject) => (this.#settle = { resolve, reject }));
-    this.#result.catch(() => {});  // the error reaches the loop; awaiting the result as well is optional
+    this.#result.catch(() => {}); // the error reaches the loop; awaiting the result as well is optional
     const { tokens, result } = this.#start();
     const settle = this.#settle!;
     const ended = (): IteratorReturnResult<undefined> => {

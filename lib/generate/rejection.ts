@@ -26,7 +26,13 @@ export function speculativeUniform(seed: number, position: number, stream: Unifo
  * `token` the draft's, `q` the distribution it was drawn from (undefined:
  * it was certain), `u` and `v` uniforms for the test and the residual draw.
  */
-export function verifyByRejection(p: Float64Array, token: number, q: Float64Array | undefined, u: number, v: number): { token: number; kept: boolean } {
+export function verifyByRejection(
+  p: Float64Array,
+  token: number,
+  q: Float64Array | undefined,
+  u: number,
+  v: number,
+): { token: number; kept: boolean } {
   if (keepsDraft(p[token], q === undefined ? 1 : q[token], u)) return { token, kept: true };
   return { token: residualDraw(p, token, q, v), kept: false };
 }
@@ -50,7 +56,8 @@ export function drawFrom(weights: Float64Array, u: number): number {
   let total = 0;
   for (const w of weights) total += w;
   const target = u * total;
-  let cumulative = 0, last = -1;
+  let cumulative = 0,
+    last = -1;
   for (let i = 0; i < weights.length; i++) {
     if (weights[i] <= 0) continue;
     cumulative += weights[i];

@@ -6,7 +6,14 @@ import type { BackendName } from '../backends.js';
 import { invalidParameterError, SessionBusyError } from '../errors.js';
 import { isInteger } from '../predicates.js';
 import { DecodeRun, SequenceState } from './decode-loop.js';
-import { resolveGenerate, resolveOneShot, resolveSessionOptions, type GenerateOptions, type OneShotGenerateOptions, type ResolvedGenerate } from './generate-options.js';
+import {
+  resolveGenerate,
+  resolveOneShot,
+  resolveSessionOptions,
+  type GenerateOptions,
+  type OneShotGenerateOptions,
+  type ResolvedGenerate,
+} from './generate-options.js';
 import { Generation } from './generation.js';
 import type { DecodeModel } from './model.js';
 import { Utf8Carry } from './text-stream.js';
@@ -24,7 +31,7 @@ export interface SessionOptions {
 export class Session {
   readonly model: DecodeModel;
   readonly #state: SequenceState;
-  #running: Promise<void> | undefined;  // settles when the running generation ends
+  #running: Promise<void> | undefined; // settles when the running generation ends
   #done: () => void = () => {};
   #disposed = false;
 
@@ -73,7 +80,12 @@ export class Session {
     if (this.#disposed) throw new Error('This Session was disposed');
     if (this.#running) throw new SessionBusyError('This Session is generating; rewind it after the generation ends');
     if (!isInteger(length) || length < 0 || length > this.#state.length) {
-      throw invalidParameterError('length', `an integer from 0 to ${this.#state.length} (the tokens the session holds)`, length, isInteger(length) ? 'range' : 'type');
+      throw invalidParameterError(
+        'length',
+        `an integer from 0 to ${this.#state.length} (the tokens the session holds)`,
+        length,
+        isInteger(length) ? 'range' : 'type',
+      );
     }
     this.#state.rewind(length);
     this.#state.utf8.reset();
@@ -161,9 +173,20 @@ export function generate(model: DecodeModel, prompt: Prompt, options?: OneShotGe
 
 function checkModel(model: unknown): asserts model is DecodeModel {
   const m = model as DecodeModel | undefined;
-  if (typeof m !== 'object' || m === null || !isInteger(m.vocabSize) || typeof m.openSequence !== 'function' ||
-      typeof m.tokenizer?.tokenBytes !== 'function' || !Array.isArray(m.eosTokens)) {
-    throw invalidParameterError('model', 'a DecodeModel (vocabSize, tokenizer, eosTokens, openSequence): a BigramModel, a LogitsModel or your own', model, 'type');
+  if (
+    typeof m !== 'object' ||
+    m === null ||
+    !isInteger(m.vocabSize) ||
+    typeof m.openSequence !== 'function' ||
+    typeof m.tokenizer?.tokenBytes !== 'function' ||
+    !Array.isArray(m.eosTokens)
+  ) {
+    throw invalidParameterError(
+      'model',
+      'a DecodeModel (vocabSize, tokenizer, eosTokens, openSequence): a BigramModel, a LogitsModel or your own',
+      model,
+      'type',
+    );
   }
 }
 
@@ -179,16 +202,17 @@ function promptSource(model: DecodeModel, prompt: unknown, startsSequence: () =>
     if (typeof tokenizer.encodeAsync === 'function') {
       return async () => encodedTokens(model, await tokenizer.encodeAsync!(prompt), startsSequence());
     }
-    if (typeof tokenizer.encode !== 'function') throw new TypeError('This model\'s tokenizer has no encode(): pass the prompt as token ids');
+    if (typeof tokenizer.encode !== 'function') throw new TypeError("This model's tokenizer has no encode(): pass the prompt as token ids");
     return encodedTokens(model, tokenizer.encode(prompt), startsSequence());
   }
-  if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView))) return checkedTokens(model, prompt as ArrayLike<number>, 'prompt');
+  if (Array.isArray(prompt) || (ArrayBuffer.isView(prompt) && !(prompt instanceof DataView)))
+    return checkedTokens(model, prompt as ArrayLike<number>, 'prompt');
   throw invalidParameterError('prompt', 'a string or an array of token ids', prompt, 'type');
 }
 
 function encodedTokens(model: DecodeModel, encoded: unknown, startsSequence: boolean): Uint32Array {
   if (!Array.isArray(encoded) && !(ArrayBuffer.isView(encoded) && !(encoded instanceof DataView))) {
-    throw invalidParameterError('the tokenizer\'s encode() result', 'an array of token ids', encoded, 'type');
+    throw invalidParameterError("the tokenizer's encode() result", 'an array of token ids', encoded, 'type');
   }
   let ids = encoded as ArrayLike<number>;
   const bos = model.bosToken;

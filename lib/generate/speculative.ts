@@ -79,20 +79,34 @@ export interface SpeculativeStats {
 export function resolveSpeculative(value: unknown): ResolvedSpeculative | undefined {
   if (value === undefined || value === false) return undefined;
   const input = value === true ? {} : value;
-  if (!isPlainObject(input)) throw invalidParameterError('speculative', 'true or an object { draft, draftTokens, ngramMin, ngramMax, verification }', value, 'type');
+  if (!isPlainObject(input))
+    throw invalidParameterError('speculative', 'true or an object { draft, draftTokens, ngramMin, ngramMax, verification }', value, 'type');
   checkKnownKeys(input, new Set(['draft', 'draftTokens', 'ngramMin', 'ngramMax', 'verification']), 'speculative.');
   const draft = input.draft ?? 'ngram';
-  const isModel = typeof draft === 'object' && draft !== null && typeof (draft as DecodeModel).openSequence === 'function' &&
+  const isModel =
+    typeof draft === 'object' &&
+    draft !== null &&
+    typeof (draft as DecodeModel).openSequence === 'function' &&
     Number.isInteger((draft as DecodeModel).vocabSize);
   if (draft !== 'ngram' && !isModel) {
-    throw invalidParameterError('speculative.draft', "'ngram' or a DecodeModel with the target's vocabulary", draft, typeof draft === 'string' ? 'range' : 'type');
+    throw invalidParameterError(
+      'speculative.draft',
+      "'ngram' or a DecodeModel with the target's vocabulary",
+      draft,
+      typeof draft === 'string' ? 'range' : 'type',
+    );
   }
   const draftTokens = integerInRange('speculative.draftTokens', input.draftTokens ?? 5, 1, MAX_DRAFT_TOKENS);
   const ngramMin = integerInRange('speculative.ngramMin', input.ngramMin ?? 1, 1, 64);
   const ngramMax = integerInRange('speculative.ngramMax', input.ngramMax ?? Math.max(4, ngramMin), ngramMin, 64);
   const verification = input.verification ?? 'exact';
   if (verification !== 'exact' && verification !== 'rejection') {
-    throw invalidParameterError('speculative.verification', "'exact' or 'rejection'", verification, typeof verification === 'string' ? 'range' : 'type');
+    throw invalidParameterError(
+      'speculative.verification',
+      "'exact' or 'rejection'",
+      verification,
+      typeof verification === 'string' ? 'range' : 'type',
+    );
   }
   return { draft: draft as 'ngram' | DecodeModel, draftTokens, ngramMin, ngramMax, verification };
 }
@@ -112,11 +126,20 @@ export interface Drafter {
  */
 export function openDrafter(spec: ResolvedSpeculative, target: DecodeModel, contextSize: number, sampler: StepSampler): Drafter {
   if (spec.draft === 'ngram') {
-    return { propose: async (tokens, max) => ({ tokens: ngramDraft(tokens, max, spec.ngramMin, spec.ngramMax) }), forwardPasses: 0, dispose: () => {} };
+    return {
+      propose: async (tokens, max) => ({ tokens: ngramDraft(tokens, max, spec.ngramMin, spec.ngramMax) }),
+      forwardPasses: 0,
+      dispose: () => {},
+    };
   }
   const draft = spec.draft;
   if (draft.vocabSize !== target.vocabSize) {
-    throw invalidParameterError('speculative.draft', `a model with the target's vocabulary (vocabSize ${target.vocabSize})`, `a model of vocabSize ${draft.vocabSize}`, 'range');
+    throw invalidParameterError(
+      'speculative.draft',
+      `a model with the target's vocabulary (vocabSize ${target.vocabSize})`,
+      `a model of vocabSize ${draft.vocabSize}`,
+      'range',
+    );
   }
   const sampled = spec.verification === 'rejection' && sampler.temperature > 0;
   return new ModelDrafter(draft, contextSize, sampled ? sampler : undefined);
@@ -132,7 +155,7 @@ export function openDrafter(spec: ResolvedSpeculative, target: DecodeModel, cont
 class ModelDrafter implements Drafter {
   readonly #sequence: ModelSequence;
   readonly #sampler: StepSampler | undefined;
-  readonly #held: number[] = [];  // the tokens the draft sequence holds, from position 0
+  readonly #held: number[] = []; // the tokens the draft sequence holds, from position 0
   forwardPasses = 0;
 
   constructor(model: DecodeModel, contextSize: number, sampler: StepSampler | undefined) {
@@ -178,10 +201,14 @@ class ModelDrafter implements Drafter {
 
 // The first index of the largest logit (float32, or float16 bits).
 function argmax(logits: Logits): number {
-  let best = 0, top = -Infinity;
+  let best = 0,
+    top = -Infinity;
   for (let t = 0; t < logits.length; t++) {
     const value = logits instanceof Uint16Array ? numberFromFloat16(logits[t]) : logits[t];
-    if (value > top) { top = value; best = t; }
+    if (value > top) {
+      top = value;
+      best = t;
+    }
   }
   return best;
 }
@@ -211,7 +238,12 @@ export function ngramDraft(tokens: Uint32Array, max: number, ngramMin: number, n
  * `position`: in one forward pass when the sequence can (evaluateRows),
  * else token by token (exact too, without the saving).
  */
-export async function evaluateRows(sequence: ModelSequence, tokens: Uint32Array, position: number, rows: number): Promise<{ rows: Logits[]; passes: number }> {
+export async function evaluateRows(
+  sequence: ModelSequence,
+  tokens: Uint32Array,
+  position: number,
+  rows: number,
+): Promise<{ rows: Logits[]; passes: number }> {
   if (sequence.evaluateRows) return { rows: await sequence.evaluateRows(tokens, position, rows), passes: 1 };
   const out: Logits[] = [];
   const first = tokens.length - rows;

@@ -13,7 +13,7 @@ import type { Logits } from './model.js';
 
 export class StepSampler {
   readonly #backend: BackendName;
-  #sampler: RowSampler | undefined;  // made at the first token, so an unavailable backend fails there
+  #sampler: RowSampler | undefined; // made at the first token, so an unavailable backend fails there
   readonly #sampling: ResolvedSampling;
   readonly #asChained: boolean;
 
@@ -49,7 +49,7 @@ export class StepSampler {
     const sampler = (this.#sampler ??= rowSampler(this.#backend));
     if (sampler.runsKernels) {
       const problem = kernelInputProblem(logits, s);
-      if (problem) throw invalidParameterError('the model\'s logits', problem, logits, 'type');
+      if (problem) throw invalidParameterError("the model's logits", problem, logits, 'type');
     }
     const token = await sampler.sampleAsync(logits, s);
     if (token === NO_TOKEN) throw new NoTokenError();
@@ -65,7 +65,9 @@ export class StepSampler {
   }
 
   #asSampled(logits: Logits, s: ResolvedSampling): Logits {
-    return runsKernels(this.#backend) && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s) ? toFloat16Array(logits) : logits;
+    return runsKernels(this.#backend) && this.#asChained && logits instanceof Float32Array && kernelInputProblem(logits, s)
+      ? toFloat16Array(logits)
+      : logits;
   }
 
   #at(position: number, sequence: Uint32Array, mask: Uint32Array | undefined): ResolvedSampling {

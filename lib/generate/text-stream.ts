@@ -55,7 +55,7 @@ export class Utf8Carry {
 function incompleteTail(bytes: Uint8Array): number {
   for (let back = 1; back <= Math.min(3, bytes.length); back++) {
     const b = bytes[bytes.length - back];
-    if ((b & 0xc0) === 0x80) continue;  // a continuation byte: look further back
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: look further back
     const length = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 1;
     return length > back ? back : 0;
   }

@@ -38,4 +38,3 @@ export function resolveVocabulary(vocabulary: unknown, vocabSize: number): Resol
   }
   return { tokenizer: tokenizer ?? new ByteTokenizer(), eosTokens: Object.freeze([...(eosTokens ?? [])]) };
 }
-

@@ -19,7 +19,10 @@ export interface Architecture {
 }
 
 class MetadataReader {
-  constructor(readonly header: GgufHeader, readonly prefix: string) {}
+  constructor(
+    readonly header: GgufHeader,
+    readonly prefix: string,
+  ) {}
 
   value(key: string): MetadataValue | undefined {
     return this.header.metadata[`${this.prefix}.${key}`];
@@ -85,7 +88,8 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
   const scaling = m.string('rope.scaling.type') ?? 'none';
   let ropeFreqScale = 1;
   if (scaling === 'linear') ropeFreqScale = 1 / m.float('rope.scaling.factor');
-  else if (scaling !== 'none') m.fail('rope.scaling.type', `"${scaling}" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
+  else if (scaling !== 'none')
+    m.fail('rope.scaling.type', `"${scaling}" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
   return {
     vocabSize: embedding.dims[1],
     embeddingLength,
@@ -114,9 +118,15 @@ export function trainedContextLength(header: GgufHeader, arch: Architecture): nu
 // Where each field of the config comes from in the file, so that a refusal
 // of the native checks names the GGUF key, not the config's field.
 const CONFIG_SOURCES: Partial<Record<keyof NativeModelConfig, string>> = {
-  embeddingLength: 'embedding_length', blockCount: 'block_count', headCount: 'attention.head_count',
-  headCountKv: 'attention.head_count_kv', headDim: 'attention.key_length', ffnLength: 'feed_forward_length',
-  ropeDims: 'rope.dimension_count', ropeBase: 'rope.freq_base', normEps: 'attention.layer_norm_rms_epsilon',
+  embeddingLength: 'embedding_length',
+  blockCount: 'block_count',
+  headCount: 'attention.head_count',
+  headCountKv: 'attention.head_count_kv',
+  headDim: 'attention.key_length',
+  ffnLength: 'feed_forward_length',
+  ropeDims: 'rope.dimension_count',
+  ropeBase: 'rope.freq_base',
+  normEps: 'attention.layer_norm_rms_epsilon',
 };
 
 /** The GGUF key a config field is read from (`${arch}.feed_forward_length` for ffnLength), or the field when it has none. */

@@ -9,7 +9,11 @@ export class GgufError extends Error {
   readonly code = 'ERR_MD_GGUF';
   readonly field: string;
   readonly detail: string;
-  constructor(readonly file: string, field: string, detail: string) {
+  constructor(
+    readonly file: string,
+    field: string,
+    detail: string,
+  ) {
     // A name or value from the file (a 64 KB tensor name, say) is cut, not echoed whole.
     const [shownField, shownDetail] = [shorten(field, FIELD_CHARS), shorten(detail, DETAIL_CHARS)];
     super(`${file}: ${shownField}: ${shownDetail}`);

@@ -96,7 +96,9 @@ export class GgufTokenizer implements Tokenizer {
 
   /** The texts of the control tokens encode() finds when special tokens are parsed, longest first. */
   specialTexts(): readonly string[] {
-    return (this.#specialTexts ??= specialTokens(this.#v, true).filter(({ id }) => isSpecial(this.#v.types[id])).map(({ text }) => text));
+    return (this.#specialTexts ??= specialTokens(this.#v, true)
+      .filter(({ id }) => isSpecial(this.#v.types[id]))
+      .map(({ text }) => text));
   }
 
   /** The text of a token as the vocabulary spells it (its piece, not its bytes). */

@@ -4,4 +4,7 @@
 import { serveRequests } from '../request-worker.js';
 import { packedBuffers, packHeader, readGgufHeader, type PackedHeader } from './read-header.js';
 
-serveRequests<{ path: string }>(async ({ path }) => packHeader(await readGgufHeader(path)), (value) => packedBuffers(value as PackedHeader));
+serveRequests<{ path: string }>(
+  async ({ path }) => packHeader(await readGgufHeader(path)),
+  (value) => packedBuffers(value as PackedHeader),
+);

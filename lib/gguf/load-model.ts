@@ -66,13 +66,16 @@ const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni',
 const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels', 'vocabOnly', 'kvCacheType']);
 const PREFETCH_CHUNK = 64 << 20;
 
-function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
+function checkOptions(
+  options: unknown,
+): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
   if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
   checkKnownKeys(options, OPTION_NAMES, '');
   const o = options as LoadModelOptions;
   const threads = o.threads === undefined ? physicalCores() : integerInRange('threads', o.threads, 1, 256);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalidParameterError('signal', 'an AbortSignal', o.signal, 'type');
-  if (o.onLoadProgress !== undefined && typeof o.onLoadProgress !== 'function') throw invalidParameterError('onLoadProgress', 'a function (progress) => void', o.onLoadProgress, 'type');
+  if (o.onLoadProgress !== undefined && typeof o.onLoadProgress !== 'function')
+    throw invalidParameterError('onLoadProgress', 'a function (progress) => void', o.onLoadProgress, 'type');
   if (o.prefetch !== undefined && typeof o.prefetch !== 'boolean') throw invalidParameterError('prefetch', 'a boolean', o.prefetch, 'type');
   const batchSize = o.batchSize === undefined ? 512 : integerInRange('batchSize', o.batchSize, 1, 65536);
   const cpuKernels = o.cpuKernels ?? 'auto';
@@ -80,9 +83,23 @@ function checkOptions(options: unknown): Required<Omit<LoadModelOptions, 'signal
   if (o.vocabOnly !== undefined && typeof o.vocabOnly !== 'boolean') throw invalidParameterError('vocabOnly', 'a boolean', o.vocabOnly, 'type');
   const kvCacheType = o.kvCacheType ?? 'f16';
   if (!KV_CACHE_TYPES.includes(kvCacheType)) {
-    throw invalidParameterError('kvCacheType', KV_CACHE_TYPES.map((t) => `'${t}'`).join(', '), kvCacheType, typeof kvCacheType === 'string' ? 'range' : 'type');
+    throw invalidParameterError(
+      'kvCacheType',
+      KV_CACHE_TYPES.map((t) => `'${t}'`).join(', '),
+      kvCacheType,
+      typeof kvCacheType === 'string' ? 'range' : 'type',
+    );
   }
-  return { threads, signal: o.signal, onLoadProgress: o.onLoadProgress, prefetch: o.prefetch ?? true, batchSize, cpuKernels, vocabOnly: o.vocabOnly ?? false, kvCacheType };
+  return {
+    threads,
+    signal: o.signal,
+    onLoadProgress: o.onLoadProgress,
+    prefetch: o.prefetch ?? true,
+    batchSize,
+    cpuKernels,
+    vocabOnly: o.vocabOnly ?? false,
+    kvCacheType,
+  };
 }
 
 /** A tensor type's name: the addon's, else GGUF's (types this package does not read). */
@@ -104,11 +121,15 @@ export function architectureOf(header: GgufHeader): Architecture {
 
 /** Tensor type name -> count; a GgufError for the first tensor of a type the addon does not read. */
 function tensorTypeCounts(header: GgufHeader, addon: NativeAddon): Record<string, number> {
-  const weightTypes = addon.tensorTypes.filter((t) => t.weight).map((t) => t.name).join(', ');
+  const weightTypes = addon.tensorTypes
+    .filter((t) => t.weight)
+    .map((t) => t.name)
+    .join(', ');
   const counts: Record<string, number> = {};
   for (const t of header.tensors) {
     const known = addon.tensorTypes.find((x) => x.id === t.type && x.weight);
-    if (known === undefined) throw new GgufError(header.path, `tensor ${t.name}`, `type ${typeName(addon, t.type)} is not supported (supported: ${weightTypes})`);
+    if (known === undefined)
+      throw new GgufError(header.path, `tensor ${t.name}`, `type ${typeName(addon, t.type)} is not supported (supported: ${weightTypes})`);
     counts[known.name] = (counts[known.name] ?? 0) + 1;
   }
   return counts;
@@ -192,19 +213,27 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     }
   }
   const name = header.metadata['general.name'];
-  return new GgufModel(native, {
-    path,
-    architecture: arch.name,
-    name: typeof name === 'string' ? name : undefined,
-    config: Object.freeze({ ...config }),
-    tensorTypes: Object.freeze(counts),
-    fileSize: header.fileSize,
-    trainedContextLength: trainedContextLength(header, arch),
-    threads: native?.threads ?? 0,
-    cpuKernels: native?.isa ?? 'none',
-    vocabOnly: native === undefined,
-    kvCacheType: o.kvCacheType,
-  }, tokenizer, Object.freeze(eosTokens), o.batchSize, header.tensors, chatTemplate);
+  return new GgufModel(
+    native,
+    {
+      path,
+      architecture: arch.name,
+      name: typeof name === 'string' ? name : undefined,
+      config: Object.freeze({ ...config }),
+      tensorTypes: Object.freeze(counts),
+      fileSize: header.fileSize,
+      trainedContextLength: trainedContextLength(header, arch),
+      threads: native?.threads ?? 0,
+      cpuKernels: native?.isa ?? 'none',
+      vocabOnly: native === undefined,
+      kvCacheType: o.kvCacheType,
+    },
+    tokenizer,
+    Object.freeze(eosTokens),
+    o.batchSize,
+    header.tensors,
+    chatTemplate,
+  );
 }
 
 /** The file's chat template, parsed; undefined when it has none. */

@@ -46,7 +46,8 @@ async function checkCounts(path: string, fileSize: number): Promise<void> {
   if (fileSize < 24 || head.toString('latin1', 0, 4) !== 'GGUF') throw new GgufError(path, 'header', 'not a GGUF file (no GGUF magic number)');
   const version = head.readUInt32LE(4);
   if (version !== 2 && version !== 3) throw new GgufError(path, 'header', `GGUF version ${version} is not supported (supported: 2, 3)`);
-  const tensors = head.readBigUInt64LE(8), entries = head.readBigUInt64LE(16);
+  const tensors = head.readBigUInt64LE(8),
+    entries = head.readBigUInt64LE(16);
   if (tensors * 24n + entries * 13n > BigInt(fileSize)) {
     throw new GgufError(path, 'header', `${tensors} tensors and ${entries} metadata entries cannot fit in ${fileSize} bytes (truncated or corrupt)`);
   }
@@ -73,10 +74,13 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
   // The parser keeps the last of a repeated key (next to its own version,
   // tensor_count and kv_count): fewer keys than entries is a corrupt file,
   // which llama.cpp refuses too.
-  const entries = Number(parsed.metadata.kv_count), keys = Object.keys(parsed.metadata).length - 3;
-  if (keys !== entries) throw new GgufError(path, 'header', `${entries} metadata entries but ${keys} distinct keys: a key is repeated (a corrupt file)`);
+  const entries = Number(parsed.metadata.kv_count),
+    keys = Object.keys(parsed.metadata).length - 3;
+  if (keys !== entries)
+    throw new GgufError(path, 'header', `${entries} metadata entries but ${keys} distinct keys: a key is repeated (a corrupt file)`);
   const dataOffset = safeNumber(path, 'tensor data offset', parsed.tensorDataOffset);
-  if (dataOffset > fileSize) throw new GgufError(path, 'header', `the tensor data would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file (truncated?)`);
+  if (dataOffset > fileSize)
+    throw new GgufError(path, 'header', `the tensor data would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file (truncated?)`);
   const tensors = parsed.tensorInfos.map((t) => ({
     name: t.name,
     type: t.dtype,
@@ -132,7 +136,8 @@ let headerWorker: RequestWorker | undefined;
 /** readGgufHeader() on a worker thread shared by every load: the event loop turns while the header is parsed and unpacked. */
 export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
   headerWorker ??= new RequestWorker('gguf/header-worker.js', undefined, (e) =>
-    e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message));
+    e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message),
+  );
   const { header, strings, numbers } = await headerWorker.request<PackedHeader>({ path });
   const metadata: Record<string, MetadataValue> = { ...header.metadata };
   for (const [key, packed] of Object.entries(strings)) metadata[key] = await unpackStringsInSlices(packed);

@@ -9,7 +9,8 @@ import { GgufError } from './gguf-error.js';
 
 // Bytes of each scalar metadata type, by GGUF type id (8 string, 9 array).
 const SCALAR_BYTES: Readonly<Record<number, number>> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
-const STRING = 8, ARRAY = 9;
+const STRING = 8,
+  ARRAY = 9;
 const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** The strings of metadata array `key`, from a file whose metadata ends before `metadataEnd`; undefined when absent. */
@@ -52,7 +53,7 @@ function findStringArray(bytes: Buffer, wanted: string): string[] | undefined {
   };
   const skip = (type: number): void => {
     if (type === STRING) {
-      const length = u64();  // not `at += u64()`: that adds to `at` as it was before the read
+      const length = u64(); // not `at += u64()`: that adds to `at` as it was before the read
       at += length;
     } else if (type === ARRAY) {
       const elementType = u32();

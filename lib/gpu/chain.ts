@@ -71,11 +71,21 @@ export class ChainRunner {
   async *run(start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
     const { chunkSize, doubleBuffered } = resolveChainOptions(options);
     if (!isInteger(start) || start < 0 || start >= this.capacity - 1) {
-      throw invalidParameterError('start', `a position from 0 to ${this.capacity - 2} (the sequence buffer holds ${this.capacity} tokens)`, start, isInteger(start) ? 'range' : 'type');
+      throw invalidParameterError(
+        'start',
+        `a position from 0 to ${this.capacity - 2} (the sequence buffer holds ${this.capacity} tokens)`,
+        start,
+        isInteger(start) ? 'range' : 'type',
+      );
     }
     if (!isInteger(count) || count < 0) throw invalidParameterError('count', 'a non-negative integer', count, isInteger(count) ? 'range' : 'type');
     if (start + count >= this.capacity) {
-      throw invalidParameterError('count', `at most ${this.capacity - 1 - start} (the sequence buffer holds ${this.capacity} tokens)`, count, 'range');
+      throw invalidParameterError(
+        'count',
+        `at most ${this.capacity - 1 - start} (the sequence buffer holds ${this.capacity} tokens)`,
+        count,
+        'range',
+      );
     }
     if (this.#busy) throw new Error('This chain is already running; one run at a time per sequence buffer');
     this.#busy = true;
@@ -83,10 +93,10 @@ export class ChainRunner {
     const submit = (from: number, n: number) => {
       this.#inFlight++;
       const done = this.#table.device.runChain(this.#table, from, n).finally(() => this.#inFlight--);
-      done.catch(() => {});  // awaited below; never an unhandled rejection meanwhile
+      done.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
       return { from, n, done };
     };
-    let next = 0;  // tokens submitted so far
+    let next = 0; // tokens submitted so far
     const queue: ReturnType<typeof submit>[] = [];
     const submitNext = () => {
       const n = Math.min(chunkSize, count - next);

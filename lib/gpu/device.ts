@@ -168,7 +168,7 @@ export class GpuDevice {
     } else {
       throw invalidParameterError('init', 'a byte length or a typed array', init, 'type');
     }
-    const buffer = new GpuBuffer(this, this.native.createBuffer(length));  // zeroed
+    const buffer = new GpuBuffer(this, this.native.createBuffer(length)); // zeroed
     if (typeof init !== 'number') buffer.write(0, init);
     return buffer;
   }
@@ -185,7 +185,8 @@ export class GpuDevice {
   /** @internal A GGUF model's weights: its own mapping, the file opened at load (never the path again). */
   mapFile(model: NativeTransformer, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[];
   mapFile(path: string | NativeTransformer, ranges: readonly { offset: number; length: number }[]): { buffer: GpuBuffer; offset: number }[] {
-    if (typeof path !== 'string' && (typeof path !== 'object' || path === null)) throw invalidParameterError('path', 'a file path (a string)', path, 'type');
+    if (typeof path !== 'string' && (typeof path !== 'object' || path === null))
+      throw invalidParameterError('path', 'a file path (a string)', path, 'type');
     if (!Array.isArray(ranges)) throw invalidParameterError('ranges', 'an array of { offset, length }', ranges, 'type');
     ranges.forEach((r: unknown, i) => {
       if (!isPlainObject(r)) throw invalidParameterError(`ranges[${i}]`, 'an object { offset, length }', r, 'type');

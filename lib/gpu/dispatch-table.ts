@@ -101,7 +101,9 @@ export class DispatchTableBuilder {
       throw invalidParameterError(
         `${at}.threadgroupMemory`,
         `a multiple of ${layouts.threadgroupMemoryAlignment} bytes from 0 to ${layouts.maxThreadgroupMemory} (Metal's rule)`,
-        memory, 'range');
+        memory,
+        'range',
+      );
     }
     const command: NativeCommand = {
       kernel,
@@ -163,20 +165,34 @@ export class DispatchTableBuilder {
     if (!isPlainObject(spec)) throw invalidParameterError(at, 'an object { rule, ... }', spec, 'type');
     const rule = spec.rule;
     if (typeof rule !== 'string' || !(rule in rules)) {
-      throw invalidParameterError(`${at}.rule`, `one of ${Object.keys(rules).map((r) => `'${r}'`).join(', ')}`, rule, typeof rule === 'string' ? 'range' : 'type');
+      throw invalidParameterError(
+        `${at}.rule`,
+        `one of ${Object.keys(rules)
+          .map((r) => `'${r}'`)
+          .join(', ')}`,
+        rule,
+        typeof rule === 'string' ? 'range' : 'type',
+      );
     }
     const allowed: Record<PatchRuleName, string[]> = {
-      none: [], tokenOffset: ['buffer'], argmaxOutput: ['buffer'], position: ['fields'], kvLength: ['fields'],
-      positionAndKvLength: ['position', 'kvLength'], sampledToken: ['buffer', 'position', 'historyCount'],
+      none: [],
+      tokenOffset: ['buffer'],
+      argmaxOutput: ['buffer'],
+      position: ['fields'],
+      kvLength: ['fields'],
+      positionAndKvLength: ['position', 'kvLength'],
+      sampledToken: ['buffer', 'position', 'historyCount'],
     };
     const keys = allowed[rule as PatchRuleName];
     if (rule !== 'none') keys.push('ahead');
     for (const key of Object.keys(spec)) {
-      if (key !== 'rule' && !keys.includes(key)) throw new TypeError(`Unknown option ${at}.${key} for rule '${rule}'; it takes: ${['rule', ...keys].join(', ')}`);
+      if (key !== 'rule' && !keys.includes(key))
+        throw new TypeError(`Unknown option ${at}.${key} for rule '${rule}'; it takes: ${['rule', ...keys].join(', ')}`);
     }
     const boundBuffer = (): number => {
       const index = bufferIndex(`${at}.buffer`, spec.buffer, this.#device.addon.layouts.maxBufferIndex);
-      if (!buffers.some((b) => b.index === index)) throw invalidParameterError(`${at}.buffer`, 'the index of a buffer the command binds', index, 'range');
+      if (!buffers.some((b) => b.index === index))
+        throw invalidParameterError(`${at}.buffer`, 'the index of a buffer the command binds', index, 'range');
       return index;
     };
     const field = (name: string, value: unknown): number => {

@@ -38,7 +38,7 @@ export class TableMaskedSteps implements MaskedSteps {
     tokens.write(position * 4, Uint32Array.of(token));
     const evaluated = device.runChain(forward, position, 1);
     this.#pending = evaluated;
-    evaluated.catch(() => {});  // awaited below, unless the mask throws first
+    evaluated.catch(() => {}); // awaited below, unless the mask throws first
     const mask = await maskFor();
     if (mask === null) {
       await evaluated;

@@ -16,7 +16,7 @@ export type { ChainSamplingOptions } from '../sampling-options.js';
 
 /** Whether these options need the sampling kernel (else the argmax table gives the same tokens). */
 export function needsSamplingKernel(s: ResolvedSampling): boolean {
-  return !plainGreedy(s, Infinity);  // the chain's history grows
+  return !plainGreedy(s, Infinity); // the chain's history grows
 }
 
 /** The sampling kernels' per-row scratch buffers, made once per chain; `partials` and `state` for the wide kernels' one row. */
@@ -55,20 +55,42 @@ export function samplingScratch(device: GpuDevice, vocabSize: number, rows = 1):
  * then its pick, which writes the token to slot p + 1 of `output`
  * (md_argmax_*'s token). With `mask`, among the tokens it allows.
  */
-export function wideArgmaxCommands(device: GpuDevice, logits: GpuBuffer, output: GpuBuffer, vocabSize: number, type: 'f16' | 'f32',
-  scratch: WideScratch, mask?: GpuBuffer): KernelCommand[] {
-  return launchCommands(device, { vocab: vocabSize, logits: type, pick: 'argmax', wide: true }, argmaxParams(device, vocabSize, mask),
-    { logits, tokens: output, mask: mask ?? noMask(device), partials: scratch.partials, state: scratch.state });
+export function wideArgmaxCommands(
+  device: GpuDevice,
+  logits: GpuBuffer,
+  output: GpuBuffer,
+  vocabSize: number,
+  type: 'f16' | 'f32',
+  scratch: WideScratch,
+  mask?: GpuBuffer,
+): KernelCommand[] {
+  return launchCommands(device, { vocab: vocabSize, logits: type, pick: 'argmax', wide: true }, argmaxParams(device, vocabSize, mask), {
+    logits,
+    tokens: output,
+    mask: mask ?? noMask(device),
+    partials: scratch.partials,
+    state: scratch.state,
+  });
 }
 
 /**
  * md_argmax_* over `rows` rows of logits (one threadgroup each): row r's
  * token to slot p + 1 + r of `output`; with `mask`, among the tokens it allows.
  */
-export function argmaxCommand(device: GpuDevice, logits: GpuBuffer, output: GpuBuffer, vocabSize: number, type: 'f16' | 'f32', rows = 1,
-  mask?: GpuBuffer): KernelCommand {
-  return launchCommands(device, { vocab: vocabSize, rows, logits: type, pick: 'argmax' }, argmaxParams(device, vocabSize, mask),
-    { logits, tokens: output, mask: mask ?? noMask(device) })[0];
+export function argmaxCommand(
+  device: GpuDevice,
+  logits: GpuBuffer,
+  output: GpuBuffer,
+  vocabSize: number,
+  type: 'f16' | 'f32',
+  rows = 1,
+  mask?: GpuBuffer,
+): KernelCommand {
+  return launchCommands(device, { vocab: vocabSize, rows, logits: type, pick: 'argmax' }, argmaxParams(device, vocabSize, mask), {
+    logits,
+    tokens: output,
+    mask: mask ?? noMask(device),
+  })[0];
 }
 
 function argmaxParams(device: GpuDevice, vocabSize: number, mask: GpuBuffer | undefined): Uint8Array {
@@ -85,7 +107,12 @@ function argmaxParams(device: GpuDevice, vocabSize: number, mask: GpuBuffer | un
  * role (the pick moves its output to slot p + 1; a step before it reads
  * the position and the history length of p + 1).
  */
-function launchCommands(device: GpuDevice, plan: NativeSamplingPlan, params: Uint8Array, buffers: Partial<Record<SamplingBufferName, GpuBuffer>>): KernelCommand[] {
+function launchCommands(
+  device: GpuDevice,
+  plan: NativeSamplingPlan,
+  params: Uint8Array,
+  buffers: Partial<Record<SamplingBufferName, GpuBuffer>>,
+): KernelCommand[] {
   const layout = device.addon.layouts.samplingParams;
   return device.addon.samplingLaunches(plan).map((launch: NativeSamplingLaunch): KernelCommand => {
     const bindings = launch.buffers.map(({ index, buffer }) => {
@@ -94,15 +121,23 @@ function launchCommands(device: GpuDevice, plan: NativeSamplingPlan, params: Uin
       return { index, buffer: bound };
     });
     const output = launch.buffers.find((b) => b.buffer === 'tokens')?.index ?? 0;
-    const patch: PatchSpec | undefined = launch.role === 'step' ? { rule: 'kvLength', fields: [layout.position, layout.historyCount] }
-      : launch.role !== 'pick' ? undefined
-        : plan.pick === 'argmax' ? { rule: 'argmaxOutput', buffer: output }
-          : { rule: 'sampledToken', buffer: output, position: layout.position, historyCount: layout.historyCount };
+    const patch: PatchSpec | undefined =
+      launch.role === 'step'
+        ? { rule: 'kvLength', fields: [layout.position, layout.historyCount] }
+        : launch.role !== 'pick'
+          ? undefined
+          : plan.pick === 'argmax'
+            ? { rule: 'argmaxOutput', buffer: output }
+            : { rule: 'sampledToken', buffer: output, position: layout.position, historyCount: layout.historyCount };
     return {
       kernel: launch.kernel,
       spec: {
-        label: launch.label, buffers: bindings, params: { index: launch.paramsIndex, bytes: params }, threadgroups: launch.threadgroups,
-        threadsPerThreadgroup: rowThreads(device, launch.kernel, launch.tokensPerThreadgroup), ...(patch ? { patch } : {}),
+        label: launch.label,
+        buffers: bindings,
+        params: { index: launch.paramsIndex, bytes: params },
+        threadgroups: launch.threadgroups,
+        threadsPerThreadgroup: rowThreads(device, launch.kernel, launch.tokensPerThreadgroup),
+        ...(patch ? { patch } : {}),
       },
     };
   });
@@ -145,21 +180,37 @@ export function rowThreads(device: GpuDevice, kernel: string, vocabSize: number)
  * `mask` (ceil(vocabSize / 32) words, written before each run), only the
  * tokens it allows can be sampled.
  */
-export function samplingCommand(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
-  scratch: SamplingScratch, output: GpuBuffer = sequence, mask?: GpuBuffer): { spec: CommandSpec; bias: GpuBuffer } {
+export function samplingCommand(
+  device: GpuDevice,
+  logits: GpuBuffer,
+  sequence: GpuBuffer,
+  vocabSize: number,
+  options: ChainSamplingOptions,
+  scratch: SamplingScratch,
+  output: GpuBuffer = sequence,
+  mask?: GpuBuffer,
+): { spec: CommandSpec; bias: GpuBuffer } {
   for (const key of ['position', 'history', 'backend', 'mask']) {
-    if (options && key in options) throw new TypeError(`Unknown option ${key}: a chain sets position and history per token, binds masks as buffers and runs on its own device`);
+    if (options && key in options)
+      throw new TypeError(`Unknown option ${key}: a chain sets position and history per token, binds masks as buffers and runs on its own device`);
   }
   const s = resolveSampling(options);
   const addon = device.addon;
   // The row only gives the vocabulary size; the history is the sequence buffer.
   const [row, slots, , biasTokens, biasValues] = new SamplingPacker(addon).pack(new Uint16Array(vocabSize), s);
-  slots[addon.samplingSlots.lastTokens] = s.lastTokens;  // the window over the sequence buffer
+  slots[addon.samplingSlots.lastTokens] = s.lastTokens; // the window over the sequence buffer
   // A mask's words only set MD_FLAG_TOKEN_MASK here: the kernel reads the buffer.
   const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues, new Uint32Array(mask ? maskWords(vocabSize) : 0));
   const bias = device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
   const [command] = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', params: packed.params }, packed.params, {
-    logits, history: sequence, bias, edited: scratch.edited, histogram: scratch.histogram, tokens: output, marks: scratch.marks, mask: mask ?? noMask(device),
+    logits,
+    history: sequence,
+    bias,
+    edited: scratch.edited,
+    histogram: scratch.histogram,
+    tokens: output,
+    marks: scratch.marks,
+    mask: mask ?? noMask(device),
   });
   return { bias, spec: command.spec };
 }
@@ -177,13 +228,29 @@ export interface KernelCommand {
  * threadgroups, the steps between on one; every command's position and
  * history length follow the token (the pick also moves its output).
  */
-export function wideSamplingCommands(device: GpuDevice, logits: GpuBuffer, sequence: GpuBuffer, vocabSize: number, options: ChainSamplingOptions,
-  scratch: SamplingScratch, output: GpuBuffer = sequence, mask?: GpuBuffer): { commands: KernelCommand[]; bias: GpuBuffer } {
+export function wideSamplingCommands(
+  device: GpuDevice,
+  logits: GpuBuffer,
+  sequence: GpuBuffer,
+  vocabSize: number,
+  options: ChainSamplingOptions,
+  scratch: SamplingScratch,
+  output: GpuBuffer = sequence,
+  mask?: GpuBuffer,
+): { commands: KernelCommand[]; bias: GpuBuffer } {
   const { spec, bias } = samplingCommand(device, logits, sequence, vocabSize, options, scratch, output, mask);
   const params = spec.params!.bytes as Uint8Array;
   const commands = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', wide: true, params }, params, {
-    logits, history: sequence, bias, edited: scratch.edited, histogram: scratch.histogram, tokens: output, marks: scratch.marks,
-    mask: mask ?? noMask(device), partials: scratch.partials, state: scratch.state,
+    logits,
+    history: sequence,
+    bias,
+    edited: scratch.edited,
+    histogram: scratch.histogram,
+    tokens: output,
+    marks: scratch.marks,
+    mask: mask ?? noMask(device),
+    partials: scratch.partials,
+    state: scratch.state,
   });
   return { commands, bias };
 }

@@ -6,7 +6,10 @@ export class GrammarError extends Error {
   readonly code = 'ERR_MD_GRAMMAR';
   /** What was being done: which part of the grammar was refused, or compiled. */
   readonly what: string;
-  constructor(what: string, readonly reason: string) {
+  constructor(
+    what: string,
+    readonly reason: string,
+  ) {
     super(`${what}: ${reason}`);
     this.name = 'GrammarError';
     this.what = what;

@@ -79,7 +79,7 @@ export class GrammarThread {
   }
 
   async #request<T extends { warnings?: string[] }>(request: GrammarRequest, signal?: AbortSignal): Promise<T> {
-    if (this.#ended) throw new Error('The grammar\'s thread was ended (its model was disposed, or the engine failed); compile the grammar again');
+    if (this.#ended) throw new Error("The grammar's thread was ended (its model was disposed, or the engine failed); compile the grammar again");
     try {
       const reply = await this.#worker.request<T>(request, [], { signal });
       emitWarnings(reply.warnings);

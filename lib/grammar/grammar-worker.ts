@@ -33,7 +33,8 @@ function encodedVocabulary(): string[] {
 function compileOn(on: Engine, spec: GrammarSpec): Promise<CompiledGrammar> {
   return (async () => {
     const info = await engineCall(on, 'The grammar engine could not read the vocabulary', () =>
-      on.xgrammar.TokenizerInfo.createTokenizerInfo(encodedVocabulary(), 'byte_level', false, data.vocabSize, [...data.stops]));
+      on.xgrammar.TokenizerInfo.createTokenizerInfo(encodedVocabulary(), 'byte_level', false, data.vocabSize, [...data.stops]),
+    );
     const compiler = await engineCall(on, 'The grammar engine could not start', () => on.xgrammar.GrammarCompiler.createGrammarCompiler(info, false));
     const refused = `The grammar engine refused ${grammarField(spec)}`;
     switch (spec.type) {
@@ -43,7 +44,9 @@ function compileOn(on: Engine, spec: GrammarSpec): Promise<CompiledGrammar> {
         // whitespace: the output is short and the grammar ends at its last brace.
         return engineCall(on, refused, () => compiler.compileJSONSchema(JSON.stringify(spec.schema), false, -1, [', ', ': '], true));
       case 'regex':
-        return engineCall(on, refused, () => compiler.compileStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
+        return engineCall(on, refused, () =>
+          compiler.compileStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }),
+        );
       case 'ebnf':
         return engineCall(on, refused, () => compiler.compileGrammar(spec.grammar, spec.root ?? 'root'));
     }
@@ -82,7 +85,8 @@ async function handle(request: GrammarRequest): Promise<unknown> {
       if (!compiled) throw new Error('The grammar thread opened a matcher before compiling (a bug: please report it)');
       const { on, grammar } = await compiled;
       const m = await engineCall(on, 'The grammar engine could not start a matcher', () =>
-        on.xgrammar.GrammarMatcher.createGrammarMatcher(grammar, [...data.stops]));
+        on.xgrammar.GrammarMatcher.createGrammarMatcher(grammar, [...data.stops]),
+      );
       matchers.set(request.id, m);
       return stateWithMask(m);
     }

@@ -27,7 +27,8 @@ function compileLimits(options: unknown): CompileLimits {
   const { signal, timeoutMs } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalidParameterError('options.signal', 'an AbortSignal', signal, 'type');
   if (timeoutMs !== undefined) {
-    if (typeof timeoutMs !== 'number') throw invalidParameterError('options.timeoutMs', `a number of milliseconds from 1 to ${MAX_TIMER_MS}, or Infinity`, timeoutMs, 'type');
+    if (typeof timeoutMs !== 'number')
+      throw invalidParameterError('options.timeoutMs', `a number of milliseconds from 1 to ${MAX_TIMER_MS}, or Infinity`, timeoutMs, 'type');
     if (!(timeoutMs === Infinity || (Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS))) {
       throw invalidParameterError('options.timeoutMs', `a number of milliseconds from 1 to ${MAX_TIMER_MS}, or Infinity`, timeoutMs, 'range');
     }
@@ -87,7 +88,12 @@ export class Grammar<T = unknown> {
    */
   async openConstraint(model: DecodeModel, signal?: AbortSignal): Promise<Constraint> {
     if (model !== this.#model) {
-      throw invalidParameterError('grammar', 'a Grammar created for the model being generated with (a grammar is compiled against its vocabulary)', this, 'range');
+      throw invalidParameterError(
+        'grammar',
+        'a Grammar created for the model being generated with (a grammar is compiled against its vocabulary)',
+        this,
+        'range',
+      );
     }
     if (this.#thread.ended) this.#thread = await compiledGrammar(model, this.#resolved, { signal });
     return new GrammarConstraint(await this.#thread.openMatcher(), model.eosTokens);

@@ -139,7 +139,7 @@ function startCompile(model: DecodeModel, resolved: ResolvedGrammarSpec, entries
     },
     () => {
       made.settled = true;
-      if (entries.get(resolved.key) === made) entries.delete(resolved.key);  // a failure is not cached
+      if (entries.get(resolved.key) === made) entries.delete(resolved.key); // a failure is not cached
     },
   );
   return made;
@@ -165,11 +165,24 @@ function waitFor(entry: Compiling, resolved: ResolvedGrammarSpec, limits: Compil
     };
     const onAbort = () => leave(() => reject(new AbortError(signal?.reason, 'Compiling the grammar was aborted')));
     if (timeoutMs !== Infinity) {
-      timer = setTimeout(() => leave(() => reject(new GrammarError(`Compiling ${grammarField(resolved.spec)}`,
-        `it took over ${timeoutMs} ms, the time limit (createGrammar's timeoutMs option sets it; the compile was ended)`))), timeoutMs);
+      timer = setTimeout(
+        () =>
+          leave(() =>
+            reject(
+              new GrammarError(
+                `Compiling ${grammarField(resolved.spec)}`,
+                `it took over ${timeoutMs} ms, the time limit (createGrammar's timeoutMs option sets it; the compile was ended)`,
+              ),
+            ),
+          ),
+        timeoutMs,
+      );
     }
     signal?.addEventListener('abort', onAbort, { once: true });
-    entry.done.then((thread) => leave(() => resolve(thread)), (error: Error) => leave(() => reject(error)));
+    entry.done.then(
+      (thread) => leave(() => resolve(thread)),
+      (error: Error) => leave(() => reject(error)),
+    );
   });
 }
 

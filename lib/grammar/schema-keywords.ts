@@ -47,7 +47,12 @@ export function checkEnforcedKeywords(schema: unknown, path = 'grammar.schema', 
   for (const [keyword, value] of Object.entries(schema)) {
     const instead = UNENFORCED.get(keyword);
     if (instead !== undefined) {
-      throw invalidParameterError(`${path}.${keyword}`, `no ${keyword}: the grammar engine does not enforce it, so output could fail your schema (${instead})`, value, 'range');
+      throw invalidParameterError(
+        `${path}.${keyword}`,
+        `no ${keyword}: the grammar engine does not enforce it, so output could fail your schema (${instead})`,
+        value,
+        'range',
+      );
     }
     if (ONE.includes(keyword)) checkEnforcedKeywords(value, `${path}.${keyword}`, depth + 1);
     else if (LIST.includes(keyword) && Array.isArray(value)) value.forEach((s, i) => checkEnforcedKeywords(s, `${path}.${keyword}[${i}]`, depth + 1));

@@ -35,7 +35,8 @@ export function halfOrderTable(): Uint16Array {
   if (!orders) {
     orders = new Uint16Array(65536);
     for (let h = 0; h < 65536; h++) {
-      const exponent = h & 0x7c00, mantissa = h & 0x3ff;
+      const exponent = h & 0x7c00,
+        mantissa = h & 0x3ff;
       const sanitised = exponent === 0x7c00 ? (mantissa !== 0 || h & 0x8000 ? 0xfc00 : 0x7bff) : h;
       orders[h] = halfOrder(sanitised);
     }
@@ -58,10 +59,12 @@ function orderValueTable(): Float32Array {
 /** The lowest bin whose value is >= limit (65536 when none is). */
 function orderAtLeast(limit: number): number {
   const values = orderValueTable();
-  let lo = 0, hi = 65536;
+  let lo = 0,
+    hi = 65536;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (values[mid] >= limit) hi = mid; else lo = mid + 1;
+    if (values[mid] >= limit) hi = mid;
+    else lo = mid + 1;
   }
   return lo;
 }
@@ -87,8 +90,12 @@ function arithmeticFloor(floor: number): number {
 
 // Scratch reused by every call on this thread.
 const scratch = {
-  blockMax: new Uint16Array(0), blockArithmetic: new Uint8Array(0), gathered: new Uint16Array(0),
-  counts: new Uint32Array(65536), mass: new Float64Array(65536), groupWeight: new Float64Array(65536 >>> GROUP_SHIFT),
+  blockMax: new Uint16Array(0),
+  blockArithmetic: new Uint8Array(0),
+  gathered: new Uint16Array(0),
+  counts: new Uint32Array(65536),
+  mass: new Float64Array(65536),
+  groupWeight: new Float64Array(65536 >>> GROUP_SHIFT),
 };
 
 /** A float16 row after steps 0-2, read through its bins. */
@@ -124,7 +131,8 @@ function blockTop(row: ScannedHalfRow, b: number, order: Uint16Array): number {
  * gives the tokens bias and penalties change (js-sampler.ts's applyEdits).
  */
 function scanHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: Map<number, number>): ScannedHalfRow {
-  const n = halves.length, order = halfOrderTable();
+  const n = halves.length,
+    order = halfOrderTable();
   const blocks = Math.ceil(n / BLOCK);
   if (scratch.blockMax.length < blocks) {
     scratch.blockMax = new Uint16Array(blocks);
@@ -134,7 +142,8 @@ function scanHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: Map<number
   const mask = s.mask;
   const row: ScannedHalfRow = { halves, mask, edited: new Map(), blockMax, blockArithmetic, blocks, top: 0, argmax: 0 };
   for (let b = 0; b < blocks; b++) {
-    const start = b * BLOCK, end = Math.min(n, start + BLOCK);
+    const start = b * BLOCK,
+      end = Math.min(n, start + BLOCK);
     let top = 0;
     if (mask) {
       for (let i = start; i < end; i++) {
@@ -148,23 +157,25 @@ function scanHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: Map<number
         if (o > top) top = o;
       }
       blockArithmetic[b] = 1;
-      if (top === 0x7fff) top = 0x8000;  // -0
-      else if (top < NEG_INF_ORDER || top >= 0xfc00) top = blockTop(row, b, order);  // NaNs, +inf
+      if (top === 0x7fff)
+        top = 0x8000; // -0
+      else if (top < NEG_INF_ORDER || top >= 0xfc00) top = blockTop(row, b, order); // NaNs, +inf
     }
     blockMax[b] = top;
   }
   for (const [t, value] of edits) {
-    if (mask && (mask[t >>> 5] & (1 << (t & 31))) === 0) continue;  // refused: -inf whatever its edits
+    if (mask && (mask[t >>> 5] & (1 << (t & 31))) === 0) continue; // refused: -inf whatever its edits
     row.edited.set(t, halfOrder(halfFromNumber(value)));
   }
-  for (const t of row.edited.keys()) blockArithmetic[Math.floor(t / BLOCK)] = 2;  // marked once per block
+  for (const t of row.edited.keys()) blockArithmetic[Math.floor(t / BLOCK)] = 2; // marked once per block
   for (const t of row.edited.keys()) {
     const b = Math.floor(t / BLOCK);
     if (blockArithmetic[b] !== 2) continue;
     blockMax[b] = blockTop(row, b, order);
     blockArithmetic[b] = 0;
   }
-  let top = 0, first = 0;
+  let top = 0,
+    first = 0;
   for (let b = 0; b < blocks; b++) {
     if (blockMax[b] > top) {
       top = blockMax[b];
@@ -188,7 +199,8 @@ function scanHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: Map<number
  * than `limit` are (the caller counts the whole row instead).
  */
 function gatherAtLeast(row: ScannedHalfRow, floor: number, limit: number): Uint16Array | undefined {
-  const order = halfOrderTable(), n = row.halves.length;
+  const order = halfOrderTable(),
+    n = row.halves.length;
   if (scratch.gathered.length < Math.min(n, limit)) scratch.gathered = new Uint16Array(Math.min(n, limit));
   const out = scratch.gathered;
   let count = 0;
@@ -207,7 +219,9 @@ function gatherAtLeast(row: ScannedHalfRow, floor: number, limit: number): Uint1
 
 // The whole row's bins counted (top-p without top-k weighs every token).
 function countAll(row: ScannedHalfRow): Uint32Array {
-  const counts = scratch.counts, order = halfOrderTable(), { halves, mask } = row;
+  const counts = scratch.counts,
+    order = halfOrderTable(),
+    { halves, mask } = row;
   counts.fill(0);
   if (mask) {
     for (let i = 0; i < halves.length; i++) counts[(mask[i >>> 5] & (1 << (i & 31))) !== 0 ? order[halves[i]] : NEG_INF_ORDER]++;
@@ -233,7 +247,8 @@ function kthLargest(row: ScannedHalfRow, k: number): number {
   const gathered = gatherAtLeast(row, bound, 4096);
   if (gathered) return gathered[k - 1];
   const counts = countAll(row);
-  let above = 0, bin = 0xffff;
+  let above = 0,
+    bin = 0xffff;
   for (; bin > 0; bin--) {
     if (above + counts[bin] >= k) break;
     above += counts[bin];
@@ -245,7 +260,8 @@ function kthLargest(row: ScannedHalfRow, k: number): number {
 // summed from the top (js-sampler.ts's and native/core/top_p.h's order).
 // A bin's top-p weight at filter temperature tf: md_exp((value - max) / tf).
 function topPWeight(row: ScannedHalfRow, tf: number): (o: number) => number {
-  const values = orderValueTable(), max = values[row.top];
+  const values = orderValueTable(),
+    max = values[row.top];
   return (o: number) => mdExp(f(f(values[o] - max) / tf));
 }
 
@@ -254,7 +270,8 @@ function topPOrder(row: ScannedHalfRow, floor: number, tf: number, p: number): n
   const weight = topPWeight(row, tf);
   const gathered = floor > 0 ? gatherAtLeast(row, floor, 4096) : undefined;
   if (gathered) {
-    const levels: number[] = [], masses: number[] = [];
+    const levels: number[] = [],
+      masses: number[] = [];
     let total = 0;
     for (let i = 0; i < gathered.length;) {
       let j = i;
@@ -302,8 +319,9 @@ export function topPFromHeavyTokensOfRow(halves: Uint16Array, tf: number, p: num
  * vectorised bounds). Bins down to the top's weight x 2^-16 are heavy.
  */
 function topPFromHeavyTokens(row: ScannedHalfRow, weight: (o: number) => number, tf: number, p: number): number | undefined {
-  const heavyValue = f(orderValueTable()[row.top] + f(tf * -11.090354888959125));  // the top's weight x 2^-16
-  const heavyFrom = orderAtLeast(heavyValue), lowest = NEG_INF_ORDER + 1;  // -inf weighs nothing
+  const heavyValue = f(orderValueTable()[row.top] + f(tf * -11.090354888959125)); // the top's weight x 2^-16
+  const heavyFrom = orderAtLeast(heavyValue),
+    lowest = NEG_INF_ORDER + 1; // -inf weighs nothing
   if (row.mask || heavyFrom <= lowest || row.top - heavyFrom > 4096) return undefined;
   const gathered = gatherAtLeast(row, heavyFrom, 65536);
   if (!gathered) return undefined;
@@ -321,7 +339,9 @@ function topPFromHeavyTokens(row: ScannedHalfRow, weight: (o: number) => number,
  * straddles heavyFrom count too, at below 2^-16 of the top's weight.
  */
 function lightBoundByGroups(row: ScannedHalfRow, heavyFrom: number, lowest: number, weight: (o: number) => number): number {
-  const order = halfOrderTable(), groupWeight = scratch.groupWeight, size = 1 << GROUP_SHIFT;
+  const order = halfOrderTable(),
+    groupWeight = scratch.groupWeight,
+    size = 1 << GROUP_SHIFT;
   for (let g = 0; g < groupWeight.length; g++) {
     const first = g * size;
     // +inf is the top's bin (heavy); NaN and -inf weigh nothing.
@@ -330,9 +350,14 @@ function lightBoundByGroups(row: ScannedHalfRow, heavyFrom: number, lowest: numb
     const o = special ? 0 : Math.min(first < 0x8000 ? order[first + size - 1] : order[first], heavyFrom - 1);
     groupWeight[g] = o < lowest ? 0 : weight(o);
   }
-  const halves = row.halves, n = halves.length;
+  const halves = row.halves,
+    n = halves.length;
   // Four sums, so that each addition need not wait for the one before.
-  let a = 0, b = 0, c = 0, d = 0, i = 0;
+  let a = 0,
+    b = 0,
+    c = 0,
+    d = 0,
+    i = 0;
   for (; i + 4 <= n; i += 4) {
     a += groupWeight[halves[i] >>> GROUP_SHIFT];
     b += groupWeight[halves[i + 1] >>> GROUP_SHIFT];
@@ -341,7 +366,7 @@ function lightBoundByGroups(row: ScannedHalfRow, heavyFrom: number, lowest: numb
   }
   for (; i < n; i++) a += groupWeight[halves[i] >>> GROUP_SHIFT];
   for (const o of row.edited.values()) if (o < heavyFrom && o >= lowest) a += weight(o);
-  return (a + b) + (c + d);
+  return a + b + (c + d);
 }
 
 /**
@@ -355,10 +380,17 @@ function lightBoundByGroups(row: ScannedHalfRow, heavyFrom: number, lowest: numb
  * for both is its stop.
  * @internal exported for its test
  */
-export function topPFromHeavyLevels(counts: Uint32Array, top: number, floor: number, weight: (o: number) => number,
-  heavyValue: number, p: number): number | undefined {
-  const heavyFrom = orderAtLeast(heavyValue), lowest = Math.max(floor, NEG_INF_ORDER + 1);  // -inf weighs nothing
-  if (heavyFrom <= lowest || top - heavyFrom > 4096) return undefined;  // everything heavy, or too many levels to save anything
+export function topPFromHeavyLevels(
+  counts: Uint32Array,
+  top: number,
+  floor: number,
+  weight: (o: number) => number,
+  heavyValue: number,
+  p: number,
+): number | undefined {
+  const heavyFrom = orderAtLeast(heavyValue),
+    lowest = Math.max(floor, NEG_INF_ORDER + 1); // -inf weighs nothing
+  if (heavyFrom <= lowest || top - heavyFrom > 4096) return undefined; // everything heavy, or too many levels to save anything
   let light = 0;
   for (let high = heavyFrom - 1; high >= lowest; high -= 256) {
     let tokens = 0;
@@ -373,8 +405,14 @@ export function topPFromHeavyLevels(counts: Uint32Array, top: number, floor: num
  * when it is the same for every total from heavy to heavy + light, else
  * undefined: then it is the whole-row walk's stop, bit for bit.
  */
-function heavyWalksAgree(counts: Uint32Array, top: number, heavyFrom: number, weight: (o: number) => number,
-  light: number, p: number): number | undefined {
+function heavyWalksAgree(
+  counts: Uint32Array,
+  top: number,
+  heavyFrom: number,
+  weight: (o: number) => number,
+  light: number,
+  p: number,
+): number | undefined {
   const mass = scratch.mass;
   let heavy = 0;
   for (let b = top; b >= heavyFrom; b--) if (counts[b] !== 0) heavy += mass[b] = counts[b] * weight(b);
@@ -392,7 +430,8 @@ function heavyWalksAgree(counts: Uint32Array, top: number, heavyFrom: number, we
  */
 export function topPWholeRow(counts: Uint32Array, top: number, floor: number, weight: (o: number) => number, p: number): number {
   const mass = scratch.mass;
-  let total = 0, lowest = top;
+  let total = 0,
+    lowest = top;
   for (let b = top; b >= floor; b--) {
     if (counts[b] === 0) continue;
     total += mass[b] = counts[b] * weight(b);
@@ -416,7 +455,8 @@ function walkFromTop(counts: Uint32Array, top: number, bottom: number, target: n
 
 // Step 5 as a bin: the lowest a token may have and stay (0: every token).
 function keepOrder(row: ScannedHalfRow, s: ResolvedSampling): number {
-  const n = row.halves.length, tf = s.unitFilterTemperature ? 1 : s.temperature;
+  const n = row.halves.length,
+    tf = s.unitFilterTemperature ? 1 : s.temperature;
   let tau = 0;
   if (s.topK > 0 && s.topK < n) tau = kthLargest(row, s.topK);
   if (s.topP < 1) tau = Math.max(tau, topPOrder(row, tau, tf, s.topP));
@@ -441,7 +481,7 @@ export function halfKeepThreshold(halves: Uint16Array, s: ResolvedSampling, edit
  * -ln(-ln(u)); callers leave 1e-4 below what a token needs.
  */
 function cellsBelow(need: number): number {
-  if (!(need > -2.8)) return 0;  // -ln(-ln(2^-24)) = -2.81: no cell is below
+  if (!(need > -2.8)) return 0; // -ln(-ln(2^-24)) = -2.81: no cell is below
   return Math.max(0, Math.floor((Math.exp(-Math.exp(-need)) * 16777216 - 1) / 2) - 1);
 }
 
@@ -457,7 +497,9 @@ export function sampleHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: M
   const row = scanHalfRow(halves, s, edits);
   if (row.top === NEG_INF_ORDER) return undefined;
   if (s.temperature === 0) return row.argmax;
-  const n = halves.length, values = orderValueTable(), order = halfOrderTable();
+  const n = halves.length,
+    values = orderValueTable(),
+    order = halfOrderTable();
   const max = values[row.top];
   const tau = keepOrder(row, s);
 
@@ -466,7 +508,9 @@ export function sampleHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: M
   // whose noise cell alone shows their noise is too small (the hash is cheap,
   // the two logs are not). The margin is the native window's: a token with
   // z + T * g <= best - margin scores below best.
-  const t = s.temperature, key = noiseKey(s.seed, s.position), tMaxNoise = f(t * GUMBEL_MAX);
+  const t = s.temperature,
+    key = noiseKey(s.seed, s.position),
+    tMaxNoise = f(t * GUMBEL_MAX);
   let bestIndex = row.argmax;
   let best = f(max + f(t * tokenNoise(key, bestIndex)));
   const marginOf = (b: number) => f((Math.abs(b) + tMaxNoise) * 2 ** -20);
@@ -509,16 +553,18 @@ export function sampleHalfRow(halves: Uint16Array, s: ResolvedSampling, edits: M
   // cells through the hash's inverse, not by hashing the blocks.
   let split = floor;
   if (Number.isFinite(best) && Number.isFinite(tMaxNoise) && cellsOf(floor) >= LOWEST_UNLIKELY_CELL) {
-    let lo = floor, hi = row.top;  // the largest bin whose cells are still that high
+    let lo = floor,
+      hi = row.top; // the largest bin whose cells are still that high
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      if (cellsOf(mid) >= LOWEST_UNLIKELY_CELL) lo = mid; else hi = mid - 1;
+      if (cellsOf(mid) >= LOWEST_UNLIKELY_CELL) lo = mid;
+      else hi = mid - 1;
     }
     split = lo + 1;
   }
   scoreBlocks(split, nearTop);
   if (split > floor) {
-    const first = cellsOf(split - 1) * 512;  // higher than planned, or equal: the best only rises
+    const first = cellsOf(split - 1) * 512; // higher than planned, or equal: the best only rises
     for (let h = first; h < 2 ** 32; h++) {
       const i = (hashInverse(h) - key) >>> 0;
       if (i >= n || i === bestIndex) continue;

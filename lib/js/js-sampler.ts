@@ -90,7 +90,8 @@ function kthLargest(z: Float32Array, k: number): number {
   const counts = scratch.counts;
   counts.fill(0);
   for (let i = 0; i < u32.length; i++) counts[coarseBin(u32[i])]++;
-  let above = 0, bin = 0xffff;
+  let above = 0,
+    bin = 0xffff;
   for (; bin > 0; bin--) {
     if (above + counts[bin] >= k) break;
     above += counts[bin];
@@ -168,7 +169,11 @@ function walkLevels(levels: Array<[value: number, mass: number]>, target: number
 function keepThreshold(logits: Float32Array | Uint16Array, row: EditedRow, s: ResolvedSampling): number {
   if (logits instanceof Uint16Array) {
     const values = sanitisedHalfValues();
-    return halfKeepThreshold(logits, s, editValues(s, logits.length, (t) => values[logits[t]], true));
+    return halfKeepThreshold(
+      logits,
+      s,
+      editValues(s, logits.length, (t) => values[logits[t]], true),
+    );
   }
   const n = row.z.length;
   const tf = s.unitFilterTemperature ? 1 : s.temperature;
@@ -210,7 +215,8 @@ function editRow(logits: Float32Array | Uint16Array, s: ResolvedSampling): Edite
   const isHalf = logits instanceof Uint16Array;
   const z = scratchRow(n);
   // The copy finds the argmax too; edits or a mask mean finding it again.
-  let argmax = 0, max = -Infinity;
+  let argmax = 0,
+    max = -Infinity;
   if (isHalf) {
     const values = sanitisedHalfValues();
     for (let i = 0; i < n; i++) {
@@ -275,7 +281,7 @@ function plainArgmax(logits: Float32Array | Uint16Array): { max: number; argmax:
   let max = sanitise(logits[0], false);
   for (let i = 1; i < logits.length; i++) {
     let v = logits[i];
-    if (v === Infinity) v = FLOAT32_MAX;  // step 0; NaN is never greater
+    if (v === Infinity) v = FLOAT32_MAX; // step 0; NaN is never greater
     if (v > max) {
       max = v;
       argmax = i;
@@ -297,7 +303,13 @@ export function sampleJs(logits: Float32Array | Uint16Array, s: ResolvedSampling
   }
   if (logits instanceof Uint16Array) {
     const values = sanitisedHalfValues();
-    return sampleHalfRow(logits, s, editValues(s, logits.length, (t) => values[logits[t]], true)) ?? NO_TOKEN;
+    return (
+      sampleHalfRow(
+        logits,
+        s,
+        editValues(s, logits.length, (t) => values[logits[t]], true),
+      ) ?? NO_TOKEN
+    );
   }
   const row = editRow(logits, s);
   const { z, max, argmax } = row;

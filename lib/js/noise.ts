@@ -23,11 +23,11 @@ export function hash(x: number): number {
  */
 export function hashInverse(h: number): number {
   const w = (h ^ (h >>> 22)) >>> 0;
-  const v = Math.imul(w, 2897767785) >>> 0;  // the inverse of 277803737
+  const v = Math.imul(w, 2897767785) >>> 0; // the inverse of 277803737
   const shift = (v >>> 28) + 4;
   let s = v;
   for (let round = 0; round < 8; round++) s = (v ^ (s >>> shift)) >>> 0;
-  return Math.imul((s - 2891336453) >>> 0, 3425435293) >>> 0;  // the inverse of 747796405
+  return Math.imul((s - 2891336453) >>> 0, 3425435293) >>> 0; // the inverse of 747796405
 }
 
 export function noiseKey(seed: number, position: number): number {
@@ -40,10 +40,10 @@ export function uniform(bits: number): number {
 
 const LOG_SQRT_HALF = f(0.707106781186547524);
 const LOG_COEFFICIENTS = [
-  7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
-  -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1,
+  7.0376836292e-2, -1.151461031e-1, 1.167699874e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+  3.3333331174e-1,
 ].map(f);
-const LN2_LOW = f(-2.12194440e-4);
+const LN2_LOW = f(-2.1219444e-4);
 const LN2_HIGH = f(0.693359375);
 const FLT_MIN = f(1.17549435e-38);
 
@@ -73,9 +73,9 @@ export function mdLogAny(x: number): number {
   return f(mdLog(f(x * 16777216)) - LN_2_POW_24);
 }
 
-const EXP_COEFFICIENTS = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1].map(f);
+const EXP_COEFFICIENTS = [1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1].map(f);
 const LOG2E = f(1.44269504088896341);
-const LN2_LOW_POSITIVE = f(2.12194440e-4);
+const LN2_LOW_POSITIVE = f(2.1219444e-4);
 
 /** exp(x) for x <= 0; 0 below -87, as md_exp. */
 export function mdExp(x: number): number {

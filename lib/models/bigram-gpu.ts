@@ -13,7 +13,21 @@ import { type DispatchTable, type GpuBuffer, type GpuDevice } from '../gpu/devic
 import { DispatchTableBuilder } from '../gpu/dispatch-table.js';
 import type { SequenceTables } from '../gpu/table-sequence.js';
 import { checkVerifyCount } from '../gpu/table-verifier.js';
-import { addCommands, argmaxCommand, commandForRow, halfRowBytes, needsSamplingKernel, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
+import {
+  addCommands,
+  argmaxCommand,
+  commandForRow,
+  halfRowBytes,
+  needsSamplingKernel,
+  samplingCommand,
+  samplingScratch,
+  wideArgmaxCommands,
+  wideSamplingCommands,
+  wideScratch,
+  type ChainSamplingOptions,
+  type SamplingScratch,
+  type WideScratch,
+} from '../gpu/sampling-command.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { resolveSampling } from '../sampling-options.js';
 import type { BigramWeights } from './bigram-weights.js';
@@ -27,7 +41,6 @@ export interface BigramChainOptions {
 }
 
 const LM_HEAD_THREADS = 256;
-
 
 /** The bigram model's buffers and tables on one device. */
 // A model's weights on a device, uploaded once and shared by every chain
@@ -56,8 +69,8 @@ export class BigramChain implements SequenceTables {
   readonly #params: Uint8Array;
   #scratch: SamplingScratch | undefined;
   #forwardTable: DispatchTable | undefined;
-  #rows: { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } | undefined;  // verification's
-  readonly #rowsTables: DispatchTable[] = [];  // by row count, made on first use
+  #rows: { hidden: GpuBuffer; logits: GpuBuffer; verified: GpuBuffer } | undefined; // verification's
+  readonly #rowsTables: DispatchTable[] = []; // by row count, made on first use
   // The run in progress: one at a time, since every run writes the sequence buffer.
   #running: ChainRunner | undefined;
   readonly #wide: WideScratch;
@@ -89,7 +102,12 @@ export class BigramChain implements SequenceTables {
   /** Writes tokens (a prompt) at `position`. Not while a chain runs. */
   writeTokens(position: number, tokens: ArrayLike<number>): void {
     if (!isInteger(position) || position < 0 || position + tokens.length > this.contextSize) {
-      throw invalidParameterError('position', `an integer from 0 to ${this.contextSize - tokens.length} (the tokens must fit in contextSize ${this.contextSize})`, position, isInteger(position) ? 'range' : 'type');
+      throw invalidParameterError(
+        'position',
+        `an integer from 0 to ${this.contextSize - tokens.length} (the tokens must fit in contextSize ${this.contextSize})`,
+        position,
+        isInteger(position) ? 'range' : 'type',
+      );
     }
     const ids = new Uint32Array(tokens.length);
     for (let i = 0; i < tokens.length; i++) {
@@ -120,15 +138,19 @@ export class BigramChain implements SequenceTables {
     const rows = this.#verificationRows();
     const sampled = needsSamplingKernel(resolveSampling({ seed: 0, ...options }));
     if (sampled) this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
-    const sampling = sampled ? samplingCommand(this.device, rows.logits, this.tokens, this.model.vocabSize, options, this.#scratch!, rows.verified) : undefined;
+    const sampling = sampled
+      ? samplingCommand(this.device, rows.logits, this.tokens, this.model.vocabSize, options, this.#scratch!, rows.verified)
+      : undefined;
     const b = new DispatchTableBuilder(this.device);
     for (let r = 0; r < count; r++) {
       this.#addForward(b, r, rows.hidden, rows.logits);
-      const pick = sampling ? { kernel: 'md_sample_f16', spec: sampling.spec } : argmaxCommand(this.device, rows.logits, rows.verified, this.model.vocabSize, 'f16');
+      const pick = sampling
+        ? { kernel: 'md_sample_f16', spec: sampling.spec }
+        : argmaxCommand(this.device, rows.logits, rows.verified, this.model.vocabSize, 'f16');
       b.add(pick.kernel, commandForRow(pick.spec, r, r * halfRowBytes(this.model.vocabSize)));
     }
     const table = b.build();
-    sampling?.bias.dispose();  // the table holds the memory it binds until it is disposed
+    sampling?.bias.dispose(); // the table holds the memory it binds until it is disposed
     return table;
   }
 
@@ -166,7 +188,8 @@ export class BigramChain implements SequenceTables {
 
   /** The float16 logits of the first `count` rows a rowsTable() or verifyTable() run left. */
   readRows(count: number): Uint16Array[] {
-    const rows = this.#verificationRows().logits, vocab = this.model.vocabSize;
+    const rows = this.#verificationRows().logits,
+      vocab = this.model.vocabSize;
     return Array.from({ length: count }, (_, r) => rows.readFloat16((r * halfRowBytes(vocab)) / 2, vocab));
   }
 
@@ -180,7 +203,7 @@ export class BigramChain implements SequenceTables {
     this.#scratch ??= samplingScratch(this.device, this.model.vocabSize);
     const { commands, bias } = wideSamplingCommands(this.device, this.logits, this.tokens, this.model.vocabSize, options, this.#scratch);
     const table = addCommands(this.#forward(), commands).build();
-    bias.dispose();  // the table holds the memory it binds until it is disposed
+    bias.dispose(); // the table holds the memory it binds until it is disposed
     return table;
   }
 
@@ -251,7 +274,11 @@ export class BigramChain implements SequenceTables {
     return b
       .add('md_embed_f16', {
         label: `embedding${row}`,
-        buffers: [{ index: 0, buffer: this.tokens }, { index: 1, buffer: this.#embedding }, { index: 3, ...at(hidden, this.model.dim) }],
+        buffers: [
+          { index: 0, buffer: this.tokens },
+          { index: 1, buffer: this.#embedding },
+          { index: 3, ...at(hidden, this.model.dim) },
+        ],
         params: { index: 2, bytes: this.#params },
         threadgroups: Math.ceil(this.model.dim / embedThreads),
         threadsPerThreadgroup: embedThreads,
@@ -259,7 +286,11 @@ export class BigramChain implements SequenceTables {
       })
       .add('md_lm_head_f16', {
         label: `lm head${row}`,
-        buffers: [{ index: 0, buffer: this.#head }, { index: 1, ...at(hidden, this.model.dim) }, { index: 3, ...at(logits, this.model.vocabSize) }],
+        buffers: [
+          { index: 0, buffer: this.#head },
+          { index: 1, ...at(hidden, this.model.dim) },
+          { index: 3, ...at(logits, this.model.vocabSize) },
+        ],
         params: { index: 2, bytes: this.#params },
         threadgroups: Math.ceil(this.model.vocabSize / LM_HEAD_THREADS),
         threadsPerThreadgroup: LM_HEAD_THREADS,
@@ -275,4 +306,3 @@ export class BigramChain implements SequenceTables {
     });
   }
 }
-

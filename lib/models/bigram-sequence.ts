@@ -22,7 +22,11 @@ export function openBigramSequence(model: BigramWeights, options: { backend: Bac
 class BigramCpuSequence implements ModelSequence {
   readonly chain = undefined;
 
-  constructor(readonly model: BigramWeights, readonly backend: 'native' | 'js', readonly contextSize: number) {}
+  constructor(
+    readonly model: BigramWeights,
+    readonly backend: 'native' | 'js',
+    readonly contextSize: number,
+  ) {}
 
   async evaluate(tokens: Uint32Array, _position: number): Promise<Logits> {
     // A bigram's logits depend on the last token alone.

@@ -23,7 +23,7 @@ export function textBigramWeights(text: string, options: TextBigramOptions = {})
   if (!isFiniteFloat32(smoothing) || smoothing <= 0) {
     throw invalidParameterError('smoothing', 'a finite number > 0', smoothing, typeof smoothing === 'number' ? 'range' : 'type');
   }
-  const counts = new Float64Array(VOCAB * VOCAB);  // counts[next * VOCAB + previous]
+  const counts = new Float64Array(VOCAB * VOCAB); // counts[next * VOCAB + previous]
   for (const paragraph of text.split(/\n\s*\n/)) {
     const bytes = Buffer.from(paragraph.trim(), 'utf8');
     if (bytes.length === 0) continue;

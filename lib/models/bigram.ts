@@ -78,9 +78,11 @@ export class BigramModel implements DecodeModel, BigramWeights {
   static fromSeed(options: BigramSeedOptions): BigramModel {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'an object { vocabSize, dim, seed }', options, 'type');
     const { vocabSize, dim } = checkShape(options.vocabSize, options.dim);
-    if (!isUint32(options.seed)) throw invalidParameterError('seed', 'an integer from 0 to 4294967295', options.seed, isInteger(options.seed) ? 'range' : 'type');
+    if (!isUint32(options.seed))
+      throw invalidParameterError('seed', 'an integer from 0 to 4294967295', options.seed, isInteger(options.seed) ? 'range' : 'type');
     const scale = options.logitScale ?? 2;
-    if (!isFiniteFloat32(scale) || scale <= 0) throw invalidParameterError('logitScale', 'a finite number > 0', scale, typeof scale === 'number' ? 'range' : 'type');
+    if (!isFiniteFloat32(scale) || scale <= 0)
+      throw invalidParameterError('logitScale', 'a finite number > 0', scale, typeof scale === 'number' ? 'range' : 'type');
     // Uniform(-a, a) entries: a logit is a sum of dim products of variance
     // (a^2 / 3)^2, so a = sqrt(3 * scale / sqrt(dim)) gives it std `scale`.
     const a = Math.sqrt((3 * scale) / Math.sqrt(dim));
@@ -100,7 +102,8 @@ export class BigramModel implements DecodeModel, BigramWeights {
     for (const name of ['embedding', 'head'] as const) {
       const w = options[name];
       if (!(w instanceof Uint16Array)) throw invalidParameterError(name, 'a Uint16Array of float16 bits', w, 'type');
-      if (w.length !== vocabSize * dim) throw invalidParameterError(name, `${vocabSize * dim} halves (vocabSize x dim)`, `${w.length} halves`, 'range');
+      if (w.length !== vocabSize * dim)
+        throw invalidParameterError(name, `${vocabSize * dim} halves (vocabSize x dim)`, `${w.length} halves`, 'range');
     }
     return new BigramModel(vocabSize, dim, options.embedding.slice(), options.head.slice());
   }
@@ -152,7 +155,8 @@ export class BigramModel implements DecodeModel, BigramWeights {
    * 'auto' (native when the addon loaded). Bit for bit what the GPU computes.
    */
   logits(token: number, backend: 'auto' | 'native' | 'js' = 'auto'): Uint16Array {
-    if (!isUint32(token)) throw invalidParameterError('token', 'a token id (an integer from 0 to 4294967295)', token, isInteger(token) ? 'range' : 'type');
+    if (!isUint32(token))
+      throw invalidParameterError('token', 'a token id (an integer from 0 to 4294967295)', token, isInteger(token) ? 'range' : 'type');
     const out = new Uint16Array(this.vocabSize);
     if (backend === 'js') return this.#forwardJs(token, out);
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto', 'native' or 'js'", backend, 'range');

@@ -19,7 +19,21 @@ import type { Logits } from '../generate/model.js';
 import type { MaskedStepTables } from '../gpu/masked-steps.js';
 import type { SequenceTables } from '../gpu/table-sequence.js';
 import { checkVerifyCount } from '../gpu/table-verifier.js';
-import { addCommands, argmaxCommand, maskWords, needsSamplingKernel, samplingCommand, samplingScratch, wideArgmaxCommands, wideSamplingCommands, wideScratch, type ChainSamplingOptions, type KernelCommand, type SamplingScratch, type WideScratch } from '../gpu/sampling-command.js';
+import {
+  addCommands,
+  argmaxCommand,
+  maskWords,
+  needsSamplingKernel,
+  samplingCommand,
+  samplingScratch,
+  wideArgmaxCommands,
+  wideSamplingCommands,
+  wideScratch,
+  type ChainSamplingOptions,
+  type KernelCommand,
+  type SamplingScratch,
+  type WideScratch,
+} from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
 import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
@@ -75,17 +89,23 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
-  #maskBuffer: GpuBuffer | undefined;       // constrained decoding: the tokens the grammar allows
+  #maskBuffer: GpuBuffer | undefined; // constrained decoding: the tokens the grammar allows
   #scratch: SamplingScratch | undefined;
   #wide: WideScratch | undefined;
   #head: HeadScratch | undefined;
-  #verifyScratch: SamplingScratch | undefined;  // verification: the sampling kernel's, one row per token
-  #rowLogits: GpuBuffer | undefined;       // verification: every row's logits (float32, then float16)
+  #verifyScratch: SamplingScratch | undefined; // verification: the sampling kernel's, one row per token
+  #rowLogits: GpuBuffer | undefined; // verification: every row's logits (float32, then float16)
   #rowHalfLogits: GpuBuffer | undefined;
-  #verified: GpuBuffer | undefined;        // verification: row r's token at slot p + 1 + r
-  #probabilities: GpuBuffer | undefined;   // rejection sampling: each draft row's probability of its token
+  #verified: GpuBuffer | undefined; // verification: row r's token at slot p + 1 + r
+  #probabilities: GpuBuffer | undefined; // rejection sampling: each draft row's probability of its token
 
-  constructor(readonly device: GpuDevice, config: NativeModelConfig, weights: GpuWeights, readonly contextSize: number, options: ForwardTableOptions = {}) {
+  constructor(
+    readonly device: GpuDevice,
+    config: NativeModelConfig,
+    weights: GpuWeights,
+    readonly contextSize: number,
+    options: ForwardTableOptions = {},
+  ) {
     this.#config = config;
     this.#weights = weights;
     this.#vocabSize = config.vocabSize;
@@ -108,7 +128,10 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.forward = this.#oneToken().build();
     this.greedy = this.#fusedHead
       ? this.#fusedTable(undefined)
-      : addCommands(this.#oneToken(), wideArgmaxCommands(this.device, this.logits, this.tokens, config.vocabSize, 'f32', this.#wideScratch())).build();
+      : addCommands(
+          this.#oneToken(),
+          wideArgmaxCommands(this.device, this.logits, this.tokens, config.vocabSize, 'f32', this.#wideScratch()),
+        ).build();
   }
 
   /**
@@ -116,8 +139,13 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
    * `pick`: the LM head fused with the pick in its place.
    */
   #commands(b: DispatchTableBuilder, count: number, logits: LogitRows, pick?: HeadPick): DispatchTableBuilder {
-    if (logits === 'every') this.#verificationBuffers();  // the rows' logits buffer the record names
-    const recorded = this.device.addon.recordForward(this.#config, this.#weights.tensors, { ...this.#record, count, logits, headPick: pick !== undefined });
+    if (logits === 'every') this.#verificationBuffers(); // the rows' logits buffer the record names
+    const recorded = this.device.addon.recordForward(this.#config, this.#weights.tensors, {
+      ...this.#record,
+      count,
+      logits,
+      headPick: pick !== undefined,
+    });
     for (const command of recorded.commands) b.add(command.kernel, this.#spec(command));
     if (pick === undefined) return b;
     if (recorded.headTensor === undefined) throw new Error('recordForward: no LM head tensor was reported for a fused head');
@@ -172,8 +200,13 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.#verifyScratch ??= this.#scratchBuffers(samplingScratch(this.device, n, this.maxVerifyTokens));
     const { spec, bias } = samplingCommand(this.device, rowHalfLogits, this.tokens, n, options, this.#verifyScratch, verified);
     b.add('md_half_from_f32', {
-      label: 'logits to float16', buffers: [{ index: 0, buffer: rowLogits }, { index: 1, buffer: rowHalfLogits }],
-      params: { index: 2, bytes: rowsParams(this.device.addon.layouts.transformer, n, count) }, ...grid(n * count, 256),
+      label: 'logits to float16',
+      buffers: [
+        { index: 0, buffer: rowLogits },
+        { index: 1, buffer: rowHalfLogits },
+      ],
+      params: { index: 2, bytes: rowsParams(this.device.addon.layouts.transformer, n, count) },
+      ...grid(n * count, 256),
     });
     // The kernel's batched form: threadgroup r samples row r at position p + 1 + r over p + 1 + r tokens of history.
     b.add('md_sample_f16', { ...spec, threadgroups: count });
@@ -181,13 +214,20 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
       // The draft tokens are the sequence's, at the slots the samples went to in `verified`.
       this.#probabilities ??= this.#buffer(this.maxVerifyTokens * 4);
       b.add('md_draft_probability_f16', {
-        ...spec, label: 'draft probabilities', threadgroups: count - 1,
+        ...spec,
+        label: 'draft probabilities',
+        threadgroups: count - 1,
         // The drafts where md_sample_f16 writes its tokens; the mask after the probabilities.
-        buffers: [...spec.buffers.map((binding) => (binding.index === 6 ? { index: 6, buffer: this.tokens } : binding.index === 8 ? { ...binding, index: 9 } : binding)), { index: 8, buffer: this.#probabilities }],
+        buffers: [
+          ...spec.buffers.map((binding) =>
+            binding.index === 6 ? { index: 6, buffer: this.tokens } : binding.index === 8 ? { ...binding, index: 9 } : binding,
+          ),
+          { index: 8, buffer: this.#probabilities },
+        ],
       });
     }
     const table = b.build();
-    bias.dispose();  // the table holds the memory it binds until it is disposed
+    bias.dispose(); // the table holds the memory it binds until it is disposed
     return table;
   }
 
@@ -232,7 +272,8 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
 
   /** The logits of the first `count` rows a rowsTable() or verifyTable() run left, float32. */
   readRows(count: number): Float32Array[] {
-    const n = this.#vocabSize, rows = this.#verificationBuffers().rowLogits;
+    const n = this.#vocabSize,
+      rows = this.#verificationBuffers().rowLogits;
     return Array.from({ length: count }, (_, r) => new Float32Array(rows.read(r * n * 4, n * 4)));
   }
 
@@ -280,7 +321,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.#halfLogits ??= this.#buffer(n * 2);
     const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch());
     const table = addCommands(this.#oneToken().add('md_half_from_f32', this.#toHalf()), commands).build();
-    bias.dispose();  // the table holds the memory it binds until it is disposed
+    bias.dispose(); // the table holds the memory it binds until it is disposed
     return table;
   }
 
@@ -304,12 +345,27 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     const b = new DispatchTableBuilder(this.device);
     if (!needsSamplingKernel(resolveSampling({ seed: 0, ...options }))) {
       const pick = wideArgmaxCommands(this.device, this.logits, this.tokens, this.#vocabSize, 'f32', this.#wideScratch(), this.maskBuffer);
-      return addCommands(b, pick.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } }))).build();
+      return addCommands(
+        b,
+        pick.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } })),
+      ).build();
     }
     const n = this.#vocabSize;
     this.#halfLogits ??= this.#buffer(n * 2);
-    const { commands, bias } = wideSamplingCommands(this.device, this.#halfLogits, this.tokens, n, options, this.#samplingScratch(), this.tokens, this.maskBuffer);
-    const table = addCommands(b.add('md_half_from_f32', this.#toHalf()), commands.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } }))).build();
+    const { commands, bias } = wideSamplingCommands(
+      this.device,
+      this.#halfLogits,
+      this.tokens,
+      n,
+      options,
+      this.#samplingScratch(),
+      this.tokens,
+      this.maskBuffer,
+    );
+    const table = addCommands(
+      b.add('md_half_from_f32', this.#toHalf()),
+      commands.map(({ kernel, spec }) => ({ kernel, spec: { ...spec, label: `masked ${spec.label}` } })),
+    ).build();
     bias.dispose();
     return table;
   }
@@ -334,8 +390,13 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.#halfLogits ??= this.#buffer(n * 2);
     const rows = rowsParams(this.device.addon.layouts.transformer, n, 1);
     return {
-      label: 'logits to float16', buffers: [{ index: 0, buffer: this.logits }, { index: 1, buffer: this.#halfLogits }],
-      params: { index: 2, bytes: rows }, ...grid(n, 256),
+      label: 'logits to float16',
+      buffers: [
+        { index: 0, buffer: this.logits },
+        { index: 1, buffer: this.#halfLogits },
+      ],
+      params: { index: 2, bytes: rows },
+      ...grid(n, 256),
     };
   }
 
@@ -352,7 +413,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
       bias = fused.bias;
       return fused.commands;
     }).build();
-    bias?.dispose();  // the table holds the memory it binds until it is disposed
+    bias?.dispose(); // the table holds the memory it binds until it is disposed
     return table;
   }
 

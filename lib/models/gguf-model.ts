@@ -53,7 +53,7 @@ export class GgufModel implements DecodeModel {
   readonly info: GgufModelInfo;
   /** The file's chat template (tokenizer.chat_template), when it has one. */
   readonly chatTemplate: ChatTemplate | undefined;
-  readonly #native: NativeTransformer | undefined;  // undefined: vocabOnly
+  readonly #native: NativeTransformer | undefined; // undefined: vocabOnly
   readonly #batchSize: number;
   readonly #tensors: readonly NativeTensorEntry[];
   readonly #sequences = new Set<GgufSequence>();
@@ -64,8 +64,15 @@ export class GgufModel implements DecodeModel {
   #disposed = false;
 
   /** @internal loadModel() makes models. */
-  constructor(native: NativeTransformer | undefined, info: GgufModelInfo, tokenizer: GgufTokenizer | ByteTokenizer, eosTokens: readonly number[], batchSize: number,
-    tensors: readonly NativeTensorEntry[], chatTemplate?: ChatTemplate) {
+  constructor(
+    native: NativeTransformer | undefined,
+    info: GgufModelInfo,
+    tokenizer: GgufTokenizer | ByteTokenizer,
+    eosTokens: readonly number[],
+    batchSize: number,
+    tensors: readonly NativeTensorEntry[],
+    chatTemplate?: ChatTemplate,
+  ) {
     this.#tensors = tensors;
     this.#native = native;
     this.chatTemplate = chatTemplate;
@@ -94,7 +101,9 @@ export class GgufModel implements DecodeModel {
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
     if (this.#disposed) throw new Error('openSequence: the model was disposed');
     if (this.#native === undefined) {
-      throw new Error(`openSequence: ${this.info.path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`);
+      throw new Error(
+        `openSequence: ${this.info.path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`,
+      );
     }
     const { backend, contextSize } = options;
     if (runsKernels(backend)) {
@@ -113,13 +122,19 @@ export class GgufModel implements DecodeModel {
       this.#gpuSequences.add(sequence);
       return sequence;
     }
-    if (backend === 'js') throw new BackendUnavailableError('js', 'a GGUF model\'s forward pass runs in the native addon; there is no TypeScript transformer');
+    if (backend === 'js')
+      throw new BackendUnavailableError('js', "a GGUF model's forward pass runs in the native addon; there is no TypeScript transformer");
     if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
-    const addon = loadAddon();  // loaded: the model is the addon's
+    const addon = loadAddon(); // loaded: the model is the addon's
     if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
     checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
     const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
-    const sequence = new GgufSequence(this.#native.createSequence(contextSize, this.#batchSize, cacheType), contextSize, (s) => this.#sequences.delete(s), addon.addon);
+    const sequence = new GgufSequence(
+      this.#native.createSequence(contextSize, this.#batchSize, cacheType),
+      contextSize,
+      (s) => this.#sequences.delete(s),
+      addon.addon,
+    );
     this.#sequences.add(sequence);
     return sequence;
   }
@@ -158,7 +173,7 @@ export class GgufModel implements DecodeModel {
   }
 }
 
-const NO_LOGITS = new Float32Array(0);  // evaluateAndPick packs options only
+const NO_LOGITS = new Float32Array(0); // evaluateAndPick packs options only
 
 /** One sequence of a GgufModel: its KV cache and logits in the addon. */
 export class GgufSequence implements ModelSequence {
@@ -173,7 +188,12 @@ export class GgufSequence implements ModelSequence {
   #disposed = false;
 
   /** @internal GgufModel.openSequence() makes sequences. */
-  constructor(native: NativeTransformerSequence, readonly contextSize: number, onDispose: (s: GgufSequence) => void, addon: NativeAddon) {
+  constructor(
+    native: NativeTransformerSequence,
+    readonly contextSize: number,
+    onDispose: (s: GgufSequence) => void,
+    addon: NativeAddon,
+  ) {
     this.#native = native;
     this.#packer = new SamplingPacker(addon);
     this.#onDispose = onDispose;

@@ -35,15 +35,20 @@ export class GpuWeights {
   /** The file's tensor table: what the forward graph is recorded over. */
   readonly tensors: readonly NativeTensorEntry[];
 
-  constructor(readonly device: GpuDevice, file: WeightFile) {
+  constructor(
+    readonly device: GpuDevice,
+    file: WeightFile,
+  ) {
     this.tensors = file.tensors;
     const suffixes = file.tensors.map((t) => {
       const type = file.types.find((x) => x.id === t.type);
       const suffix = type?.kernelSuffix;
       if (type === undefined || suffix === null || suffix === undefined) {
         const gpuTypes = file.types.filter((x) => x.kernelSuffix !== null).map((x) => x.name);
-        throw new BackendUnavailableError(device.kind,
-          `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${gpuTypes.join(', ')})`);
+        throw new BackendUnavailableError(
+          device.kind,
+          `tensor ${t.name} is ${type?.name ?? `type ${t.type}`}, which has no GPU kernel (the GPU reads ${gpuTypes.join(', ')})`,
+        );
       }
       return { suffix, length: tensorBytes(type, t.dims) };
     });

@@ -23,7 +23,7 @@ export function headTiles(device: GpuDevice, rows: number): number {
   return Math.min(t.headMaxTiles, Math.ceil(rows / (t.matvecRows * HEAD_SIMDGROUPS)));
 }
 
-const HEAD_SIMDGROUPS = 4;  // 128 threads, as the matrix-vector kernels
+const HEAD_SIMDGROUPS = 4; // 128 threads, as the matrix-vector kernels
 
 export function headScratch(device: GpuDevice, rows: number): HeadScratch {
   const { partialBytes, stateBytes } = device.addon.layouts.wideSampling;
@@ -37,9 +37,17 @@ export function headScratch(device: GpuDevice, rows: number): HeadScratch {
  * buffer the commands read (a dense bias, or a placeholder): the caller
  * frees it once the table is built.
  */
-export function headSamplingCommands(device: GpuDevice, head: GpuWeight, x: GpuBuffer, rows: number, cols: number, tokens: GpuBuffer,
-  scratch: HeadScratch, options?: ChainSamplingOptions): { commands: KernelCommand[]; bias: GpuBuffer } {
-  const s = resolveSampling(options ?? {});  // a fresh seed per table when none is given, as samplingCommand()
+export function headSamplingCommands(
+  device: GpuDevice,
+  head: GpuWeight,
+  x: GpuBuffer,
+  rows: number,
+  cols: number,
+  tokens: GpuBuffer,
+  scratch: HeadScratch,
+  options?: ChainSamplingOptions,
+): { commands: KernelCommand[]; bias: GpuBuffer } {
+  const s = resolveSampling(options ?? {}); // a fresh seed per table when none is given, as samplingCommand()
   if (!fusedHeadSamples(s, rows)) throw new RangeError('headSamplingCommands: these options need the sampling kernels (a filter or a penalty is on)');
   const t = device.addon.layouts.transformer;
   const biased = s.biasTokens.length > 0;
@@ -53,8 +61,11 @@ export function headSamplingCommands(device: GpuDevice, head: GpuWeight, x: GpuB
   params.setUint32(t.headSampling.seed, s.seed, true);
   const bias = device.createBuffer(biased ? denseBias(s, rows) : new Uint8Array(4));
   const buffers = [
-    { index: 0, buffer: head.buffer, offset: head.offset }, { index: 1, buffer: x }, { index: 3, buffer: bias },
-    { index: 4, buffer: scratch.partials }, { index: 5, buffer: scratch.state },
+    { index: 0, buffer: head.buffer, offset: head.offset },
+    { index: 1, buffer: x },
+    { index: 3, buffer: bias },
+    { index: 4, buffer: scratch.partials },
+    { index: 5, buffer: scratch.state },
   ];
   const bytes = new Uint8Array(params.buffer);
   return {
@@ -63,15 +74,20 @@ export function headSamplingCommands(device: GpuDevice, head: GpuWeight, x: GpuB
       {
         kernel: `md_head_sample_${head.suffix}`,
         spec: {
-          label: 'LM head + pick: tiles', buffers, params: { index: 2, bytes },
-          threadgroups: headTiles(device, rows), threadsPerThreadgroup: 32 * HEAD_SIMDGROUPS,
-          patch: { rule: 'kvLength', fields: [t.headSampling.position] },  // the noise position: the token's, p + 1
+          label: 'LM head + pick: tiles',
+          buffers,
+          params: { index: 2, bytes },
+          threadgroups: headTiles(device, rows),
+          threadsPerThreadgroup: 32 * HEAD_SIMDGROUPS,
+          patch: { rule: 'kvLength', fields: [t.headSampling.position] }, // the noise position: the token's, p + 1
         },
       },
       {
         kernel: 'md_head_sample_pick',
         spec: {
-          label: 'LM head + pick: pick', buffers: [...buffers, { index: 6, buffer: tokens }], params: { index: 2, bytes },
+          label: 'LM head + pick: pick',
+          buffers: [...buffers, { index: 6, buffer: tokens }],
+          params: { index: 2, bytes },
           threadsPerThreadgroup: rowThreads(device, 'md_head_sample_pick', headTiles(device, rows)),
           patch: { rule: 'argmaxOutput', buffer: 6 },
         },

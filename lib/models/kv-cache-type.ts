@@ -29,7 +29,12 @@ export function kvCacheBytes(type: KvCacheType, types: readonly NativeTensorType
 /** A valid type checked against a model's head dimension: a RangeError naming kvCacheType. */
 export function checkKvCacheType(value: KvCacheType, headDim: number): void {
   if (value === 'q8_0' && headDim % 32 !== 0) {
-    throw invalidParameterError('kvCacheType', `'f16' or 'f32' for this model ('q8_0' stores each head as 32-value blocks, and its head dimension is ${headDim})`, value, 'range');
+    throw invalidParameterError(
+      'kvCacheType',
+      `'f16' or 'f32' for this model ('q8_0' stores each head as 32-value blocks, and its head dimension is ${headDim})`,
+      value,
+      'range',
+    );
   }
 }
 
@@ -38,13 +43,23 @@ export function checkKvCacheType(value: KvCacheType, headDim: number): void {
  * positions); a RangeError naming contextSize when they are more than this
  * machine's memory, before anything is allocated.
  */
-export function checkKvCacheFits(config: NativeModelConfig, type: KvCacheType, types: readonly NativeTensorType[], contextSize: number,
-  memory = totalmem()): number {
+export function checkKvCacheFits(
+  config: NativeModelConfig,
+  type: KvCacheType,
+  types: readonly NativeTensorType[],
+  contextSize: number,
+  memory = totalmem(),
+): number {
   const bytes = 2 * config.blockCount * contextSize * kvCacheBytes(type, types, config.headCountKv * config.headDim);
   if (bytes > memory) {
     const perPosition = bytes / contextSize;
-    throw invalidParameterError('contextSize', `at most ${Math.floor(memory / perPosition)} positions: the ${type} KV cache for ${contextSize} positions ` +
-      `is ${bytes} bytes, more than this machine's ${memory} bytes of memory`, contextSize, 'range');
+    throw invalidParameterError(
+      'contextSize',
+      `at most ${Math.floor(memory / perPosition)} positions: the ${type} KV cache for ${contextSize} positions ` +
+        `is ${bytes} bytes, more than this machine's ${memory} bytes of memory`,
+      contextSize,
+      'range',
+    );
   }
   return bytes;
 }

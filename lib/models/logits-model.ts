@@ -63,8 +63,9 @@ class LogitsSequence implements ModelSequence {
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
     const row = await this.logits(tokens, position);
     const expected = `a Float32Array, or a Uint16Array of float16 bits, of ${this.vocabSize} logits (vocabSize)`;
-    if (!(row instanceof Float32Array || row instanceof Uint16Array)) throw invalidParameterError('the logits function\'s result', expected, row, 'type');
-    if (row.length !== this.vocabSize) throw invalidParameterError('the logits function\'s result', expected, `${row.length} logits`, 'range');
+    if (!(row instanceof Float32Array || row instanceof Uint16Array))
+      throw invalidParameterError("the logits function's result", expected, row, 'type');
+    if (row.length !== this.vocabSize) throw invalidParameterError("the logits function's result", expected, `${row.length} logits`, 'range');
     return row;
   }
 

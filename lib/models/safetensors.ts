@@ -12,8 +12,21 @@ export interface SafetensorsTensor {
 }
 
 const DTYPE_BYTES: Record<string, number> = {
-  BOOL: 1, U8: 1, I8: 1, F8_E4M3: 1, F8_E5M2: 1, I16: 2, U16: 2, F16: 2, BF16: 2,
-  I32: 4, U32: 4, F32: 4, I64: 8, U64: 8, F64: 8,
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  I16: 2,
+  U16: 2,
+  F16: 2,
+  BF16: 2,
+  I32: 4,
+  U32: 4,
+  F32: 4,
+  I64: 8,
+  U64: 8,
+  F64: 8,
 };
 
 /** Thrown for a file that is not valid safetensors; the message says where. */
@@ -58,7 +71,8 @@ export function parseSafetensors(bytes: Uint8Array): Map<string, SafetensorsTens
     if (name === '__metadata__') continue;
     const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     if (typeof e !== 'object' || e === null) throw new SafetensorsError(`tensor ${name}: not an object`);
-    if (typeof e.dtype !== 'string' || !(e.dtype in DTYPE_BYTES)) throw new SafetensorsError(`tensor ${name}: unknown dtype ${JSON.stringify(e.dtype)}`);
+    if (typeof e.dtype !== 'string' || !(e.dtype in DTYPE_BYTES))
+      throw new SafetensorsError(`tensor ${name}: unknown dtype ${JSON.stringify(e.dtype)}`);
     if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       throw new SafetensorsError(`tensor ${name}: shape must be an array of non-negative integers`);
     }
@@ -71,7 +85,9 @@ export function parseSafetensors(bytes: Uint8Array): Map<string, SafetensorsTens
     // In BigInt: a hostile shape must not wrap around into a match.
     const needed = (e.shape as number[]).reduce((a, b) => a * BigInt(b), 1n) * BigInt(DTYPE_BYTES[e.dtype]);
     if (needed !== BigInt(end - begin)) {
-      throw new SafetensorsError(`tensor ${name}: shape [${e.shape.join(', ')}] of ${e.dtype} needs ${needed} bytes, the offsets give ${end - begin}`);
+      throw new SafetensorsError(
+        `tensor ${name}: shape [${e.shape.join(', ')}] of ${e.dtype} needs ${needed} bytes, the offsets give ${end - begin}`,
+      );
     }
     ranges.push({ name, begin, end });
     tensors.set(name, { dtype: e.dtype, shape: e.shape as number[], data: bytes.subarray(dataStart + begin, dataStart + end) });
@@ -121,7 +137,7 @@ export function serializeSafetensors(tensors: Record<string, { dtype: string; sh
     offset += t.data.byteLength;
   }
   let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);  // the data starts 8-byte aligned
+  json += ' '.repeat((8 - (json.length % 8)) % 8); // the data starts 8-byte aligned
   const headerBytes = new TextEncoder().encode(json);
   const out = new Uint8Array(8 + headerBytes.byteLength + offset);
   new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.byteLength), true);

@@ -6,8 +6,17 @@ export const ADDON_ABI_VERSION = 8;
 export type DeviceKind = 'metal' | 'emulated';
 
 export type SamplingSlotName =
-  | 'temperature' | 'topK' | 'topP' | 'minP' | 'seed' | 'position' | 'unitFilterTemperature'
-  | 'repeatPenalty' | 'frequencyPenalty' | 'presencePenalty' | 'lastTokens';
+  | 'temperature'
+  | 'topK'
+  | 'topP'
+  | 'minP'
+  | 'seed'
+  | 'position'
+  | 'unitFilterTemperature'
+  | 'repeatPenalty'
+  | 'frequencyPenalty'
+  | 'presencePenalty'
+  | 'lastTokens';
 
 /** The arguments of one sampling step, as sampleRow and the devices take them. */
 export type SamplingArguments = [
@@ -22,8 +31,15 @@ export type SamplingArguments = [
 
 /** A sampling configuration as llama.cpp's chain (native/bench/llama_cpp_sampler.h): off values 0, 1, 1, 0 for topK, topP, repeatPenalty, minP. */
 export interface LlamaChainConfig {
-  temperature: number; topK: number; topP: number; minP: number;
-  repeatPenalty: number; frequencyPenalty: number; presencePenalty: number; lastTokens: number; seed: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repeatPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  lastTokens: number;
+  seed: number;
 }
 
 /** Device memory both the CPU and the GPU address (native/addon/buffer_binding.h). */
@@ -38,8 +54,7 @@ export interface NativeBuffer {
 }
 
 /** The patch rules of native/core/dispatch_table.h, by name. */
-export type PatchRuleName =
-  | 'none' | 'tokenOffset' | 'position' | 'kvLength' | 'positionAndKvLength' | 'argmaxOutput' | 'sampledToken';
+export type PatchRuleName = 'none' | 'tokenOffset' | 'position' | 'kvLength' | 'positionAndKvLength' | 'argmaxOutput' | 'sampledToken';
 
 /** One command as createTable reads it (lib/gpu/dispatch-table.ts builds these). */
 export interface NativeCommand {
@@ -223,14 +238,27 @@ export interface NativeAddon {
    * the event loop: each timed call's microseconds (refilling llama.cpp's
    * candidate array from the row, then the chain) and selected token.
    */
-  timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: LlamaChainConfig, history: Int32Array,
-    iterations: number, warmup: number): Promise<{ microseconds: Float64Array; tokens: Int32Array }>;
+  timeLlamaCppSampler(
+    libraryPath: string,
+    rows: Float32Array,
+    vocab: number,
+    config: LlamaChainConfig,
+    history: Int32Array,
+    iterations: number,
+    warmup: number,
+  ): Promise<{ microseconds: Float64Array; tokens: Int32Array }>;
   readonly patchRules: Readonly<Record<PatchRuleName, number>>;
   readonly layouts: NativeLayouts;
   /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */
   readonly Device: new (kind: DeviceKind) => NativeDevice;
   /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
-  readonly Transformer: new (path: string, config: NativeModelConfig, tensors: NativeTensorEntry[], threads: number, isa: string) => NativeTransformer;
+  readonly Transformer: new (
+    path: string,
+    config: NativeModelConfig,
+    tensors: NativeTensorEntry[],
+    threads: number,
+    isa: string,
+  ) => NativeTransformer;
   readonly tensorTypes: readonly NativeTensorType[];
   /**
    * The model's forward graph (native/core/graph/) as the kernel launches

@@ -51,7 +51,9 @@ function tryLoad(path: string): { addon?: NativeAddon; attempt?: AddonAttempt } 
     return { addon };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { attempt: { path, error: message, fix: `${REBUILD_FIX}; if it was built for another Node.js version or platform, a rebuild also fixes that` } };
+    return {
+      attempt: { path, error: message, fix: `${REBUILD_FIX}; if it was built for another Node.js version or platform, a rebuild also fixes that` },
+    };
   }
 }
 

@@ -34,7 +34,10 @@ export class ChatTemplate {
   readonly #template: Template;
   #worker: RequestWorker | undefined;
 
-  constructor(readonly source: string, readonly origin: string) {
+  constructor(
+    readonly source: string,
+    readonly origin: string,
+  ) {
     try {
       this.#template = new Template(source);
     } catch (error) {
@@ -49,16 +52,23 @@ export class ChatTemplate {
    * messages and variables are copied to the thread (structured clone).
    */
   renderAsync(messages: readonly ChatMessage[], options: RenderOptions = {}, signal?: AbortSignal, timeoutMs = RENDER_TIMEOUT_MS): Promise<string> {
-    this.#worker ??= new RequestWorker('tokenizers/template-worker.js', { source: this.source, origin: this.origin }, undefined, { maxOldGenerationSizeMb: RENDER_HEAP_MB });
-    return this.#worker.request<string>({ messages, options }, [], {
-      signal,
-      timeoutMs,
-      timeoutError: () => new Error(`${this.origin}: the chat template did not finish rendering in ${timeoutMs / 1000} s (a loop too long for a conversation?); its thread was ended`),
-    }).catch((error: Error) => {
-      // The thread itself failed (out of memory): say whose thread it was.
-      if (error.name === 'AbortError' || error.message.startsWith(`${this.origin}: `)) throw error;
-      throw new Error(`${this.origin}: the chat template's rendering failed (${error.message})`, { cause: error });
+    this.#worker ??= new RequestWorker('tokenizers/template-worker.js', { source: this.source, origin: this.origin }, undefined, {
+      maxOldGenerationSizeMb: RENDER_HEAP_MB,
     });
+    return this.#worker
+      .request<string>({ messages, options }, [], {
+        signal,
+        timeoutMs,
+        timeoutError: () =>
+          new Error(
+            `${this.origin}: the chat template did not finish rendering in ${timeoutMs / 1000} s (a loop too long for a conversation?); its thread was ended`,
+          ),
+      })
+      .catch((error: Error) => {
+        // The thread itself failed (out of memory): say whose thread it was.
+        if (error.name === 'AbortError' || error.message.startsWith(`${this.origin}: `)) throw error;
+        throw new Error(`${this.origin}: the chat template's rendering failed (${error.message})`, { cause: error });
+      });
   }
 
   /** Ends the rendering thread, if one was started. */
@@ -79,11 +89,15 @@ export class ChatTemplate {
         eos_token: options.eosToken ?? '',
       });
     } catch (error) {
-      throw new Error(`${this.origin}: the chat template failed to render (${error instanceof Error ? error.message : String(error)})`, { cause: error });
+      throw new Error(`${this.origin}: the chat template failed to render (${error instanceof Error ? error.message : String(error)})`, {
+        cause: error,
+      });
     }
     // Nothing for a conversation: the template is at fault, not the prompt.
     if (text === '' && messages.length > 0) {
-      throw new Error(`${this.origin}: the chat template rendered ${messages.length} message${messages.length === 1 ? '' : 's'} as empty text; it must print the conversation`);
+      throw new Error(
+        `${this.origin}: the chat template rendered ${messages.length} message${messages.length === 1 ? '' : 's'} as empty text; it must print the conversation`,
+      );
     }
     return text;
   }

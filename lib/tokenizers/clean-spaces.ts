@@ -26,7 +26,7 @@ export function cleanSpaces(input: string): string {
   total = total ? 1 : 0;
   for (let i = 1; i < end; i++) {
     const x = text[i];
-    if (x === '\'' && i + 1 < end && text[i - 1] === ' ' && text[i + 1] === ' ') {
+    if (x === "'" && i + 1 < end && text[i - 1] === ' ' && text[i + 1] === ' ') {
       total--;
       text[++i] = '\0';
     }
@@ -38,7 +38,7 @@ export function cleanSpaces(input: string): string {
   total = total ? 1 : 0;
   for (let i = 1; i < end; i++) {
     const x = text[i];
-    if (text[i - 1] === ' ' && x === '\'' && i + 1 < end) {
+    if (text[i - 1] === ' ' && x === "'" && i + 1 < end) {
       const x1 = text[i + 1];
       if (x1 === 's' || x1 === 'm') total--;
       else if (x1 !== 't' && x1 !== 'd' && i + 2 < end) {

@@ -13,7 +13,11 @@ export type VocabularyForThread = Omit<GgufVocabulary, 'tokens' | 'merges'> & {
 };
 
 function forThread(vocabulary: GgufVocabulary): VocabularyForThread {
-  return { ...vocabulary, tokens: packedFormOf(vocabulary.tokens) ?? vocabulary.tokens, merges: packedFormOf(vocabulary.merges) ?? vocabulary.merges };
+  return {
+    ...vocabulary,
+    tokens: packedFormOf(vocabulary.tokens) ?? vocabulary.tokens,
+    merges: packedFormOf(vocabulary.merges) ?? vocabulary.merges,
+  };
 }
 
 /** The worker side: the vocabulary with its strings unpacked. */

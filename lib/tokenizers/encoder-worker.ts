@@ -9,10 +9,13 @@ import { vocabularyOnThread, type VocabularyForThread } from './encoder-thread.j
 
 const encoder = new VocabularyEncoder(vocabularyOnThread(workerData as VocabularyForThread));
 
-serveRequests<{ request?: EncodeRequest; prepare?: boolean }>((message) => {
-  if (message.prepare) {
-    encoder.prepare();
-    return undefined;
-  }
-  return Uint32Array.from(encoder.encode(message.request!));
-}, (value) => (value instanceof Uint32Array ? [value.buffer as ArrayBuffer] : []));
+serveRequests<{ request?: EncodeRequest; prepare?: boolean }>(
+  (message) => {
+    if (message.prepare) {
+      encoder.prepare();
+      return undefined;
+    }
+    return Uint32Array.from(encoder.encode(message.request!));
+  },
+  (value) => (value instanceof Uint32Array ? [value.buffer as ArrayBuffer] : []),
+);

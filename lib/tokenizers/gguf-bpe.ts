@@ -18,13 +18,27 @@ export function bpeEncoder(v: GgufVocabulary): (text: string) => number[] {
     if (fileType !== TOKEN_TYPE.control && fileType !== TOKEN_TYPE.userDefined && fileType !== TOKEN_TYPE.unused) vocab[token] = id;
   });
   const splits = PRE_TOKENIZER_SPLITS[v.pre].map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }));
-  const tokenizer = new Tokenizer({
-    normalizer: null,
-    pre_tokenizer: { type: 'Sequence', pretokenizers: [...splits, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }] },
-    model: { type: 'BPE', vocab, merges: v.merges, ignore_merges: IGNORES_MERGES.has(v.pre), byte_fallback: false, fuse_unk: false, unk_token: null },
-    decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
-    post_processor: null,
-    added_tokens: [],
-  }, { clean_up_tokenization_spaces: false });
+  const tokenizer = new Tokenizer(
+    {
+      normalizer: null,
+      pre_tokenizer: {
+        type: 'Sequence',
+        pretokenizers: [...splits, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }],
+      },
+      model: {
+        type: 'BPE',
+        vocab,
+        merges: v.merges,
+        ignore_merges: IGNORES_MERGES.has(v.pre),
+        byte_fallback: false,
+        fuse_unk: false,
+        unk_token: null,
+      },
+      decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+      post_processor: null,
+      added_tokens: [],
+    },
+    { clean_up_tokenization_spaces: false },
+  );
   return (text) => tokenizer.encode(text, { add_special_tokens: false }).ids;
 }

@@ -10,7 +10,6 @@ import { CONTROL_LOOKING_TEXTS, END_OF_GENERATION_TEXTS, FILL_IN_THE_MIDDLE_END_
 import { PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
 import { TOKEN_TYPE } from './token-types.js';
 
-
 /** tokenizer.ggml.model: byte-level BPE ('gpt2') or SentencePiece ('llama'). */
 export type VocabularyModel = 'gpt2' | 'llama';
 
@@ -71,7 +70,8 @@ const KEEPS_SPACES: ReadonlySet<string> = new Set(['qwen2', 'smollm']);
 export function readVocabulary(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufVocabulary | undefined {
   if (metadata['tokenizer.ggml.tokens'] === undefined) return undefined;
   const tokens = stringArray(path, metadata, 'tokenizer.ggml.tokens');
-  if (tokens.length !== vocabSize) throw new GgufError(path, 'tokenizer.ggml.tokens', `${tokens.length} tokens, but token_embd.weight has ${vocabSize} rows`);
+  if (tokens.length !== vocabSize)
+    throw new GgufError(path, 'tokenizer.ggml.tokens', `${tokens.length} tokens, but token_embd.weight has ${vocabSize} rows`);
   const model = metadata['tokenizer.ggml.model'];
   if (model !== 'gpt2' && model !== 'llama') throw new GgufError(path, 'tokenizer.ggml.model', unsupportedValue(model, ['gpt2', 'llama']));
 
@@ -107,10 +107,17 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
   const bos = tokenId(path, metadata, 'tokenizer.ggml.bos_token_id', vocabSize) ?? (model === 'llama' ? 1 : undefined);
   const addBosFlag = metadata['tokenizer.ggml.add_bos_token'] !== undefined;
   const addBos = flag(path, metadata, 'tokenizer.ggml.add_bos_token', model === 'llama' || pre === 'llama-bpe');
-  if (addBosFlag && addBos && bos === undefined) throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
+  if (addBosFlag && addBos && bos === undefined)
+    throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
 
   return {
-    model, tokens, fileTypes, types, scores, merges, pre,
+    model,
+    tokens,
+    fileTypes,
+    types,
+    scores,
+    merges,
+    pre,
     bos,
     addBos: addBos && bos !== undefined,
     eos: tokenId(path, metadata, 'tokenizer.ggml.eos_token_id', vocabSize) ?? (model === 'llama' ? 2 : undefined),
@@ -142,7 +149,12 @@ function controlLookingIds(tokens: readonly string[]): Map<string, number[]> {
  * ids of the control-looking texts (empty for a file without a
  * vocabulary: then only the ids the file names).
  */
-export function endOfGenerationTokens(path: string, metadata: Readonly<Record<string, MetadataValue>>, looking: ReadonlyMap<string, readonly number[]>, vocabSize: number): number[] {
+export function endOfGenerationTokens(
+  path: string,
+  metadata: Readonly<Record<string, MetadataValue>>,
+  looking: ReadonlyMap<string, readonly number[]>,
+  vocabSize: number,
+): number[] {
   const ids = new Set<number>();
   const withText = (texts: Iterable<string>) => {
     for (const text of texts) for (const id of looking.get(text) ?? []) ids.add(id);

@@ -51,7 +51,8 @@ class BigramQueue {
       items[0] = last;
       let i = 0;
       for (;;) {
-        const l = 2 * i + 1, r = l + 1;
+        const l = 2 * i + 1,
+          r = l + 1;
         let best = i;
         if (l < items.length && BigramQueue.#before(items[l], items[best])) best = l;
         if (r < items.length && BigramQueue.#before(items[r], items[best])) best = r;
@@ -71,7 +72,7 @@ class BigramQueue {
  */
 export function sentencePieceEncoder(v: GgufVocabulary): (text: string, leadingSpace: boolean) => number[] {
   const ids = new Map<string, number>();
-  v.tokens.forEach((token, id) => ids.set(token, id));  // a repeated text is its last id, as llama.cpp
+  v.tokens.forEach((token, id) => ids.set(token, id)); // a repeated text is its last id, as llama.cpp
   const scores = v.scores!;
   const byteTokens = Array.from({ length: 256 }, (_, b) => {
     const hex = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
@@ -81,7 +82,10 @@ export function sentencePieceEncoder(v: GgufVocabulary): (text: string, leadingS
   function byteFallback(char: string, out: number[]): void {
     for (const b of Buffer.from(char, 'utf8')) {
       const id = byteTokens[b];
-      if (id === undefined) throw new Error(`The vocabulary has no token for byte 0x${b.toString(16).padStart(2, '0')} (<0x${b.toString(16).toUpperCase().padStart(2, '0')}>), needed for ${JSON.stringify(char)}`);
+      if (id === undefined)
+        throw new Error(
+          `The vocabulary has no token for byte 0x${b.toString(16).padStart(2, '0')} (<0x${b.toString(16).toUpperCase().padStart(2, '0')}>), needed for ${JSON.stringify(char)}`,
+        );
       out.push(id);
     }
   }
@@ -90,7 +94,7 @@ export function sentencePieceEncoder(v: GgufVocabulary): (text: string, leadingS
   return (text, leadingSpace) => {
     const out: number[] = [];
     const spaced = (leadingSpace ? ' ' : '') + text;
-    const chars = Array.from(Buffer.from(spaced.replaceAll(' ', SPACE_MARKER), 'utf8').toString('utf8'));  // a lone surrogate is U+FFFD, as in its UTF-8
+    const chars = Array.from(Buffer.from(spaced.replaceAll(' ', SPACE_MARKER), 'utf8').toString('utf8')); // a lone surrogate is U+FFFD, as in its UTF-8
     const n = chars.length;
     const symbols = chars.slice();
     const lengths = new Int32Array(n).fill(1);
@@ -120,7 +124,7 @@ export function sentencePieceEncoder(v: GgufVocabulary): (text: string, leadingS
     for (let i = 0; i !== -1 && n > 0; i = next[i]) {
       const id = ids.get(symbols[i]);
       if (id !== undefined) out.push(id);
-      else byteFallback(symbols[i], out);  // only single characters are left without a token
+      else byteFallback(symbols[i], out); // only single characters are left without a token
     }
     return out;
   };

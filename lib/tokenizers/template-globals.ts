@@ -30,14 +30,22 @@ function strftimeNow(format: string): string {
   const date = new Date();
   return format.replace(/%[YmdbBHM%]/g, (directive) => {
     switch (directive) {
-      case '%Y': return String(date.getFullYear());
-      case '%m': return pad2(date.getMonth() + 1);
-      case '%d': return pad2(date.getDate());
-      case '%b': return new Intl.DateTimeFormat(undefined, { month: 'short' }).format(date);
-      case '%B': return new Intl.DateTimeFormat(undefined, { month: 'long' }).format(date);
-      case '%H': return pad2(date.getHours());
-      case '%M': return pad2(date.getMinutes());
-      default: return '%';
+      case '%Y':
+        return String(date.getFullYear());
+      case '%m':
+        return pad2(date.getMonth() + 1);
+      case '%d':
+        return pad2(date.getDate());
+      case '%b':
+        return new Intl.DateTimeFormat(undefined, { month: 'short' }).format(date);
+      case '%B':
+        return new Intl.DateTimeFormat(undefined, { month: 'long' }).format(date);
+      case '%H':
+        return pad2(date.getHours());
+      case '%M':
+        return pad2(date.getMinutes());
+      default:
+        return '%';
     }
   });
 }
@@ -46,7 +54,12 @@ function strftimeNow(format: string): string {
 export function renderWithGlobals(template: Template, variables: Readonly<Record<string, unknown>>): string {
   const env = new Environment();
   const globals: Record<string, unknown> = {
-    false: false, true: true, none: null, False: false, True: true, None: null,
+    false: false,
+    true: true,
+    none: null,
+    False: false,
+    True: true,
+    None: null,
     raise_exception: (message: unknown) => {
       throw new Error(String(message));
     },

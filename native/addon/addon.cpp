@@ -50,12 +50,17 @@ Napi::Object layouts(Napi::Env env) {
     return o;
   };
   Napi::Object transformer = Napi::Object::New(env);
-  transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)}, {"rows", offsetof(md_rows_params, rows)},
-                                                          {"eps", offsetof(md_rows_params, eps)}, {"broadcast", offsetof(md_rows_params, broadcast)}}));
-  transformer.Set("headSampling", layout(sizeof(md_head_sampling_params), {
-      {"rows", offsetof(md_head_sampling_params, rows)}, {"cols", offsetof(md_head_sampling_params, cols)},
-      {"flags", offsetof(md_head_sampling_params, flags)}, {"temperature", offsetof(md_head_sampling_params, temperature)},
-      {"seed", offsetof(md_head_sampling_params, seed)}, {"position", offsetof(md_head_sampling_params, position)}}));
+  transformer.Set("rows", layout(sizeof(md_rows_params), {{"n", offsetof(md_rows_params, n)},
+                                                          {"rows", offsetof(md_rows_params, rows)},
+                                                          {"eps", offsetof(md_rows_params, eps)},
+                                                          {"broadcast", offsetof(md_rows_params, broadcast)}}));
+  transformer.Set("headSampling", layout(sizeof(md_head_sampling_params),
+                                         {{"rows", offsetof(md_head_sampling_params, rows)},
+                                          {"cols", offsetof(md_head_sampling_params, cols)},
+                                          {"flags", offsetof(md_head_sampling_params, flags)},
+                                          {"temperature", offsetof(md_head_sampling_params, temperature)},
+                                          {"seed", offsetof(md_head_sampling_params, seed)},
+                                          {"position", offsetof(md_head_sampling_params, position)}}));
   Napi::Object headFlags = Napi::Object::New(env);
   headFlags.Set("half", n(MD_HEAD_HALF));
   headFlags.Set("bias", n(MD_HEAD_BIAS));
@@ -112,25 +117,28 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
   Napi::Function transformer = TransformerHandle::define(env);
   transformerConstructor_ = Napi::Persistent(transformer);
 
-  DefineAddon(exports, {
-      InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
-      InstanceMethod("bigramForward", &MetalDecodeAddon::BigramForward),
-      InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
-      InstanceMethod("wideSamplingGroups", &MetalDecodeAddon::WideSamplingGroups),
-      InstanceMethod("timeLlamaCppSampler", &MetalDecodeAddon::TimeLlamaCppSampler),
-      InstanceValue("samplingSlots", slots, napi_enumerable),
-      InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
-      InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),
-      InstanceValue("patchRules", patchRules(env), napi_enumerable),
-      InstanceValue("layouts", layouts(env), napi_enumerable),
-      InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
-      InstanceValue("Transformer", transformer, napi_enumerable),
-      InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
-      InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
-      InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
-      InstanceValue("samplingLaunches", Napi::Function::New(env, SamplingLaunches, "samplingLaunches"), napi_enumerable),
-      InstanceValue("abiVersion", Napi::Number::New(env, 8), napi_enumerable),
-  });
+  DefineAddon(
+      exports,
+      {
+          InstanceMethod("sampleRow", &MetalDecodeAddon::SampleRow),
+          InstanceMethod("bigramForward", &MetalDecodeAddon::BigramForward),
+          InstanceMethod("packSamplingParams", &MetalDecodeAddon::PackSamplingParams),
+          InstanceMethod("wideSamplingGroups", &MetalDecodeAddon::WideSamplingGroups),
+          InstanceMethod("timeLlamaCppSampler", &MetalDecodeAddon::TimeLlamaCppSampler),
+          InstanceValue("samplingSlots", slots, napi_enumerable),
+          InstanceValue("noToken", Napi::Number::New(env, MD_NO_TOKEN), napi_enumerable),
+          InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),
+          InstanceValue("patchRules", patchRules(env), napi_enumerable),
+          InstanceValue("layouts", layouts(env), napi_enumerable),
+          InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
+          InstanceValue("Transformer", transformer, napi_enumerable),
+          InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
+          InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
+          InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
+          InstanceValue("samplingLaunches", Napi::Function::New(env, SamplingLaunches, "samplingLaunches"),
+                        napi_enumerable),
+          InstanceValue("abiVersion", Napi::Number::New(env, 8), napi_enumerable),
+      });
 }
 
 }  // namespace md::addon

@@ -13,9 +13,16 @@ class LlamaSamplerWorker : public Napi::AsyncWorker {
  public:
   LlamaSamplerWorker(Napi::Env env, std::string library, std::vector<float> rows, uint32_t rowCount, uint32_t vocab,
                      bench::LlamaChainConfig config, std::vector<int32_t> history, uint32_t iterations, uint32_t warmup)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), library_(std::move(library)),
-        rows_(std::move(rows)), rowCount_(rowCount), vocab_(vocab), config_(config), history_(std::move(history)),
-        iterations_(iterations), warmup_(warmup) {}
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        library_(std::move(library)),
+        rows_(std::move(rows)),
+        rowCount_(rowCount),
+        vocab_(vocab),
+        config_(config),
+        history_(std::move(history)),
+        iterations_(iterations),
+        warmup_(warmup) {}
 
   Napi::Promise promise() { return deferred_.Promise(); }
 
@@ -75,12 +82,15 @@ Napi::Value MetalDecodeAddon::TimeLlamaCppSampler(const Napi::CallbackInfo& info
   if (info.Length() != 7 || !info[0].IsString() || !info[1].IsTypedArray() ||
       info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array || !info[3].IsObject() ||
       !info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(env, "timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: object, "
-                                    "history: Int32Array, iterations: number, warmup: number)");
+    throw Napi::TypeError::New(
+        env,
+        "timeLlamaCppSampler(libraryPath: string, rows: Float32Array, vocab: number, config: object, "
+        "history: Int32Array, iterations: number, warmup: number)");
   const uint32_t vocab = countArgument(env, info[2], "vocab", 1);
   Napi::Float32Array rows = info[1].As<Napi::Float32Array>();
   if (rows.ElementLength() == 0 || rows.ElementLength() % vocab != 0)
-    throw Napi::RangeError::New(env, "timeLlamaCppSampler: rows must hold a whole number of rows of vocab floats, at least one");
+    throw Napi::RangeError::New(
+        env, "timeLlamaCppSampler: rows must hold a whole number of rows of vocab floats, at least one");
   Napi::Object c = info[3].As<Napi::Object>();
   bench::LlamaChainConfig config;
   config.temperature = numberField(env, c, "temperature");

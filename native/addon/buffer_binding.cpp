@@ -12,7 +12,8 @@ namespace {
 
 // A byte count or offset argument: an integer from 0 to 2^53.
 size_t sizeArgument(const Napi::CallbackInfo& info, size_t i, const char* method, const char* name) {
-  if (!info[i].IsNumber()) throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + name + " must be a number");
+  if (!info[i].IsNumber())
+    throw Napi::TypeError::New(info.Env(), std::string(method) + ": " + name + " must be a number");
   double x = info[i].As<Napi::Number>().DoubleValue();
   if (!(x >= 0 && x <= 9007199254740991.0 && x == std::floor(x)))
     throw Napi::RangeError::New(info.Env(), std::string(method) + ": " + name + " must be a non-negative integer");
@@ -23,8 +24,8 @@ size_t sizeArgument(const Napi::CallbackInfo& info, size_t i, const char* method
 void checkRange(Napi::Env env, const char* method, size_t offset, size_t length, size_t size) {
   if (offset > size || length > size - offset)
     throw Napi::RangeError::New(env, std::string(method) + ": bytes " + std::to_string(offset) + ".." +
-                                         std::to_string(offset + length) + " are outside the " +
-                                         std::to_string(size) + "-byte buffer");
+                                         std::to_string(offset + length) + " are outside the " + std::to_string(size) +
+                                         "-byte buffer");
 }
 
 }  // namespace
@@ -56,7 +57,8 @@ Napi::Object BufferHandle::create(Napi::Env env, std::shared_ptr<DeviceSession> 
   return object;
 }
 
-Napi::Object BufferHandle::adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session, std::shared_ptr<Buffer> buffer) {
+Napi::Object BufferHandle::adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session,
+                                         std::shared_ptr<Buffer> buffer) {
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->bufferConstructor().New({});
   BufferHandle* handle = Napi::ObjectWrap<BufferHandle>::Unwrap(object);
   session->resources.insert(handle);
@@ -99,8 +101,10 @@ Napi::Value BufferHandle::Length(const Napi::CallbackInfo& info) {
 
 Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!buffer_) throw Napi::Error::New(env, "write: the buffer's device was disposed, or it was not made by device.createBuffer");
-  if (readOnly_) throw Napi::Error::New(env, "write: this buffer maps a file read-only (device.mapFile); kernels may only read it");
+  if (!buffer_)
+    throw Napi::Error::New(env, "write: the buffer's device was disposed, or it was not made by device.createBuffer");
+  if (readOnly_)
+    throw Napi::Error::New(env, "write: this buffer maps a file read-only (device.mapFile); kernels may only read it");
   if (info.Length() != 2 || !info[1].IsTypedArray())
     throw Napi::TypeError::New(env, "write: expected (offset, typedArray)");
   size_t offset = sizeArgument(info, 0, "write", "offset");
@@ -120,7 +124,8 @@ Napi::Value BufferHandle::Write(const Napi::CallbackInfo& info) {
 
 Napi::Value BufferHandle::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!buffer_) throw Napi::Error::New(env, "read: the buffer's device was disposed, or it was not made by device.createBuffer");
+  if (!buffer_)
+    throw Napi::Error::New(env, "read: the buffer's device was disposed, or it was not made by device.createBuffer");
   if (info.Length() != 2) throw Napi::TypeError::New(env, "read: expected (offset, length)");
   size_t offset = sizeArgument(info, 0, "read", "offset");
   size_t length = sizeArgument(info, 1, "read", "length");

@@ -18,7 +18,8 @@ class BufferHandle : public Napi::ObjectWrap<BufferHandle>, public DeviceResourc
   // Wraps `buffer`, made by the device over memory it does not own (a
   // mapped file, device.mapFile): write() refuses it, and V8 is not told of
   // memory the file's pages are.
-  static Napi::Object adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session, std::shared_ptr<Buffer> buffer);
+  static Napi::Object adoptReadOnly(Napi::Env env, std::shared_ptr<DeviceSession> session,
+                                    std::shared_ptr<Buffer> buffer);
   // The handle behind a JS value, or nullptr if it is not a buffer handle.
   static BufferHandle* unwrap(Napi::Value value);
 

@@ -50,9 +50,12 @@ DeviceHandle::DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<De
   std::string kind = info[0].As<Napi::String>();
   try {
     std::unique_ptr<Device> device;
-    if (kind == "emulated") device = std::make_unique<emu::EmulatedDevice>();
-    else if (kind == "metal") device = metal::createMetalDevice();
-    else throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
+    if (kind == "emulated")
+      device = std::make_unique<emu::EmulatedDevice>();
+    else if (kind == "metal")
+      device = metal::createMetalDevice();
+    else
+      throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
     requireExactArithmetic(*device);  // same tokens as the CPU, or no device
     name_ = device->name();
     session_ = std::make_shared<DeviceSession>(std::move(device));
@@ -86,12 +89,12 @@ Napi::Value DeviceHandle::SampleAsync(const Napi::CallbackInfo& info) {
   try {
     // The inputs are copied into device buffers before this returns; the
     // kernels' completion settles the promise (no thread waits for them).
-    s->sampler.sampleAsync(input.row, 1, input.inputs,
-                           [promise](std::vector<uint32_t> tokens, const std::string& error) mutable {
-                             if (!error.empty()) return promise.reject(error);
-                             const uint32_t token = tokens.at(0);
-                             promise.settle([token](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, token); });
-                           });
+    s->sampler.sampleAsync(
+        input.row, 1, input.inputs, [promise](std::vector<uint32_t> tokens, const std::string& error) mutable {
+          if (!error.empty()) return promise.reject(error);
+          const uint32_t token = tokens.at(0);
+          promise.settle([token](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, token); });
+        });
   } catch (const std::exception& e) {
     promise.reject(e.what());  // as an error while it ran would be
   }
@@ -111,7 +114,8 @@ Napi::Value DeviceHandle::Dispose(const Napi::CallbackInfo& info) {
 
 Napi::Value DeviceHandle::CreateBuffer(const Napi::CallbackInfo& info) {
   auto s = session(info.Env(), "createBuffer");
-  if (info.Length() != 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "createBuffer: expected a byte length");
+  if (info.Length() != 1 || !info[0].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "createBuffer: expected a byte length");
   double length = info[0].As<Napi::Number>().DoubleValue();
   if (!(length >= 1 && length <= 9007199254740991.0 && length == std::floor(length)))
     throw Napi::RangeError::New(info.Env(), "createBuffer: the length must be a positive integer");
@@ -148,8 +152,9 @@ Napi::Value DeviceHandle::MapFile(const Napi::CallbackInfo& info) {
     };
     const uint64_t offset = field("offset"), length = field("length");
     if (length == 0 || offset > file->size() || length > file->size() - offset)
-      throw Napi::RangeError::New(env, at + ": bytes " + std::to_string(offset) + ".." + std::to_string(offset + length) +
-                                           " are not a non-empty range of the " + std::to_string(file->size()) + "-byte file");
+      throw Napi::RangeError::New(env, at + ": bytes " + std::to_string(offset) + ".." +
+                                           std::to_string(offset + length) + " are not a non-empty range of the " +
+                                           std::to_string(file->size()) + "-byte file");
     const uint64_t start = offset / kWrapGranularity * kWrapGranularity;
     std::shared_ptr<Buffer> buffer;
     try {

@@ -15,8 +15,8 @@ using Tsfn = Napi::TypedThreadSafeFunction<Context, DevicePromise::Settle, callJ
 
 struct DevicePromise::Shared {
   std::mutex mutex;
-  bool closed = false;    // settled already, or the environment is ending
-  bool hookRan = false;   // the teardown hook ran (and freed its argument)
+  bool closed = false;   // settled already, or the environment is ending
+  bool hookRan = false;  // the teardown hook ran (and freed its argument)
   Tsfn tsfn;
 };
 

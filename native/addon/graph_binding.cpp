@@ -15,7 +15,8 @@ namespace md::addon {
 namespace {
 
 Napi::Object optionsArgument(const Napi::CallbackInfo& info, size_t i, const char* method) {
-  if (info.Length() <= i || !info[i].IsObject()) throw Napi::TypeError::New(info.Env(), std::string(method) + ": options must be an object");
+  if (info.Length() <= i || !info[i].IsObject())
+    throw Napi::TypeError::New(info.Env(), std::string(method) + ": options must be an object");
   return info[i].As<Napi::Object>();
 }
 
@@ -31,8 +32,9 @@ uint32_t u32Option(Napi::Object o, const char* method, const char* name, uint32_
 TensorType cacheTypeOption(Napi::Object o, const char* method) {
   const uint32_t id = u32Option(o, method, "cacheType", 0);
   if (id != uint32_t(TensorType::F16) && id != uint32_t(TensorType::F32) && id != uint32_t(TensorType::Q8_0))
-    throw Napi::RangeError::New(o.Env(), std::string(method) + ": options.cacheType must be the type id of F16, F32 or Q8_0, got " +
-                                             std::to_string(id));
+    throw Napi::RangeError::New(
+        o.Env(),
+        std::string(method) + ": options.cacheType must be the type id of F16, F32 or Q8_0, got " + std::to_string(id));
   return TensorType(id);
 }
 
@@ -92,10 +94,14 @@ Napi::Value RecordForward(const Napi::CallbackInfo& info) {
   RecordOptions options;
   options.count = u32Option(o, "recordForward", "count", 1);
   const std::string logits = o.Get("logits").IsString() ? o.Get("logits").As<Napi::String>().Utf8Value() : "";
-  if (logits == "none") options.logits = LogitRows::None;
-  else if (logits == "last") options.logits = LogitRows::Last;
-  else if (logits == "every") options.logits = LogitRows::Every;
-  else throw Napi::RangeError::New(env, "recordForward: options.logits must be 'none', 'last' or 'every'");
+  if (logits == "none")
+    options.logits = LogitRows::None;
+  else if (logits == "last")
+    options.logits = LogitRows::Last;
+  else if (logits == "every")
+    options.logits = LogitRows::Every;
+  else
+    throw Napi::RangeError::New(env, "recordForward: options.logits must be 'none', 'last' or 'every'");
   options.headPick = o.Get("headPick").ToBoolean().Value();
   options.contextSize = u32Option(o, "recordForward", "contextSize", 1);
   options.attentionSplits = u32Option(o, "recordForward", "attentionSplits", 1);
@@ -108,7 +114,8 @@ Napi::Value RecordForward(const Napi::CallbackInfo& info) {
   }
   Napi::Object result = Napi::Object::New(env);
   Napi::Array commands = Napi::Array::New(env, recorded.commands.size());
-  for (size_t i = 0; i < recorded.commands.size(); ++i) commands.Set(uint32_t(i), commandObject(env, recorded.commands[i]));
+  for (size_t i = 0; i < recorded.commands.size(); ++i)
+    commands.Set(uint32_t(i), commandObject(env, recorded.commands[i]));
   result.Set("commands", commands);
   if (!recorded.headTensor.empty()) result.Set("headTensor", recorded.headTensor);
   return result;
@@ -119,9 +126,9 @@ Napi::Value ForwardBuffers(const Napi::CallbackInfo& info) {
   if (info.Length() != 2) throw Napi::TypeError::New(env, "forwardBuffers: expected (config, options)");
   const ModelConfig config = parseConfig(info[0]);
   Napi::Object o = optionsArgument(info, 1, "forwardBuffers");
-  const auto buffers = forwardBuffers(config, u32Option(o, "forwardBuffers", "maxBatch", 1),
-                                      u32Option(o, "forwardBuffers", "contextSize", 1),
-                                      u32Option(o, "forwardBuffers", "attentionSplits", 1), cacheTypeOption(o, "forwardBuffers"));
+  const auto buffers = forwardBuffers(
+      config, u32Option(o, "forwardBuffers", "maxBatch", 1), u32Option(o, "forwardBuffers", "contextSize", 1),
+      u32Option(o, "forwardBuffers", "attentionSplits", 1), cacheTypeOption(o, "forwardBuffers"));
   Napi::Array result = Napi::Array::New(env, buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     Napi::Object b = Napi::Object::New(env);

@@ -33,9 +33,7 @@ void runJobs(std::shared_ptr<JobThread::Queue> q) {
 
 }  // namespace
 
-JobThread::JobThread() : queue_(std::make_shared<Queue>()) {
-  std::thread(runJobs, queue_).detach();
-}
+JobThread::JobThread() : queue_(std::make_shared<Queue>()) { std::thread(runJobs, queue_).detach(); }
 
 JobThread::~JobThread() {
   {

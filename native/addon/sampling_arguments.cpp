@@ -104,8 +104,10 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
 HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vocab, const char* method) {
   Napi::Env env = info.Env();
   auto slots = typedArrayArg<double>(info, first, napi_float64_array, method, "slots must be a Float64Array");
-  auto biasTokens = typedArrayArg<uint32_t>(info, first + 1, napi_uint32_array, method, "biasTokens must be a Uint32Array");
-  auto biasValues = typedArrayArg<float>(info, first + 2, napi_float32_array, method, "biasValues must be a Float32Array");
+  auto biasTokens =
+      typedArrayArg<uint32_t>(info, first + 1, napi_uint32_array, method, "biasTokens must be a Uint32Array");
+  auto biasValues =
+      typedArrayArg<float>(info, first + 2, napi_float32_array, method, "biasValues must be a Float32Array");
   if (slots.ElementLength() != kSamplingSlotCount) throwType(env, method, "slots has the wrong length");
   if (biasTokens.ElementLength() != biasValues.ElementLength())
     throwType(env, method, "biasTokens and biasValues differ in length");
@@ -121,7 +123,8 @@ HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vo
   // What the fused head does not do: it reads each logit once, as it is computed.
   const md_sampling_params& p = in.params;
   auto refuse = [&](const char* what) {
-    throw Napi::RangeError::New(env, std::string(method) + ": " + what + " (the fused LM head samples with temperature and bias only)");
+    throw Napi::RangeError::New(
+        env, std::string(method) + ": " + what + " (the fused LM head samples with temperature and bias only)");
   };
   if (p.temperature > 0 && p.top_k > 0 && p.top_k < vocab) refuse("topK is on");
   if (p.temperature > 0 && p.top_p < 1.0f) refuse("topP is on");

@@ -20,7 +20,8 @@ uint32_t u32(Napi::Object o, const char* name, uint32_t min, uint32_t fallback) 
   if (v.IsUndefined()) return fallback;
   const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
   if (!(x >= min && x <= 4294967295.0 && x == std::floor(x)))
-    rangeError(o.Env(), std::string("options.") + name + " must be an integer from " + std::to_string(min) + " to 4294967295");
+    rangeError(o.Env(),
+               std::string("options.") + name + " must be an integer from " + std::to_string(min) + " to 4294967295");
   return uint32_t(x);
 }
 
@@ -44,7 +45,8 @@ const char* roleName(LaunchRole r) {
 
 Napi::Value SamplingLaunches(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 1 || !info[0].IsObject()) throw Napi::TypeError::New(env, "samplingLaunches: expected (options)");
+  if (info.Length() != 1 || !info[0].IsObject())
+    throw Napi::TypeError::New(env, "samplingLaunches: expected (options)");
   Napi::Object o = info[0].As<Napi::Object>();
   SamplingPlan plan;
   plan.vocab = u32(o, "vocab", 1, 0);

@@ -23,7 +23,7 @@ enum SamplingSlot : unsigned {
 #define MD_SLOT_ENUM(name) kSlot_##name,
   MD_SAMPLING_SLOTS(MD_SLOT_ENUM)
 #undef MD_SLOT_ENUM
-  kSamplingSlotCount
+      kSamplingSlotCount
 };
 
 }  // namespace md::addon

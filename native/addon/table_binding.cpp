@@ -86,8 +86,8 @@ DispatchCmd readCommand(Napi::Env env, Napi::Object object, uint32_t i, Dispatch
       r.fail("params must be a Uint8Array or null");
     Napi::Uint8Array bytes = params.As<Napi::Uint8Array>();
     if (bytes.ByteLength() > kMaxInlineParams)
-      throw Napi::RangeError::New(env, "createTable: commands[" + std::to_string(i) + "].params: " +
-                                           std::to_string(bytes.ByteLength()) + " bytes; at most 64");
+      throw Napi::RangeError::New(env, "createTable: commands[" + std::to_string(i) +
+                                           "].params: " + std::to_string(bytes.ByteLength()) + " bytes; at most 64");
     std::memcpy(cmd.params, bytes.Data(), bytes.ByteLength());
     cmd.paramsSize = uint32_t(bytes.ByteLength());
     cmd.paramsIndex = r.uint("paramsIndex", kMaxBufferIndex);
@@ -167,7 +167,8 @@ Napi::Value TableHandle::runChain(const Napi::CallbackInfo& info, std::shared_pt
   if (info.Length() != 3 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(constructor))
     throw Napi::TypeError::New(env, "runChain: expected (table, start, n) with a table from createTable");
   TableHandle* table = Napi::ObjectWrap<TableHandle>::Unwrap(info[0].As<Napi::Object>());
-  if (!table->table_) throw Napi::TypeError::New(env, "runChain: the table's device was disposed, or it was not made by createTable");
+  if (!table->table_)
+    throw Napi::TypeError::New(env, "runChain: the table's device was disposed, or it was not made by createTable");
   if (table->session_ != session) throw Napi::TypeError::New(env, "runChain: the table belongs to another device");
   uint32_t position[2];
   const char* names[2] = {"start", "n"};
@@ -175,17 +176,19 @@ Napi::Value TableHandle::runChain(const Napi::CallbackInfo& info, std::shared_pt
     Napi::Value v = info[1 + k];
     double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
     if (!(x >= 0 && x <= UINT32_MAX && x == std::floor(x)))
-      throw Napi::RangeError::New(env, std::string("runChain: ") + names[k] + " must be an integer from 0 to 4294967295");
+      throw Napi::RangeError::New(env,
+                                  std::string("runChain: ") + names[k] + " must be an integer from 0 to 4294967295");
     position[k] = uint32_t(x);
   }
   DevicePromise promise(env, "metal-decode:chain");
   try {
     // Committed here, in as many command buffers as the watchdog bound
     // needs; the last one's completion settles the promise.
-    commitChain(*session->device, *table->table_, position[0], position[1], [promise](const std::string& error) mutable {
-      if (!error.empty()) return promise.reject("runChain: " + error);
-      promise.settle([](Napi::Env env) -> Napi::Value { return env.Undefined(); });
-    });
+    commitChain(*session->device, *table->table_, position[0], position[1],
+                [promise](const std::string& error) mutable {
+                  if (!error.empty()) return promise.reject("runChain: " + error);
+                  promise.settle([](Napi::Env env) -> Napi::Value { return env.Undefined(); });
+                });
   } catch (const ChainError& e) {
     promise.reject(std::string("runChain: ") + e.what(), DevicePromise::ErrorKind::RangeError);
   } catch (const std::exception& e) {

@@ -84,7 +84,8 @@ Napi::Array tensorTypeTable(Napi::Env env) {
     t.Set("blockValues", Napi::Number::New(env, types[i].blockValues));
     t.Set("blockBytes", Napi::Number::New(env, types[i].blockBytes));
     t.Set("weight", Napi::Boolean::New(env, types[i].weight));
-    t.Set("kernelSuffix", types[i].kernelSuffix ? Napi::Value(Napi::String::New(env, types[i].kernelSuffix)) : env.Null());
+    t.Set("kernelSuffix",
+          types[i].kernelSuffix ? Napi::Value(Napi::String::New(env, types[i].kernelSuffix)) : env.Null());
     table.Set(uint32_t(i), t);
   }
   return table;
@@ -219,8 +220,8 @@ Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerSh
   } catch (const std::invalid_argument& e) {
     throw Napi::RangeError::New(env, std::string("createSequence: ") + e.what());
   } catch (const std::bad_alloc&) {
-    throw Napi::RangeError::New(env, "createSequence: not enough memory for a KV cache of contextSize " +
-                                         std::to_string(contextSize));
+    throw Napi::RangeError::New(
+        env, "createSequence: not enough memory for a KV cache of contextSize " + std::to_string(contextSize));
   }
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->sequenceConstructor().New({});
   SequenceHandle* handle = Napi::ObjectWrap<SequenceHandle>::Unwrap(object);
@@ -265,7 +266,8 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
   // Float32Array (speculative verification); 1: the sequence's own logits.
   const uint32_t rows = info.Length() == 3 ? uint32Argument(info, 2, "evaluate", "rows", 1, 4294967295u) : 1;
   if (rows > tokens.size())
-    throw Napi::RangeError::New(env, "evaluate: rows must be at most the " + std::to_string(tokens.size()) + " tokens given");
+    throw Napi::RangeError::New(
+        env, "evaluate: rows must be at most the " + std::to_string(tokens.size()) + " tokens given");
   const size_t vocab = shared_->model->transformer->config().vocabSize;
   std::shared_ptr<std::vector<float>> out;
   try {
@@ -303,8 +305,11 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!shared_) throw Napi::Error::New(env, "evaluateAndPick: the sequence was disposed");
   if (shared_->busy) throw Napi::Error::New(env, "evaluateAndPick: a forward pass of this sequence is still running");
-  if (info.Length() != 5 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
-    typeError(env, "evaluateAndPick: expected (tokens: Uint32Array, start, slots: Float64Array, biasTokens: Uint32Array, biasValues: Float32Array)");
+  if (info.Length() != 5 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    typeError(env,
+              "evaluateAndPick: expected (tokens: Uint32Array, start, slots: Float64Array, biasTokens: Uint32Array, "
+              "biasValues: Float32Array)");
   Napi::Uint32Array array = info[0].As<Napi::Uint32Array>();
   std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
   const uint32_t start = uint32Argument(info, 1, "evaluateAndPick", "start", 0, 4294967295u);
@@ -316,7 +321,7 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
     try {
       checkFile(*sequence->model->file);
       const uint32_t token = sequence->model->transformer->evaluateAndPick(sequence->state, tokens.data(),
-                                                                          int64_t(tokens.size()), start, pick);
+                                                                           int64_t(tokens.size()), start, pick);
       promise.settle([sequence, token](Napi::Env env) -> Napi::Value {
         sequence->busy = false;
         return Napi::Number::New(env, token);

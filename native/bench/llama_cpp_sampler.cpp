@@ -86,16 +86,17 @@ LlamaCppSampler::LlamaCppSampler(const std::string& libraryPath) : api_(std::mak
 
 LlamaCppSampler::~LlamaCppSampler() = default;
 
-LlamaSamplerTimes LlamaCppSampler::time(const float* rows, uint32_t rowCount, uint32_t vocab,
-                                        const LlamaChainConfig& c, const std::vector<int32_t>& history,
-                                        uint32_t iterations, uint32_t warmup) {
+LlamaSamplerTimes LlamaCppSampler::time(const float* rows, uint32_t rowCount, uint32_t vocab, const LlamaChainConfig& c,
+                                        const std::vector<int32_t>& history, uint32_t iterations, uint32_t warmup) {
   const Api& a = *api_;
   llama_sampler* chain = a.chainInit(a.chainDefaultParams());
-  const bool penalties = c.lastTokens > 0 && (c.repeatPenalty != 1 || c.frequencyPenalty != 0 || c.presencePenalty != 0);
+  const bool penalties =
+      c.lastTokens > 0 && (c.repeatPenalty != 1 || c.frequencyPenalty != 0 || c.presencePenalty != 0);
   if (c.temperature == 0) {
     a.chainAdd(chain, a.initGreedy());
   } else {
-    if (penalties) a.chainAdd(chain, a.initPenalties(c.lastTokens, c.repeatPenalty, c.frequencyPenalty, c.presencePenalty));
+    if (penalties)
+      a.chainAdd(chain, a.initPenalties(c.lastTokens, c.repeatPenalty, c.frequencyPenalty, c.presencePenalty));
     if (c.topK > 0) a.chainAdd(chain, a.initTopK(c.topK));
     if (c.topP < 1) a.chainAdd(chain, a.initTopP(c.topP, 1));
     if (c.minP > 0) a.chainAdd(chain, a.initMinP(c.minP, 1));

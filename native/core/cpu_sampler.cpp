@@ -77,7 +77,8 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in) 
     return "temperature: must be a number from 0 to 1e30";
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return "topP: must be in (0, 1]";
   if (!(p.min_p >= 0.0f && p.min_p < 1.0f)) return "minP: must be in [0, 1)";
-  if (!isFinite(p.repeat_penalty) || !(p.repeat_penalty > 0)) return "repeatPenalty.penalty: must be a finite number > 0";
+  if (!isFinite(p.repeat_penalty) || !(p.repeat_penalty > 0))
+    return "repeatPenalty.penalty: must be a finite number > 0";
   if (!isFinite(p.frequency_penalty)) return "repeatPenalty.frequencyPenalty: must be finite";
   if (!isFinite(p.presence_penalty)) return "repeatPenalty.presencePenalty: must be finite";
   if (p.flags & ~MD_KNOWN_FLAGS) return "flags: unknown flag bits";

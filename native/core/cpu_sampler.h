@@ -17,9 +17,9 @@ namespace md {
 enum class LogitsFormat { Float16, Float32 };
 
 struct LogitsRow {
-  const void* data;     // uint16_t float16 bits, or float
+  const void* data;  // uint16_t float16 bits, or float
   LogitsFormat format;
-  uint32_t size;        // V
+  uint32_t size;  // V
 };
 
 // One sampling step. params.vocab_size must equal the row's size;
@@ -50,14 +50,14 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in);
 
 // Reusable scratch for the sampler: one per thread of use.
 struct SamplerScratch {
-  std::vector<uint8_t> editedRow;  // the row with bias and penalties applied
-  RowMaxima maxima;                // largest keys of the row's blocks and lanes
-  std::vector<int32_t> keys;       // top-k buffer, top-p candidates
-  std::vector<uint32_t> counts;    // top-p histogram
-  std::vector<uint32_t> rawCounts; // top-p over a whole float16 row: counts by bit pattern
-  std::vector<double> mass;        // top-p histogram
+  std::vector<uint8_t> editedRow;                  // the row with bias and penalties applied
+  RowMaxima maxima;                                // largest keys of the row's blocks and lanes
+  std::vector<int32_t> keys;                       // top-k buffer, top-p candidates
+  std::vector<uint32_t> counts;                    // top-p histogram
+  std::vector<uint32_t> rawCounts;                 // top-p over a whole float16 row: counts by bit pattern
+  std::vector<double> mass;                        // top-p histogram
   std::vector<std::pair<int32_t, double>> levels;  // top-p: (value, mass) from the top
-  std::vector<uint32_t> window;    // penalty window, sorted
+  std::vector<uint32_t> window;                    // penalty window, sorted
 };
 
 class CpuSampler {

@@ -46,8 +46,7 @@ void patchParams(const DispatchCmd& cmd, uint64_t p, uint8_t* out) {
       writeField(out, patch.fields[0], position);
       writeField(out, patch.fields[1], kvLength);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -121,8 +120,7 @@ std::string commandProblem(const DispatchCmd& cmd) {
                std::to_string(requiredFields(patch.rule)) + " params field(s)";
       continue;
     }
-    if (!writesFields(patch.rule))
-      return std::string("patch ") + patchRuleName(patch.rule) + " writes no params field";
+    if (!writesFields(patch.rule)) return std::string("patch ") + patchRuleName(patch.rule) + " writes no params field";
     if (field % 4 != 0 || uint32_t(field) + 4 > cmd.paramsSize)
       return std::string("patch ") + patchRuleName(patch.rule) + ": field at byte " + std::to_string(field) +
              " is not an aligned uint32 inside the " + std::to_string(cmd.paramsSize) + " bytes of params";

@@ -48,8 +48,8 @@ const char* patchRuleName(PatchRule rule);
 
 struct Patch {
   PatchRule rule = PatchRule::None;
-  uint8_t buffer = 0;                         // the [[buffer(n)]] index, for offset rules
-  uint8_t fields[2] = {kNoField, kNoField};   // byte offsets in the params, for field rules
+  uint8_t buffer = 0;                        // the [[buffer(n)]] index, for offset rules
+  uint8_t fields[2] = {kNoField, kNoField};  // byte offsets in the params, for field rules
   // The command acts for position p + ahead: row `ahead` of a table that
   // evaluates several consecutive tokens in one step (speculative
   // verification samples each row at its own position).
@@ -70,8 +70,8 @@ struct DispatchCmd {
   BufferBinding buffers[kMaxCommandBuffers];
   uint32_t bufferCount = 0;
   uint8_t params[kMaxInlineParams] = {};
-  uint32_t paramsSize = 0;     // 0: no inline parameters
-  uint32_t paramsIndex = 0;    // [[buffer(paramsIndex)]] for the params
+  uint32_t paramsSize = 0;   // 0: no inline parameters
+  uint32_t paramsIndex = 0;  // [[buffer(paramsIndex)]] for the params
   uint32_t threadgroups = 1;
   uint32_t threadsPerThreadgroup = 32;
   uint32_t threadgroupMemory = 0;  // bytes at [[threadgroup(0)]]; 0 for none

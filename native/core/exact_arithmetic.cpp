@@ -41,9 +41,11 @@ void requireExactArithmetic(Device& device) {
   float got;
   std::memcpy(&got, output->contents(), sizeof got);
   if (std::memcmp(&got, &expected, sizeof got) != 0) {
-    throw DeviceError(device.name() + " computes a * b + c with one rounding (a fused multiply-add) although the kernels ask for two (" +
-                      "#pragma fp contract(off), metal/md_exact_float.h): the probe gave " + bitsOf(got) + ", the CPU " +
-                      bitsOf(expected) + ". Its noise and sampling would differ from the CPU's in the last bit, so it is not used");
+    throw DeviceError(
+        device.name() +
+        " computes a * b + c with one rounding (a fused multiply-add) although the kernels ask for two (" +
+        "#pragma fp contract(off), metal/md_exact_float.h): the probe gave " + bitsOf(got) + ", the CPU " +
+        bitsOf(expected) + ". Its noise and sampling would differ from the CPU's in the last bit, so it is not used");
   }
 }
 

@@ -6,8 +6,16 @@
 
 namespace md {
 
-inline float floatFromBits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t bitsFromFloat(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float floatFromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t bitsFromFloat(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 // Exact for every half, including subnormals, infinities and NaN. Branch-free
 // for finite values: the 15 exponent+mantissa bits are moved into float

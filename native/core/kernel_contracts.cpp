@@ -65,7 +65,8 @@ class Contract {
 
 // A token mask (MD_FLAG_TOKEN_MASK): ceil(vocab_size / 32) words per row.
 void mask(Contract& c, unsigned index, uint32_t flags, uint32_t vocab) {
-  if (flags & MD_FLAG_TOKEN_MASK) c.needs(index, 4 * uint64_t(md_mask_words(vocab)) * c.groups(), "mask: ceil(vocab_size / 32) words per row");
+  if (flags & MD_FLAG_TOKEN_MASK)
+    c.needs(index, 4 * uint64_t(md_mask_words(vocab)) * c.groups(), "mask: ceil(vocab_size / 32) words per row");
 }
 
 // argmax.metal: one row of vocab_size logits per threadgroup, its token to tokens[group].
@@ -89,8 +90,10 @@ void wideArgmax(Contract& c, uint64_t logitBytes, bool slices) {
   c.check(slices || c.groups() == 1, "runs as one threadgroup: it reduces what the slices left");
   c.needs(0, logitBytes * p.vocab_size, "logits: vocab_size");
   c.needs(2, 4, "tokens: one");
-  if (p.flags & MD_FLAG_TOKEN_MASK) c.needs(3, 4 * uint64_t(md_mask_words(p.vocab_size)), "mask: ceil(vocab_size / 32) words");
-  c.needs(4, sizeof(md_wide_partial) * (slices ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the slices");
+  if (p.flags & MD_FLAG_TOKEN_MASK)
+    c.needs(3, 4 * uint64_t(md_mask_words(p.vocab_size)), "mask: ceil(vocab_size / 32) words");
+  c.needs(4, sizeof(md_wide_partial) * (slices ? c.groups() : 1),
+          "partials: one md_wide_partial per threadgroup of the slices");
   c.needs(5, sizeof(md_wide_state), "state: one md_wide_state");
 }
 
@@ -113,9 +116,7 @@ void sampleBuffers(Contract& c, unsigned maskIndex) {
   c.needs(7, 4 * vocab * rows, "marks: one uint per token per row");
 }
 
-void sample(Contract& c) {
-  sampleBuffers(c, 8);
-}
+void sample(Contract& c) { sampleBuffers(c, 8); }
 
 // md_draft_probability_f16: md_sample_f16's buffers, with the row's draft
 // token read at 6, its probability written at 8 and the mask at 9.
@@ -141,7 +142,8 @@ void wideSample(Contract& c, bool rowPass) {
   c.needs(5, 4 * uint64_t(MD_HALF_KEY_BINS), "histogram: one bin per float16 key");
   c.needs(6, 4, "tokens: one");
   c.needs(7, 4 * vocab, "marks: one uint per token");
-  c.needs(9, sizeof(md_wide_partial) * (rowPass ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the row passes");
+  c.needs(9, sizeof(md_wide_partial) * (rowPass ? c.groups() : 1),
+          "partials: one md_wide_partial per threadgroup of the row passes");
   c.needs(10, sizeof(md_wide_state), "state: one md_wide_state");
 }
 
@@ -202,8 +204,10 @@ void add(Contract& c) {
   if (!c.params(2, "md_rows_params", p)) return;
   const uint64_t values = uint64_t(p.n) * p.rows;
   c.needs(0, 4 * values, "x: rows x n floats");
-  if (p.broadcast != 0) c.needs(1, 4 * uint64_t(p.n), "y: n floats (broadcast)");
-  else c.needs(1, 4 * values, "y: rows x n floats");
+  if (p.broadcast != 0)
+    c.needs(1, 4 * uint64_t(p.n), "y: n floats (broadcast)");
+  else
+    c.needs(1, 4 * values, "y: rows x n floats");
 }
 
 // matvec.metal: each W_m is rows[m] x (cols / values) blocks of
@@ -213,9 +217,11 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount
   if (!c.params(2, "md_matvec_params", p)) return;
   c.check(p.count >= 1 && p.count <= maxCount,
           "count " + std::to_string(p.count) + " is not a token count from 1 to " + std::to_string(maxCount));
-  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.check(p.cols % values == 0,
+          "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
   c.check(p.mode <= MD_MATVEC_SWIGLU, "mode must be MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE or MD_MATVEC_SWIGLU");
-  c.check(p.mode != MD_MATVEC_SWIGLU || (p.rows[0] == p.rows[1] && p.rows[2] == 0), "SwiGLU takes two matrices of the same rows");
+  c.check(p.mode != MD_MATVEC_SWIGLU || (p.rows[0] == p.rows[1] && p.rows[2] == 0),
+          "SwiGLU takes two matrices of the same rows");
   c.needs(1, 4 * uint64_t(p.count) * p.cols, "x: count x cols floats");
   static const uint32_t kWeights[3] = {0, 4, 6}, kOutputs[3] = {3, 5, 7};
   static const char* kWhat[3][2] = {{"w0: rows[0] x cols / values blocks", "y0: count x rows[0] floats"},
@@ -236,17 +242,23 @@ void headSample(Contract& c, uint32_t values, uint64_t blockBytes, bool tiles) {
   md_head_sampling_params p;
   if (!c.params(2, "md_head_sampling_params", p)) return;
   c.check(p.rows >= 1, "rows must be at least 1");
-  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.check(p.cols % values == 0,
+          "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
   c.check((p.flags & ~(MD_HEAD_HALF | MD_HEAD_BIAS)) == 0, "flags: only MD_HEAD_HALF and MD_HEAD_BIAS");
-  c.check((p.flags & MD_HEAD_BIAS) == 0 || (p.flags & MD_HEAD_HALF) != 0, "MD_HEAD_BIAS needs MD_HEAD_HALF (the bias is added to float16 logits)");
-  c.check(p.temperature == 0.0f || (p.flags & MD_HEAD_HALF) != 0, "a temperature needs MD_HEAD_HALF (sampling reads float16 logits)");
-  c.check(p.temperature >= 0.0f && p.temperature <= MD_MAX_TEMPERATURE, "temperature " + std::to_string(p.temperature) + " is not in [0, MD_MAX_TEMPERATURE]");
+  c.check((p.flags & MD_HEAD_BIAS) == 0 || (p.flags & MD_HEAD_HALF) != 0,
+          "MD_HEAD_BIAS needs MD_HEAD_HALF (the bias is added to float16 logits)");
+  c.check(p.temperature == 0.0f || (p.flags & MD_HEAD_HALF) != 0,
+          "a temperature needs MD_HEAD_HALF (sampling reads float16 logits)");
+  c.check(p.temperature >= 0.0f && p.temperature <= MD_MAX_TEMPERATURE,
+          "temperature " + std::to_string(p.temperature) + " is not in [0, MD_MAX_TEMPERATURE]");
   c.check(tiles || c.groups() == 1, "runs as one threadgroup: it reduces what the tiles left");
-  c.check(!tiles || c.groups() <= MD_HEAD_MAX_TILES, "at most MD_HEAD_MAX_TILES threadgroups (the partials the pick reduces)");
+  c.check(!tiles || c.groups() <= MD_HEAD_MAX_TILES,
+          "at most MD_HEAD_MAX_TILES threadgroups (the partials the pick reduces)");
   c.needs(0, tiles ? uint64_t(p.rows) * (p.cols / values) * blockBytes : 1, "w: rows x cols / values blocks");
   c.needs(1, tiles ? 4 * uint64_t(p.cols) : 1, "x: cols floats");
   c.needs(3, (p.flags & MD_HEAD_BIAS) && tiles ? 4 * uint64_t(p.rows) : 1, "bias: rows floats");
-  c.needs(4, sizeof(md_wide_partial) * (tiles ? c.groups() : 1), "partials: one md_wide_partial per threadgroup of the tiles");
+  c.needs(4, sizeof(md_wide_partial) * (tiles ? c.groups() : 1),
+          "partials: one md_wide_partial per threadgroup of the tiles");
   c.needs(5, sizeof(md_wide_state), "state: one md_wide_state");
   if (!tiles) c.needs(6, 4, "tokens: one");
 }
@@ -255,8 +267,10 @@ void headSample(Contract& c, uint32_t values, uint64_t blockBytes, bool tiles) {
 void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_matmul_params p;
   if (!c.params(2, "md_matmul_params", p)) return;
-  c.check(p.cols % values == 0, "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
-  c.needs(0, uint64_t(p.rows) * (p.cols / values) * blockBytes, ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
+  c.check(p.cols % values == 0,
+          "cols " + std::to_string(p.cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.needs(0, uint64_t(p.rows) * (p.cols / values) * blockBytes,
+          ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
   c.needs(1, 4 * uint64_t(p.count) * p.cols, "x: count x cols floats");
   c.needs(3, 4 * uint64_t(p.count) * p.rows, "y: count x rows floats");
 }
@@ -265,9 +279,11 @@ void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
 void embedRows(Contract& c, uint32_t values, uint64_t blockBytes) {
   md_embed_params p;
   if (!c.params(2, "md_embed_params", p)) return;
-  c.check(p.dim % values == 0, "dim " + std::to_string(p.dim) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.check(p.dim % values == 0,
+          "dim " + std::to_string(p.dim) + " is not a whole number of " + std::to_string(values) + "-value blocks");
   c.needs(0, 4 * uint64_t(p.count), "tokens: count");
-  c.needs(1, uint64_t(p.vocab_size) * (p.dim / values) * blockBytes, ("table: vocab_size x dim / " + std::to_string(values) + " blocks").c_str());
+  c.needs(1, uint64_t(p.vocab_size) * (p.dim / values) * blockBytes,
+          ("table: vocab_size x dim / " + std::to_string(values) + " blocks").c_str());
   c.needs(3, 4 * uint64_t(p.count) * p.dim, "out: count x dim floats");
 }
 
@@ -278,8 +294,10 @@ void rope(Contract& c) {
   c.check(p.rope_dims <= p.head_dim && p.rope_dims % 2 == 0, "rope_dims must be even and at most head_dim");
   c.check(p.mode == 0 || p.mode == 2, "mode must be 0 (adjacent pairs) or 2 (halves)");
   c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "x: count x heads x head_dim floats");
-  c.needs(3, p.k_heads != 0 ? 4 * uint64_t(p.count) * p.k_heads * p.head_dim : 4, "k: count x k_heads x head_dim floats (any buffer without K heads)");
-  c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4, "factors: rope_dims / 2 floats (any buffer without factors)");
+  c.needs(3, p.k_heads != 0 ? 4 * uint64_t(p.count) * p.k_heads * p.head_dim : 4,
+          "k: count x k_heads x head_dim floats (any buffer without K heads)");
+  c.needs(1, p.has_factors != 0 ? 4 * uint64_t(p.rope_dims / 2) : 4,
+          "factors: rope_dims / 2 floats (any buffer without factors)");
 }
 // A KV cache's type: `values` values take `bytes` bytes (F16 1 and 2, F32 1
 // and 4, Q8_0 a block of 32 in 34), and the word for its rows.
@@ -288,17 +306,21 @@ struct CacheType {
   uint64_t bytes;
   const char* rows;
 };
-constexpr CacheType kCacheF16{1, 2, "halves"}, kCacheF32{1, 4, "floats"}, kCacheQ8_0{MD_QK, sizeof(md_block_q8_0), "Q8_0 values"};
+constexpr CacheType kCacheF16{1, 2, "halves"}, kCacheF32{1, 4, "floats"},
+    kCacheQ8_0{MD_QK, sizeof(md_block_q8_0), "Q8_0 values"};
 
 void kvStore(Contract& c, CacheType t) {
   md_kv_store_params p;
   if (!c.params(2, "md_kv_store_params", p)) return;
-  c.check(p.kv_dim % t.values == 0, "kv_dim " + std::to_string(p.kv_dim) + " is not a whole number of " + std::to_string(t.values) + "-value blocks");
+  c.check(p.kv_dim % t.values == 0, "kv_dim " + std::to_string(p.kv_dim) + " is not a whole number of " +
+                                        std::to_string(t.values) + "-value blocks");
   const uint64_t rows = uint64_t(p.position) + p.count;
   c.needs(0, 4 * uint64_t(p.count) * p.kv_dim, "k: count x kv_dim floats");
   c.needs(1, 4 * uint64_t(p.count) * p.kv_dim, "v: count x kv_dim floats");
-  c.needs(3, rows * p.kv_dim / t.values * t.bytes, (std::string("keys: position + count rows of kv_dim ") + t.rows).c_str());
-  c.needs(4, rows * p.kv_dim / t.values * t.bytes, (std::string("values: position + count rows of kv_dim ") + t.rows).c_str());
+  c.needs(3, rows * p.kv_dim / t.values * t.bytes,
+          (std::string("keys: position + count rows of kv_dim ") + t.rows).c_str());
+  c.needs(4, rows * p.kv_dim / t.values * t.bytes,
+          (std::string("values: position + count rows of kv_dim ") + t.rows).c_str());
 }
 // Shared by the attention kernel and its merge: the shape and the output.
 bool attentionShape(Contract& c, md_attention_params& p, uint32_t paramsIndex, uint32_t outIndex) {
@@ -306,8 +328,8 @@ bool attentionShape(Contract& c, md_attention_params& p, uint32_t paramsIndex, u
   c.check(p.kv_heads > 0 && p.heads % p.kv_heads == 0, "heads must be a multiple of kv_heads");
   c.check(p.splits >= 1, "splits must be at least 1");
   c.check(uint64_t(p.kv_length) + p.count <= uint64_t(p.context) + 1,
-          "kv_length " + std::to_string(p.kv_length) + " + count " + std::to_string(p.count) + " - 1 is past the context " +
-              std::to_string(p.context));
+          "kv_length " + std::to_string(p.kv_length) + " + count " + std::to_string(p.count) +
+              " - 1 is past the context " + std::to_string(p.context));
   c.needs(outIndex, 4 * uint64_t(p.count) * p.heads * p.head_dim, "out: count x heads x head_dim floats");
   return true;
 }
@@ -317,15 +339,19 @@ uint64_t attentionPartialBytes(const md_attention_params& p) {
 void attention(Contract& c, CacheType t) {
   md_attention_params p;
   if (!attentionShape(c, p, 3, 5)) return;
-  c.check(p.head_dim % t.values == 0, "head_dim " + std::to_string(p.head_dim) + " is not a whole number of " + std::to_string(t.values) + "-value blocks");
+  c.check(p.head_dim % t.values == 0, "head_dim " + std::to_string(p.head_dim) + " is not a whole number of " +
+                                          std::to_string(t.values) + "-value blocks");
   const uint64_t cache = (uint64_t(p.kv_length) + p.count - 1) * p.kv_heads * p.head_dim / t.values * t.bytes;
   c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "q: count x heads x head_dim floats");
   c.needs(1, cache, (std::string("keys: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
   c.needs(2, cache, (std::string("values: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
   c.needs(4, 4 * uint64_t(p.count) * p.heads * p.context, "scores: count x heads x context floats");
-  if (p.splits > 1) c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
-  else c.needs(6, 4, "partials: any buffer with one split");
-  c.check(c.groups() <= uint64_t(p.count) * p.heads * p.splits, "one threadgroup per (query, head, split): at most count x heads x splits threadgroups");
+  if (p.splits > 1)
+    c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
+  else
+    c.needs(6, 4, "partials: any buffer with one split");
+  c.check(c.groups() <= uint64_t(p.count) * p.heads * p.splits,
+          "one threadgroup per (query, head, split): at most count x heads x splits threadgroups");
 }
 void attentionMerge(Contract& c) {
   md_attention_params p;
@@ -383,7 +409,9 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
   };
   for (const WeightBlocks& w : kWeightBlocks) {
     all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, 1); };
-    all[std::string("md_matvec_batch_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, MD_MATVEC_BATCH); };
+    all[std::string("md_matvec_batch_") + w.suffix] = [w](Contract& c) {
+      matvec(c, w.values, w.bytes, MD_MATVEC_BATCH);
+    };
     all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
     all[std::string("md_matmul_") + w.suffix] = [w](Contract& c) { matmul(c, w.values, w.bytes); };
     all[std::string("md_head_sample_") + w.suffix] = [w](Contract& c) { headSample(c, w.values, w.bytes, true); };

@@ -14,8 +14,8 @@ namespace md {
 const char* checkKernelInputs(const LogitsRow& row, const SamplingInputs& in) {
   if (row.format == LogitsFormat::Float16) return nullptr;
   const md_sampling_params& p = in.params;
-  if (!md_plain_greedy(p.temperature, p.bias_count, p.history_count, p.history_window, p.repeat_penalty, p.frequency_penalty,
-                       p.presence_penalty))
+  if (!md_plain_greedy(p.temperature, p.bias_count, p.history_count, p.history_window, p.repeat_penalty,
+                       p.frequency_penalty, p.presence_penalty))
     return "logits: the GPU sampling kernel reads float16 logits; float32 logits run only greedily (temperature 0) "
            "without token bias or penalties";
   return nullptr;
@@ -142,8 +142,10 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
     const Pipeline& pipeline = device_.pipeline(launch.kernel);
     commands->setPipeline(pipeline);
     for (const auto& [index, buffer] : launch.buffers) commands->setBuffer(index, *staging.of(buffer), 0);
-    if (plan.sample) commands->setBytes(launch.paramsIndex, &p, sizeof p);
-    else commands->setBytes(launch.paramsIndex, &args, sizeof args);
+    if (plan.sample)
+      commands->setBytes(launch.paramsIndex, &p, sizeof p);
+    else
+      commands->setBytes(launch.paramsIndex, &args, sizeof args);
     commands->dispatch(launch.threadgroups, threadsFor(pipeline, launch.tokensPerThreadgroup));
   }
   return commands;

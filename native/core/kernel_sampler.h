@@ -55,7 +55,8 @@ class KernelSampler {
   struct Staging;
   class StagingPool;
   // Copies the inputs into `staging` and records the kernels.
-  std::unique_ptr<CommandBuffer> encode(Staging& staging, const LogitsRow& row, uint32_t rows, const SamplingInputs& in);
+  std::unique_ptr<CommandBuffer> encode(Staging& staging, const LogitsRow& row, uint32_t rows,
+                                        const SamplingInputs& in);
   uint32_t threadsFor(const Pipeline& pipeline, uint32_t vocab) const;
 
   Device& device_;

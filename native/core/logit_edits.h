@@ -26,8 +26,8 @@ typename Logits::Bits roundLogit(float value) {
 }
 
 template <class Logits>
-void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& in,
-                       SamplerScratch& scratch, std::vector<LogitEdit<Logits>>& edits) {
+void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& in, SamplerScratch& scratch,
+                       std::vector<LogitEdit<Logits>>& edits) {
   const md_sampling_params& p = in.params;
   const uint32_t vocab = p.vocab_size;
   edits.clear();
@@ -44,7 +44,9 @@ void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& i
               edits.end());
   const size_t biasEdits = edits.size();
 
-  if (!md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty) || p.history_count == 0 || p.history_window == 0) return;
+  if (!md_penalties_on(p.repeat_penalty, p.frequency_penalty, p.presence_penalty) || p.history_count == 0 ||
+      p.history_window == 0)
+    return;
 
   // Distinct in-vocabulary tokens of the window with their counts.
   // The last min(history_window, history_count) tokens.
@@ -70,8 +72,10 @@ void computeLogitEdits(const typename Logits::Bits* row, const SamplingInputs& i
     float y = r == 1.0f ? z : (z > 0.0f ? z / r : z * r);
     float offset = count * p.frequency_penalty + p.presence_penalty;
     typename Logits::Bits bits = roundLogit<Logits>(y - offset);
-    if (wasBiased) biased->bits = bits;
-    else edits.push_back({token, bits});
+    if (wasBiased)
+      biased->bits = bits;
+    else
+      edits.push_back({token, bits});
   }
 }
 

@@ -65,17 +65,17 @@ inline auto smallestLane(const V& v) {
 struct HalfLogits {
   using Bits = uint16_t;
   using Key = int16_t;
-  static constexpr int32_t kNegInf = -0x7C00;     // key of -inf
-  static constexpr int32_t kMaxFinite = 0x7BFF;   // key of 65504
+  static constexpr int32_t kNegInf = -0x7C00;    // key of -inf
+  static constexpr int32_t kMaxFinite = 0x7BFF;  // key of 65504
   static constexpr int32_t kMagnitudeInf = 0x7C00;
-  static constexpr int kCoarseShift = 0;          // one histogram bin per value
+  static constexpr int kCoarseShift = 0;  // one histogram bin per value
 
   // All in 16-bit arithmetic so that a vector register holds 8 (SSE) or 16
   // (AVX2, NEON pairs) keys: widening to 32 bits halved the throughput.
   static Key key(Bits b) {
     Key s = Key(b);
-    Key m = Key(s >> 15);                      // 0, or -1 for negative
-    Key k = Key((s ^ (m & 0x7FFF)) - m);       // two's complement; -0 -> 0
+    Key m = Key(s >> 15);                                              // 0, or -1 for negative
+    Key k = Key((s ^ (m & 0x7FFF)) - m);                               // two's complement; -0 -> 0
     k = (k > kMagnitudeInf || k < -kMagnitudeInf) ? Key(kNegInf) : k;  // NaN
     return k == kMagnitudeInf ? Key(kMaxFinite) : k;                   // +inf
   }
@@ -126,7 +126,7 @@ struct FloatLogits {
   static constexpr int32_t kNegInf = -0x7F800000;
   static constexpr int32_t kMaxFinite = 0x7F7FFFFF;
   static constexpr int32_t kMagnitudeInf = 0x7F800000;
-  static constexpr int kCoarseShift = 16;         // bins of 2^16 adjacent values
+  static constexpr int kCoarseShift = 16;  // bins of 2^16 adjacent values
 
   static Key key(Bits b) {
     int32_t mag = int32_t(b & 0x7FFFFFFFu);
@@ -160,7 +160,9 @@ struct FloatLogits {
 // The sanitised value of raw bits, rounded into the row's type: used after a
 // step modifies a logit (a bias can overflow to +inf, 0 * inf gives NaN).
 template <class Logits>
-float sanitisedValue(typename Logits::Bits b) { return Logits::value(Logits::key(b)); }
+float sanitisedValue(typename Logits::Bits b) {
+  return Logits::value(Logits::key(b));
+}
 
 // Smallest key whose value is >= limit (kMaxFinite + 1 when none is).
 template <class Logits>
@@ -168,7 +170,10 @@ int32_t keyAtLeast(float limit) {
   int32_t lo = Logits::kNegInf, hi = Logits::kMaxFinite + 1;
   while (lo < hi) {
     int32_t mid = int32_t(lo + (int64_t(hi) - lo) / 2);
-    if (Logits::value(mid) >= limit) hi = mid; else lo = mid + 1;
+    if (Logits::value(mid) >= limit)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }

@@ -65,7 +65,8 @@ MappedFile::~MappedFile() {
 
 std::string MappedFile::changed() const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return path_ + ": cannot stat the loaded file (" + std::strerror(errno) + "); load it again";
+  if (::fstat(fd_, &st) != 0)
+    return path_ + ": cannot stat the loaded file (" + std::strerror(errno) + "); load it again";
   if (uint64_t(st.st_size) < size_) {
     return path_ + ": the file was truncated to " + std::to_string(st.st_size) + " bytes after it was loaded (it had " +
            std::to_string(size_) + "); its weights cannot be read. Load it again";
@@ -74,7 +75,8 @@ std::string MappedFile::changed() const {
   modificationTime(st, &seconds, &nanoseconds);
   if (uint64_t(st.st_size) != size_ || seconds != mtimeSeconds_ || nanoseconds != mtimeNanoseconds_) {
     return path_ + ": the file was written to after it was loaded (its size or modification time changed), so its " +
-           "weights may not be the ones loaded. Load it again (replacing a model file by a rename, as downloads do, keeps " +
+           "weights may not be the ones loaded. Load it again (replacing a model file by a rename, as downloads do, "
+           "keeps " +
            "the loaded one valid)";
   }
   return "";

@@ -80,9 +80,12 @@ class NoiseArgmax {
       if (blockMax < low || blockMax >= high || blockMax < window_) continue;
       const uint32_t first = b * kBlock, len = row_.blockLength(b);
       const uint32_t minCell = bucketMinimumCell(blockMax);
-      if (minCell > 0) scoreUnlikelyBlock(first, len, minCell);
-      else if (liveTokens(first, len) > 1) scoreBlock(first, len);
-      else scoreEach(first, len, 0, nullptr);
+      if (minCell > 0)
+        scoreUnlikelyBlock(first, len, minCell);
+      else if (liveTokens(first, len) > 1)
+        scoreBlock(first, len);
+      else
+        scoreEach(first, len, 0, nullptr);
     }
   }
 
@@ -105,7 +108,10 @@ class NoiseArgmax {
     int32_t lo = window_, hi = row_.top + 1;
     while (lo < hi) {
       const int32_t mid = int32_t(lo + (int64_t(hi) - lo) / 2);
-      if (minimumCell(mid) < lowestCell) hi = mid; else lo = mid + 1;
+      if (minimumCell(mid) < lowestCell)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     if (lo <= window_ || minimumCell(lo - 1) < lowestCell) return false;
     *split = lo;

@@ -20,8 +20,8 @@ void tokenCellBlock(md_u32 key, uint32_t first, uint32_t count, uint32_t* cells)
 namespace {
 
 // The inverses (mod 2^32) of md_hash's two multipliers.
-constexpr md_u32 kStateMultiplierInverse = 3425435293u;  // of 747796405
-constexpr md_u32 kOutputMultiplierInverse = 2897767785u; // of 277803737
+constexpr md_u32 kStateMultiplierInverse = 3425435293u;   // of 747796405
+constexpr md_u32 kOutputMultiplierInverse = 2897767785u;  // of 277803737
 static_assert(kStateMultiplierInverse * 747796405u == 1u, "inverse of the state multiplier");
 static_assert(kOutputMultiplierInverse * 277803737u == 1u, "inverse of the output multiplier");
 

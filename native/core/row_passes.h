@@ -33,8 +33,8 @@ struct ScannedRow {
   const int32_t* blockMax;  // largest key of block b (tokens [b * kBlock, ...))
   const int32_t* laneMax;   // largest key of lane l of block b at [b * kLanes + l]
   uint32_t blocks;
-  int32_t top;              // largest key of the row
-  int32_t bottom;           // smallest key of the row
+  int32_t top;     // largest key of the row
+  int32_t bottom;  // smallest key of the row
 
   uint32_t blockLength(uint32_t b) const { return std::min(kBlock, size - b * kBlock); }
   int32_t key(uint32_t i) const { return Logits::key(bits[i]); }

@@ -34,11 +34,11 @@ struct SamplingLaunch {
 
 struct SamplingPlan {
   uint32_t vocab = 0;
-  uint32_t rows = 1;      // rows in one dispatch (one threadgroup each); a wide launch takes one row
-  bool half = true;       // float16 logits; float32 ones have the argmax kernels only
-  bool sample = false;    // the sampling kernels; false: the argmax kernels
-  bool wide = false;      // one row across `groups` threadgroups
-  uint32_t groups = 0;    // the wide kernels' row passes: 0 for md_wide_groups(vocab)
+  uint32_t rows = 1;    // rows in one dispatch (one threadgroup each); a wide launch takes one row
+  bool half = true;     // float16 logits; float32 ones have the argmax kernels only
+  bool sample = false;  // the sampling kernels; false: the argmax kernels
+  bool wide = false;    // one row across `groups` threadgroups
+  uint32_t groups = 0;  // the wide kernels' row passes: 0 for md_wide_groups(vocab)
   // Which wide sampling steps have work (samplingWork()); the kernels would
   // decide the same from the params, so a step left in does nothing.
   bool edits = false, histogram = false, masked = false;

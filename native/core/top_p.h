@@ -23,9 +23,7 @@ struct TopPContext {
   float maxValue;
   float filterTemperature;
 
-  float weight(int32_t key) const {
-    return md_exp((Logits::value(key) - maxValue) / filterTemperature);
-  }
+  float weight(int32_t key) const { return md_exp((Logits::value(key) - maxValue) / filterTemperature); }
 };
 
 // The levels of `keys` (sorted descending) with their masses, appended to
@@ -43,8 +41,8 @@ void appendLevels(const std::vector<int32_t>& keys, const TopPContext<Logits>& c
 
 // The first level at which the cumulative mass, starting from `cumulative`,
 // reaches target; the last level when rounding keeps it from getting there.
-inline int32_t walkLevels(const std::vector<std::pair<int32_t, double>>& levels, double target,
-                          double cumulative, int32_t fallback) {
+inline int32_t walkLevels(const std::vector<std::pair<int32_t, double>>& levels, double target, double cumulative,
+                          int32_t fallback) {
   for (const auto& [level, mass] : levels) {
     cumulative += mass;
     if (cumulative >= target) return level;
@@ -92,15 +90,18 @@ int32_t binMasses(const ScannedRow<Logits>& row, int32_t floorKey, const TopPCon
       }
     }
   }
-  if (shift != 0 || !wholeRow) row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
-    for (uint32_t i = first; i < first + len; ++i) {
-      int32_t key = Logits::key(bits[i]);
-      // Outside the scan's range only when another thread wrote the row since.
-      if (key < floorKey || key > row.top || (key >> shift) < low) continue;
-      if constexpr (shift == 0) counts[key - low]++;
-      else mass[(key >> shift) - low] += double(ctx.weight(key));
-    }
-  });
+  if (shift != 0 || !wholeRow)
+    row.forEachBlockAtLeast(floorKey, [&](uint32_t first, uint32_t len) {
+      for (uint32_t i = first; i < first + len; ++i) {
+        int32_t key = Logits::key(bits[i]);
+        // Outside the scan's range only when another thread wrote the row since.
+        if (key < floorKey || key > row.top || (key >> shift) < low) continue;
+        if constexpr (shift == 0)
+          counts[key - low]++;
+        else
+          mass[(key >> shift) - low] += double(ctx.weight(key));
+      }
+    });
   if constexpr (shift == 0) {
     // Every bin, empty or not: a branch-free loop the compiler vectorises.
     for (size_t b = 0; b < bins; ++b) mass[b] = double(counts[b]) * double(ctx.weight(int32_t(b) + low));
@@ -123,14 +124,17 @@ inline double sumFromTop(const std::vector<double>& mass) {
 // is the lowest there is, and ends the walk whatever the mass (rounding);
 // otherwise reaching it short of the target is no answer (false).
 template <class Logits>
-bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, const TopPContext<Logits>& ctx, double target,
-              bool bottomIsFloor, SamplerScratch& s, int32_t* tau) {
+bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, const TopPContext<Logits>& ctx,
+              double target, bool bottomIsFloor, SamplerScratch& s, int32_t* tau) {
   constexpr int shift = Logits::kCoarseShift;
   std::vector<int32_t>& keys = s.keys;
   double cumulative = 0;
   for (size_t b = s.mass.size(); b-- > 0;) {
     if (s.mass[b] == 0 && (shift != 0 || s.counts[b] == 0)) continue;
-    if (cumulative + s.mass[b] < target && b > 0) { cumulative += s.mass[b]; continue; }
+    if (cumulative + s.mass[b] < target && b > 0) {
+      cumulative += s.mass[b];
+      continue;
+    }
     if (cumulative + s.mass[b] < target && !bottomIsFloor) return false;
     const int32_t bin = int32_t(b) + low;
     if constexpr (shift == 0) {
@@ -167,8 +171,7 @@ bool walkBins(const ScannedRow<Logits>& row, int32_t floorKey, int32_t low, cons
 // token's weight added in token order, as binMasses adds them (the blocks
 // without a heavy token are skipped, which leaves the order as it is).
 template <class Logits>
-void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPContext<Logits>& ctx,
-                 SamplerScratch& s) {
+void heavyLevels(const ScannedRow<Logits>& row, int32_t heavyFrom, const TopPContext<Logits>& ctx, SamplerScratch& s) {
   constexpr int shift = Logits::kCoarseShift;
   const int32_t low = heavyFrom >> shift;
   s.counts.assign(size_t((row.top >> shift) - low) + 1, 0);
@@ -228,10 +231,10 @@ template <class Logits>
 bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits>& ctx, float p, SamplerScratch& s,
                          int32_t* tau) {
   constexpr int shift = Logits::kCoarseShift;
-  const float limit = ctx.maxValue + ctx.filterTemperature * -11.090354888959125f;  // ln 2^-16
+  const float limit = ctx.maxValue + ctx.filterTemperature * -11.090354888959125f;         // ln 2^-16
   const int32_t heavyFrom = (keyAtLeast<Logits>(limit) >> shift) * (int32_t(1) << shift);  // its bin's first key
-  const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);  // -inf weighs nothing
-  if (heavyFrom <= lowest) return false;  // everything is heavy
+  const int32_t lowest = std::max(row.bottom, Logits::kNegInf + 1);                        // -inf weighs nothing
+  if (heavyFrom <= lowest) return false;                                                   // everything is heavy
   // More bins than that many weights save nothing over weighing all (flat
   // rows), nor do heavy tokens in more than an eighth of the blocks.
   if ((row.top >> shift) - (heavyFrom >> shift) > int32_t(kTopPSortLimit)) return false;
@@ -242,14 +245,15 @@ bool topPFromHeavyLevels(const ScannedRow<Logits>& row, const TopPContext<Logits
   const double fromLanes = keyWeightBound(Logits{}, row.laneMax, row.blocks * kLanes, heavyFrom - 1, kLanes,
                                           ctx.maxValue, ctx.filterTemperature);
   if (heavyWalksAgree(row, ctx, p, heavyFrom, fromLanes, s, tau)) return true;
-  const double fromTokens = rowWeightBound(Logits{}, row.bits, row.size, heavyFrom, ctx.maxValue, ctx.filterTemperature);
+  const double fromTokens =
+      rowWeightBound(Logits{}, row.bits, row.size, heavyFrom, ctx.maxValue, ctx.filterTemperature);
   return heavyWalksAgree(row, ctx, p, heavyFrom, fromTokens, s, tau);
 }
 
 // tau_p over S_k = { key >= floorKey } (floorKey = kNegInf when top-k is off).
 template <class Logits>
-int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature,
-                      float p, SamplerScratch& s) {
+int32_t topPThreshold(const ScannedRow<Logits>& row, int32_t floorKey, float filterTemperature, float p,
+                      SamplerScratch& s) {
   const TopPContext<Logits> ctx{Logits::value(row.top), filterTemperature};
   std::vector<int32_t>& keys = s.keys;
 

@@ -97,7 +97,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
     requireRecording("dispatch");
     if (!kernel_) throw DeviceError("dispatch: no pipeline set");
     if (threads == 0 || threads % kSimdWidth != 0 || threads > 1024)
-      throw DeviceError(std::string(kernel_->name) + ": threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +
+      throw DeviceError(std::string(kernel_->name) +
+                        ": threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +
                         std::to_string(threads));
     EmulatedDispatch d;
     d.kernel = kernel_;
@@ -108,7 +109,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
     // it must never stand in for a buffer that was not bound.
     if (threadgroupMemory_.size() != kernel_->threadgroupArguments)
       throw DeviceError(std::string(kernel_->name) + ": takes " + std::to_string(kernel_->threadgroupArguments) +
-                        " threadgroup memory arguments, but " + std::to_string(threadgroupMemory_.size()) + " were set");
+                        " threadgroup memory arguments, but " + std::to_string(threadgroupMemory_.size()) +
+                        " were set");
     const uint32_t bufferArguments = kernel_->arguments - kernel_->threadgroupArguments;
     if (bufferSlots_.size() < bufferArguments)
       throw DeviceError(std::string(kernel_->name) + ": takes " + std::to_string(bufferArguments) + " buffers, but " +

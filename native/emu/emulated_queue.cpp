@@ -84,8 +84,10 @@ void EmulatedDevice::Queue::shutdown() {
   // thread finishes it on its own (it holds the queue), so a device is
   // dropped without blocking its caller; so is one dropped by a completion
   // on the queue thread itself.
-  if (idle && std::this_thread::get_id() != thread_.get_id()) thread_.join();
-  else thread_.detach();
+  if (idle && std::this_thread::get_id() != thread_.get_id())
+    thread_.join();
+  else
+    thread_.detach();
 }
 
 void EmulatedDevice::Queue::loop() {

@@ -37,14 +37,14 @@ class Fiber {
   static void trampoline(void* self);
   static void ucontextEntry();
 
-  void* stack_ = nullptr;       // lowest address of the mapping (guard page)
+  void* stack_ = nullptr;  // lowest address of the mapping (guard page)
   size_t mapBytes_ = 0;
-  char* stackBottom_ = nullptr; // lowest usable address
+  char* stackBottom_ = nullptr;  // lowest usable address
   size_t stackBytes_ = 0;
   Entry entry_ = nullptr;
   void* arg_ = nullptr;
-  Context* self_;               // this fiber
-  Context* scheduler_;          // whoever resumed it
+  Context* self_;       // this fiber
+  Context* scheduler_;  // whoever resumed it
 };
 
 }  // namespace md::emu

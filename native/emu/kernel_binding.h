@@ -58,7 +58,8 @@ struct KernelBinding<Kernel> {
   template <size_t... I>
   static void call(const BoundArguments& bound, const ThreadIds& ids, std::index_sequence<I...>) {
     static_assert((std::is_same<std::decay_t<Param<kArguments + 0>>, uint32_t>::value), "MD_THREAD_IDS are uint");
-    Kernel(argumentFrom<Param<I>>(bound.slots[I])..., ids.tid, ids.group, ids.threads, ids.lane, ids.simd, ids.groups, KernelScope{});
+    Kernel(argumentFrom<Param<I>>(bound.slots[I])..., ids.tid, ids.group, ids.threads, ids.lane, ids.simd, ids.groups,
+           KernelScope{});
   }
 };
 
@@ -73,8 +74,10 @@ struct EmulatedKernel {
 };
 
 // The table entry of a kernel function compiled as C++.
-#define MD_EMULATED_KERNEL(name) \
-  ::md::emu::EmulatedKernel { #name, &::md::emu::KernelBinding<&name>::invoke, ::md::emu::KernelBinding<&name>::kArguments }
+#define MD_EMULATED_KERNEL(name)                                                                       \
+  ::md::emu::EmulatedKernel {                                                                          \
+#name, &::md::emu::KernelBinding < &name> ::invoke, ::md::emu::KernelBinding < &name> ::kArguments \
+  }
 
 // Every kernel of metal/*.metal (native/emu/kernels.cpp).
 const EmulatedKernel* findEmulatedKernel(const char* name);

@@ -30,14 +30,13 @@ namespace {
 // Kernel names are the pipeline-cache keys on both devices; a test checks
 // this table against every `kernel void` in metal/.
 // Each weight type's kernels (the list in md_blocks.h).
-#define MD_WEIGHT_TYPE_KERNELS(NAME, suffix, id, values, bytes)                                           \
-  MD_EMULATED_KERNEL(md_matvec_##suffix), MD_EMULATED_KERNEL(md_matvec_batch_##suffix),                  \
-      MD_EMULATED_KERNEL(md_head_sample_##suffix), MD_EMULATED_KERNEL(md_embed_rows_##suffix),           \
+#define MD_WEIGHT_TYPE_KERNELS(NAME, suffix, id, values, bytes)                                \
+  MD_EMULATED_KERNEL(md_matvec_##suffix), MD_EMULATED_KERNEL(md_matvec_batch_##suffix),        \
+      MD_EMULATED_KERNEL(md_head_sample_##suffix), MD_EMULATED_KERNEL(md_embed_rows_##suffix), \
       MD_EMULATED_KERNEL(md_matmul_##suffix),
 
 const EmulatedKernel kKernels[] = {
-    MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_KERNELS)
-    MD_EMULATED_KERNEL(md_argmax_f16),
+    MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_KERNELS) MD_EMULATED_KERNEL(md_argmax_f16),
     MD_EMULATED_KERNEL(md_argmax_f32),
     MD_EMULATED_KERNEL(md_argmax_slices_f16),
     MD_EMULATED_KERNEL(md_argmax_slices_f32),

@@ -61,18 +61,28 @@ template <class T>
 using IfFloating = std::enable_if_t<std::is_floating_point<T>::value, int>;
 }  // namespace md::emu::half_ops
 
-#define MD_HALF_OPERATOR(op)                                                                                      \
-  inline half operator op(half a, half b) { return half(float(a) op float(b)); }                                 \
-  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                                                       \
-  inline half operator op(half a, T b) { return half(float(a) op float(b)); }                                    \
-  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                                                       \
-  inline half operator op(T a, half b) { return half(float(a) op float(b)); }                                    \
-  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                                                      \
-  inline float operator op(half a, T b) { return float(a) op float(b); }                                         \
-  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                                                      \
-  inline float operator op(T a, half b) { return float(a) op float(b); }                                         \
-  template <class T>                                                                                              \
-  inline half& operator op##=(half& a, T b) { return a = half(a op b); }
+#define MD_HALF_OPERATOR(op)                                                     \
+  inline half operator op(half a, half b) { return half(float(a) op float(b)); } \
+  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                      \
+  inline half operator op(half a, T b) {                                         \
+    return half(float(a) op float(b));                                           \
+  }                                                                              \
+  template <class T, ::md::emu::half_ops::IfInteger<T> = 0>                      \
+  inline half operator op(T a, half b) {                                         \
+    return half(float(a) op float(b));                                           \
+  }                                                                              \
+  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                     \
+  inline float operator op(half a, T b) {                                        \
+    return float(a) op float(b);                                                 \
+  }                                                                              \
+  template <class T, ::md::emu::half_ops::IfFloating<T> = 0>                     \
+  inline float operator op(T a, half b) {                                        \
+    return float(a) op float(b);                                                 \
+  }                                                                              \
+  template <class T>                                                             \
+  inline half& operator op##=(half& a, T b) {                                    \
+    return a = half(a op b);                                                     \
+  }
 MD_HALF_OPERATOR(+)
 MD_HALF_OPERATOR(-)
 MD_HALF_OPERATOR(*)
@@ -97,8 +107,14 @@ using std::fabs;
 using std::fma;
 using std::isinf;
 using std::isnan;
-template <class T> inline T min(T a, T b) { return b < a ? b : a; }
-template <class T> inline T max(T a, T b) { return a < b ? b : a; }
+template <class T>
+inline T min(T a, T b) {
+  return b < a ? b : a;
+}
+template <class T>
+inline T max(T a, T b) {
+  return a < b ? b : a;
+}
 
 // ---- address spaces and function qualifiers -------------------------------
 
@@ -124,10 +140,10 @@ template <class T> inline T max(T a, T b) { return a < b ? b : a; }
 #define threadgroup
 // Storage shared by every fiber of the threadgroup, keyed by the
 // declaration.
-#define MD_THREADGROUP_ARRAY(type, name, count)                                                        \
-  MD_REQUIRE_KERNEL_SCOPE;                                                                           \
-  static const char md_threadgroup_tag_##name = 0;                                                   \
-  type* name = static_cast<type*>(::md::emu::ThreadgroupRunner::current().threadgroupArray(         \
+#define MD_THREADGROUP_ARRAY(type, name, count)                                             \
+  MD_REQUIRE_KERNEL_SCOPE;                                                                  \
+  static const char md_threadgroup_tag_##name = 0;                                          \
+  type* name = static_cast<type*>(::md::emu::ThreadgroupRunner::current().threadgroupArray( \
       &md_threadgroup_tag_##name, sizeof(type) * (count), __FILE__, __LINE__))
 #endif
 #define thread
@@ -139,13 +155,13 @@ inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(uint32_t
 
 // Every fiber waits here until all live fibers of the threadgroup arrive at
 // this same line; anything else is reported as divergence or deadlock.
-#define threadgroup_barrier(flags) \
-  ((void)(flags), ::md::emu::ThreadgroupRunner::current().barrier(__FILE__, __LINE__))
+#define threadgroup_barrier(flags) ((void)(flags), ::md::emu::ThreadgroupRunner::current().barrier(__FILE__, __LINE__))
 
 // ---- simdgroup operations (32 lanes) ---------------------------------------
 namespace md::emu::simd_ops {
 
-template <class T> inline uint64_t pack(T v) {
+template <class T>
+inline uint64_t pack(T v) {
   // Metal's simd_* take scalars and vectors only (this header has no
   // vector types): a struct that happens to fit 8 bytes is refused here as
   // the Metal compiler refuses it.
@@ -155,7 +171,8 @@ template <class T> inline uint64_t pack(T v) {
   std::memcpy(&u, &v, sizeof(T));
   return u;
 }
-template <class T> inline T unpack(uint64_t u) {
+template <class T>
+inline T unpack(uint64_t u) {
   T v;
   std::memcpy(&v, &u, sizeof(T));
   return v;
@@ -165,7 +182,8 @@ inline bool isActive(uint32_t active, uint32_t lane) { return lane < 32 && ((act
 // Reductions run over the active lanes in lane order: the emulator is one
 // valid order of many; kernels that need bit-identical float sums on every
 // GPU build them from shuffles instead.
-template <class T, class F> inline void reduce(const uint64_t* in, uint32_t active, uint64_t* out, F f) {
+template <class T, class F>
+inline void reduce(const uint64_t* in, uint32_t active, uint64_t* out, F f) {
   bool first = true;
   T acc{};
   for (uint32_t l = 0; l < 32; ++l) {
@@ -175,13 +193,16 @@ template <class T, class F> inline void reduce(const uint64_t* in, uint32_t acti
   }
   for (uint32_t l = 0; l < 32; ++l) out[l] = pack(acc);
 }
-template <class T> void sum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+template <class T>
+void sum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
   reduce<T>(in, active, out, [](T a, T b) { return T(a + b); });
 }
-template <class T> void maximum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+template <class T>
+void maximum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
   reduce<T>(in, active, out, [](T a, T b) { return a < b ? b : a; });
 }
-template <class T> void minimum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+template <class T>
+void minimum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
   reduce<T>(in, active, out, [](T a, T b) { return b < a ? b : a; });
 }
 // Reading an inactive or out-of-range lane yields the reader's own value
@@ -201,7 +222,8 @@ inline void shuffleUp(const uint64_t* in, const uint32_t* args, uint32_t active,
 inline void shuffleXor(const uint64_t* in, const uint32_t* args, uint32_t active, uint64_t* out) {
   for (uint32_t l = 0; l < 32; ++l) fetch(in, active, out, l, l ^ args[l]);
 }
-template <class T> void prefixExclusiveSum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+template <class T>
+void prefixExclusiveSum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
   T acc{};
   for (uint32_t l = 0; l < 32; ++l) {
     out[l] = pack(acc);
@@ -216,8 +238,7 @@ inline T collective(T value, uint32_t arg, SimdOp op, const char* what, const ch
 
 }  // namespace md::emu::simd_ops
 
-#define MD_EMU_SIMD(x, arg, op, what) \
-  ::md::emu::simd_ops::collective((x), uint32_t(arg), op, what, __FILE__, __LINE__)
+#define MD_EMU_SIMD(x, arg, op, what) ::md::emu::simd_ops::collective((x), uint32_t(arg), op, what, __FILE__, __LINE__)
 #define simd_sum(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::sum<std::decay_t<decltype(x)>>, "simd_sum")
 #define simd_max(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::maximum<std::decay_t<decltype(x)>>, "simd_max")
 #define simd_min(x) MD_EMU_SIMD(x, 0, &::md::emu::simd_ops::minimum<std::decay_t<decltype(x)>>, "simd_min")
@@ -253,7 +274,8 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T valu
 
 template <class T, int Cols, int Rows, int K>
 inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, K, Rows>& a,
-                                          const simdgroup_matrix<T, Cols, K>& b, const simdgroup_matrix<T, Cols, Rows>& c) {
+                                          const simdgroup_matrix<T, Cols, K>& b,
+                                          const simdgroup_matrix<T, Cols, Rows>& c) {
   simdgroup_matrix<T, Cols, Rows> out;
   for (int r = 0; r < Rows; ++r) {
     for (int col = 0; col < Cols; ++col) {
@@ -283,7 +305,8 @@ inline void allSame(const uint64_t* in, const uint32_t*, uint32_t active, uint64
 // The call's arguments (pointer, row stride) as one value every lane must share.
 inline void requireUniform(const void* pointer, uint64_t stride, const char* what) {
   const uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(pointer)) * 1000003u ^ stride;
-  if (collective(key, 0, &allSame, what, __FILE__, __LINE__) == 0) ThreadgroupRunner::current().nonUniformSimdgroupCall(what);
+  if (collective(key, 0, &allSame, what, __FILE__, __LINE__) == 0)
+    ThreadgroupRunner::current().nonUniformSimdgroupCall(what);
 }
 }  // namespace md::emu::simd_ops
 
@@ -302,35 +325,49 @@ inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, T* dst, ui
 #endif
 
 // ---- atomics (relaxed, as Metal offers) ------------------------------------
-struct atomic_uint { uint32_t value; };
-struct atomic_int { int32_t value; };
+struct atomic_uint {
+  uint32_t value;
+};
+struct atomic_int {
+  int32_t value;
+};
 enum memory_order { memory_order_relaxed };
 
 #ifdef MD_CHECK_ADDRESS_SPACES
 // Declarations only: the check compiles, it never runs. A template accepts
 // the atomic in any address space, as Metal's overloads do.
-template <class A> uint32_t atomic_fetch_add_explicit(A* object, uint32_t operand, memory_order order);
-template <class A> void atomic_store_explicit(A* object, uint32_t operand, memory_order order);
-template <class A> uint32_t atomic_load_explicit(A* object, memory_order order);
-template <class A> uint32_t atomic_fetch_max_explicit(A* object, uint32_t operand, memory_order order);
-template <class A> uint32_t atomic_exchange_explicit(A* object, uint32_t operand, memory_order order);
+template <class A>
+uint32_t atomic_fetch_add_explicit(A* object, uint32_t operand, memory_order order);
+template <class A>
+void atomic_store_explicit(A* object, uint32_t operand, memory_order order);
+template <class A>
+uint32_t atomic_load_explicit(A* object, memory_order order);
+template <class A>
+uint32_t atomic_fetch_max_explicit(A* object, uint32_t operand, memory_order order);
+template <class A>
+uint32_t atomic_exchange_explicit(A* object, uint32_t operand, memory_order order);
 #else
-template <class A> inline auto atomic_fetch_add_explicit(A* object, decltype(object->value) operand, memory_order) {
+template <class A>
+inline auto atomic_fetch_add_explicit(A* object, decltype(object->value) operand, memory_order) {
   return __atomic_fetch_add(&object->value, operand, __ATOMIC_RELAXED);
 }
-template <class A> inline void atomic_store_explicit(A* object, decltype(object->value) operand, memory_order) {
+template <class A>
+inline void atomic_store_explicit(A* object, decltype(object->value) operand, memory_order) {
   __atomic_store_n(&object->value, operand, __ATOMIC_RELAXED);
 }
-template <class A> inline auto atomic_load_explicit(A* object, memory_order) {
+template <class A>
+inline auto atomic_load_explicit(A* object, memory_order) {
   return __atomic_load_n(&object->value, __ATOMIC_RELAXED);
 }
-template <class A> inline auto atomic_exchange_explicit(A* object, decltype(object->value) operand, memory_order) {
+template <class A>
+inline auto atomic_exchange_explicit(A* object, decltype(object->value) operand, memory_order) {
   return __atomic_exchange_n(&object->value, operand, __ATOMIC_RELAXED);
 }
-template <class A> inline auto atomic_fetch_max_explicit(A* object, decltype(object->value) operand, memory_order) {
+template <class A>
+inline auto atomic_fetch_max_explicit(A* object, decltype(object->value) operand, memory_order) {
   auto seen = __atomic_load_n(&object->value, __ATOMIC_RELAXED);
-  while (seen < operand && !__atomic_compare_exchange_n(&object->value, &seen, operand, true, __ATOMIC_RELAXED,
-                                                         __ATOMIC_RELAXED)) {
+  while (seen < operand &&
+         !__atomic_compare_exchange_n(&object->value, &seen, operand, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return seen;
 }

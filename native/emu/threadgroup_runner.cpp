@@ -43,8 +43,8 @@ FiberOrder fiberOrderFromEnvironment() {
   if (!value || !*value || std::strcmp(value, "forward") == 0) return FiberOrder::Forward;
   if (std::strcmp(value, "reverse") == 0) return FiberOrder::Reverse;
   if (std::strcmp(value, "shuffled") == 0) return FiberOrder::Shuffled;
-  throw std::invalid_argument(std::string("MD_EMU_FIBER_ORDER must be forward, reverse or shuffled, not '") +
-                              value + "'");
+  throw std::invalid_argument(std::string("MD_EMU_FIBER_ORDER must be forward, reverse or shuffled, not '") + value +
+                              "'");
 }
 
 const char* fiberOrderName(FiberOrder order) {
@@ -56,8 +56,7 @@ const char* fiberOrderName(FiberOrder order) {
   return "?";
 }
 
-ThreadgroupRunner::ThreadgroupRunner(FiberOrder order, uint64_t shuffleSeed)
-    : order_(order), rng_(shuffleSeed) {}
+ThreadgroupRunner::ThreadgroupRunner(FiberOrder order, uint64_t shuffleSeed) : order_(order), rng_(shuffleSeed) {}
 
 ThreadgroupRunner::~ThreadgroupRunner() = default;
 
@@ -152,8 +151,8 @@ bool ThreadgroupRunner::resolveSimdgroups() {
         std::vector<uint32_t> all;
         for (uint32_t k = 0; k < kSimdWidth; ++k)
           if (lanes[k].state == State::AtSimd) all.push_back(g * kSimdWidth + k);
-        fault("simdgroup " + std::to_string(g) + " diverged: its lanes wait at different simdgroup operations: " +
-              describe(all));
+        fault("simdgroup " + std::to_string(g) +
+              " diverged: its lanes wait at different simdgroup operations: " + describe(all));
       }
     }
     if (!waiting || waiting != active) continue;  // nobody waiting, or some lanes elsewhere
@@ -173,7 +172,10 @@ void ThreadgroupRunner::releaseBarrierOrFault() {
   const Site* site = nullptr;
   for (uint32_t i = 0; i < threads_; ++i) {
     const Lane& lane = lanes_[i];
-    if (lane.state == State::Done) { ++done; continue; }
+    if (lane.state == State::Done) {
+      ++done;
+      continue;
+    }
     waiting.push_back(i);
     anySimd |= lane.state == State::AtSimd;
     if (!site) site = &lane.site;

@@ -272,8 +272,10 @@ class MetalDevice : public Device {
       } else {
         NSError* error = nil;
         id<MTLComputePipelineState> state = [device_ newComputePipelineStateWithFunction:function error:&error];
-        if (state) pipelines_[name] = std::make_unique<MetalPipeline>(name, state);
-        else failure = name + ": the pipeline could not be created: " + describe(error);
+        if (state)
+          pipelines_[name] = std::make_unique<MetalPipeline>(name, state);
+        else
+          failure = name + ": the pipeline could not be created: " + describe(error);
       }
     }
     throwIf(failure);
@@ -367,9 +369,12 @@ std::unique_ptr<Device> createMetalDevice() {
       std::string compileError;
       id<MTLLibrary> library = compileLibrary(device, kMdKernelSource, compileError);
       id<MTLCommandQueue> queue = library ? [device newCommandQueue] : nil;
-      if (!library) failure = "the Metal kernels did not compile: " + compileError;
-      else if (!queue) failure = "no Metal command queue";
-      else result = std::make_unique<MetalDevice>(device, queue, library);
+      if (!library)
+        failure = "the Metal kernels did not compile: " + compileError;
+      else if (!queue)
+        failure = "no Metal command queue";
+      else
+        result = std::make_unique<MetalDevice>(device, queue, library);
     }
   }
   throwIf(failure);
@@ -380,7 +385,8 @@ std::unique_ptr<Device> createMetalDevice() {
     width = sampler.handle().threadExecutionWidth;
   }
   if (width != 32)
-    throw DeviceError(result->name() + " runs SIMD groups of " + std::to_string(width) + " threads; the kernels need 32");
+    throw DeviceError(result->name() + " runs SIMD groups of " + std::to_string(width) +
+                      " threads; the kernels need 32");
   return result;
 }
 

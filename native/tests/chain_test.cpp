@@ -180,7 +180,9 @@ TEST(Chain, AheadShiftsEveryPatchedValueAndTheMovedBinding) {
     runChain(table, 4, 2);  // position 5 + 2 + 1 = slot 8: past the 8 slots
     FAIL() << "no error";
   } catch (const md::DeviceError& e) {
-    EXPECT_STREQ(e.what(), "encodeChain: command 'sample row 2' (sampledToken) needs 36 bytes of buffer 2 for positions 4..5, but it has 32");
+    EXPECT_STREQ(e.what(),
+                 "encodeChain: command 'sample row 2' (sampledToken) needs 36 bytes of buffer 2 for positions 4..5, "
+                 "but it has 32");
   }
   DispatchCmd far = probe(*in, 0, *seq, 0, *log);
   far.patch = {PatchRule::SampledToken, 2, {0, 4}, md::kMaxPatchAhead + 1};
@@ -249,13 +251,15 @@ TEST(Chain, MalformedCommandsAreRefusedWithTheirLabel) {
   expectProblem(c, "command 'step': threadgroup memory of 24 bytes: Metal takes a multiple of 16 bytes, at most 32768");
   c = good;
   c.threadgroupMemory = 32784;
-  expectProblem(c, "command 'step': threadgroup memory of 32784 bytes: Metal takes a multiple of 16 bytes, at most 32768");
+  expectProblem(c,
+                "command 'step': threadgroup memory of 32784 bytes: Metal takes a multiple of 16 bytes, at most 32768");
   c = good;
   c.patch = {PatchRule::TokenOffset, 5, {md::kNoField, md::kNoField}};
   expectProblem(c, "command 'step': patch tokenOffset: buffer 5 is not bound");
   c = good;
   c.patch = {PatchRule::Position, 0, {8, md::kNoField}};
-  expectProblem(c, "command 'step': patch position: field at byte 8 is not an aligned uint32 inside the 8 bytes of params");
+  expectProblem(
+      c, "command 'step': patch position: field at byte 8 is not an aligned uint32 inside the 8 bytes of params");
   c = good;
   c.patch = {PatchRule::PositionAndKvLength, 0, {0, md::kNoField}};
   expectProblem(c, "command 'step': patch positionAndKvLength needs 2 params field(s)");

@@ -25,7 +25,8 @@ uint32_t run(const Case& c) {
   k.params.history_count = uint32_t(c.window.size());
   k.params.history_window = uint32_t(c.window.size());
   k.params.bias_count = uint32_t(c.biasTokens.size());
-  md::SamplingInputs in{k.params, k.window.data(), k.biasTokens.data(), k.biasValues.data(), k.mask.empty() ? nullptr : k.mask.data()};
+  md::SamplingInputs in{k.params, k.window.data(), k.biasTokens.data(), k.biasValues.data(),
+                        k.mask.empty() ? nullptr : k.mask.data()};
   std::vector<uint16_t> halves;
   md::LogitsRow row{c.values.data(), md::LogitsFormat::Float32, uint32_t(c.values.size())};
   if (c.isHalf) {
@@ -185,7 +186,7 @@ TEST_P(Steps, TopPTiesAtTheBoundarySurvive) {
 TEST_P(Steps, MinPUsesTheFilterTemperature) {
   Case c = makeCase({0, -4, -2.5f}, GetParam());
   c.params.temperature = 2;
-  c.params.min_p = 0.05f;  // ln 0.05 = -3.0
+  c.params.min_p = 0.05f;                              // ln 0.05 = -3.0
   EXPECT_EQ(drawn(c), (std::set<uint32_t>{0, 1, 2}));  // 'sampling': tau = 2 ln q = -6
   c.params.flags = MD_FLAG_UNIT_FILTER_TEMPERATURE;
   EXPECT_EQ(drawn(c), (std::set<uint32_t>{0, 2}));  // 'unit': tau = ln q = -3
@@ -257,7 +258,8 @@ TEST_P(Steps, TokensFarBelowTheBestWinAsOftenAsTheirNoiseSays) {
 namespace topp {
 
 template <class Logits>
-int32_t wholeRow(const md::ScannedRow<Logits>& row, const md::TopPContext<Logits>& ctx, float p, md::SamplerScratch& s) {
+int32_t wholeRow(const md::ScannedRow<Logits>& row, const md::TopPContext<Logits>& ctx, float p,
+                 md::SamplerScratch& s) {
   const int32_t low = md::binMasses(row, Logits::kNegInf, ctx, s);
   int32_t tau = 0;
   EXPECT_TRUE(md::walkBins(row, Logits::kNegInf, low, ctx, double(p) * md::sumFromTop(s.mass), true, s, &tau));
@@ -311,7 +313,11 @@ void heavyLevelsGiveTheWholeRowAnswer() {
   EXPECT_GT(gaveUpNearBoundary, 0) << "no planted boundary made it give up: the test plants nothing";
 }
 
-TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat16Rows) { heavyLevelsGiveTheWholeRowAnswer<md::HalfLogits>(); }
-TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat32Rows) { heavyLevelsGiveTheWholeRowAnswer<md::FloatLogits>(); }
+TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat16Rows) {
+  heavyLevelsGiveTheWholeRowAnswer<md::HalfLogits>();
+}
+TEST(TopP, HeavyLevelsGiveTheWholeRowHistogramsAnswerOnFloat32Rows) {
+  heavyLevelsGiveTheWholeRowAnswer<md::FloatLogits>();
+}
 
 }  // namespace topp

@@ -179,8 +179,8 @@ TEST(DeviceContract, WrappedMemoryMustBePageAlignedAndKeepsItsOwnerUntilFreed) {
     device.wrapMemory(memory.get() + 32, 64, memory);
     ADD_FAILURE() << "misaligned memory was wrapped";
   } catch (const md::DeviceError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "wrapMemory: the memory is not aligned to the " + std::to_string(page) + "-byte page (Metal's newBufferWithBytesNoCopy needs it)");
+    EXPECT_EQ(std::string(e.what()), "wrapMemory: the memory is not aligned to the " + std::to_string(page) +
+                                         "-byte page (Metal's newBufferWithBytesNoCopy needs it)");
   }
   memory.get()[5] = 42;
   auto buffer = device.wrapMemory(memory.get(), page + 10, memory);

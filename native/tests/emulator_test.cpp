@@ -27,13 +27,17 @@ using md::emu::testing::kFaultKernels;
 const char* const kOrders[] = {"forward", "reverse", "shuffled"};
 
 // A device with the fault kernels (or `kernels`) and a given fiber order.
-std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0, const md::emu::EmulatedKernel* kernels = kFaultKernels,
+std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0,
+                                                const md::emu::EmulatedKernel* kernels = kFaultKernels,
                                                 size_t kernelCount = kFaultKernelCount) {
   const char* before = std::getenv("MD_EMU_FIBER_ORDER");
   std::string saved = before ? before : "";
   setenv("MD_EMU_FIBER_ORDER", order, 1);
   auto device = std::make_unique<EmulatedDevice>(kernels, kernelCount, workers);
-  if (before) setenv("MD_EMU_FIBER_ORDER", saved.c_str(), 1); else unsetenv("MD_EMU_FIBER_ORDER");
+  if (before)
+    setenv("MD_EMU_FIBER_ORDER", saved.c_str(), 1);
+  else
+    unsetenv("MD_EMU_FIBER_ORDER");
   return device;
 }
 
@@ -99,9 +103,11 @@ TEST(Emulator, DivergentBarriersAreReportedWithTheirLines) {
   EXPECT_NE(error.find("md_test_divergent_barrier: threadgroup 0: divergent synchronisation"), std::string::npos)
       << error;
   EXPECT_NE(error.find(siteOf("md_test_divergent_barrier", "threadgroup_barrier", 0) + " (512 threads: 0-511)"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
   EXPECT_NE(error.find(siteOf("md_test_divergent_barrier", "threadgroup_barrier", 1) + " (512 threads: 512-1023)"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
 }
 
 TEST(Emulator, AnEarlyReturnBeforeABarrierIsADeadlockNotAHang) {
@@ -111,7 +117,8 @@ TEST(Emulator, AnEarlyReturnBeforeABarrierIsADeadlockNotAHang) {
     EXPECT_NE(error.find("deadlock (a GPU would hang): threadgroup_barrier at " +
                          siteOf("md_test_early_return", "threadgroup_barrier") +
                          " was reached by 1023 of 1024 threads; 1 had already returned"),
-              std::string::npos) << error;
+              std::string::npos)
+        << error;
   }
 }
 
@@ -120,7 +127,8 @@ TEST(Emulator, DivergentSimdgroupOperationsAreReported) {
   std::string error = errorOf(*device, "md_test_divergent_simd");
   EXPECT_NE(error.find("simdgroup 0 diverged"), std::string::npos) << error;
   EXPECT_NE(error.find("simd_sum at " + siteOf("md_test_divergent_simd", "simd_sum") + " (16 threads: 0-15)"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
   EXPECT_NE(error.find("simd_max at"), std::string::npos) << error;
 }
 
@@ -152,8 +160,10 @@ TEST(Emulator, SimdgroupMatricesMultiplyAndNonUniformArgumentsAreReported) {
     ASSERT_EQ(simdgroupMatrix(*device, 0, product), "") << order;
     for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(product[i], 2.0f * float(i / 8 + 1)) << order << " element " << i;
     const std::string error = simdgroupMatrix(*device, 1, product);
-    EXPECT_NE(error.find("simdgroup_load: the 32 lanes of a SIMD group must all call it, with the same pointer and stride (Metal's rule)"),
-              std::string::npos) << order << ": " << error;
+    EXPECT_NE(error.find("simdgroup_load: the 32 lanes of a SIMD group must all call it, with the same pointer and "
+                         "stride (Metal's rule)"),
+              std::string::npos)
+        << order << ": " << error;
   }
 }
 
@@ -162,7 +172,8 @@ TEST(Emulator, ThreadgroupMemoryBeyondTheGpuLimitIsReported) {
   std::string error = errorOf(*device, "md_test_too_much_threadgroup_memory");
   EXPECT_NE(error.find("threadgroup memory exceeds 32768 bytes at " +
                        siteOf("md_test_too_much_threadgroup_memory", "MD_THREADGROUP_ARRAY") + " (36000 bytes"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
 }
 
 TEST(Emulator, SimdgroupOperationsFollowTheirDefinitions) {
@@ -173,8 +184,8 @@ TEST(Emulator, SimdgroupOperationsFollowTheirDefinitions) {
     for (uint32_t tid = 0; tid < threads; ++tid) {
       uint32_t lane = tid % 32, simd = tid / 32;
       const uint32_t* o = &out[tid * 6];
-      EXPECT_EQ(o[0], 496u);                                   // 0 + 1 + ... + 31
-      EXPECT_EQ(o[1], 31u);                                    // max of lane * 7 % 32
+      EXPECT_EQ(o[0], 496u);                                         // 0 + 1 + ... + 31
+      EXPECT_EQ(o[1], 31u);                                          // max of lane * 7 % 32
       EXPECT_EQ(o[2], lane + 3 < 32 ? (lane + 3) * 10 : lane * 10);  // out of range: own value
       EXPECT_EQ(o[3], lane ^ 5u);
       EXPECT_EQ(o[4], lane * (lane - 1) / 2);

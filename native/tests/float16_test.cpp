@@ -27,11 +27,16 @@ uint16_t referenceRound(float x) {
   uint16_t lo = 0, hi = 0x7BFF;
   while (lo < hi) {  // largest magnitude <= ax
     uint16_t mid = uint16_t((lo + hi + 1) / 2);
-    if (referenceHalf(mid) <= ax) lo = mid; else hi = uint16_t(mid - 1);
+    if (referenceHalf(mid) <= ax)
+      lo = mid;
+    else
+      hi = uint16_t(mid - 1);
   }
   if (lo == 0x7BFF) return sign | lo;  // below 65520: rounds down to 65504
   double down = referenceHalf(lo), up = referenceHalf(uint16_t(lo + 1));
-  uint16_t pick = (ax - down < up - ax) ? lo : (ax - down > up - ax) ? uint16_t(lo + 1) : ((lo & 1) ? uint16_t(lo + 1) : lo);
+  uint16_t pick = (ax - down < up - ax)   ? lo
+                  : (ax - down > up - ax) ? uint16_t(lo + 1)
+                                          : ((lo & 1) ? uint16_t(lo + 1) : lo);
   return sign | pick;
 }
 
@@ -39,8 +44,10 @@ TEST(Float16, HalfToFloatIsExactForEveryHalf) {
   for (uint32_t h = 0; h < 65536; ++h) {
     double expected = referenceHalf(uint16_t(h));
     float got = md::halfToFloat(uint16_t(h));
-    if (std::isnan(expected)) EXPECT_TRUE(std::isnan(got)) << h;
-    else EXPECT_EQ(double(got), expected) << h;
+    if (std::isnan(expected))
+      EXPECT_TRUE(std::isnan(got)) << h;
+    else
+      EXPECT_EQ(double(got), expected) << h;
   }
 }
 

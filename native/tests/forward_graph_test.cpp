@@ -45,7 +45,8 @@ std::map<std::string, TensorType> fileTypes(const ModelConfig& c, TensorType typ
   if (untied) t["output.weight"] = type;
   for (uint32_t l = 0; l < c.blockCount; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* m : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) t[p + m + ".weight"] = type;
+    for (const char* m : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+      t[p + m + ".weight"] = type;
     t[p + "attn_v.weight"] = mixed ? TensorType::Q6_K : type;
     for (const char* v : {"attn_norm", "ffn_norm"}) t[p + v + ".weight"] = TensorType::F32;
     if (c.qkvBias)
@@ -69,7 +70,9 @@ std::vector<std::string> kernels(const RecordedForward& r) {
   return k;
 }
 
-size_t countOf(const std::vector<std::string>& v, const std::string& s) { return size_t(std::count(v.begin(), v.end(), s)); }
+size_t countOf(const std::vector<std::string>& v, const std::string& s) {
+  return size_t(std::count(v.begin(), v.end(), s));
+}
 
 RecordOptions options(uint32_t count, LogitRows logits, uint32_t splits = 1) {
   RecordOptions o;
@@ -94,7 +97,8 @@ TEST(ForwardGraph, EachSwitchAddsItsOpsAndTensors) {
       EXPECT_EQ(headNorms, qwen3 ? 2u * c.blockCount : 0u);
       EXPECT_EQ(biases, qwen2 ? 3u * c.blockCount : 0u);
       EXPECT_EQ(projections, 7u * c.blockCount);
-      // Embed, output norm and head; per layer norm, QKV, [2 head norms], RoPE, KV, attention, O, norm, gate/up, SwiGLU, down.
+      // Embed, output norm and head; per layer norm, QKV, [2 head norms], RoPE, KV, attention, O, norm, gate/up,
+      // SwiGLU, down.
       EXPECT_EQ(g.ops.size(), 3 + c.blockCount * (10 + (qwen3 ? 2 : 0)));
       EXPECT_EQ(g.ops.front().kind, OpKind::Embed);
       EXPECT_EQ(g.ops.back().kind, OpKind::LmHead);
@@ -151,7 +155,7 @@ TEST(TableRecorder, APrefillBatchTakesTheMatrixMatrixKernelsOneMatrixEach) {
   EXPECT_EQ(countOf(k, "md_matmul_q8_0"), 7u * c.blockCount);
   EXPECT_EQ(countOf(k, "md_swiglu_f32"), c.blockCount);
   EXPECT_EQ(countOf(k, "md_add_f32"), 3u * c.blockCount);  // qwen2's biases
-  EXPECT_EQ(k.back(), "md_matmul_q8_0");                    // no logits: no output norm, no head
+  EXPECT_EQ(k.back(), "md_matmul_q8_0");                   // no logits: no output norm, no head
 }
 
 TEST(TableRecorder, VerificationTakesTheBatchFormAndMixedTypesSplitTheirDispatches) {
@@ -181,11 +185,16 @@ TEST(TableRecorder, PositionalCommandsCarryTheirPatches) {
   const ModelConfig c = tinyConfig(false, false);
   const ForwardGraph g = graphOf(c, fileTypes(c, TensorType::F16, true));
   for (const RecordedCommand& cmd : recordForward(g, c, options(1, LogitRows::Last)).commands) {
-    if (cmd.kernel == "md_rope_f32") EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_rope_params, position)});
-    else if (cmd.kernel == "md_kv_store_f16") EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_kv_store_params, position)});
-    else if (cmd.kernel == "md_attention_f16") EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_attention_params, kv_length)});
-    else if (cmd.kernel == "md_embed_rows_f16") EXPECT_EQ(cmd.patchRule, "tokenOffset");
-    else EXPECT_EQ(cmd.patchRule, "") << cmd.kernel;
+    if (cmd.kernel == "md_rope_f32")
+      EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_rope_params, position)});
+    else if (cmd.kernel == "md_kv_store_f16")
+      EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_kv_store_params, position)});
+    else if (cmd.kernel == "md_attention_f16")
+      EXPECT_EQ(cmd.patchFields, std::vector<uint32_t>{offsetof(md_attention_params, kv_length)});
+    else if (cmd.kernel == "md_embed_rows_f16")
+      EXPECT_EQ(cmd.patchRule, "tokenOffset");
+    else
+      EXPECT_EQ(cmd.patchRule, "") << cmd.kernel;
   }
 }
 

@@ -294,7 +294,8 @@ TEST(EmulatedArgmax, OneFloat32RowThroughTheSamplerMatchesTheCpu) {
     const uint32_t vocab = std::vector<uint32_t>{1, 70, 5000, 130000}[r % 4];
     for (uint32_t i = 0; i < vocab; ++i) c.values.push_back(std::round(std::normal_distribution<float>(0, 3)(rng)));
     if (r % 3 == 1) c.values[rng() % vocab] = INFINITY;
-    if (r % 3 == 2) for (uint32_t i = 0; i < vocab; i += 3) c.values[i] = NAN;
+    if (r % 3 == 2)
+      for (uint32_t i = 0; i < vocab; i += 3) c.values[i] = NAN;
     c.params = md::greedySamplingParams(vocab);
     const uint32_t cpu = onCpu(c);
     EXPECT_EQ(onKernel(c), cpu) << "row " << r;
@@ -350,13 +351,15 @@ TEST(EmulatedArgmax, WideArgmaxGivesTheOneThreadgroupTokenForEveryLaunch) {
     const uint32_t vocab = std::vector<uint32_t>{1, 33, 1500, 20000}[c % 4];
     std::vector<float> values(vocab);
     for (float& v : values) v = std::round(std::normal_distribution<float>(0, 2)(rng));  // heavy ties
-    if (c % 5 == 1) for (uint32_t i = 0; i < vocab; i += 7) values[i] = i % 2 ? NAN : -INFINITY;
+    if (c % 5 == 1)
+      for (uint32_t i = 0; i < vocab; i += 7) values[i] = i % 2 ? NAN : -INFINITY;
     if (c % 5 == 2) values[rng() % vocab] = INFINITY;
     if (c % 5 == 3) std::fill(values.begin(), values.end(), -INFINITY);
     std::vector<uint32_t> maskWords;
     if (c % 3 == 0) {
       maskWords.assign(md_mask_words(vocab), 0);
-      for (uint32_t t = 0; t < vocab; ++t) if (rng() % 4 == 0) maskWords[t >> 5] |= 1u << (t & 31);
+      for (uint32_t t = 0; t < vocab; ++t)
+        if (rng() % 4 == 0) maskWords[t >> 5] |= 1u << (t & 31);
     }
     std::vector<uint16_t> halves;
     for (float v : values) halves.push_back(md::halfFromFloat(v));
@@ -365,7 +368,8 @@ TEST(EmulatedArgmax, WideArgmaxGivesTheOneThreadgroupTokenForEveryLaunch) {
       const size_t bytes = isHalf ? halves.size() * 2 : values.size() * 4;
       // md_argmax_* with the same mask is the reference.
       md::Device& d = device();
-      auto logits = d.newBuffer(bytes), tokens = d.newBuffer(4), mask = d.newBuffer(std::max<size_t>(4, maskWords.size() * 4));
+      auto logits = d.newBuffer(bytes), tokens = d.newBuffer(4),
+           mask = d.newBuffer(std::max<size_t>(4, maskWords.size() * 4));
       std::memcpy(logits->contents(), data, bytes);
       if (!maskWords.empty()) std::memcpy(mask->contents(), maskWords.data(), maskWords.size() * 4);
       md_argmax_params args{vocab, maskWords.empty() ? 0u : MD_FLAG_TOKEN_MASK};

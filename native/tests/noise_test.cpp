@@ -41,7 +41,8 @@ TEST(Noise, LogIsWithinTwoUlpOfLibm) {
     float x = md::floatFromBits((rng() % (0x7F000000u - 0x00800000u)) + 0x00800000u);  // positive normals
     ASSERT_LE(ulpDistance(md_log(x), float(std::log(double(x)))), 2) << std::hexfloat << x;
   }
-  for (float x : {1e-40f, 1e-45f, 3e-39f}) EXPECT_NEAR(md_log_any(x), std::log(double(x)), 1e-5 * std::fabs(std::log(double(x))));
+  for (float x : {1e-40f, 1e-45f, 3e-39f})
+    EXPECT_NEAR(md_log_any(x), std::log(double(x)), 1e-5 * std::fabs(std::log(double(x))));
 }
 
 TEST(Noise, ExpIsWithinTwoUlpOfLibmAndFlushesBelowMinus87) {

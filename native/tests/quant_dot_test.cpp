@@ -30,9 +30,21 @@ std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
   uint8_t* p = bytes.data();
   for (int64_t i = 0; i < nb; ++i, p += info.blockBytes) {
     switch (type) {
-      case TensorType::F32: { float f = value(rng); std::memcpy(p, &f, 4); break; }
-      case TensorType::F16: { uint16_t h = half(value(rng)); std::memcpy(p, &h, 2); break; }
-      case TensorType::BF16: { uint16_t h = bf16FromFloat(value(rng)); std::memcpy(p, &h, 2); break; }
+      case TensorType::F32: {
+        float f = value(rng);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case TensorType::F16: {
+        uint16_t h = half(value(rng));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case TensorType::BF16: {
+        uint16_t h = bf16FromFloat(value(rng));
+        std::memcpy(p, &h, 2);
+        break;
+      }
       case TensorType::Q4_0: reinterpret_cast<blocks::Q4_0*>(p)->d = half(scale(rng)); break;
       case TensorType::Q5_0: reinterpret_cast<blocks::Q5_0*>(p)->d = half(scale(rng)); break;
       case TensorType::Q8_0: reinterpret_cast<blocks::Q8_0*>(p)->d = half(scale(rng)); break;
@@ -42,7 +54,8 @@ std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
         b->m = half(-scale(rng) * 8);
         break;
       }
-      case TensorType::Q4_K: case TensorType::Q5_K: {
+      case TensorType::Q4_K:
+      case TensorType::Q5_K: {
         auto* b = reinterpret_cast<blocks::Q4_K*>(p);  // d and dmin lead both layouts
         b->d = half(scale(rng) / 16);
         b->dmin = half(scale(rng) / 16);
@@ -80,8 +93,8 @@ void expectTilesAreRowDots(const DotTable& table, TensorType type, const uint8_t
       for (int r = 0; r < rows; ++r)
         for (int t = 0; t < tokens; ++t)
           EXPECT_EQ(out[r * kTileTokens + t], table.dot(type, w + r * wBytes, a + t * aBytes, n))
-              << table.isa << " " << tensorTypeInfo(type).name << " n=" << n << " tile " << rows << "x" << tokens << " at "
-              << r << "," << t;
+              << table.isa << " " << tensorTypeInfo(type).name << " n=" << n << " tile " << rows << "x" << tokens
+              << " at " << r << "," << t;
     }
 }
 
@@ -135,7 +148,8 @@ TEST_P(DotKernelTest, EveryTileShapeGivesTheBitsOfItsRowDots) {
     quantizeActivations(actType, x.data(), q.data(), n);
     a.insert(a.end(), q.begin(), q.end());
   }
-  for (const DotTable* table : availableTables()) expectTilesAreRowDots(*table, type, w.data(), wBytes, a.data(), aBytes, n);
+  for (const DotTable* table : availableTables())
+    expectTilesAreRowDots(*table, type, w.data(), wBytes, a.data(), aBytes, n);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
@@ -228,8 +242,8 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
 #if defined(__x86_64__)
   if (cpuHasAvx2()) {
     ASSERT_NE(avx2DotTable(), nullptr);
-    EXPECT_STREQ(bestDotTable().isa, amxDotTable() != nullptr      ? "amx"
-                                     : avx512DotTable() != nullptr ? "avx512"
+    EXPECT_STREQ(bestDotTable().isa, amxDotTable() != nullptr       ? "amx"
+                                     : avx512DotTable() != nullptr  ? "avx512"
                                      : avxVnniDotTable() != nullptr ? "avx-vnni"
                                                                     : "avx2");
   }
@@ -243,9 +257,9 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
 
 TEST(ActivationQuantizers, Q8_0RoundsToNearestEvenWithScaleMaxOver127) {
   std::vector<float> x(32, 0.f);
-  x[0] = 127.f;   // d = 1
-  x[1] = 2.5f;    // ties to even: 2
-  x[2] = -3.5f;   // -4
+  x[0] = 127.f;  // d = 1
+  x[1] = 2.5f;   // ties to even: 2
+  x[2] = -3.5f;  // -4
   x[3] = 0.49f;
   blocks::Q8_0 q;
   quantizeActivations(TensorType::Q8_0, x.data(), &q, 32);

@@ -73,7 +73,8 @@ struct CaseRow {
       for (float v : c.values) halves.push_back(md::halfFromFloat(v));
       row = {halves.data(), md::LogitsFormat::Float16, uint32_t(halves.size())};
     }
-    inputs = {c.params, c.window.data(), c.biasTokens.data(), c.biasValues.data(), c.mask.empty() ? nullptr : c.mask.data()};
+    inputs = {c.params, c.window.data(), c.biasTokens.data(), c.biasValues.data(),
+              c.mask.empty() ? nullptr : c.mask.data()};
   }
 };
 

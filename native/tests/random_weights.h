@@ -24,14 +24,16 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
     auto* bytes = reinterpret_cast<uint8_t*>(&block);
     for (size_t i = 0; i < sizeof block; ++i) bytes[i] = uint8_t(byte(rng));
     block.d = md::halfFromFloat(std::fabs(normal(rng)) / 16);
-    if constexpr (!std::is_same_v<decltype(block), md_block_q6_k>) block.dmin = md::halfFromFloat(std::fabs(normal(rng)) / 16);
+    if constexpr (!std::is_same_v<decltype(block), md_block_q6_k>)
+      block.dmin = md::halfFromFloat(std::fabs(normal(rng)) / 16);
     append(&block, sizeof block);
   };
   for (uint32_t b = 0; b < blocks; ++b) {
     switch (type) {
-      case md::TensorType::BF16:
-        { const uint16_t v = md::bf16FromFloat(normal(rng)); append(&v, 2); }
-        break;
+      case md::TensorType::BF16: {
+        const uint16_t v = md::bf16FromFloat(normal(rng));
+        append(&v, 2);
+      } break;
       case md::TensorType::Q4_1: {
         md_block_q4_1 q;
         q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
@@ -51,12 +53,14 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
       case md::TensorType::Q4_K: kBlock(md_block_q4_k{}); break;
       case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
       case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
-      case md::TensorType::F32:
-        { const float v = normal(rng); append(&v, 4); }
-        break;
-      case md::TensorType::F16:
-        { const uint16_t v = md::halfFromFloat(normal(rng)); append(&v, 2); }
-        break;
+      case md::TensorType::F32: {
+        const float v = normal(rng);
+        append(&v, 4);
+      } break;
+      case md::TensorType::F16: {
+        const uint16_t v = md::halfFromFloat(normal(rng));
+        append(&v, 2);
+      } break;
       case md::TensorType::Q8_0: {
         md_block_q8_0 q;
         q.d = md::halfFromFloat(std::fabs(normal(rng)) / 64);

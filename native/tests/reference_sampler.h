@@ -44,7 +44,8 @@ inline uint32_t sample(const Case& c) {
     z[t] = roundTo(z[t] + c.biasValues[i], c.isHalf);
   }
   std::map<uint32_t, int> counts;
-  for (uint32_t t : c.window) if (t < n) counts[t]++;
+  for (uint32_t t : c.window)
+    if (t < n) counts[t]++;
   bool on = p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
   for (auto [t, count] : counts) {
     if (!on) break;
@@ -57,7 +58,8 @@ inline uint32_t sample(const Case& c) {
     for (size_t t = 0; t < n; ++t)
       if (!((c.mask[t / 32] >> (t % 32)) & 1u)) z[t] = -INFINITY;
   size_t argmax = 0;
-  for (size_t i = 1; i < n; ++i) if (z[i] > z[argmax]) argmax = i;
+  for (size_t i = 1; i < n; ++i)
+    if (z[i] > z[argmax]) argmax = i;
   const float m = z[argmax];
   if (m == -INFINITY) return MD_NO_TOKEN;
   if (p.temperature == 0) return uint32_t(argmax);
@@ -84,7 +86,10 @@ inline uint32_t sample(const Case& c) {
     float tauP = levels.back().first;
     for (auto [value, mass] : levels) {
       cumulative += mass;
-      if (cumulative >= target) { tauP = value; break; }
+      if (cumulative >= target) {
+        tauP = value;
+        break;
+      }
     }
     tau = std::max(tau, tauP);
   }
@@ -97,7 +102,10 @@ inline uint32_t sample(const Case& c) {
     if (z[i] < tau) continue;
     float scaled = T * md_token_noise(key, uint32_t(i));
     float s = z[i] + scaled;
-    if (best == MD_NO_TOKEN || s > bestScore) { best = uint32_t(i); bestScore = s; }
+    if (best == MD_NO_TOKEN || s > bestScore) {
+      best = uint32_t(i);
+      bestScore = s;
+    }
   }
   return best;
 }

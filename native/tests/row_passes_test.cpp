@@ -127,9 +127,10 @@ TEST(WeightBounds, BoundTheWeightsFromAboveAndWithin7Percent) {
     double lanesExact = 0;
     for (uint32_t b = 0; b < scanned.blocks; ++b)
       for (uint32_t l = 0; l < md::kLanes; ++l)
-        lanesExact += md::kLanes * weightOf(std::min(scanned.laneMax[size_t(b) * md::kLanes + l], below - 1), top, temperature);
-    const double fromLanes =
-        md::keyWeightBound(Half{}, scanned.laneMax, scanned.blocks * md::kLanes, below - 1, md::kLanes, top, temperature);
+        lanesExact +=
+            md::kLanes * weightOf(std::min(scanned.laneMax[size_t(b) * md::kLanes + l], below - 1), top, temperature);
+    const double fromLanes = md::keyWeightBound(Half{}, scanned.laneMax, scanned.blocks * md::kLanes, below - 1,
+                                                md::kLanes, top, temperature);
     ASSERT_GE(fromLanes, lanesExact) << "case " << c;
     ASSERT_GE(fromLanes, exact) << "case " << c;
     ASSERT_LE(fromLanes, lanesExact * 1.0635 + scanned.blocks * md::kLanes * md::kLanes * 0x1p-125) << "case " << c;

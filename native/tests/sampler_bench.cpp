@@ -32,9 +32,22 @@ int main(int argc, char** argv) {
   md_sampling_params& p = in.params;
   p = md::greedySamplingParams(vocab);
   p.seed = 7;
-  if (config == 1) { p.temperature = 0.8f; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f; p.repeat_penalty = 1.1f; p.history_count = 64; p.history_window = 64; }
-  if (config == 2) { p.temperature = 0.8f; p.top_p = 0.9f; }
-  if (config == 3) { p.temperature = 0.8f; }
+  if (config == 1) {
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.repeat_penalty = 1.1f;
+    p.history_count = 64;
+    p.history_window = 64;
+  }
+  if (config == 2) {
+    p.temperature = 0.8f;
+    p.top_p = 0.9f;
+  }
+  if (config == 3) {
+    p.temperature = 0.8f;
+  }
   in.history = history.data();
 
   md::CpuSampler sampler;
@@ -51,6 +64,6 @@ int main(int argc, char** argv) {
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
-  std::printf("V=%u config=%d %s %s: median %.1f us (sink %llu)\n", vocab, config, flat ? "flat" : "lm", f32 ? "f32" : "f16",
-              us[us.size() / 2], (unsigned long long)sink);
+  std::printf("V=%u config=%d %s %s: median %.1f us (sink %llu)\n", vocab, config, flat ? "flat" : "lm",
+              f32 ? "f32" : "f16", us[us.size() / 2], (unsigned long long)sink);
 }

@@ -34,11 +34,11 @@ SamplingPlan widePlan(bool edits, bool histogram, bool masked) {
 
 TEST(SamplingLaunches, TheWideStepsWithoutWorkAreLeftOut) {
   using V = std::vector<std::string>;
-  const V all = {"md_sample_wide_prepare_f16", "md_sample_wide_edit_f16", "md_sample_wide_count_f16",
+  const V all = {"md_sample_wide_prepare_f16", "md_sample_wide_edit_f16",  "md_sample_wide_count_f16",
                  "md_sample_wide_filter_f16",  "md_sample_wide_noise_f16", "md_sample_wide_pick_f16"};
   EXPECT_EQ(kernels(widePlan(true, false, false)), all);
-  EXPECT_EQ(kernels(widePlan(false, false, false)),
-            (V{"md_sample_wide_count_f16", "md_sample_wide_filter_f16", "md_sample_wide_noise_f16", "md_sample_wide_pick_f16"}));
+  EXPECT_EQ(kernels(widePlan(false, false, false)), (V{"md_sample_wide_count_f16", "md_sample_wide_filter_f16",
+                                                       "md_sample_wide_noise_f16", "md_sample_wide_pick_f16"}));
   for (const bool histogram : {true, false})
     EXPECT_EQ(kernels(widePlan(false, histogram, !histogram)).front(), "md_sample_wide_prepare_f16");
 }
@@ -49,7 +49,8 @@ TEST(SamplingLaunches, RowPassesSpreadOverTheGroupsAndOnlyThePickWritesTheToken)
   for (const SamplingLaunch& l : samplingLaunches(plan)) {
     const bool rowPass = l.threadgroups > 1;
     EXPECT_EQ(l.tokensPerThreadgroup, rowPass ? (32000u + 6) / 7 : 32000u) << l.kernel;
-    EXPECT_EQ(l.role, std::string(l.kernel) == "md_sample_wide_pick_f16" ? LaunchRole::Pick : LaunchRole::Step) << l.kernel;
+    EXPECT_EQ(l.role, std::string(l.kernel) == "md_sample_wide_pick_f16" ? LaunchRole::Pick : LaunchRole::Step)
+        << l.kernel;
     EXPECT_EQ(l.buffers.size(), 10u);
   }
 }

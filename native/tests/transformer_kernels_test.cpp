@@ -50,8 +50,8 @@ std::vector<float> normals(size_t n, uint32_t seed, float sigma) {
 
 // Runs `kernel` with buffers at [[buffer(0)]], [[buffer(1)]] (and (3)), the
 // params at [[buffer(2)]].
-void run(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, md_rows_params params, uint32_t groups,
-         uint32_t threads) {
+void run(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, md_rows_params params,
+         uint32_t groups, uint32_t threads) {
   auto cb = device().newCommandBuffer();
   cb->setPipeline(device().pipeline(kernel));
   for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
@@ -81,7 +81,8 @@ TEST(TransformerKernels, RmsNormMatchesTheCpuForEveryRowLengthAndThreadgroupSize
         md::rmsNorm(x.data() + size_t(r) * n, weight.data(), cpu.data(), n, 1e-5f);
         for (uint32_t i = 0; i < n; ++i) {
           const float g = gpu[size_t(r) * n + i];
-          ASSERT_NEAR(g, cpu[i], kNormTolerance * std::fabs(cpu[i]) + 1e-30f) << "n " << n << " threads " << threads << " row " << r << " i " << i;
+          ASSERT_NEAR(g, cpu[i], kNormTolerance * std::fabs(cpu[i]) + 1e-30f)
+              << "n " << n << " threads " << threads << " row " << r << " i " << i;
         }
       }
     }
@@ -110,8 +111,8 @@ TEST(TransformerKernels, SwigluAndTheResidualAddMatchTheCpu) {
 
 // Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
 template <class Params>
-void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params,
-             uint32_t groups, uint32_t threads) {
+void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
+             const Params& params, uint32_t groups, uint32_t threads) {
   auto cb = device().newCommandBuffer();
   cb->setPipeline(device().pipeline(kernel));
   for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
@@ -132,11 +133,13 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matvec_") + t.suffix;
     const char* kernel = name.c_str();
-    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    const bool superBlocks =
+        t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
     // The last four: float rows whose length is not a whole number of the lanes' 32-value parts.
-    for (auto [rows, cols, simdgroups] : {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
-                                          std::tuple{5u, 96u, 1u}, std::tuple{9u, 172u, 2u}, std::tuple{6u, 45u, 1u}, std::tuple{3u, 8u, 1u},
-                                          std::tuple{2u, 1u, 1u}}) {
+    for (auto [rows, cols, simdgroups] :
+         {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
+          std::tuple{5u, 96u, 1u}, std::tuple{9u, 172u, 2u}, std::tuple{6u, 45u, 1u}, std::tuple{3u, 8u, 1u},
+          std::tuple{2u, 1u, 1u}}) {
       if (!rowsFit(t.type, cols)) continue;
       const uint32_t heights[3] = {rows, rows / 2 + 3, 5};
       std::vector<std::vector<uint8_t>> bytes;
@@ -158,8 +161,15 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
         }
         if (mode == MD_MATVEC_SWIGLU) simdGroupsNeeded = (heights[matrices[0]] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
         auto at = [&](size_t i) { return matrices[i < matrices.size() ? i : 0]; };
-        runWith(kernel, {{0, w[at(0)].get()}, {1, xb.get()}, {3, y[at(0)].get()}, {4, w[at(1)].get()}, {5, y[at(1)].get()},
-                         {6, w[at(2)].get()}, {7, y[at(2)].get()}}, 2, p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
+        runWith(kernel,
+                {{0, w[at(0)].get()},
+                 {1, xb.get()},
+                 {3, y[at(0)].get()},
+                 {4, w[at(1)].get()},
+                 {5, y[at(1)].get()},
+                 {6, w[at(2)].get()},
+                 {7, y[at(2)].get()}},
+                2, p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
       };
       dispatch(MD_MATVEC_STORE, {0, 1, 2});
       std::vector<std::vector<float>> fused;
@@ -182,21 +192,37 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
       ASSERT_EQ(contents(*y[1], heights[1]), fused[1]) << kernel << ": one matrix alone";
       dispatch(MD_MATVEC_ACCUMULATE, {0});
       const auto doubled = contents(*y[0], rows);
-      for (uint32_t r = 0; r < rows; ++r) ASSERT_EQ(doubled[r], fused[0][r] + fused[0][r]) << kernel << " accumulate, row " << r;
+      for (uint32_t r = 0; r < rows; ++r)
+        ASSERT_EQ(doubled[r], fused[0][r] + fused[0][r]) << kernel << " accumulate, row " << r;
       // SwiGLU of W0 (the gate) and an up matrix of its rows, into y0.
       const auto upBytes = randomRows(t.type, rows, cols, rows + cols + 7);
       auto up = device().newBuffer(upBytes.size()), upOut = device().newBuffer(size_t(rows) * 4);
       std::memcpy(up->contents(), upBytes.data(), upBytes.size());
       const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
-      runWith(kernel, {{0, w[0].get()}, {1, xb.get()}, {3, y[0].get()}, {4, up.get()}, {5, y[0].get()}, {6, w[0].get()}, {7, y[0].get()}}, 2,
-              md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+      runWith(kernel,
+              {{0, w[0].get()},
+               {1, xb.get()},
+               {3, y[0].get()},
+               {4, up.get()},
+               {5, y[0].get()},
+               {6, w[0].get()},
+               {7, y[0].get()}},
+              2, md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
       const auto swiglu = contents(*y[0], rows);
-      runWith(kernel, {{0, up.get()}, {1, xb.get()}, {3, upOut.get()}, {4, up.get()}, {5, upOut.get()}, {6, up.get()}, {7, upOut.get()}}, 2,
-              md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+      runWith(kernel,
+              {{0, up.get()},
+               {1, xb.get()},
+               {3, upOut.get()},
+               {4, up.get()},
+               {5, upOut.get()},
+               {6, up.get()},
+               {7, upOut.get()}},
+              2, md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
       auto expected = fused[0];
       md::swiglu(expected.data(), contents(*upOut, rows).data(), rows);
       // exp is the platform's on each side: within a few float32 ulps.
-      for (uint32_t r = 0; r < rows; ++r) ASSERT_NEAR(swiglu[r], expected[r], 1e-6f * std::fabs(expected[r]) + 1e-30f) << kernel << " SwiGLU row " << r;
+      for (uint32_t r = 0; r < rows; ++r)
+        ASSERT_NEAR(swiglu[r], expected[r], 1e-6f * std::fabs(expected[r]) + 1e-30f) << kernel << " SwiGLU row " << r;
     }
   }
 }
@@ -213,37 +239,56 @@ uint32_t floatBits(float value) {
 TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string one = std::string("md_matvec_") + t.suffix, batch = std::string("md_matvec_batch_") + t.suffix;
-    const bool superBlocks = t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    const bool superBlocks =
+        t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
     for (const uint32_t cols : {superBlocks ? 512u : 96u, 172u}) {  // 172: a float row with a short last part
-    if (!rowsFit(t.type, cols)) continue;
-    const uint32_t rows = 13, simdgroups = 2;
-    const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
-    const auto gateBytes = randomRows(t.type, rows, cols, cols + 11), upBytes = randomRows(t.type, rows, cols, cols + 12);
-    auto gate = device().newBuffer(gateBytes.size()), up = device().newBuffer(upBytes.size());
-    std::memcpy(gate->contents(), gateBytes.data(), gateBytes.size());
-    std::memcpy(up->contents(), upBytes.data(), upBytes.size());
-    for (uint32_t count : {1u, 3u, MD_MATVEC_BATCH}) {
-      const auto x = normals(size_t(count) * cols, count * 7 + cols, 1.0f);
-      const auto start = normals(size_t(count) * rows, count + 3, 1.0f);  // what an accumulate adds to
-      for (uint32_t mode : {MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE, MD_MATVEC_SWIGLU}) {
-        auto xb = buffer(x), yb = buffer(start);
-        const uint32_t upRows = mode == MD_MATVEC_SWIGLU ? rows : 0;
-        runWith(batch.c_str(), {{0, gate.get()}, {1, xb.get()}, {3, yb.get()}, {4, up.get()}, {5, yb.get()}, {6, gate.get()}, {7, yb.get()}}, 2,
-                md_matvec_params{cols, mode, {rows, upRows, 0}, count, {0, 0}}, groups, 32 * simdgroups);
-        const auto together = contents(*yb, size_t(count) * rows);
-        for (uint32_t token = 0; token < count; ++token) {
-          auto xt = buffer(std::vector<float>(x.begin() + size_t(token) * cols, x.begin() + size_t(token + 1) * cols));
-          auto yt = buffer(std::vector<float>(start.begin() + size_t(token) * rows, start.begin() + size_t(token + 1) * rows));
-          runWith(one.c_str(), {{0, gate.get()}, {1, xt.get()}, {3, yt.get()}, {4, up.get()}, {5, yt.get()}, {6, gate.get()}, {7, yt.get()}}, 2,
-                  md_matvec_params{cols, mode, {rows, upRows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
-          const auto alone = contents(*yt, rows);
-          for (uint32_t r = 0; r < rows; ++r) {
-            ASSERT_EQ(floatBits(together[size_t(token) * rows + r]), floatBits(alone[r]))
-                << batch << " cols " << cols << " count " << count << " mode " << mode << " token " << token << " row " << r;
+      if (!rowsFit(t.type, cols)) continue;
+      const uint32_t rows = 13, simdgroups = 2;
+      const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
+      const auto gateBytes = randomRows(t.type, rows, cols, cols + 11),
+                 upBytes = randomRows(t.type, rows, cols, cols + 12);
+      auto gate = device().newBuffer(gateBytes.size()), up = device().newBuffer(upBytes.size());
+      std::memcpy(gate->contents(), gateBytes.data(), gateBytes.size());
+      std::memcpy(up->contents(), upBytes.data(), upBytes.size());
+      for (uint32_t count : {1u, 3u, MD_MATVEC_BATCH}) {
+        const auto x = normals(size_t(count) * cols, count * 7 + cols, 1.0f);
+        const auto start = normals(size_t(count) * rows, count + 3, 1.0f);  // what an accumulate adds to
+        for (uint32_t mode : {MD_MATVEC_STORE, MD_MATVEC_ACCUMULATE, MD_MATVEC_SWIGLU}) {
+          auto xb = buffer(x), yb = buffer(start);
+          const uint32_t upRows = mode == MD_MATVEC_SWIGLU ? rows : 0;
+          runWith(batch.c_str(),
+                  {{0, gate.get()},
+                   {1, xb.get()},
+                   {3, yb.get()},
+                   {4, up.get()},
+                   {5, yb.get()},
+                   {6, gate.get()},
+                   {7, yb.get()}},
+                  2, md_matvec_params{cols, mode, {rows, upRows, 0}, count, {0, 0}}, groups, 32 * simdgroups);
+          const auto together = contents(*yb, size_t(count) * rows);
+          for (uint32_t token = 0; token < count; ++token) {
+            auto xt =
+                buffer(std::vector<float>(x.begin() + size_t(token) * cols, x.begin() + size_t(token + 1) * cols));
+            auto yt = buffer(
+                std::vector<float>(start.begin() + size_t(token) * rows, start.begin() + size_t(token + 1) * rows));
+            runWith(one.c_str(),
+                    {{0, gate.get()},
+                     {1, xt.get()},
+                     {3, yt.get()},
+                     {4, up.get()},
+                     {5, yt.get()},
+                     {6, gate.get()},
+                     {7, yt.get()}},
+                    2, md_matvec_params{cols, mode, {rows, upRows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+            const auto alone = contents(*yt, rows);
+            for (uint32_t r = 0; r < rows; ++r) {
+              ASSERT_EQ(floatBits(together[size_t(token) * rows + r]), floatBits(alone[r]))
+                  << batch << " cols " << cols << " count " << count << " mode " << mode << " token " << token
+                  << " row " << r;
+            }
           }
         }
       }
-    }
     }
   }
 }
@@ -256,18 +301,22 @@ TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matmul_") + t.suffix;
     // The last three: float rows whose last 32-column step is short.
-    for (auto [rows, cols, count] : {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u},
-                                     std::tuple{9u, 172u, 33u}, std::tuple{5u, 45u, 3u}, std::tuple{4u, 8u, 2u}}) {
+    for (auto [rows, cols, count] :
+         {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u},
+          std::tuple{9u, 172u, 33u}, std::tuple{5u, 45u, 3u}, std::tuple{4u, 8u, 2u}}) {
       if (!rowsFit(t.type, cols)) continue;
       const auto bytes = randomRows(t.type, rows, cols, rows * 7 + cols + count);
       const auto x = normals(size_t(count) * cols, count + cols, 1.0f);
       auto wb = device().newBuffer(bytes.size());
       std::memcpy(wb->contents(), bytes.data(), bytes.size());
       auto xb = buffer(x), yb = device().newBuffer(size_t(rows) * count * 4);
-      const uint32_t groups = ((rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE) * ((count + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE);
-      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 0}, groups, MD_MATMUL_THREADS);
+      const uint32_t groups =
+          ((rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE) * ((count + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE);
+      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 0},
+              groups, MD_MATMUL_THREADS);
       const auto y = contents(*yb, size_t(rows) * count);
-      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 1}, groups, MD_MATMUL_THREADS);
+      runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 1},
+              groups, MD_MATMUL_THREADS);
       const auto doubled = contents(*yb, size_t(rows) * count);
       for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(doubled[i], y[i] + y[i]) << name << " accumulate, output " << i;
       const size_t rowBytes = bytes.size() / rows;
@@ -281,7 +330,8 @@ TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
             magnitude += std::fabs(double(w[j]) * x[size_t(token) * cols + j]);
           }
           ASSERT_NEAR(y[size_t(token) * rows + r], exact, cols * std::ldexp(magnitude, -24) + 1e-30)
-              << name << " rows " << rows << " cols " << cols << " count " << count << " row " << r << " token " << token;
+              << name << " rows " << rows << " cols " << cols << " count " << count << " row " << r << " token "
+              << token;
         }
       }
     }
@@ -299,23 +349,27 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
   auto tokenBuffer = device().newBuffer(sizeof tokens);
   std::memcpy(tokenBuffer->contents(), tokens, sizeof tokens);
   auto out = device().newBuffer(count * 256 * 4);
-  runWith("md_embed_rows_q4_k", {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, 256, count, 0},
-          (count * 256 + 127) / 128, 128);
+  runWith("md_embed_rows_q4_k", {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2,
+          md_embed_params{vocab, 256, count, 0}, (count * 256 + 127) / 128, 128);
   const auto batch = contents(*out, count * 256);
   for (uint32_t i = 0; i < count; ++i) {
     std::vector<float> expected(256, 0.0f);
-    if (tokens[i] < vocab) md::dequantizeRow(md::TensorType::Q4_K, bytes.data() + tokens[i] * (bytes.size() / vocab), expected.data(), 256);
+    if (tokens[i] < vocab)
+      md::dequantizeRow(md::TensorType::Q4_K, bytes.data() + tokens[i] * (bytes.size() / vocab), expected.data(), 256);
     EXPECT_EQ(std::vector<float>(batch.begin() + i * 256, batch.begin() + (i + 1) * 256), expected) << "token " << i;
   }
 
   // RoPE of a batch's Q heads (3) and K heads (2) in one dispatch: each
   // token's heads as the one-token, one-matrix dispatch rotates them.
   const uint32_t heads = 3, kHeads = 2, headDim = 64, position = 11;
-  const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f), kx = normals(size_t(count) * kHeads * headDim, 15, 1.0f);
+  const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f),
+             kx = normals(size_t(count) * kHeads * headDim, 15, 1.0f);
   auto batched = buffer(x), batchedK = buffer(kx), factors = buffer({0.0f});
   md_rope_params rope{heads, headDim, headDim, 2, position, std::pow(10000.0f, -2.0f / 64), 1.0f, 0, count, kHeads};
-  runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}, {3, batchedK.get()}}, 2, rope, (count * (heads + kHeads) * 32 + 63) / 64, 64);
-  for (auto [rows, headCount, roped] : {std::tuple{&x, heads, contents(*batched, x.size())}, std::tuple{&kx, kHeads, contents(*batchedK, kx.size())}}) {
+  runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}, {3, batchedK.get()}}, 2, rope,
+          (count * (heads + kHeads) * 32 + 63) / 64, 64);
+  for (auto [rows, headCount, roped] :
+       {std::tuple{&x, heads, contents(*batched, x.size())}, std::tuple{&kx, kHeads, contents(*batchedK, kx.size())}}) {
     const size_t stride = size_t(headCount) * headDim;
     for (uint32_t i = 0; i < count; ++i) {
       std::vector<float> one(rows->begin() + i * stride, rows->begin() + (i + 1) * stride);
@@ -326,7 +380,8 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
       p.position = position + i;
       p.count = 1;
       runWith("md_rope_f32", {{0, single.get()}, {1, factors.get()}, {3, single.get()}}, 2, p, 2, 64);
-      EXPECT_EQ(std::vector<float>(roped.begin() + i * stride, roped.begin() + (i + 1) * stride), contents(*single, one.size()))
+      EXPECT_EQ(std::vector<float>(roped.begin() + i * stride, roped.begin() + (i + 1) * stride),
+                contents(*single, one.size()))
           << headCount << " heads, token " << i;
     }
   }
@@ -335,8 +390,8 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
   const auto k = normals(count * kvDim, 6, 1.0f), v = normals(count * kvDim, 7, 1.0f);
   auto kb = buffer(k), vb = buffer(v);
   auto keys = device().newBuffer(context * kvDim * 2), values = device().newBuffer(context * kvDim * 2);
-  runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2, md_kv_store_params{kvDim, position, count, 0},
-          (count * kvDim + 63) / 64, 64);
+  runWith("md_kv_store_f16", {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
+          md_kv_store_params{kvDim, position, count, 0}, (count * kvDim + 63) / 64, 64);
   const auto* cachedKeys = static_cast<const uint16_t*>(keys->contents());
   const auto* cachedValues = static_cast<const uint16_t*>(values->contents());
   for (uint32_t i = 0; i < count * kvDim; ++i) {
@@ -346,7 +401,8 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
 
   const auto rowsOf = normals(count * dim, 8, 1.0f), bias = normals(dim, 9, 1.0f);
   auto xb = buffer(rowsOf), bb = buffer(bias);
-  runWith("md_add_f32", {{0, xb.get()}, {1, bb.get()}}, 2, md_rows_params{dim, count, 0.0f, 1}, (count * dim + 255) / 256, 256);
+  runWith("md_add_f32", {{0, xb.get()}, {1, bb.get()}}, 2, md_rows_params{dim, count, 0.0f, 1},
+          (count * dim + 255) / 256, 256);
   auto expected = rowsOf;
   for (uint32_t i = 0; i < count; ++i) md::addInPlace(expected.data() + i * dim, bias.data(), dim);
   EXPECT_EQ(contents(*xb, count * dim), expected);
@@ -357,20 +413,22 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
     const std::string name = std::string("md_embed_rows_") + t.suffix;
     const char* kernel = name.c_str();
     for (const uint32_t dim : {512u, 172u, 45u}) {  // float tables may have rows of any length
-    if (!rowsFit(t.type, dim)) continue;
-    const uint32_t vocab = 5;
-    const auto bytes = randomRows(t.type, vocab, dim, 17);
-    auto table = device().newBuffer(bytes.size());
-    std::memcpy(table->contents(), bytes.data(), bytes.size());
-    auto out = device().newBuffer(dim * 4);
-    for (uint32_t token : {0u, 3u, 4u, 9u}) {
-      auto tokenBuffer = device().newBuffer(4);
-      std::memcpy(tokenBuffer->contents(), &token, 4);
-      runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2, md_embed_params{vocab, dim, 1, 0}, (dim + 127) / 128, 128);
-      std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
-      if (token < vocab) md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
-      EXPECT_EQ(contents(*out, dim), expected) << kernel << " dim " << dim << " token " << token;
-    }
+      if (!rowsFit(t.type, dim)) continue;
+      const uint32_t vocab = 5;
+      const auto bytes = randomRows(t.type, vocab, dim, 17);
+      auto table = device().newBuffer(bytes.size());
+      std::memcpy(table->contents(), bytes.data(), bytes.size());
+      auto out = device().newBuffer(dim * 4);
+      for (uint32_t token : {0u, 3u, 4u, 9u}) {
+        auto tokenBuffer = device().newBuffer(4);
+        std::memcpy(tokenBuffer->contents(), &token, 4);
+        runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2,
+                md_embed_params{vocab, dim, 1, 0}, (dim + 127) / 128, 128);
+        std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
+        if (token < vocab)
+          md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
+        EXPECT_EQ(contents(*out, dim), expected) << kernel << " dim " << dim << " token " << token;
+      }
     }
   }
 }
@@ -395,14 +453,24 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
           for (uint32_t i = 0; i < pairs; ++i) factors[i] = 1.0f + float(i % 7);
           const auto x = normals(heads * c.headDim, position + ropeDims, 1.0f);
           auto xb = buffer(x), fb = buffer(withFactors ? factors : std::vector<float>{0.0f});
-          const md_rope_params p{heads, c.headDim, ropeDims, mode == md::RopeMode::AdjacentPairs ? 0u : 2u, position,
-                                 std::pow(c.ropeBase, -2.0f / float(ropeDims)), c.ropeFreqScale, withFactors ? 1u : 0u, 1, 0};
+          const md_rope_params p{heads,
+                                 c.headDim,
+                                 ropeDims,
+                                 mode == md::RopeMode::AdjacentPairs ? 0u : 2u,
+                                 position,
+                                 std::pow(c.ropeBase, -2.0f / float(ropeDims)),
+                                 c.ropeFreqScale,
+                                 withFactors ? 1u : 0u,
+                                 1,
+                                 0};
           runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}, {3, xb.get()}}, 2, p, 1, 128);
           std::vector<float> cosines(pairs), sines(pairs), cpu = x;
           md::ropeAngles(c, withFactors ? factors.data() : nullptr, position, cosines.data(), sines.data());
-          for (uint32_t h = 0; h < heads; ++h) md::applyRope(mode, int(ropeDims), cosines.data(), sines.data(), cpu.data() + h * c.headDim);
+          for (uint32_t h = 0; h < heads; ++h)
+            md::applyRope(mode, int(ropeDims), cosines.data(), sines.data(), cpu.data() + h * c.headDim);
           const auto gpu = contents(*xb, x.size());
-          for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(gpu[i], cpu[i], 8e-6f) << "position " << position << " i " << i;
+          for (size_t i = 0; i < x.size(); ++i)
+            ASSERT_NEAR(gpu[i], cpu[i], 8e-6f) << "position " << position << " i " << i;
         }
       }
     }
@@ -423,123 +491,137 @@ struct CacheCase {
   md::TensorType type;
   bool rounds;
 };
-constexpr CacheCase kCacheCases[] = {{"f16", md::TensorType::F16, true}, {"f32", md::TensorType::F32, false}, {"q8_0", md::TensorType::Q8_0, false}};
+constexpr CacheCase kCacheCases[] = {
+    {"f16", md::TensorType::F16, true}, {"f32", md::TensorType::F32, false}, {"q8_0", md::TensorType::Q8_0, false}};
 
 // For each cache type: the stored rows are the CPU's quantizeActivations
 // of K and V bit for bit; attention matches a double reference over the
 // cached values.
 TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
   for (const CacheCase& cc : kCacheCases) {
-  const std::string store = std::string("md_kv_store_") + cc.suffix, attend = std::string("md_attention_") + cc.suffix;
-  const uint32_t heads = 4, kvHeads = 2, headDim = 32, context = 40, kvDim = kvHeads * headDim;
-  const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
-  auto keys = device().newBuffer(size_t(context) * rowBytes), values = device().newBuffer(size_t(context) * rowBytes);
-  std::vector<std::vector<float>> ks, vs;
-  const uint32_t storeThreads = cc.type == md::TensorType::Q8_0 ? kvDim / MD_QK : kvDim;  // Q8_0: a thread per block
-  for (uint32_t position = 0; position < 37; ++position) {
-    ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
-    vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
-    auto kb = buffer(ks.back()), vb = buffer(vs.back());
-    runWith(store.c_str(), {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
-            md_kv_store_params{kvDim, position, 1, 0}, (storeThreads + 63) / 64, 64);
-  }
-  std::vector<float> cachedKeys(size_t(37) * kvDim), cachedValues(size_t(37) * kvDim);
-  std::vector<uint8_t> expectedRow(rowBytes);
-  for (uint32_t t = 0; t < 37; ++t) {
-    const auto* k = static_cast<const uint8_t*>(keys->contents()) + t * rowBytes;
-    const auto* v = static_cast<const uint8_t*>(values->contents()) + t * rowBytes;
-    md::quantizeActivations(cc.type, ks[t].data(), expectedRow.data(), kvDim);
-    ASSERT_EQ(std::vector<uint8_t>(k, k + rowBytes), expectedRow) << store << " keys, position " << t;
-    md::quantizeActivations(cc.type, vs[t].data(), expectedRow.data(), kvDim);
-    ASSERT_EQ(std::vector<uint8_t>(v, v + rowBytes), expectedRow) << store << " values, position " << t;
-    md::dequantizeRow(cc.type, k, cachedKeys.data() + size_t(t) * kvDim, kvDim);
-    md::dequantizeRow(cc.type, v, cachedValues.data() + size_t(t) * kvDim, kvDim);
-  }
-  auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
-  const float scale = 1.0f / std::sqrt(float(headDim));
-  // Query i of a batch attends over the first length + i positions.
-  auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count, uint32_t length, const std::string& what) {
-    for (uint32_t i = 0; i < count; ++i) {
-      for (uint32_t h = 0; h < heads; ++h) {
-        const uint32_t g = h / (heads / kvHeads), n = length + i;
-        const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
-        std::vector<double> p(n);
-        double max = -INFINITY, sum = 0;
-        for (uint32_t t = 0; t < n; ++t) {
-          double dot = 0;
-          if (cc.type == md::TensorType::Q8_0) {
-            // The query in Q8_0 blocks, as the CPU's dot takes it.
-            std::vector<uint8_t> qq(md::rowBytes(md::tensorTypeInfo(cc.type), headDim));
-            std::vector<float> qd(headDim);
-            md::quantizeActivations(cc.type, qh, qq.data(), headDim);
-            md::dequantizeRow(cc.type, qq.data(), qd.data(), headDim);
-            for (uint32_t d = 0; d < headDim; ++d) dot += double(qd[d]) * cachedKeys[t * kvDim + g * headDim + d];
-          } else {
-            for (uint32_t d = 0; d < headDim; ++d) dot += double(operand(qh[d])) * cachedKeys[t * kvDim + g * headDim + d];
-          }
-          p[t] = dot * scale;
-          max = std::max(max, p[t]);
-        }
-        for (double& x : p) sum += (x = std::exp(x - max));
-        for (uint32_t d = 0; d < headDim; ++d) {
-          double expected = 0, magnitude = 0;
+    const std::string store = std::string("md_kv_store_") + cc.suffix,
+                      attend = std::string("md_attention_") + cc.suffix;
+    const uint32_t heads = 4, kvHeads = 2, headDim = 32, context = 40, kvDim = kvHeads * headDim;
+    const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
+    auto keys = device().newBuffer(size_t(context) * rowBytes), values = device().newBuffer(size_t(context) * rowBytes);
+    std::vector<std::vector<float>> ks, vs;
+    const uint32_t storeThreads = cc.type == md::TensorType::Q8_0 ? kvDim / MD_QK : kvDim;  // Q8_0: a thread per block
+    for (uint32_t position = 0; position < 37; ++position) {
+      ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
+      vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
+      auto kb = buffer(ks.back()), vb = buffer(vs.back());
+      runWith(store.c_str(), {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
+              md_kv_store_params{kvDim, position, 1, 0}, (storeThreads + 63) / 64, 64);
+    }
+    std::vector<float> cachedKeys(size_t(37) * kvDim), cachedValues(size_t(37) * kvDim);
+    std::vector<uint8_t> expectedRow(rowBytes);
+    for (uint32_t t = 0; t < 37; ++t) {
+      const auto* k = static_cast<const uint8_t*>(keys->contents()) + t * rowBytes;
+      const auto* v = static_cast<const uint8_t*>(values->contents()) + t * rowBytes;
+      md::quantizeActivations(cc.type, ks[t].data(), expectedRow.data(), kvDim);
+      ASSERT_EQ(std::vector<uint8_t>(k, k + rowBytes), expectedRow) << store << " keys, position " << t;
+      md::quantizeActivations(cc.type, vs[t].data(), expectedRow.data(), kvDim);
+      ASSERT_EQ(std::vector<uint8_t>(v, v + rowBytes), expectedRow) << store << " values, position " << t;
+      md::dequantizeRow(cc.type, k, cachedKeys.data() + size_t(t) * kvDim, kvDim);
+      md::dequantizeRow(cc.type, v, cachedValues.data() + size_t(t) * kvDim, kvDim);
+    }
+    auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
+    const float scale = 1.0f / std::sqrt(float(headDim));
+    // Query i of a batch attends over the first length + i positions.
+    auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count,
+                               uint32_t length, const std::string& what) {
+      for (uint32_t i = 0; i < count; ++i) {
+        for (uint32_t h = 0; h < heads; ++h) {
+          const uint32_t g = h / (heads / kvHeads), n = length + i;
+          const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
+          std::vector<double> p(n);
+          double max = -INFINITY, sum = 0;
           for (uint32_t t = 0; t < n; ++t) {
-            const double weight = operand(float(p[t] / sum));
-            const double v = cachedValues[t * kvDim + g * headDim + d];
-            expected += weight * v;
-            magnitude += std::fabs(weight * v);
+            double dot = 0;
+            if (cc.type == md::TensorType::Q8_0) {
+              // The query in Q8_0 blocks, as the CPU's dot takes it.
+              std::vector<uint8_t> qq(md::rowBytes(md::tensorTypeInfo(cc.type), headDim));
+              std::vector<float> qd(headDim);
+              md::quantizeActivations(cc.type, qh, qq.data(), headDim);
+              md::dequantizeRow(cc.type, qq.data(), qd.data(), headDim);
+              for (uint32_t d = 0; d < headDim; ++d) dot += double(qd[d]) * cachedKeys[t * kvDim + g * headDim + d];
+            } else {
+              for (uint32_t d = 0; d < headDim; ++d)
+                dot += double(operand(qh[d])) * cachedKeys[t * kvDim + g * headDim + d];
+            }
+            p[t] = dot * scale;
+            max = std::max(max, p[t]);
           }
-          ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
-              << attend << " " << what << " query " << i << " head " << h << " dim " << d;
+          for (double& x : p) sum += (x = std::exp(x - max));
+          for (uint32_t d = 0; d < headDim; ++d) {
+            double expected = 0, magnitude = 0;
+            for (uint32_t t = 0; t < n; ++t) {
+              const double weight = operand(float(p[t] / sum));
+              const double v = cachedValues[t * kvDim + g * headDim + d];
+              expected += weight * v;
+              magnitude += std::fabs(weight * v);
+            }
+            ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
+                << attend << " " << what << " query " << i << " head " << h << " dim " << d;
+          }
         }
       }
+    };
+    for (uint32_t length : {1u, 5u, 37u}) {
+      for (uint32_t threads : {32u, 128u}) {
+        const auto q = normals(heads * headDim, length, 1.0f);
+        auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4),
+             out = device().newBuffer(heads * headDim * 4);
+        runWith(attend.c_str(),
+                {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}},
+                3, md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, heads, threads);
+        expectAttention(q, contents(*out, heads * headDim), 1, length,
+                        "length " + std::to_string(length) + " threads " + std::to_string(threads));
+      }
     }
-  };
-  for (uint32_t length : {1u, 5u, 37u}) {
-    for (uint32_t threads : {32u, 128u}) {
-      const auto q = normals(heads * headDim, length, 1.0f);
-      auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4), out = device().newBuffer(heads * headDim * 4);
-      runWith(attend.c_str(), {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
-              md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, heads, threads);
-      expectAttention(q, contents(*out, heads * headDim), 1, length, "length " + std::to_string(length) + " threads " + std::to_string(threads));
+    // A batch of queries (causal), and the positions split over threadgroups
+    // and merged: splits that leave some threadgroups empty (length < splits)
+    // and uneven ranges. Their weights are rounded before the normalisation,
+    // to the same relative precision: the same bound holds.
+    for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u},
+                                         std::tuple{6u, 30u, 4u}, std::tuple{4u, 34u, 5u}}) {
+      const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
+      const size_t outFloats = size_t(count) * heads * headDim;
+      auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4),
+           out = device().newBuffer(outFloats * 4);
+      auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
+      const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
+      auto cb = device().newCommandBuffer();
+      cb->setPipeline(device().pipeline(attend.c_str()));
+      for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()},
+                                                                                     {1, keys.get()},
+                                                                                     {2, values.get()},
+                                                                                     {4, scores.get()},
+                                                                                     {5, out.get()},
+                                                                                     {6, partials.get()}})
+        cb->setBuffer(index, *b, 0);
+      cb->setBytes(3, &p, sizeof p);
+      cb->dispatch(count * heads * splits, 64);
+      if (splits > 1) {
+        cb->setPipeline(device().pipeline("md_attention_merge_f32"));
+        cb->setBuffer(0, *partials, 0);
+        cb->setBytes(1, &p, sizeof p);
+        cb->setBuffer(2, *out, 0);
+        cb->dispatch(uint32_t((outFloats + 63) / 64), 64);
+      }
+      cb->commit();
+      cb->wait();
+      expectAttention(
+          q, contents(*out, outFloats), count, length,
+          "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " + std::to_string(splits));
     }
-  }
-  // A batch of queries (causal), and the positions split over threadgroups
-  // and merged: splits that leave some threadgroups empty (length < splits)
-  // and uneven ranges. Their weights are rounded before the normalisation,
-  // to the same relative precision: the same bound holds.
-  for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u}, std::tuple{6u, 30u, 4u},
-                                       std::tuple{4u, 34u, 5u}}) {
-    const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
-    const size_t outFloats = size_t(count) * heads * headDim;
-    auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4), out = device().newBuffer(outFloats * 4);
-    auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
-    const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
-    auto cb = device().newCommandBuffer();
-    cb->setPipeline(device().pipeline(attend.c_str()));
-    for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()}, {1, keys.get()}, {2, values.get()},
-                                                                                  {4, scores.get()}, {5, out.get()}, {6, partials.get()}})
-      cb->setBuffer(index, *b, 0);
-    cb->setBytes(3, &p, sizeof p);
-    cb->dispatch(count * heads * splits, 64);
-    if (splits > 1) {
-      cb->setPipeline(device().pipeline("md_attention_merge_f32"));
-      cb->setBuffer(0, *partials, 0);
-      cb->setBytes(1, &p, sizeof p);
-      cb->setBuffer(2, *out, 0);
-      cb->dispatch(uint32_t((outFloats + 63) / 64), 64);
-    }
-    cb->commit();
-    cb->wait();
-    expectAttention(q, contents(*out, outFloats), count, length,
-                    "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " + std::to_string(splits));
-  }
   }
 }
 
 // A command of `kernel` with buffers {index, buffer} and params at [[buffer(paramsIndex)]].
 template <class Params>
-md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex, const Params& params) {
+md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
+                        const Params& params) {
   md::DispatchCmd cmd;
   cmd.pipeline = &device().pipeline(kernel);
   for (auto& [index, b] : buffers) cmd.buffers[cmd.bufferCount++] = md::BufferBinding{b, 0, index};
@@ -561,40 +643,57 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
 
   // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
   auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
-  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+  auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
+                    md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
-            "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer has 287");
-  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
-  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
+            "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer "
+            "has 287");
+  mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
+               md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
   // Float rows have any length: 3 rows of 45 F16 values are 270 bytes.
   auto wf = device().newBuffer(3 * 45 * 2 - 2), xf = device().newBuffer(4 * 45), yf = device().newBuffer(4 * 3);
-  mv = command("md_matvec_f16", {{0, wf.get()}, {1, xf.get()}, {3, yf.get()}}, 2, md_matvec_params{45, MD_MATVEC_STORE, {3, 0, 0}, 1, {0, 0}});
+  mv = command("md_matvec_f16", {{0, wf.get()}, {1, xf.get()}, {3, yf.get()}}, 2,
+               md_matvec_params{45, MD_MATVEC_STORE, {3, 0, 0}, 1, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
-            "md_matvec_f16: buffer 0 (w0: rows[0] x cols / values blocks) needs 270 bytes from byte 0, but the buffer has 268");
+            "md_matvec_f16: buffer 0 (w0: rows[0] x cols / values blocks) needs 270 bytes from byte 0, but the buffer "
+            "has 268");
   // Counts: one token for md_matvec_*, up to MD_MATVEC_BATCH for the batch kernel, whose x and y hold them all.
   auto w8 = device().newBuffer(8 * 2 * 18);
-  mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+  mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: count 2 is not a token count from 1 to 1");
-  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 9, {0, 0}});
-  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_batch_q4_0: count 9 is not a token count from 1 to 8");
-  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 9, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
-            "md_matvec_batch_q4_0: buffer 1 (x: count x cols floats) needs 512 bytes from byte 0, but the buffer has 256");
+            "md_matvec_batch_q4_0: count 9 is not a token count from 1 to 8");
+  mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+  EXPECT_EQ(
+      md::kernelContractProblem(mv, mv.params, 0),
+      "md_matvec_batch_q4_0: buffer 1 (x: count x cols floats) needs 512 bytes from byte 0, but the buffer has 256");
   // A batch of 2 tokens needs 2 x 8 outputs.
   auto mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matmul_params{8, 32, 2, 0});
   EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
             "md_matmul_q4_0: buffer 3 (y: count x rows floats) needs 64 bytes from byte 0, but the buffer has 32");
 
   // Attention: the last query of a batch must fit the context, and splits need their partials.
-  auto q = device().newBuffer(4 * 64 * 3), cache = device().newBuffer(2 * 64 * 16), scores = device().newBuffer(4 * 3 * 16), o = device().newBuffer(4 * 64 * 3);
+  auto q = device().newBuffer(4 * 64 * 3), cache = device().newBuffer(2 * 64 * 16),
+       scores = device().newBuffer(4 * 3 * 16), o = device().newBuffer(4 * 64 * 3);
   auto partials = device().newBuffer(4);
-  auto at = command("md_attention_f16", {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}}, 3,
-                    md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
-  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "md_attention_f16: kv_length 15 + count 3 - 1 is past the context 16");
-  at = command("md_attention_f16", {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}}, 3,
-               md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
+  auto at =
+      command("md_attention_f16",
+              {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}},
+              3, md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
-            "md_attention_f16: buffer 6 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes from byte 0, but the buffer has 4");
+            "md_attention_f16: kv_length 15 + count 3 - 1 is past the context 16");
+  at = command("md_attention_f16",
+               {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}},
+               3, md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
+            "md_attention_f16: buffer 6 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes "
+            "from byte 0, but the buffer has 4");
 }
 
 }  // namespace

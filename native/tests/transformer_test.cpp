@@ -158,7 +158,8 @@ TEST(Transformer, EvaluateAndPickGivesTheSamplersTokenFromTheLogits) {
     t.evaluate(s, tokens.data(), 4, 0, logits.data());
   }
   uint32_t top = 0;
-  for (uint32_t i = 1; i < 50; ++i) if (logits[i] > logits[top]) top = i;
+  for (uint32_t i = 1; i < 50; ++i)
+    if (logits[i] > logits[top]) top = i;
   const uint32_t other = (top + 7) % 50;
   struct Case {
     float temperature;
@@ -192,7 +193,8 @@ TEST(Transformer, EvaluateAndPickGivesTheSamplersTokenFromTheLogits) {
         pick.temperature = cases[c].temperature;
         pick.seed = 99 + uint32_t(c);
         pick.position = position;
-        pick.bias = headPickBias(cases[c].biasTokens.data(), cases[c].biasValues.data(), cases[c].biasTokens.size(), 50);
+        pick.bias =
+            headPickBias(cases[c].biasTokens.data(), cases[c].biasValues.data(), cases[c].biasTokens.size(), 50);
         SamplingInputs in{greedySamplingParams(50), nullptr, cases[c].biasTokens.data(), cases[c].biasValues.data()};
         in.params.temperature = pick.temperature;
         in.params.seed = pick.seed;
@@ -235,11 +237,17 @@ TEST(Transformer, BadArgumentsAreErrorsNamingThemAndLeaveTheStateAlone) {
   const uint32_t ok[2] = {1, 2}, bad[2] = {1, 50};
   t.evaluate(s, ok, 2, 0, logits.data());
   auto message = [&](auto call) {
-    try { call(); } catch (const std::out_of_range& e) { return std::string(e.what()); }
+    try {
+      call();
+    } catch (const std::out_of_range& e) {
+      return std::string(e.what());
+    }
     return std::string("no error");
   };
-  EXPECT_EQ(message([&] { t.evaluate(s, bad, 2, 2, logits.data()); }), "tokens[1]: 50 is not below the vocabulary size 50");
-  EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3, logits.data()); }), "start: position 3 is after the sequence's end (2 positions)");
+  EXPECT_EQ(message([&] { t.evaluate(s, bad, 2, 2, logits.data()); }),
+            "tokens[1]: 50 is not below the vocabulary size 50");
+  EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3, logits.data()); }),
+            "start: position 3 is after the sequence's end (2 positions)");
   EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3 - 0 - 1 + 0, logits.data()); }), "no error");
   EXPECT_EQ(message([&] { t.evaluate(s, ok, 2, 3, logits.data()); }), "tokens: positions 3 + 2 exceed contextSize 4");
   EXPECT_EQ(s.length(), 4u);
@@ -281,12 +289,15 @@ TEST(BindWeights, NamesTheTensorAndTheField) {
   {
     TinyModel x = m;
     x.entries[3].type = 7;  // Q5_1
-    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.weight: type 7 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16)");
+    EXPECT_EQ(bindError(x),
+              "tensor blk.0.attn_q.weight: type 7 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, "
+              "Q5_K, Q6_K, BF16)");
   }
   {
     TinyModel x = m;
     x.entries[1].type = 1;
-    EXPECT_EQ(bindError(x), "tensor output_norm.weight: type F16 is not supported for a norm, bias or factor vector (expected F32)");
+    EXPECT_EQ(bindError(x),
+              "tensor output_norm.weight: type F16 is not supported for a norm, bias or factor vector (expected F32)");
   }
   {
     TinyModel x = m;
@@ -296,7 +307,8 @@ TEST(BindWeights, NamesTheTensorAndTheField) {
   {
     TinyModel x = m;
     x.entries.push_back({"blk.0.attn_q.bias", 0, {128}, 0});
-    EXPECT_EQ(bindError(x), "tensor blk.0.attn_q.bias: not part of this architecture's tensors (an unsupported variant?)");
+    EXPECT_EQ(bindError(x),
+              "tensor blk.0.attn_q.bias: not part of this architecture's tensors (an unsupported variant?)");
   }
   {
     TinyModel x = m;

@@ -28,7 +28,9 @@ export function convertModel(from: string, to: string, target: ConvertTarget): C
   const layout = readLayout(file, from);
   const tensors = layout.tensors.map((t) => {
     if (t.type !== TYPE.F32) throw new Error(`${from}: ${t.name} is type ${t.type}; the converter reads F32 files`);
-    const values = new Float32Array(file.buffer.slice(file.byteOffset + layout.dataOffset + t.offset, file.byteOffset + layout.dataOffset + t.offset + 4 * count(t.dims)));
+    const values = new Float32Array(
+      file.buffer.slice(file.byteOffset + layout.dataOffset + t.offset, file.byteOffset + layout.dataOffset + t.offset + 4 * count(t.dims)),
+    );
     const type = t.dims.length < 2 ? 'F32' : typeFor(target, t.dims[0]);
     return { name: t.name, dims: t.dims, type, data: encode(type, values) };
   });
@@ -68,14 +70,26 @@ function encode(type: TypeName, x: Float32Array): Uint8Array {
   const out = new Uint8Array((x.length / per) * size);
   const view = new DataView(out.buffer);
   for (let blk = 0; blk < x.length / per; blk++) {
-    const v = x.subarray(blk * per, blk * per + per), p = blk * size;
+    const v = x.subarray(blk * per, blk * per + per),
+      p = blk * size;
     switch (type) {
-      case 'F16': view.setUint16(p, float16FromNumber(v[0]), true); break;
-      case 'BF16': view.setUint16(p, bf16FromNumber(v[0]), true); break;
-      case 'Q8_0': quantizeQ8_0(v, view, p); break;
-      case 'Q4_0': quantizeQ4_0(v, view, p); break;
-      case 'Q5_0': quantizeQ5_0(v, view, p); break;
-      default: throw new Error(`convertModel: no quantizer for ${type} (rows whole ${type} blocks are not in the files this converts)`);
+      case 'F16':
+        view.setUint16(p, float16FromNumber(v[0]), true);
+        break;
+      case 'BF16':
+        view.setUint16(p, bf16FromNumber(v[0]), true);
+        break;
+      case 'Q8_0':
+        quantizeQ8_0(v, view, p);
+        break;
+      case 'Q4_0':
+        quantizeQ4_0(v, view, p);
+        break;
+      case 'Q5_0':
+        quantizeQ5_0(v, view, p);
+        break;
+      default:
+        throw new Error(`convertModel: no quantizer for ${type} (rows whole ${type} blocks are not in the files this converts)`);
     }
   }
   return out;
@@ -85,7 +99,8 @@ function encode(type: TypeName, x: Float32Array): Uint8Array {
 function quantizeQ8_0(x: Float32Array, view: DataView, p: number): void {
   let amax = 0;
   for (const v of x) amax = Math.max(amax, Math.abs(v));
-  const d = Math.fround(amax / 127), id = d !== 0 ? Math.fround(1 / d) : 0;
+  const d = Math.fround(amax / 127),
+    id = d !== 0 ? Math.fround(1 / d) : 0;
   view.setUint16(p, float16FromNumber(d), true);
   for (let j = 0; j < 32; j++) view.setInt8(p + 2 + j, roundAway(Math.fround(x[j] * id)));
 }
@@ -93,7 +108,8 @@ function quantizeQ8_0(x: Float32Array, view: DataView, p: number): void {
 // quantize_row_q4_0_ref: the value of largest magnitude maps to -8, d = it / -8,
 // q = min(15, trunc(x / d + 8.5)); values j and j + 16 share byte j.
 function quantizeQ4_0(x: Float32Array, view: DataView, p: number): void {
-  const d = Math.fround(signedMax(x) / -8), id = d !== 0 ? Math.fround(1 / d) : 0;
+  const d = Math.fround(signedMax(x) / -8),
+    id = d !== 0 ? Math.fround(1 / d) : 0;
   view.setUint16(p, float16FromNumber(d), true);
   for (let j = 0; j < 16; j++) {
     const lo = Math.min(15, Math.trunc(Math.fround(Math.fround(x[j] * id) + 8.5)));
@@ -104,7 +120,8 @@ function quantizeQ4_0(x: Float32Array, view: DataView, p: number): void {
 
 // quantize_row_q5_0_ref: as Q4_0 with -16 and 31, the fifth bits in qh.
 function quantizeQ5_0(x: Float32Array, view: DataView, p: number): void {
-  const d = Math.fround(signedMax(x) / -16), id = d !== 0 ? Math.fround(1 / d) : 0;
+  const d = Math.fround(signedMax(x) / -16),
+    id = d !== 0 ? Math.fround(1 / d) : 0;
   view.setUint16(p, float16FromNumber(d), true);
   let qh = 0;
   for (let j = 0; j < 16; j++) {
@@ -119,8 +136,13 @@ function quantizeQ5_0(x: Float32Array, view: DataView, p: number): void {
 
 // The value of largest magnitude, with its sign (the first among equals).
 function signedMax(x: Float32Array): number {
-  let amax = 0, max = 0;
-  for (const v of x) if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; }
+  let amax = 0,
+    max = 0;
+  for (const v of x)
+    if (Math.abs(v) > amax) {
+      amax = Math.abs(v);
+      max = v;
+    }
   return max;
 }
 
@@ -145,8 +167,10 @@ interface Layout {
 // Where a GGUF v2/v3 file's metadata ends, its tensor table, its alignment.
 function readLayout(b: Buffer, path: string): Layout {
   if (b.toString('latin1', 0, 4) !== 'GGUF') throw new Error(`${path}: not a GGUF file`);
-  const tensorCount = Number(b.readBigUInt64LE(8)), entries = Number(b.readBigUInt64LE(16));
-  let at = 24, alignment = 32;
+  const tensorCount = Number(b.readBigUInt64LE(8)),
+    entries = Number(b.readBigUInt64LE(16));
+  let at = 24,
+    alignment = 32;
   const string = () => {
     const n = Number(b.readBigUInt64LE(at));
     const s = b.toString('utf8', at + 8, at + 8 + n);
@@ -155,9 +179,13 @@ function readLayout(b: Buffer, path: string): Layout {
   };
   const SIZES: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
   const skipValue = (type: number): number | undefined => {
-    if (type === 8) { string(); return undefined; }
+    if (type === 8) {
+      string();
+      return undefined;
+    }
     if (type === 9) {
-      const inner = b.readUInt32LE(at), n = Number(b.readBigUInt64LE(at + 4));
+      const inner = b.readUInt32LE(at),
+        n = Number(b.readBigUInt64LE(at + 4));
       at += 12;
       for (let i = 0; i < n; i++) skipValue(inner);
       return undefined;
@@ -183,7 +211,8 @@ function readLayout(b: Buffer, path: string): Layout {
     at += 4;
     const dims = Array.from({ length: nDims }, (_, d) => Number(b.readBigUInt64LE(at + 8 * d)));
     at += 8 * nDims;
-    const type = b.readUInt32LE(at), offset = Number(b.readBigUInt64LE(at + 4));
+    const type = b.readUInt32LE(at),
+      offset = Number(b.readBigUInt64LE(at + 4));
     at += 12;
     tensors.push({ name, dims, type, offset });
   }

@@ -8,8 +8,16 @@ export type TypeName = keyof typeof TYPE;
 
 /** [values per block, bytes per block] */
 export const BLOCK: Record<TypeName, [number, number]> = {
-  F32: [1, 4], F16: [1, 2], BF16: [1, 2], Q4_0: [32, 18], Q4_1: [32, 20], Q5_0: [32, 22], Q8_0: [32, 34],
-  Q4_K: [256, 144], Q5_K: [256, 176], Q6_K: [256, 210],
+  F32: [1, 4],
+  F16: [1, 2],
+  BF16: [1, 2],
+  Q4_0: [32, 18],
+  Q4_1: [32, 20],
+  Q5_0: [32, 22],
+  Q8_0: [32, 34],
+  Q4_K: [256, 144],
+  Q5_K: [256, 176],
+  Q6_K: [256, 210],
 };
 
 export const rowBytes = (type: TypeName, cols: number) => (cols / BLOCK[type][0]) * BLOCK[type][1];
@@ -37,15 +45,23 @@ export function dequantize(type: TypeName, b: Uint8Array, at: number, values: nu
     const p = at + blk * size;
     const y = out.subarray(blk * per, blk * per + per);
     switch (type) {
-      case 'F32': y[0] = view.getFloat32(p, true); break;
-      case 'F16': y[0] = half(b, p); break;
-      case 'BF16': y[0] = bf16ToNumber(view.getUint16(p, true)); break;
-      case 'Q4_0': case 'Q4_1': {
+      case 'F32':
+        y[0] = view.getFloat32(p, true);
+        break;
+      case 'F16':
+        y[0] = half(b, p);
+        break;
+      case 'BF16':
+        y[0] = bf16ToNumber(view.getUint16(p, true));
+        break;
+      case 'Q4_0':
+      case 'Q4_1': {
         const d = half(b, p);
         const m = type === 'Q4_1' ? half(b, p + 2) : 0;
         const qs = p + (type === 'Q4_1' ? 4 : 2);
         for (let j = 0; j < 16; j++) {
-          const lo = b[qs + j] & 0xf, hi = b[qs + j] >> 4;
+          const lo = b[qs + j] & 0xf,
+            hi = b[qs + j] >> 4;
           y[j] = type === 'Q4_1' ? lo * d + m : (lo - 8) * d;
           y[j + 16] = type === 'Q4_1' ? hi * d + m : (hi - 8) * d;
         }
@@ -65,9 +81,13 @@ export function dequantize(type: TypeName, b: Uint8Array, at: number, values: nu
         for (let j = 0; j < 32; j++) y[j] = view.getInt8(p + 2 + j) * d;
         break;
       }
-      case 'Q4_K': case 'Q5_K': {
-        const d = half(b, p), dmin = half(b, p + 2);
-        const scales = p + 4, qh = p + 16, qs = type === 'Q4_K' ? p + 16 : p + 48;
+      case 'Q4_K':
+      case 'Q5_K': {
+        const d = half(b, p),
+          dmin = half(b, p + 2);
+        const scales = p + 4,
+          qh = p + 16,
+          qs = type === 'Q4_K' ? p + 16 : p + 48;
         for (let j = 0; j < 4; j++) {
           const [sc1, m1] = scaleMinK4(2 * j, b, scales);
           const [sc2, m2] = scaleMinK4(2 * j + 1, b, scales);
@@ -84,7 +104,9 @@ export function dequantize(type: TypeName, b: Uint8Array, at: number, values: nu
       case 'Q6_K': {
         const d = half(b, p + 208);
         for (let n = 0; n < 2; n++) {
-          const ql = p + 64 * n, qh = p + 128 + 32 * n, sc = p + 192 + 8 * n;
+          const ql = p + 64 * n,
+            qh = p + 128 + 32 * n,
+            sc = p + 192 + 8 * n;
           for (let l = 0; l < 32; l++) {
             const is = l >> 4;
             const q1 = ((b[ql + l] & 0xf) | (((b[qh + l] >> 0) & 3) << 4)) - 32;
@@ -106,7 +128,13 @@ export function dequantize(type: TypeName, b: Uint8Array, at: number, values: nu
 
 /** Byte offsets of the float16 scale fields of each block (multiplied to calibrate random blocks). */
 export const SCALE_FIELDS: Partial<Record<TypeName, number[]>> = {
-  Q4_0: [0], Q4_1: [0, 2], Q5_0: [0], Q8_0: [0], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208],
+  Q4_0: [0],
+  Q4_1: [0, 2],
+  Q5_0: [0],
+  Q8_0: [0],
+  Q4_K: [0, 2],
+  Q5_K: [0, 2],
+  Q6_K: [208],
 };
 
 /** Multiplies every float16 scale of every block by `factor` (in place). */

@@ -30,27 +30,70 @@ class ByteSink {
     this.chunks.push(b);
     this.length += b.length;
   }
-  u32(v: number): void { const b = Buffer.alloc(4); b.writeUInt32LE(v); this.push(b); }
-  i32(v: number): void { const b = Buffer.alloc(4); b.writeInt32LE(v); this.push(b); }
-  u64(v: number | bigint): void { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.push(b); }
-  f32(v: number): void { const b = Buffer.alloc(4); b.writeFloatLE(v); this.push(b); }
-  string(s: string): void { const b = Buffer.from(s, 'utf8'); this.u64(b.length); this.push(b); }
+  u32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    this.push(b);
+  }
+  i32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeInt32LE(v);
+    this.push(b);
+  }
+  u64(v: number | bigint): void {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(v));
+    this.push(b);
+  }
+  f32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(v);
+    this.push(b);
+  }
+  string(s: string): void {
+    const b = Buffer.from(s, 'utf8');
+    this.u64(b.length);
+    this.push(b);
+  }
 }
 
 function writeValue(sink: ByteSink, v: GgufValue): void {
   switch (v.type) {
-    case 'u32': sink.u32(VALUE_TYPE.u32); sink.u32(v.value as number); break;
-    case 'i32': sink.u32(VALUE_TYPE.i32); sink.i32(v.value as number); break;
-    case 'f32': sink.u32(VALUE_TYPE.f32); sink.f32(v.value as number); break;
-    case 'u64': sink.u32(VALUE_TYPE.u64); sink.u64(v.value as number); break;
-    case 'bool': sink.u32(VALUE_TYPE.bool); sink.push(Buffer.of(v.value ? 1 : 0)); break;
-    case 'string': sink.u32(VALUE_TYPE.string); sink.string(v.value); break;
+    case 'u32':
+      sink.u32(VALUE_TYPE.u32);
+      sink.u32(v.value as number);
+      break;
+    case 'i32':
+      sink.u32(VALUE_TYPE.i32);
+      sink.i32(v.value as number);
+      break;
+    case 'f32':
+      sink.u32(VALUE_TYPE.f32);
+      sink.f32(v.value as number);
+      break;
+    case 'u64':
+      sink.u32(VALUE_TYPE.u64);
+      sink.u64(v.value as number);
+      break;
+    case 'bool':
+      sink.u32(VALUE_TYPE.bool);
+      sink.push(Buffer.of(v.value ? 1 : 0));
+      break;
+    case 'string':
+      sink.u32(VALUE_TYPE.string);
+      sink.string(v.value);
+      break;
     case 'strings':
-      sink.u32(VALUE_TYPE.array); sink.u32(VALUE_TYPE.string); sink.u64(v.value.length);
+      sink.u32(VALUE_TYPE.array);
+      sink.u32(VALUE_TYPE.string);
+      sink.u64(v.value.length);
       for (const s of v.value) sink.string(s);
       break;
-    case 'i32s': case 'f32s': {
-      sink.u32(VALUE_TYPE.array); sink.u32(v.type === 'i32s' ? VALUE_TYPE.i32 : VALUE_TYPE.f32); sink.u64(v.value.length);
+    case 'i32s':
+    case 'f32s': {
+      sink.u32(VALUE_TYPE.array);
+      sink.u32(v.type === 'i32s' ? VALUE_TYPE.i32 : VALUE_TYPE.f32);
+      sink.u64(v.value.length);
       const b = Buffer.alloc(4 * v.value.length);
       for (let i = 0; i < v.value.length; i++) {
         if (v.type === 'i32s') b.writeInt32LE(v.value[i], 4 * i);
@@ -65,7 +108,11 @@ function writeValue(sink: ByteSink, v: GgufValue): void {
 const padTo = (n: number, a: number) => Math.ceil(n / a) * a;
 
 /** The header bytes (everything before the tensor data) and each tensor's data offset. */
-export function ggufHeader(metadata: Record<string, GgufValue>, tensors: readonly Pick<GgufTensorSpec, 'name' | 'type' | 'dims'>[], sizes: readonly number[]): Buffer {
+export function ggufHeader(
+  metadata: Record<string, GgufValue>,
+  tensors: readonly Pick<GgufTensorSpec, 'name' | 'type' | 'dims'>[],
+  sizes: readonly number[],
+): Buffer {
   const sink = new ByteSink();
   sink.push(Buffer.from('GGUF', 'latin1'));
   sink.u32(3);

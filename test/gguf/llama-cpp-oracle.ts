@@ -25,10 +25,16 @@ export interface OracleModel {
  */
 export async function oracleModel(path: string, threads = 2, kvCacheType: 'F16' | 'F32' | 'Q8_0' = 'F16'): Promise<OracleModel> {
   const model: LlamaModel = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
-  const newContext = () => model.createContext({
-    contextSize: 512, sequences: 1, threads, flashAttention: kvCacheType === 'Q8_0', batchSize: 512,
-    experimentalKvCacheKeyType: kvCacheType, experimentalKvCacheValueType: kvCacheType,
-  });
+  const newContext = () =>
+    model.createContext({
+      contextSize: 512,
+      sequences: 1,
+      threads,
+      flashAttention: kvCacheType === 'Q8_0',
+      batchSize: 512,
+      experimentalKvCacheKeyType: kvCacheType,
+      experimentalKvCacheValueType: kvCacheType,
+    });
   return {
     async logits(tokens, at) {
       const context = await newContext();

@@ -35,7 +35,10 @@ export function llamaCppRender(template: string, messages: readonly ChatMessage[
   const input = Buffer.concat(messages.flatMap((m) => [Buffer.from(`${m.role}\0`), Buffer.from(`${m.content}\0`)]));
   const lib = libllama();
   try {
-    return execFileSync(program, [lib, templateFile, addAssistant ? '1' : '0'], { input, env: { ...process.env, LD_LIBRARY_PATH: dirname(lib) } }).toString('utf8');
+    return execFileSync(program, [lib, templateFile, addAssistant ? '1' : '0'], {
+      input,
+      env: { ...process.env, LD_LIBRARY_PATH: dirname(lib) },
+    }).toString('utf8');
   } catch (error) {
     if ((error as { status?: number }).status === 3) return undefined;
     throw error;

@@ -13,19 +13,32 @@ import { realVocabulary, VOCABULARY_NAMES, vocabularyMetadata, type VocabularyNa
 
 export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: boolean; ropeFactors: boolean }> = {
   // A small Qwen 3 for the chat demo (with --vocabulary qwen3).
-  'chat': { arch: 'qwen3', shape: { vocab: 151936, d: 256, layers: 4, heads: 4, kvHeads: 2, headDim: 64, ff: 768 }, tied: true, ropeFactors: false },
+  chat: { arch: 'qwen3', shape: { vocab: 151936, d: 256, layers: 4, heads: 4, kvHeads: 2, headDim: 64, ff: 768 }, tied: true, ropeFactors: false },
   // Llama 3.2 1B: d 2048, 16 layers, 32 heads, 8 KV heads, FFN 8192, V 128256, tied embeddings.
-  'llama-3.2-1b': { arch: 'llama', shape: { vocab: 128256, d: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ff: 8192 }, tied: true, ropeFactors: true },
+  'llama-3.2-1b': {
+    arch: 'llama',
+    shape: { vocab: 128256, d: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ff: 8192 },
+    tied: true,
+    ropeFactors: true,
+  },
   // Qwen3 0.6B: d 1024, 28 layers, 16 heads of 128, 8 KV heads, FFN 3072, V 151936, tied.
-  'qwen3-0.6b': { arch: 'qwen3', shape: { vocab: 151936, d: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ff: 3072 }, tied: true, ropeFactors: false },
+  'qwen3-0.6b': {
+    arch: 'qwen3',
+    shape: { vocab: 151936, d: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ff: 3072 },
+    tied: true,
+    ropeFactors: false,
+  },
   // A small model that still takes visible time per token.
-  'small': { arch: 'llama', shape: { vocab: 4096, d: 512, layers: 4, heads: 8, kvHeads: 4, headDim: 64, ff: 1536 }, tied: false, ropeFactors: false },
+  small: { arch: 'llama', shape: { vocab: 4096, d: 512, layers: 4, heads: 8, kvHeads: 4, headDim: 64, ff: 1536 }, tied: false, ropeFactors: false },
 };
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      shape: { type: 'string', default: 'small' }, type: { type: 'string', default: 'Q4_0' }, out: { type: 'string' }, seed: { type: 'string', default: '1' },
+      shape: { type: 'string', default: 'small' },
+      type: { type: 'string', default: 'Q4_0' },
+      out: { type: 'string' },
+      seed: { type: 'string', default: '1' },
       vocabulary: { type: 'string' },
     },
   });
@@ -34,7 +47,8 @@ async function main(): Promise<void> {
   const shapeName = values.shape!;
   const known = SHAPES[shapeName];
   const [arch, tiny] = shapeName.startsWith('tiny-') ? [shapeName.slice(5) as ArchName, true] : [known?.arch, false];
-  if (!known && !tiny) throw new Error(`--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3'].join(', ')}, got ${shapeName}`);
+  if (!known && !tiny)
+    throw new Error(`--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3'].join(', ')}, got ${shapeName}`);
   if (!values.out) throw new Error('--out: the file to write is required');
   const vocabularyName = values.vocabulary as VocabularyName | undefined;
   if (vocabularyName !== undefined && !VOCABULARY_NAMES.includes(vocabularyName)) {

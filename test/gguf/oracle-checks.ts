@@ -17,7 +17,7 @@ export const STORY_PROMPTS = [
   'Tom had a big red ball. He liked to play with it every day!',
   ' The cat said, "I am hungry." The dog said, "Me too."',
   'Once upon a time, there was a little girl named Sue.\nShe lived in a small house.',
-  'A bird, a frog and a fish were friends; they played in the pond at 3 o\'clock.',
+  "A bird, a frog and a fish were friends; they played in the pond at 3 o'clock.",
 ];
 
 /** BOS and the first 64 tokens of the story prompts. */
@@ -35,7 +35,12 @@ export function sixtyFourTokens(model: GgufModel): number[] {
  * table's batches of 8 on the GPU), one token at a time (the decode's
  * matrix-vector kernels) and the whole prompt as one prefill (its last row).
  */
-export async function largestLogitDifference(model: GgufModel, oracle: OracleModel, backend: ModelBackend, prompt: readonly number[]): Promise<number> {
+export async function largestLogitDifference(
+  model: GgufModel,
+  oracle: OracleModel,
+  backend: ModelBackend,
+  prompt: readonly number[],
+): Promise<number> {
   const expected = await oracle.logits(prompt);
   const sequence = model.openSequence({ backend, contextSize: 2 * prompt.length });
   try {
@@ -44,13 +49,15 @@ export async function largestLogitDifference(model: GgufModel, oracle: OracleMod
     for (let at = 0; at < prompt.length; at += batch) {
       const count = Math.min(batch, prompt.length - at);
       const rows = await sequence.evaluateRows!(Uint32Array.from(prompt.slice(at, at + count)), at, count);
-      rows.forEach((row, r) => { worst = Math.max(worst, maxDifference(row, expected[at + r])); });
+      rows.forEach((row, r) => {
+        worst = Math.max(worst, maxDifference(row, expected[at + r]));
+      });
     }
     for (let i = 0; i < prompt.length; i++) {
       worst = Math.max(worst, maxDifference(await sequence.evaluate(Uint32Array.of(prompt[i]), i), expected[i]));
     }
     worst = Math.max(worst, maxDifference(await sequence.evaluate(Uint32Array.from(prompt), 0), expected[prompt.length - 1]));
-    expect(Math.max(...Array.from(expected[prompt.length - 1], Math.abs))).toBeGreaterThan(1);  // logits, not a flat row
+    expect(Math.max(...Array.from(expected[prompt.length - 1], Math.abs))).toBeGreaterThan(1); // logits, not a flat row
     return worst;
   } finally {
     sequence.dispose();
@@ -62,12 +69,18 @@ export async function largestLogitDifference(model: GgufModel, oracle: OracleMod
  * both implementations' top two there are within `tolerance` (a near tie).
  * Returns the tokens and where they parted (-1: nowhere).
  */
-export async function expectGreedyLikeOracle(model: GgufModel, oracle: OracleModel, backend: ModelBackend, prompt: readonly number[],
-  count: number, tolerance: number): Promise<{ text: string; parted: number }> {
+export async function expectGreedyLikeOracle(
+  model: GgufModel,
+  oracle: OracleModel,
+  backend: ModelBackend,
+  prompt: readonly number[],
+  count: number,
+  tolerance: number,
+): Promise<{ text: string; parted: number }> {
   const ours = await generate(model, [...prompt], { temperature: 0, maxTokens: count, backend });
   let theirs = await oracle.greedy(prompt, count);
   const end = theirs.findIndex((t) => model.eosTokens.includes(t));
-  if (end >= 0) theirs = theirs.slice(0, end);  // generate() stops at the end-of-sequence token
+  if (end >= 0) theirs = theirs.slice(0, end); // generate() stops at the end-of-sequence token
   const parted = ours.tokens.findIndex((t, i) => t !== theirs[i]);
   if (parted === -1 && ours.tokens.length === theirs.length) {
     expect(ours.stopReason).toBe(end >= 0 ? 'eogToken' : 'maxTokens');
@@ -79,9 +92,12 @@ export async function expectGreedyLikeOracle(model: GgufModel, oracle: OracleMod
   const sequence = model.openSequence({ backend, contextSize: prefix.length + 8 });
   const mine = Float32Array.from(await sequence.evaluate(Uint32Array.from(prefix), 0));
   sequence.dispose();
-  const a = ours.tokens[at] ?? model.eosTokens[0], b = theirs[at] ?? model.eosTokens[0];
-  console.log(`${model.info.path} on ${backend}: greedy parted from llama.cpp at step ${at} on a near tie ` +
-    `(gaps ${(mine[a] - mine[b]).toFixed(5)} ours / ${(row[b] - row[a]).toFixed(5)} llama.cpp)`);
+  const a = ours.tokens[at] ?? model.eosTokens[0],
+    b = theirs[at] ?? model.eosTokens[0];
+  console.log(
+    `${model.info.path} on ${backend}: greedy parted from llama.cpp at step ${at} on a near tie ` +
+      `(gaps ${(mine[a] - mine[b]).toFixed(5)} ours / ${(row[b] - row[a]).toFixed(5)} llama.cpp)`,
+  );
   expect(Math.abs(mine[a] - mine[b]), `our top two at step ${at}`).toBeLessThanOrEqual(tolerance);
   expect(Math.abs(row[b] - row[a]), `llama.cpp's top two at step ${at}`).toBeLessThanOrEqual(tolerance);
   return { text: ours.text, parted: at };
@@ -93,7 +109,13 @@ export async function expectGreedyLikeOracle(model: GgufModel, oracle: OracleMod
  * token drawn, and a chi-square test against the exact filtered
  * distribution of the CPU's logits there (p > 0.001).
  */
-export async function expectSampledLikeExact(model: GgufModel, backend: ModelBackend, prompt: readonly number[], positions: number, seeds: number): Promise<void> {
+export async function expectSampledLikeExact(
+  model: GgufModel,
+  backend: ModelBackend,
+  prompt: readonly number[],
+  positions: number,
+  seeds: number,
+): Promise<void> {
   // min-p keeps the tokens within 5% of the best: every kept cell expects
   // seeds / 40 draws or more.
   const filters = { temperature: 0.9, topK: 40, topP: 1, minP: 0.05 };
@@ -102,7 +124,10 @@ export async function expectSampledLikeExact(model: GgufModel, backend: ModelBac
   const rows: number[][] = [];
   for (let i = 0; i < prompt.length; i++) rows.push(exactDistribution(Array.from(await sequence.evaluate(Uint32Array.of(prompt[i]), i)), filters));
   sequence.dispose();
-  const chosen = rows.map((p, i) => (p.filter((x) => x > 0).length >= 3 ? i + 1 : 0)).filter((at) => at > 0).slice(0, positions);
+  const chosen = rows
+    .map((p, i) => (p.filter((x) => x > 0).length >= 3 ? i + 1 : 0))
+    .filter((at) => at > 0)
+    .slice(0, positions);
   expect(chosen.length).toBe(positions);
   for (const at of chosen) {
     const expected = rows[at - 1];
@@ -115,7 +140,9 @@ export async function expectSampledLikeExact(model: GgufModel, backend: ModelBac
         const { tokens } = await session.generate([], { ...filters, seed, maxTokens: 1 });
         counts[tokens[0]]++;
       }
-      expected.forEach((p, token) => { if (p === 0) expect(counts[token], `after ${at} tokens: token ${token} is filtered out`).toBe(0); });
+      expected.forEach((p, token) => {
+        if (p === 0) expect(counts[token], `after ${at} tokens: token ${token} is filtered out`).toBe(0);
+      });
       expect(chiSquarePValue(counts, expected).p, `after ${at} tokens`).toBeGreaterThan(0.001);
     } finally {
       session.dispose();

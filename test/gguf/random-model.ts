@@ -78,8 +78,12 @@ export function randomMatrix(type: TypeName, cols: number, rows: number, sigma: 
   }
   const sampleRows = Math.min(rows, 8);
   const sample = dequantize(type, bytes, 0, sampleRows * cols);
-  let sum = 0, sq = 0;
-  for (const v of sample) { sum += v; sq += v * v; }
+  let sum = 0,
+    sq = 0;
+  for (const v of sample) {
+    sum += v;
+    sq += v * v;
+  }
   const mean = sum / sample.length;
   const std = Math.sqrt(Math.max(sq / sample.length - mean * mean, 1e-30));
   rescaleBlocks(type, bytes, sigma / std);
@@ -130,7 +134,8 @@ export function vocabulary(size: number): { tokens: string[]; types: number[]; e
 export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, GgufValue>; tensors: GgufTensorSpec[] } {
   const { arch, type, shape: s } = spec;
   const next = rng(spec.seed);
-  const q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
+  const q = s.heads * s.headDim,
+    kv = s.kvHeads * s.headDim;
   const tensors: GgufTensorSpec[] = [];
   const matrix = (name: string, cols: number, rows: number, sigma: number) => {
     const data = randomMatrix(type, cols, rows, sigma, next);

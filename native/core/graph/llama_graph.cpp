@@ -120,7 +120,8 @@ ForwardGraph buildForwardGraph(const ModelConfig& c, const TensorLookup& lookup)
     g.op(OpKind::Rope, n + "RoPE of Q and K", layer);
     g.op(OpKind::KvStore, n + "KV write", layer);
     g.op(OpKind::Attention, n + "attention", layer).out = Activation::Attended;
-    g.project(n + "attn_output + residual", layer, Activation::Attended, qDim, {{n + "attn_output + residual", wo, {}, Activation::Hidden, d}}, true);
+    g.project(n + "attn_output + residual", layer, Activation::Attended, qDim,
+              {{n + "attn_output + residual", wo, {}, Activation::Hidden, d}}, true);
     g.rmsNorm(n + "FFN norm", layer, Activation::Hidden, Activation::Normed, ffnNorm, d);
     g.project(n + "ffn_gate + ffn_up", layer, Activation::Normed, d,
               {{n + "ffn_gate", gate, {}, Activation::Gate, f}, {n + "ffn_up", up, {}, Activation::Up, f}});
@@ -128,7 +129,8 @@ ForwardGraph buildForwardGraph(const ModelConfig& c, const TensorLookup& lookup)
     swiglu.in = Activation::Up;
     swiglu.out = Activation::Gate;
     swiglu.width = f;
-    g.project(n + "ffn_down + residual", layer, Activation::Gate, f, {{n + "ffn_down + residual", down, {}, Activation::Hidden, d}}, true);
+    g.project(n + "ffn_down + residual", layer, Activation::Gate, f,
+              {{n + "ffn_down + residual", down, {}, Activation::Hidden, d}}, true);
   }
   GraphOp& norm = g.op(OpKind::OutputNorm, "output norm");
   norm.in = Activation::Hidden;

@@ -15,7 +15,8 @@ namespace {
 // The kernels' suffix of a tensor type: "q4_k", "f16", ...
 std::string suffixOf(TensorType type) {
   const char* suffix = tensorTypeInfo(type).kernelSuffix;
-  if (suffix == nullptr) throw std::invalid_argument(std::string("type ") + tensorTypeInfo(type).name + " has no GPU kernels");
+  if (suffix == nullptr)
+    throw std::invalid_argument(std::string("type ") + tensorTypeInfo(type).name + " has no GPU kernels");
   return suffix;
 }
 
@@ -52,7 +53,8 @@ class Recorder {
         case OpKind::Project: {
           const GraphOp* next = i + 1 < g_.ops.size() ? &g_.ops[i + 1] : nullptr;
           if (next && next->kind == OpKind::SwiGlu && fusesSwiglu(op)) {
-            matvec(activationName(op.in), op.width, matrices(op), MD_MATVEC_SWIGLU, o_.count);  // gate, up and SwiGLU in one dispatch
+            matvec(activationName(op.in), op.width, matrices(op), MD_MATVEC_SWIGLU,
+                   o_.count);  // gate, up and SwiGLU in one dispatch
             ++i;
           } else {
             project(op);
@@ -201,15 +203,16 @@ class Recorder {
     for (const Matrix& m : group) label += (label.empty() ? "" : " + ") + m.label;
     for (uint32_t first = 0; first < tokens; first += MD_MATVEC_BATCH) {
       const uint32_t n = std::min<uint32_t>(MD_MATVEC_BATCH, tokens - first);
-      RecordedCommand c = command(std::string("md_matvec_") + (n > 1 ? "batch_" : "") + group[0].suffix,
-                                  tokens > 1 ? label + " (tokens " + std::to_string(first) + ".." +
-                                                   std::to_string(first + n - 1) + ")"
-                                             : label);
+      RecordedCommand c =
+          command(std::string("md_matvec_") + (n > 1 ? "batch_" : "") + group[0].suffix,
+                  tokens > 1 ? label + " (tokens " + std::to_string(first) + ".." + std::to_string(first + n - 1) + ")"
+                             : label);
       auto y = [&](const Matrix& m, uint32_t index) {
         return BufferBinding{index, m.out, m.outOffset + uint64_t(first) * m.rows * 4};
       };
-      c.buffers = {{0, slots[0]->tensor, 0}, {1, x, uint64_t(first) * cols * 4}, y(*slots[0], 3),
-                   {4, slots[1]->tensor, 0}, y(*slots[1], 5), {6, slots[2]->tensor, 0}, y(*slots[2], 7)};
+      c.buffers = {
+          {0, slots[0]->tensor, 0}, {1, x, uint64_t(first) * cols * 4}, y(*slots[0], 3), {4, slots[1]->tensor, 0},
+          y(*slots[1], 5),          {6, slots[2]->tensor, 0},           y(*slots[2], 7)};
       md_matvec_params p{};
       p.cols = cols;
       p.mode = mode;
@@ -257,7 +260,8 @@ class Recorder {
     c.paramsIndex = 2;
     c.params = bytesOf(p);
     // One thread per value; Q8_0's one per block.
-    const uint32_t items = o_.cacheType == TensorType::Q8_0 ? kvDim / tensorTypeInfo(TensorType::Q8_0).blockValues : kvDim;
+    const uint32_t items =
+        o_.cacheType == TensorType::Q8_0 ? kvDim / tensorTypeInfo(TensorType::Q8_0).blockValues : kvDim;
     grid(c, uint64_t(o_.count) * items, 64);
     c.patchRule = "position";
     c.patchFields = {uint32_t(offsetof(md_kv_store_params, position))};
@@ -275,8 +279,8 @@ class Recorder {
     p.count = o_.count;
     p.splits = o_.attentionSplits;
     RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), op.label);
-    c.buffers = {{0, "q", 0}, {1, "keys." + layer, 0}, {2, "values." + layer, 0}, {4, "scores", 0},
-                 {5, activationName(op.out), 0}, {6, "partials", 0}};
+    c.buffers = {{0, "q", 0},      {1, "keys." + layer, 0},        {2, "values." + layer, 0},
+                 {4, "scores", 0}, {5, activationName(op.out), 0}, {6, "partials", 0}};
     c.paramsIndex = 3;
     c.params = bytesOf(p);
     c.threadgroups = o_.count * c_.headCount * o_.attentionSplits;
@@ -327,20 +331,25 @@ RecordedForward recordForward(const ForwardGraph& graph, const ModelConfig& conf
   if (options.count < 1) throw std::invalid_argument("count: expected at least 1 token, got 0");
   if (options.contextSize < 1) throw std::invalid_argument("contextSize: must be positive, got 0");
   if (options.attentionSplits < 1) throw std::invalid_argument("attentionSplits: must be positive, got 0");
-  if (options.cacheType != TensorType::F16 && options.cacheType != TensorType::F32 && options.cacheType != TensorType::Q8_0)
-    throw std::invalid_argument("cacheType: expected F16, F32 or Q8_0, got type " + std::to_string(uint32_t(options.cacheType)));
+  if (options.cacheType != TensorType::F16 && options.cacheType != TensorType::F32 &&
+      options.cacheType != TensorType::Q8_0)
+    throw std::invalid_argument("cacheType: expected F16, F32 or Q8_0, got type " +
+                                std::to_string(uint32_t(options.cacheType)));
   return Recorder(graph, config, options).run();
 }
 
-std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& c, uint32_t maxBatch, uint32_t contextSize,
-                                                             uint32_t attentionSplits, TensorType cacheType) {
+std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& c, uint32_t maxBatch,
+                                                             uint32_t contextSize, uint32_t attentionSplits,
+                                                             TensorType cacheType) {
   std::vector<std::pair<std::string, uint64_t>> buffers;
   const uint64_t batch = maxBatch;
   for (int a = 0; a < kActivationCount; ++a)
     buffers.emplace_back(activationName(Activation(a)), batch * activationWidth(c, Activation(a)) * 4);
   buffers.emplace_back("scores", batch * c.headCount * contextSize * 4);
-  buffers.emplace_back("partials", batch * c.headCount * attentionSplits * (MD_ATTENTION_PARTIAL_FLOATS(c.headDim)) * 4);
-  const uint64_t cacheBytes = uint64_t(contextSize) * rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
+  buffers.emplace_back("partials",
+                       batch * c.headCount * attentionSplits * (MD_ATTENTION_PARTIAL_FLOATS(c.headDim)) * 4);
+  const uint64_t cacheBytes =
+      uint64_t(contextSize) * rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
   for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
     buffers.emplace_back("keys." + std::to_string(layer), cacheBytes);
     buffers.emplace_back("values." + std::to_string(layer), cacheBytes);

@@ -24,7 +24,8 @@ using Q6_K = md_block_q6_k;
 using Q8_K = md_block_q8_k;
 
 static_assert(sizeof(Q4_0) == 18 && sizeof(Q4_1) == 20 && sizeof(Q5_0) == 22 && sizeof(Q8_0) == 34 &&
-              sizeof(Q8_1) == 36, "0/1 block layouts");
+                  sizeof(Q8_1) == 36,
+              "0/1 block layouts");
 static_assert(sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176 && sizeof(Q6_K) == 210 && sizeof(Q8_K) == 292,
               "K block layouts");
 

@@ -129,7 +129,10 @@ void quantizeQ8_K(const float* x, Q8_K* y, int64_t nb) {
     float amax = 0, max = 0;
     for (int j = 0; j < kSuperBlock; ++j) {
       const float ax = std::fabs(x[j]);
-      if (ax > amax) { amax = ax; max = x[j]; }
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
     }
     if (amax == 0) {
       std::memset(&y[i], 0, sizeof y[i]);
@@ -161,10 +164,16 @@ float bf16ToFloat(uint16_t b) { return floatFromBits(uint32_t(b) << 16); }
 
 TensorType activationTypeFor(TensorType weights) {
   switch (weights) {
-    case TensorType::F32: case TensorType::F16: case TensorType::BF16: return weights;
-    case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: return TensorType::Q8_0;
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16: return weights;
+    case TensorType::Q4_0:
+    case TensorType::Q5_0:
+    case TensorType::Q8_0: return TensorType::Q8_0;
     case TensorType::Q4_1: return TensorType::Q8_1;
-    case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K: return TensorType::Q8_K;
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K: return TensorType::Q8_K;
     default: throw std::logic_error("activationTypeFor: not a weight type");
   }
 }

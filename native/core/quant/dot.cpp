@@ -32,19 +32,29 @@ float DotTable::dot(TensorType weights, const void* w, const void* a, int64_t n)
 
 const DotTable& dotTableNamed(const char* isa) {
   const DotTable* table = nullptr;
-  if (std::strcmp(isa, "portable") == 0) table = portableDotTable();
-  else if (std::strcmp(isa, "avx2") == 0) table = avx2DotTable();
-  else if (std::strcmp(isa, "avx-vnni") == 0) table = avxVnniDotTable();
-  else if (std::strcmp(isa, "avx512") == 0) table = avx512DotTable();
-  else if (std::strcmp(isa, "amx") == 0) table = amxDotTable();
-  else if (std::strcmp(isa, "neon") == 0) table = neonDotTable();
-  else throw std::invalid_argument(std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx or neon, got ") + isa);
-  if (table == nullptr) throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
+  if (std::strcmp(isa, "portable") == 0)
+    table = portableDotTable();
+  else if (std::strcmp(isa, "avx2") == 0)
+    table = avx2DotTable();
+  else if (std::strcmp(isa, "avx-vnni") == 0)
+    table = avxVnniDotTable();
+  else if (std::strcmp(isa, "avx512") == 0)
+    table = avx512DotTable();
+  else if (std::strcmp(isa, "amx") == 0)
+    table = amxDotTable();
+  else if (std::strcmp(isa, "neon") == 0)
+    table = neonDotTable();
+  else
+    throw std::invalid_argument(
+        std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx or neon, got ") + isa);
+  if (table == nullptr)
+    throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
   return *table;
 }
 
 const DotTable& bestDotTable() {
-  if (const char* forced = std::getenv("MD_CPU_ISA"); forced != nullptr && *forced != '\0') return dotTableNamed(forced);
+  if (const char* forced = std::getenv("MD_CPU_ISA"); forced != nullptr && *forced != '\0')
+    return dotTableNamed(forced);
   if (const DotTable* t = amxDotTable()) return *t;
   if (const DotTable* t = avx512DotTable()) return *t;
   if (const DotTable* t = avxVnniDotTable()) return *t;

@@ -40,9 +40,12 @@ struct TileConfig {
 // 16 tokens x 4 bytes).
 void configureTiles() {
   TileConfig c;
-  c.rows[0] = kTile; c.bytesPerRow[0] = kTile * 4;
-  c.rows[1] = kTile; c.bytesPerRow[1] = blocks::kBlock;
-  c.rows[2] = blocks::kBlock / 4; c.bytesPerRow[2] = kTile * 4;
+  c.rows[0] = kTile;
+  c.bytesPerRow[0] = kTile * 4;
+  c.rows[1] = kTile;
+  c.bytesPerRow[1] = blocks::kBlock;
+  c.rows[2] = blocks::kBlock / 4;
+  c.bytesPerRow[2] = kTile * 4;
   _tile_loadconfig(&c);
 }
 
@@ -75,8 +78,10 @@ class Scratch {
 
 // The quants of one block as unsigned bytes and their offset (the value is
 // q - offset), as the vector kernels read them.
-template <class Block> struct Unsigned;
-template <> struct Unsigned<blocks::Q4_0> {
+template <class Block>
+struct Unsigned;
+template <>
+struct Unsigned<blocks::Q4_0> {
   static constexpr int kOffset = 8;
   static void unpack(const blocks::Q4_0& b, uint8_t* out) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
@@ -84,7 +89,8 @@ template <> struct Unsigned<blocks::Q4_0> {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
   }
 };
-template <> struct Unsigned<blocks::Q5_0> {
+template <>
+struct Unsigned<blocks::Q5_0> {
   static constexpr int kOffset = 16;
   static void unpack(const blocks::Q5_0& b, uint8_t* out) {
     uint32_t qh;
@@ -95,7 +101,8 @@ template <> struct Unsigned<blocks::Q5_0> {
     }
   }
 };
-template <> struct Unsigned<blocks::Q8_0> {
+template <>
+struct Unsigned<blocks::Q8_0> {
   static constexpr int kOffset = 128;
   static void unpack(const blocks::Q8_0& b, uint8_t* out) {
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
@@ -107,9 +114,9 @@ template <> struct Unsigned<blocks::Q8_0> {
 // the tile in VNNI order, the 16 scales, and the 16 sums of the quants
 // (for the offset).
 struct PackedActivations {
-  Scratch<int8_t> tiles;   // [group][block][8][64]
-  Scratch<float> scales;   // [group][block][16]
-  Scratch<int32_t> sums;   // [group][block][16]
+  Scratch<int8_t> tiles;  // [group][block][8][64]
+  Scratch<float> scales;  // [group][block][16]
+  Scratch<int32_t> sums;  // [group][block][16]
   bool pack(const uint8_t* a, size_t as, int64_t tokens, int64_t nb) {
     const int64_t groups = tokens / kTile;
     if (!tiles.resize(size_t(groups * nb) * 512) || !scales.resize(size_t(groups * nb) * kTile) ||
@@ -187,9 +194,9 @@ void product(const uint8_t* w, size_t ws, int64_t rows, const PackedActivations&
 // tiles (VNNI order), the 16 scales, and the 16 tokens' sums of each pair
 // of 16-value groups (what the mins multiply).
 struct PackedSuperBlocks {
-  Scratch<int8_t> tiles;     // [group][superblock][8][8][64]
-  Scratch<float> scales;     // [group][superblock][16]
-  Scratch<int32_t> pairSums; // [group][superblock][8][16]
+  Scratch<int8_t> tiles;      // [group][superblock][8][8][64]
+  Scratch<float> scales;      // [group][superblock][16]
+  Scratch<int32_t> pairSums;  // [group][superblock][8][16]
   bool pack(const uint8_t* a, size_t as, int64_t tokens, int64_t nsb) {
     const int64_t groups = tokens / kTile;
     if (!tiles.resize(size_t(groups * nsb) * 8 * 512) || !scales.resize(size_t(groups * nsb) * kTile) ||
@@ -228,8 +235,8 @@ void unpackSubBlock(const Block& b, int j, uint8_t* out) {
 // sub-block products and the exact mins term, then the float combination
 // the vector kernels compute, in their order: the same bits.
 template <class Block>
-void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks& act, UnpackedRows& u,
-              int64_t groups, int64_t nsb, float* out, size_t os) {
+void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks& act, UnpackedRows& u, int64_t groups,
+              int64_t nsb, float* out, size_t os) {
   uint8_t* unpacked = u.quants.data();  // [superblock][8][16][32]
   alignas(64) int32_t grid[kTile * kTile];
   alignas(64) float result[kTile * kTile];
@@ -246,7 +253,8 @@ void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks
       for (int64_t b = 0; b < nsb; ++b) {
         const size_t at = size_t(g * nsb + b);
         uint8_t sm[kTile][16];
-        for (int m = 0; m < kTile; ++m) blocks::scalesAndMinsK4(reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b].scales, sm[m]);
+        for (int m = 0; m < kTile; ++m)
+          blocks::scalesAndMinsK4(reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b].scales, sm[m]);
         __m512i isum[kTile], mins[kTile];
         for (int m = 0; m < kTile; ++m) isum[m] = mins[m] = _mm512_setzero_si512();
         for (int j = 0; j < 8; ++j) {
@@ -257,15 +265,18 @@ void productK(const uint8_t* w, size_t ws, int64_t rows, const PackedSuperBlocks
           _tile_stored(0, grid, kTile * 4);
           const __m512i pairs = _mm512_loadu_si512(act.pairSums.data() + (at * 8 + size_t(j)) * kTile);
           for (int m = 0; m < kTile; ++m) {
-            isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(_mm512_load_si512(grid + m * kTile), _mm512_set1_epi32(sm[m][j])));
+            isum[m] = _mm512_add_epi32(
+                isum[m], _mm512_mullo_epi32(_mm512_load_si512(grid + m * kTile), _mm512_set1_epi32(sm[m][j])));
             mins[m] = _mm512_add_epi32(mins[m], _mm512_mullo_epi32(pairs, _mm512_set1_epi32(sm[m][8 + j])));
           }
         }
         const __m512 yd = _mm512_loadu_ps(act.scales.data() + at * kTile);
         for (int m = 0; m < kTile; ++m) {
           const Block& blk = reinterpret_cast<const Block*>(w + size_t(r0 + m) * ws)[b];
-          const __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.d))), _mm512_cvtepi32_ps(isum[m]));
-          const __m512 offset = _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.dmin))), _mm512_cvtepi32_ps(mins[m]));
+          const __m512 scaled =
+              _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.d))), _mm512_cvtepi32_ps(isum[m]));
+          const __m512 offset =
+              _mm512_mul_ps(_mm512_mul_ps(yd, _mm512_set1_ps(half(blk.dmin))), _mm512_cvtepi32_ps(mins[m]));
           sum[m] = _mm512_add_ps(sum[m], _mm512_sub_ps(scaled, offset));
         }
       }
@@ -283,14 +294,16 @@ bool amxProductK(TensorType type, const uint8_t* w, size_t ws, int64_t rows, con
   const int64_t nsb = n / blocks::kSuperBlock, groups = tokens / kTile;
   if (!act.pack(a, as, tokens, nsb) || !unpacked.quants.resize(size_t(nsb) * 8 * kTile * blocks::kBlock)) return false;
   configureTiles();
-  if (type == TensorType::Q4_K) productK<blocks::Q4_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
-  else productK<blocks::Q5_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
+  if (type == TensorType::Q4_K)
+    productK<blocks::Q4_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
+  else
+    productK<blocks::Q5_K>(w, ws, rows, act, unpacked, groups, nsb, out, os);
   _tile_release();
   return true;
 }
 
-bool amxProduct(TensorType type, const uint8_t* w, size_t ws, int64_t rows, const uint8_t* a, size_t as,
-                int64_t tokens, int64_t n, float* out, size_t os) {
+bool amxProduct(TensorType type, const uint8_t* w, size_t ws, int64_t rows, const uint8_t* a, size_t as, int64_t tokens,
+                int64_t n, float* out, size_t os) {
   if (rows % kTile != 0 || tokens % kTile != 0) return false;
   if (type == TensorType::Q4_K || type == TensorType::Q5_K)
     return n % blocks::kSuperBlock == 0 && amxProductK(type, w, ws, rows, a, as, tokens, n, out, os);
@@ -303,9 +316,12 @@ bool amxProduct(TensorType type, const uint8_t* w, size_t ws, int64_t rows, cons
       !unpacked.scales.resize(size_t(nb) * kTile))
     return false;
   configureTiles();  // tile configuration is per thread
-  if (type == TensorType::Q4_0) product<blocks::Q4_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
-  else if (type == TensorType::Q5_0) product<blocks::Q5_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
-  else product<blocks::Q8_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
+  if (type == TensorType::Q4_0)
+    product<blocks::Q4_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
+  else if (type == TensorType::Q5_0)
+    product<blocks::Q5_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
+  else
+    product<blocks::Q8_0>(w, ws, rows, act, unpacked, groups, nb, out, os);
   _tile_release();
   return true;
 }
@@ -313,7 +329,7 @@ bool amxProduct(TensorType type, const uint8_t* w, size_t ws, int64_t rows, cons
 }  // namespace
 
 const DotTable* amxDotTable() {
-  static const DotTable* table = [] () -> const DotTable* {
+  static const DotTable* table = []() -> const DotTable* {
     const DotTable* base = avx512DotTable();
     if (base == nullptr || !cpuHasAmx()) return nullptr;
     static DotTable t = *base;

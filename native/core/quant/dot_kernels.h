@@ -197,8 +197,10 @@ struct DotKernels {
           const V raw0 = S::load(ql), raw1 = S::load(ql + 32), hb = S::load(b.qh + 32 * half);
           // Unsigned 6-bit values; the -32 offset is taken out below via bsums.
           q[r][0] = S::orV(S::lowNibbles(raw0), S::template shiftLeft<4>(S::andV(hb, three)));
-          q[r][1] = S::orV(S::lowNibbles(raw1), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
-          q[r][2] = S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
+          q[r][1] =
+              S::orV(S::lowNibbles(raw1), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
+          q[r][2] =
+              S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
           q[r][3] = S::orV(S::highNibbles(raw1), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
         }
         for (int t = 0; t < T; ++t) {
@@ -236,9 +238,12 @@ struct DotKernels {
         const void* x = w + size_t(r) * ws;
         const void* y = a + size_t(t) * as;
         float v;
-        if constexpr (Kind == 0) v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
-        else if constexpr (Kind == 1) v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-        else v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        if constexpr (Kind == 0)
+          v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
+        else if constexpr (Kind == 1)
+          v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        else
+          v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
         out[size_t(r) * os + size_t(t)] = v;
       }
   }
@@ -284,19 +289,69 @@ struct DotKernels {
     }
   }
 
-  template <int R, int T> struct Q8_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q8_0Format, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q4_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q4_0Format, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q5_0K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q8Tile<Q5_0Format, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q4_1K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q4_1Tile<R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q4_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { k45Tile<blocks::Q4_K, false, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q5_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { k45Tile<blocks::Q5_K, true, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct Q6_KK { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { q6_kTile<R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct F32K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<0, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct F16K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<1, R, T>(w, ws, a, as, n, o, os); } };
-  template <int R, int T> struct BF16K { static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { floatTile<2, R, T>(w, ws, a, as, n, o, os); } };
+  template <int R, int T>
+  struct Q8_0K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q8Tile<Q8_0Format, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q4_0K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q8Tile<Q4_0Format, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q5_0K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q8Tile<Q5_0Format, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q4_1K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q4_1Tile<R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q4_KK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k45Tile<blocks::Q4_K, false, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q5_KK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k45Tile<blocks::Q5_K, true, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q6_KK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q6_kTile<R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct F32K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      floatTile<0, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct F16K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      floatTile<1, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct BF16K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      floatTile<2, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
 
   static DotTable table() {
-    return {S::kName, &dispatch<F32K>, &dispatch<F16K>, &dispatch<BF16K>, &dispatch<Q4_0K>, &dispatch<Q4_1K>,
+    return {S::kName,         &dispatch<F32K>,  &dispatch<F16K>,  &dispatch<BF16K>, &dispatch<Q4_0K>, &dispatch<Q4_1K>,
             &dispatch<Q5_0K>, &dispatch<Q8_0K>, &dispatch<Q4_KK>, &dispatch<Q5_KK>, &dispatch<Q6_KK>};
   }
 };

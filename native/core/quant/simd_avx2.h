@@ -26,7 +26,8 @@ struct Avx2 {
   static V highNibbles(V x) { return _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0F)); }
   static V bitsToMask(uint32_t bits) {
     // Byte i gets byte i / 8 of `bits`, then tests its bit i % 8.
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)),
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(bits)),
         _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
     const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
     return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
@@ -39,8 +40,14 @@ struct Avx2 {
   static V orV(V a, V c) { return _mm256_or_si256(a, c); }
   static V andNot(V a, V c) { return _mm256_andnot_si256(a, c); }
   static V subBytes(V a, V c) { return _mm256_sub_epi8(a, c); }
-  template <int N> static V shiftRight(V x) { return _mm256_and_si256(_mm256_srli_epi16(x, N), _mm256_set1_epi8(char(0xFF >> N))); }
-  template <int N> static V shiftLeft(V x) { return _mm256_and_si256(_mm256_slli_epi16(x, N), _mm256_set1_epi8(char((0xFF << N) & 0xFF))); }
+  template <int N>
+  static V shiftRight(V x) {
+    return _mm256_and_si256(_mm256_srli_epi16(x, N), _mm256_set1_epi8(char(0xFF >> N)));
+  }
+  template <int N>
+  static V shiftLeft(V x) {
+    return _mm256_and_si256(_mm256_slli_epi16(x, N), _mm256_set1_epi8(char((0xFF << N) & 0xFF)));
+  }
 
   static I izero() { return _mm256_setzero_si256(); }
   static F fzero() { return _mm256_setzero_ps(); }
@@ -62,7 +69,10 @@ struct Avx2 {
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
   // The float16 scales (field d) of R blocks as R floats in one vector.
-  template <int R> struct Scales { __m256 v; };
+  template <int R>
+  struct Scales {
+    __m256 v;
+  };
   template <int R, class Block>
   static Scales<R> scales(const Block* const* blocks) {
     __m128i bits = _mm_setzero_si128();
@@ -76,8 +86,12 @@ struct Avx2 {
     if constexpr (R > 7) bits = _mm_insert_epi16(bits, blocks[7]->d, 7);
     return {_mm256_cvtph_ps(bits)};
   }
-  template <int R> static Scales<R> times(Scales<R> s, float m) { return {_mm256_mul_ps(s.v, _mm256_set1_ps(m))}; }
-  template <int R> static F fmaddScale(F acc, I i, Scales<R> s, int r) {
+  template <int R>
+  static Scales<R> times(Scales<R> s, float m) {
+    return {_mm256_mul_ps(s.v, _mm256_set1_ps(m))};
+  }
+  template <int R>
+  static F fmaddScale(F acc, I i, Scales<R> s, int r) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_permutevar8x32_ps(s.v, _mm256_set1_epi32(r)), acc);
   }
   static F fmaddI(F acc, I i, float d) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(d), acc); }
@@ -110,7 +124,9 @@ struct Avx2 {
   }
   static float dotF16(const uint16_t* a, const uint16_t* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    auto half8 = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
+    auto half8 = [](const uint16_t* p) {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    };
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
       acc0 = _mm256_fmadd_ps(half8(a + i), half8(b + i), acc0);

@@ -11,7 +11,9 @@ namespace md::simd {
 
 struct Neon {
   static constexpr const char* kName = "neon";
-  struct V { uint8x16_t lo, hi; };
+  struct V {
+    uint8x16_t lo, hi;
+  };
   using I = int32x4_t;
   using F = float32x4_t;
 
@@ -43,8 +45,14 @@ struct Neon {
   static V orV(V a, V c) { return {vorrq_u8(a.lo, c.lo), vorrq_u8(a.hi, c.hi)}; }
   static V andNot(V a, V c) { return {vbicq_u8(c.lo, a.lo), vbicq_u8(c.hi, a.hi)}; }
   static V subBytes(V a, V c) { return {vsubq_u8(a.lo, c.lo), vsubq_u8(a.hi, c.hi)}; }
-  template <int N> static V shiftRight(V x) { return {vshrq_n_u8(x.lo, N), vshrq_n_u8(x.hi, N)}; }
-  template <int N> static V shiftLeft(V x) { return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)}; }
+  template <int N>
+  static V shiftRight(V x) {
+    return {vshrq_n_u8(x.lo, N), vshrq_n_u8(x.hi, N)};
+  }
+  template <int N>
+  static V shiftLeft(V x) {
+    return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)};
+  }
 
   static I izero() { return vdupq_n_s32(0); }
   static F fzero() { return vdupq_n_f32(0); }
@@ -78,18 +86,25 @@ struct Neon {
     return dot16(lo, vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi));
   }
   // The float16 scales (field d) of R blocks as R floats.
-  template <int R> struct Scales { float v[R]; };
+  template <int R>
+  struct Scales {
+    float v[R];
+  };
   template <int R, class Block>
   static Scales<R> scales(const Block* const* blocks) {
     Scales<R> s;
     for (int r = 0; r < R; ++r) s.v[r] = half(blocks[r]->d);
     return s;
   }
-  template <int R> static Scales<R> times(Scales<R> s, float m) {
+  template <int R>
+  static Scales<R> times(Scales<R> s, float m) {
     for (int r = 0; r < R; ++r) s.v[r] *= m;
     return s;
   }
-  template <int R> static F fmaddScale(F acc, I i, const Scales<R>& s, int r) { return fmaddI(acc, i, s.v[r]); }
+  template <int R>
+  static F fmaddScale(F acc, I i, const Scales<R>& s, int r) {
+    return fmaddI(acc, i, s.v[r]);
+  }
   static F fmaddI(F acc, I i, float d) { return vfmaq_n_f32(acc, vcvtq_f32_s32(i), d); }
   static int32_t hsumI(I i) { return vaddvq_s32(i); }
   static float hsumF(F f) { return vaddvq_f32(f); }

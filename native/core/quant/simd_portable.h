@@ -11,31 +11,77 @@ namespace md::simd {
 
 struct Portable {
   static constexpr const char* kName = "portable";
-  struct V { uint8_t b[32]; };  // 32 bytes, read as uint8 or int8 by each op
+  struct V {
+    uint8_t b[32];
+  };  // 32 bytes, read as uint8 or int8 by each op
   using I = int32_t;
   using F = float;
 
   static float half(uint16_t bits) { return halfToFloat(bits); }
-  static V load(const void* p) { V v; std::memcpy(v.b, p, 32); return v; }
-  static V splat(uint8_t x) { V v; std::memset(v.b, x, 32); return v; }
+  static V load(const void* p) {
+    V v;
+    std::memcpy(v.b, p, 32);
+    return v;
+  }
+  static V splat(uint8_t x) {
+    V v;
+    std::memset(v.b, x, 32);
+    return v;
+  }
   // 16 bytes -> their low nibbles, then their high nibbles.
   static V nibbles16(const uint8_t* p) {
     V v;
-    for (int i = 0; i < 16; ++i) { v.b[i] = p[i] & 0xF; v.b[i + 16] = p[i] >> 4; }
+    for (int i = 0; i < 16; ++i) {
+      v.b[i] = p[i] & 0xF;
+      v.b[i + 16] = p[i] >> 4;
+    }
     return v;
   }
-  static V lowNibbles(V x) { for (auto& b : x.b) b &= 0xF; return x; }
-  static V highNibbles(V x) { for (auto& b : x.b) b >>= 4; return x; }
+  static V lowNibbles(V x) {
+    for (auto& b : x.b) b &= 0xF;
+    return x;
+  }
+  static V highNibbles(V x) {
+    for (auto& b : x.b) b >>= 4;
+    return x;
+  }
   // Byte i = 0xFF when bit i of `bits` is set.
-  static V bitsToMask(uint32_t bits) { V v; for (int i = 0; i < 32; ++i) v.b[i] = ((bits >> i) & 1u) ? 0xFF : 0; return v; }
+  static V bitsToMask(uint32_t bits) {
+    V v;
+    for (int i = 0; i < 32; ++i) v.b[i] = ((bits >> i) & 1u) ? 0xFF : 0;
+    return v;
+  }
   // Byte i = 0xFF when x[i] & m.
-  static V testMask(V x, uint8_t m) { for (auto& b : x.b) b = (b & m) ? 0xFF : 0; return x; }
-  static V andV(V a, V c) { for (int i = 0; i < 32; ++i) a.b[i] &= c.b[i]; return a; }
-  static V orV(V a, V c) { for (int i = 0; i < 32; ++i) a.b[i] |= c.b[i]; return a; }
-  static V andNot(V a, V c) { for (int i = 0; i < 32; ++i) a.b[i] = uint8_t(~a.b[i] & c.b[i]); return a; }
-  static V subBytes(V a, V c) { for (int i = 0; i < 32; ++i) a.b[i] = uint8_t(a.b[i] - c.b[i]); return a; }
-  template <int N> static V shiftRight(V x) { for (auto& b : x.b) b = uint8_t(b >> N); return x; }
-  template <int N> static V shiftLeft(V x) { for (auto& b : x.b) b = uint8_t(b << N); return x; }
+  static V testMask(V x, uint8_t m) {
+    for (auto& b : x.b) b = (b & m) ? 0xFF : 0;
+    return x;
+  }
+  static V andV(V a, V c) {
+    for (int i = 0; i < 32; ++i) a.b[i] &= c.b[i];
+    return a;
+  }
+  static V orV(V a, V c) {
+    for (int i = 0; i < 32; ++i) a.b[i] |= c.b[i];
+    return a;
+  }
+  static V andNot(V a, V c) {
+    for (int i = 0; i < 32; ++i) a.b[i] = uint8_t(~a.b[i] & c.b[i]);
+    return a;
+  }
+  static V subBytes(V a, V c) {
+    for (int i = 0; i < 32; ++i) a.b[i] = uint8_t(a.b[i] - c.b[i]);
+    return a;
+  }
+  template <int N>
+  static V shiftRight(V x) {
+    for (auto& b : x.b) b = uint8_t(b >> N);
+    return x;
+  }
+  template <int N>
+  static V shiftLeft(V x) {
+    for (auto& b : x.b) b = uint8_t(b << N);
+    return x;
+  }
 
   static I izero() { return 0; }
   static F fzero() { return 0; }
@@ -65,18 +111,25 @@ struct Portable {
     return sum;
   }
   // The float16 scales (field d) of R blocks as R floats.
-  template <int R> struct Scales { float v[R]; };
+  template <int R>
+  struct Scales {
+    float v[R];
+  };
   template <int R, class Block>
   static Scales<R> scales(const Block* const* blocks) {
     Scales<R> s;
     for (int r = 0; r < R; ++r) s.v[r] = halfToFloat(blocks[r]->d);
     return s;
   }
-  template <int R> static Scales<R> times(Scales<R> s, float m) {
+  template <int R>
+  static Scales<R> times(Scales<R> s, float m) {
     for (int r = 0; r < R; ++r) s.v[r] *= m;
     return s;
   }
-  template <int R> static F fmaddScale(F acc, I i, const Scales<R>& s, int r) { return fmaddI(acc, i, s.v[r]); }
+  template <int R>
+  static F fmaddScale(F acc, I i, const Scales<R>& s, int r) {
+    return fmaddI(acc, i, s.v[r]);
+  }
   static F fmaddI(F acc, I i, float d) { return acc + float(i) * d; }
   static int32_t hsumI(I i) { return i; }
   static float hsumF(F f) { return f; }

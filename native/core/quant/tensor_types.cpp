@@ -8,8 +8,10 @@
 namespace md {
 namespace {
 
-#define MD_WEIGHT_TYPE_ROW(NAME, suffix, id, values, bytes) {TensorType::NAME, #NAME, values, uint32_t(bytes), true, #suffix},
-#define MD_ACTIVATION_TYPE_ROW(NAME, suffix, id, values, bytes) {TensorType::NAME, #NAME, values, uint32_t(bytes), false, nullptr},
+#define MD_WEIGHT_TYPE_ROW(NAME, suffix, id, values, bytes) \
+  {TensorType::NAME, #NAME, values, uint32_t(bytes), true, #suffix},
+#define MD_ACTIVATION_TYPE_ROW(NAME, suffix, id, values, bytes) \
+  {TensorType::NAME, #NAME, values, uint32_t(bytes), false, nullptr},
 constexpr TensorTypeInfo kTypes[] = {MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_ROW) MD_ACTIVATION_TYPES(MD_ACTIVATION_TYPE_ROW)};
 #undef MD_WEIGHT_TYPE_ROW
 #undef MD_ACTIVATION_TYPE_ROW

@@ -18,9 +18,9 @@ enum class TensorType : uint32_t { MD_WEIGHT_TYPES(MD_TENSOR_TYPE_ENUM) MD_ACTIV
 struct TensorTypeInfo {
   TensorType type;
   const char* name;
-  uint32_t blockValues;  // values per block
-  uint32_t blockBytes;   // bytes per block
-  bool weight;           // may appear in a model file (false: activations only)
+  uint32_t blockValues;      // values per block
+  uint32_t blockBytes;       // bytes per block
+  bool weight;               // may appear in a model file (false: activations only)
   const char* kernelSuffix;  // the GPU kernels' suffix (md_matvec_<suffix>...); nullptr for activation-only types
 };
 

@@ -16,7 +16,7 @@ namespace md {
 struct HeadPick {
   float temperature = 0.0f;  // 0: the argmax
   uint32_t seed = 0;
-  uint32_t position = 0;     // the sampled token's: the noise key's position
+  uint32_t position = 0;  // the sampled token's: the noise key's position
   // (token, bias) sorted by token, tokens below the vocabulary, each token's
   // first entry only: what headPickBias() makes of a sampler's lists.
   std::vector<std::pair<uint32_t, float>> bias;

@@ -30,8 +30,8 @@ constexpr int64_t kRowBlock = 16;
 // r + i, token t + k): the one loop that matmul() and matvecTiles() run,
 // so a row has the same bits whoever consumes it.
 template <class Emit>
-void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t stride, int64_t cols, int64_t r0, int64_t r1,
-                 int64_t t0, int64_t t1, Emit emit) {
+void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t stride, int64_t cols, int64_t r0,
+                 int64_t r1, int64_t t0, int64_t t1, Emit emit) {
   float part[kTileRows * kTileTokens];
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t re = std::min(r1, rb + kRowBlock);
@@ -71,7 +71,8 @@ const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* row
       pool.run([&](int t) {
         int64_t begin, end;
         ThreadPool::split(rows, t, pool.size(), &begin, &end);
-        for (int64_t r = begin; r < end; ++r) quantizeActivations(type, source + r * cols, dst + size_t(r) * stride, cols);
+        for (int64_t r = begin; r < end; ++r)
+          quantizeActivations(type, source + r * cols, dst + size_t(r) * stride, cols);
       });
     }
     slot.valid = true;
@@ -97,7 +98,8 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
   int64_t total = 0;
   for (size_t j = 0; j < jobCount; ++j) {
     const MatmulJob& job = jobs[j];
-    if (uint64_t(x.cols()) != job.weights->cols) throw std::logic_error("matmul: activation width differs from the weights'");
+    if (uint64_t(x.cols()) != job.weights->cols)
+      throw std::logic_error("matmul: activation width differs from the weights'");
     Prepared& p = prepared[count++];
     p.w = job.weights;
     p.out = job.out;
@@ -118,11 +120,12 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
       if (from >= to) continue;
       // Rows [r0, r1) x tokens [t0, t1) with the vector tiles.
       auto tiles = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
-        vectorTiles(p.tile, *p.w, p.act, p.stride, cols, r0, r1, t0, t1, [&](int64_t r, int n, int64_t t, int tokens, const float* part) {
-          for (int i = 0; i < n; ++i)
-            for (int k = 0; k < tokens; ++k)
-              p.out[(t + k) * rows + r + i] = part[i * kTileTokens + k] + (p.bias ? p.bias[r + i] : 0.f);
-        });
+        vectorTiles(p.tile, *p.w, p.act, p.stride, cols, r0, r1, t0, t1,
+                    [&](int64_t r, int n, int64_t t, int tokens, const float* part) {
+                      for (int i = 0; i < n; ++i)
+                        for (int k = 0; k < tokens; ++k)
+                          p.out[(t + k) * rows + r + i] = part[i * kTileTokens + k] + (p.bias ? p.bias[r + i] : 0.f);
+                    });
       };
       // Matrix units take the 16 x 16-aligned part of a batch, the tiles the edges.
       constexpr int64_t kGrid = 16;
@@ -143,7 +146,8 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
   });
 }
 
-void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, const MatvecVisit& visit) {
+void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x,
+                 const MatvecVisit& visit) {
   if (x.rows() != 1) throw std::logic_error("matvecTiles: one activation row");
   if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matvecTiles: activation width differs from the weights'");
   const TileDot tile = dots.forType(w.type);
@@ -154,9 +158,8 @@ void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, Ac
   pool.run([&](int thread) {
     int64_t begin, end;
     ThreadPool::split(rows, thread, pool.size(), &begin, &end);
-    vectorTiles(tile, w, act, stride, cols, begin, end, 0, 1, [&](int64_t r, int n, int64_t, int, const float* part) {
-      visit(thread, r, n, part, kTileTokens);
-    });
+    vectorTiles(tile, w, act, stride, cols, begin, end, 0, 1,
+                [&](int64_t r, int n, int64_t, int, const float* part) { visit(thread, r, n, part, kTileTokens); });
   });
 }
 

@@ -61,7 +61,8 @@ inline void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list
 // consecutive ranges; every value has the bits matmul() stores. The fused
 // LM head (FlashSampling) picks its token from them.
 using MatvecVisit = std::function<void(int thread, int64_t firstRow, int n, const float* values, size_t stride)>;
-void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, const MatvecVisit& visit);
+void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x,
+                 const MatvecVisit& visit);
 
 inline void matmul(ThreadPool& pool, const DotTable& dots, const TensorView& w, ActivationRows& x, float* out,
                    const TensorView* bias = nullptr) {

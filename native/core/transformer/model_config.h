@@ -17,16 +17,16 @@ struct ModelConfig {
   uint32_t embeddingLength = 0;  // d
   uint32_t blockCount = 0;       // layers
   uint32_t headCount = 0;
-  uint32_t headCountKv = 0;      // grouped-query attention: headCount is a multiple of it
-  uint32_t headDim = 0;          // per head, for Q, K and V
+  uint32_t headCountKv = 0;  // grouped-query attention: headCount is a multiple of it
+  uint32_t headDim = 0;      // per head, for Q, K and V
   uint32_t ffnLength = 0;
-  uint32_t ropeDims = 0;         // leading dims of each head that RoPE rotates
+  uint32_t ropeDims = 0;  // leading dims of each head that RoPE rotates
   RopeMode ropeMode = RopeMode::AdjacentPairs;
   float ropeBase = 10000.f;
-  float ropeFreqScale = 1.f;     // 1 / the linear scaling factor
+  float ropeFreqScale = 1.f;  // 1 / the linear scaling factor
   float normEps = 1e-5f;
-  bool qkvBias = false;          // qwen2
-  bool qkNorm = false;           // qwen3: RMSNorm of each head of Q and K before RoPE
+  bool qkvBias = false;  // qwen2
+  bool qkNorm = false;   // qwen3: RMSNorm of each head of Q and K before RoPE
 };
 
 // Throws std::invalid_argument naming the field when the config is not a

@@ -29,12 +29,14 @@ TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, u
     : contextSize_(contextSize), maxBatch_(std::max<uint32_t>(1, maxBatch)), cacheType_(cacheType) {
   if (contextSize == 0) throw std::out_of_range("contextSize: must be positive, got 0");
   if (cacheType != TensorType::F16 && cacheType != TensorType::F32 && cacheType != TensorType::Q8_0)
-    throw std::invalid_argument("kvCacheType: expected F16, F32 or Q8_0, got type " + std::to_string(uint32_t(cacheType)));
+    throw std::invalid_argument("kvCacheType: expected F16, F32 or Q8_0, got type " +
+                                std::to_string(uint32_t(cacheType)));
   // A quantized cache stores each head as whole blocks (llama.cpp's cache views need the same).
   const TensorTypeInfo& info = tensorTypeInfo(cacheType);
   if (c.headDim % info.blockValues != 0)
-    throw std::invalid_argument(std::string("kvCacheType: ") + info.name + " needs a head dimension that is a multiple of " +
-                                std::to_string(info.blockValues) + ", and this model's is " + std::to_string(c.headDim));
+    throw std::invalid_argument(std::string("kvCacheType: ") + info.name +
+                                " needs a head dimension that is a multiple of " + std::to_string(info.blockValues) +
+                                ", and this model's is " + std::to_string(c.headDim));
   cacheRowBytes_ = rowBytes(info, uint64_t(c.headCountKv) * c.headDim);
   cacheBytes_ = size_t(c.blockCount) * contextSize * cacheRowBytes_;
   keys_.reset(new uint8_t[cacheBytes_]);
@@ -73,7 +75,8 @@ void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t c
                           HeadOutput head) {
   if (count < 1) throw std::out_of_range("tokens: at least one token is needed, got 0");
   if (rows < 1 || rows > count)
-    throw std::out_of_range("rows: expected 1 to " + std::to_string(count) + " (the tokens given), got " + std::to_string(rows));
+    throw std::out_of_range("rows: expected 1 to " + std::to_string(count) + " (the tokens given), got " +
+                            std::to_string(rows));
   if (start < 0 || start > int64_t(s.length_))
     throw std::out_of_range("start: position " + std::to_string(start) + " is after the sequence's end (" +
                             std::to_string(s.length_) + " positions)");
@@ -91,8 +94,10 @@ void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t c
     const int64_t firstRow = std::max<int64_t>(0, count - rows - done);
     HeadOutput out = head;
     if (head.logits) out.logits += size_t(std::max<int64_t>(0, done + firstRow - (count - rows))) * config_.vocabSize;
-    if (firstRow < n) evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
-    else evaluateBatch(s, tokens + done, n, start + done, HeadOutput{}, n);
+    if (firstRow < n)
+      evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
+    else
+      evaluateBatch(s, tokens + done, n, start + done, HeadOutput{}, n);
     done += n;
     s.length_ = uint32_t(start + done);
   }
@@ -117,7 +122,8 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
   const int64_t pairs = c.ropeDims / 2;
   // The RoPE angles of the batch's positions, for every layer's Rope op.
   const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
-  for (int64_t t = 0; t < count; ++t) ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
+  for (int64_t t = 0; t < count; ++t)
+    ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
   const int64_t wanted = count - firstRow;  // rows whose logits (or pick) are wanted; none when <= 0
   for (const GraphOp& op : graph.ops) {
     float* in = s.activation(op.in);
@@ -125,18 +131,20 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
     switch (op.kind) {
       case OpKind::Embed: {
         const TensorView& table = weights_[op.weight];
-        for (int64_t t = 0; t < count; ++t) dequantizeRow(table.type, table.row(tokens[t]), out + t * op.width, op.width);
+        for (int64_t t = 0; t < count; ++t)
+          dequantizeRow(table.type, table.row(tokens[t]), out + t * op.width, op.width);
         break;
       }
       case OpKind::RmsNorm: {
         const float* weight = floats(weights_[op.weight]);
         auto normRow = [&](int64_t r) { rmsNorm(in + r * op.width, weight, out + r * op.width, op.width, c.normEps); };
-        if (count == 1) for (int64_t r = 0; r < op.rowsPerToken; ++r) normRow(r);  // a decode step: too little to share
-        else perRow(count * op.rowsPerToken, normRow);
+        if (count == 1)
+          for (int64_t r = 0; r < op.rowsPerToken; ++r) normRow(r);  // a decode step: too little to share
+        else
+          perRow(count * op.rowsPerToken, normRow);
         break;
       }
-      case OpKind::Project: project(s, op, count);
-        break;
+      case OpKind::Project: project(s, op, count); break;
       case OpKind::Rope: {
         const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd, kvDim = int64_t(c.headCountKv) * hd;
         float* q = s.activation(Activation::Q);
@@ -144,27 +152,29 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
         perRow(count, [&](int64_t t) {
           const float* cosines = s.cos_.data() + t * pairs;
           const float* sines = s.sin_.data() + t * pairs;
-          for (uint32_t h = 0; h < c.headCount; ++h) applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + t * qDim + h * hd);
-          for (uint32_t h = 0; h < c.headCountKv; ++h) applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + t * kvDim + h * hd);
+          for (uint32_t h = 0; h < c.headCount; ++h)
+            applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + t * qDim + h * hd);
+          for (uint32_t h = 0; h < c.headCountKv; ++h)
+            applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, k + t * kvDim + h * hd);
         });
         break;
       }
-      case OpKind::KvStore: storeKv(s, op.layer, count, start);
-        break;
-      case OpKind::Attention: attention(s, op.layer, count, start);
-        break;
-      case OpKind::SwiGlu: swiglu(out, in, count * op.width);
-        break;
+      case OpKind::KvStore: storeKv(s, op.layer, count, start); break;
+      case OpKind::Attention: attention(s, op.layer, count, start); break;
+      case OpKind::SwiGlu: swiglu(out, in, count * op.width); break;
       case OpKind::OutputNorm: {
         if (wanted <= 0) return;  // no logits wanted from this batch
         const float* weight = floats(weights_[op.weight]);
-        for (int64_t t = 0; t < wanted; ++t) rmsNorm(in + (firstRow + t) * op.width, weight, out + t * op.width, op.width, c.normEps);
+        for (int64_t t = 0; t < wanted; ++t)
+          rmsNorm(in + (firstRow + t) * op.width, weight, out + t * op.width, op.width, c.normEps);
         break;
       }
       case OpKind::LmHead:
         s.rows_.reset(in, wanted, op.width);
-        if (head.pick) *head.picked = pickFromHead(s, weights_[op.weight], *head.pick);
-        else matmul(pool_, dots_, weights_[op.weight], s.rows_, head.logits);
+        if (head.pick)
+          *head.picked = pickFromHead(s, weights_[op.weight], *head.pick);
+        else
+          matmul(pool_, dots_, weights_[op.weight], s.rows_, head.logits);
         break;
     }
   }

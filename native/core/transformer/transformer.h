@@ -91,7 +91,8 @@ class Transformer {
     const HeadPick* pick = nullptr;
     uint32_t* picked = nullptr;
   };
-  void forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows, HeadOutput head);
+  void forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows,
+               HeadOutput head);
   // The batch's tokens from `firstRow` on get their logits (or the pick).
   void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, HeadOutput head,
                      int64_t firstRow);

@@ -20,7 +20,8 @@ class Binder {
   Binder(const std::vector<TensorEntry>& entries, const uint8_t* file, uint64_t fileSize)
       : file_(file), fileSize_(fileSize) {
     for (const TensorEntry& e : entries)
-      if (!byName_.emplace(e.name, &e).second) fail("tensor " + e.name + ": the name appears twice in the tensor table");
+      if (!byName_.emplace(e.name, &e).second)
+        fail("tensor " + e.name + ": the name appears twice in the tensor table");
   }
 
   // A weight matrix of `rows` rows of `cols` values (or a vector when rows == 0).
@@ -34,9 +35,11 @@ class Binder {
     const TensorEntry& e = *it->second;
     const TensorTypeInfo* info = findTensorType(e.type);
     if (info == nullptr || !info->weight)
-      fail("tensor " + name + ": type " + std::to_string(e.type) + " is not supported (supported: " + supportedTypes() + ")");
+      fail("tensor " + name + ": type " + std::to_string(e.type) + " is not supported (supported: " + supportedTypes() +
+           ")");
     if (floatOnly && info->type != TensorType::F32)
-      fail("tensor " + name + ": type " + info->name + " is not supported for a norm, bias or factor vector (expected F32)");
+      fail("tensor " + name + ": type " + info->name +
+           " is not supported for a norm, bias or factor vector (expected F32)");
     const std::vector<uint64_t> expected = rows == 0 ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows};
     if (e.dims != expected) fail("tensor " + name + ": shape " + dimsText(e.dims) + ", expected " + dimsText(expected));
     const size_t bytesPerRow = rowBytes(*info, cols);
@@ -46,7 +49,8 @@ class Binder {
     const uint64_t rowCount = rows == 0 ? 1 : rows;
     if (rowCount > UINT64_MAX / bytesPerRow) fail("tensor " + name + ": its size overflows");
     const uint64_t bytes = rowCount * bytesPerRow;
-    if (e.offset % 4 != 0) fail("tensor " + name + ": data offset " + std::to_string(e.offset) + " is not 4-byte aligned");
+    if (e.offset % 4 != 0)
+      fail("tensor " + name + ": data offset " + std::to_string(e.offset) + " is not 4-byte aligned");
     if (e.offset > fileSize_ || bytes > fileSize_ - e.offset)
       fail("tensor " + name + ": bytes " + std::to_string(e.offset) + " + " + std::to_string(bytes) +
            " run past the end of the file (" + std::to_string(fileSize_) + " bytes)");
@@ -61,7 +65,8 @@ class Binder {
 
   void checkAllUsed(const char* what) const {
     for (const auto& [name, entry] : byName_)
-      if (used_.find(name) == used_.end()) fail("tensor " + name + ": not part of " + what + " (an unsupported variant?)");
+      if (used_.find(name) == used_.end())
+        fail("tensor " + name + ": not part of " + what + " (an unsupported variant?)");
   }
 
   static std::string supportedTypes() {
@@ -98,7 +103,8 @@ void checkConfig(const ModelConfig& c) {
     fail("headCountKv: " + std::to_string(c.headCountKv) + " does not divide headCount " + std::to_string(c.headCount));
   // 0 rotates nothing (llama.cpp allows it); an odd count is what ggml's rope asserts against.
   if (c.ropeDims % 2 != 0 || c.ropeDims > c.headDim)
-    fail("ropeDims: expected an even number from 0 to headDim " + std::to_string(c.headDim) + ", got " + std::to_string(c.ropeDims));
+    fail("ropeDims: expected an even number from 0 to headDim " + std::to_string(c.headDim) + ", got " +
+         std::to_string(c.ropeDims));
   // Widths of any length: float rows have tails in the dot kernels, and a
   // quantized tensor's rows must be whole blocks, which bind() checks per
   // tensor (the file's own constraint, as in llama.cpp).
@@ -111,7 +117,9 @@ void checkConfig(const ModelConfig& c) {
   const uint64_t kMaxDim = 1u << 20;
   if (c.embeddingLength > kMaxDim || c.ffnLength > kMaxDim || uint64_t(c.headCount) * c.headDim > kMaxDim ||
       c.blockCount > 4096 || c.vocabSize > (1u << 24))
-    fail("config: a dimension is beyond what this forward pass supports (width 1048576, 4096 layers, vocabulary 16777216)");
+    fail(
+        "config: a dimension is beyond what this forward pass supports (width 1048576, 4096 layers, vocabulary "
+        "16777216)");
 }
 
 ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& entries, const uint8_t* file,
@@ -127,7 +135,8 @@ ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& e
     return it == types.end() ? nullptr : &it->second;
   });
   w.tensors.reserve(w.graph.tensors.size());
-  for (const TensorDecl& d : w.graph.tensors) w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.required, d.rows == 0));
+  for (const TensorDecl& d : w.graph.tensors)
+    w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.required, d.rows == 0));
   b.checkAllUsed("this architecture's tensors");
   return w;
 }

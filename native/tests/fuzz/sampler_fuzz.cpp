@@ -95,7 +95,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const char* dump = std::getenv("MD_FUZZ_DUMP")) {
     // The case as JSON, to replay through sample() on every backend.
     if (FILE* f = std::fopen(dump, "w")) {
-      std::fprintf(f, "{\"half\":%d,\"token\":%u,\"reference\":%u,\"params\":[%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%u,%u,%u,%u,%u,%u,%u,%u],",
+      std::fprintf(f,
+                   "{\"half\":%d,\"token\":%u,\"reference\":%u,\"params\":[%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%u,%u,%u,%u,%"
+                   "u,%u,%u,%u],",
                    int(half), token, expected, p.temperature, p.top_p, p.min_p, p.repeat_penalty, p.frequency_penalty,
                    p.presence_penalty, p.top_k, p.seed, p.position, p.vocab_size, p.history_count, p.history_window,
                    p.bias_count, p.flags);
@@ -104,7 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::fprintf(f, "],\"history\":[");
       for (uint32_t i = 0; i < history; ++i) std::fprintf(f, "%s%u", i ? "," : "", window[i]);
       std::fprintf(f, "],\"bias\":[");
-      for (uint32_t i = 0; i < bias; ++i) std::fprintf(f, "%s[%u,%.9g]", i ? "," : "", biasTokens[i], double(biasValues[i]));
+      for (uint32_t i = 0; i < bias; ++i)
+        std::fprintf(f, "%s[%u,%.9g]", i ? "," : "", biasTokens[i], double(biasValues[i]));
       std::fprintf(f, "]}\n");
       std::fclose(f);
     }

@@ -55,9 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.qkNorm = in.byte() & 1;
   const uint64_t d = c.embeddingLength, q = uint64_t(c.headCount) * c.headDim, kv = uint64_t(c.headCountKv) * c.headDim;
 
-  std::vector<std::pair<std::string, std::vector<uint64_t>>> wanted = {
-      {"token_embd.weight", {d, c.vocabSize}}, {"output_norm.weight", {d}}, {"output.weight", {d, c.vocabSize}},
-      {"rope_freqs.weight", {c.ropeDims / 2}}};
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> wanted = {{"token_embd.weight", {d, c.vocabSize}},
+                                                                       {"output_norm.weight", {d}},
+                                                                       {"output.weight", {d, c.vocabSize}},
+                                                                       {"rope_freqs.weight", {c.ropeDims / 2}}};
   for (uint32_t l = 0; l < c.blockCount; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     wanted.push_back({p + "attn_norm.weight", {d}});

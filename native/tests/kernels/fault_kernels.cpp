@@ -14,10 +14,14 @@ extern const EmulatedKernel kFaultKernels[];
 extern const size_t kFaultKernelCount;
 
 const EmulatedKernel kFaultKernels[] = {
-    MD_EMULATED_KERNEL(md_test_published),        MD_EMULATED_KERNEL(md_test_missing_barrier),
-    MD_EMULATED_KERNEL(md_test_divergent_barrier), MD_EMULATED_KERNEL(md_test_early_return),
-    MD_EMULATED_KERNEL(md_test_divergent_simd),   MD_EMULATED_KERNEL(md_test_out_of_bounds),
-    MD_EMULATED_KERNEL(md_test_simd_ops),        MD_EMULATED_KERNEL(md_test_too_much_threadgroup_memory),
+    MD_EMULATED_KERNEL(md_test_published),
+    MD_EMULATED_KERNEL(md_test_missing_barrier),
+    MD_EMULATED_KERNEL(md_test_divergent_barrier),
+    MD_EMULATED_KERNEL(md_test_early_return),
+    MD_EMULATED_KERNEL(md_test_divergent_simd),
+    MD_EMULATED_KERNEL(md_test_out_of_bounds),
+    MD_EMULATED_KERNEL(md_test_simd_ops),
+    MD_EMULATED_KERNEL(md_test_too_much_threadgroup_memory),
     MD_EMULATED_KERNEL(md_test_half_arithmetic),
     // The planted fused probe, under the name requireExactArithmetic runs.
     ::md::emu::EmulatedKernel{"md_fp_contract_probe", &::md::emu::KernelBinding<&md_test_fused_probe>::invoke,
