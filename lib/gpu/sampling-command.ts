@@ -194,6 +194,27 @@ export function samplingCommand(
     if (options && key in options)
       throw new TypeError(`Unknown option ${key}: a chain sets position and history per token, binds masks as buffers and runs on its own device`);
   }
+  const { params, bias } = packSampling(device, vocabSize, options, mask);
+  const [command] = launchCommands(
+    device,
+    { vocab: vocabSize, logits: 'f16', pick: 'sample', params },
+    params,
+    samplingBuffers(device, logits, sequence, bias, scratch, output, mask),
+  );
+  return { bias, spec: command.spec };
+}
+
+// The options packed as md_sampling_params, and the bias buffer the kernels read.
+function packSampling(
+  device: GpuDevice,
+  vocabSize: number,
+  options: ChainSamplingOptions,
+  mask: GpuBuffer | undefined,
+): { params: Uint8Array; bias: GpuBuffer } {
+  for (const key of ['position', 'history', 'backend', 'mask']) {
+    if (options && key in options)
+      throw new TypeError(`Unknown option ${key}: a chain sets position and history per token, binds masks as buffers and runs on its own device`);
+  }
   const s = resolveSampling(options);
   const addon = device.addon;
   // The row only gives the vocabulary size; the history is the sequence buffer.
@@ -202,7 +223,20 @@ export function samplingCommand(
   // A mask's words only set MD_FLAG_TOKEN_MASK here: the kernel reads the buffer.
   const packed = addon.packSamplingParams(row, slots, new Uint32Array(0), biasTokens, biasValues, new Uint32Array(mask ? maskWords(vocabSize) : 0));
   const bias = device.createBuffer(packed.bias.byteLength > 0 ? packed.bias : new Uint8Array(addon.layouts.biasEntry));
-  const [command] = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', params: packed.params }, packed.params, {
+  return { params: packed.params, bias };
+}
+
+// What the sampling kernels bind: the row, the history (the sequence), the bias, the scratch, the output, the mask.
+function samplingBuffers(
+  device: GpuDevice,
+  logits: GpuBuffer,
+  sequence: GpuBuffer,
+  bias: GpuBuffer,
+  scratch: SamplingScratch,
+  output: GpuBuffer,
+  mask: GpuBuffer | undefined,
+): Partial<Record<SamplingBufferName, GpuBuffer>> {
+  return {
     logits,
     history: sequence,
     bias,
@@ -211,8 +245,9 @@ export function samplingCommand(
     tokens: output,
     marks: scratch.marks,
     mask: mask ?? noMask(device),
-  });
-  return { bias, spec: command.spec };
+    partials: scratch.partials,
+    state: scratch.state,
+  };
 }
 
 /** One command of a table: a kernel and its spec. */
@@ -238,20 +273,13 @@ export function wideSamplingCommands(
   output: GpuBuffer = sequence,
   mask?: GpuBuffer,
 ): { commands: KernelCommand[]; bias: GpuBuffer } {
-  const { spec, bias } = samplingCommand(device, logits, sequence, vocabSize, options, scratch, output, mask);
-  const params = spec.params!.bytes as Uint8Array;
-  const commands = launchCommands(device, { vocab: vocabSize, logits: 'f16', pick: 'sample', wide: true, params }, params, {
-    logits,
-    history: sequence,
-    bias,
-    edited: scratch.edited,
-    histogram: scratch.histogram,
-    tokens: output,
-    marks: scratch.marks,
-    mask: mask ?? noMask(device),
-    partials: scratch.partials,
-    state: scratch.state,
-  });
+  const { params, bias } = packSampling(device, vocabSize, options, mask);
+  const commands = launchCommands(
+    device,
+    { vocab: vocabSize, logits: 'f16', pick: 'sample', wide: true, params },
+    params,
+    samplingBuffers(device, logits, sequence, bias, scratch, output, mask),
+  );
   return { commands, bias };
 }
 

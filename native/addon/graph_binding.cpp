@@ -1,9 +1,7 @@
 // graph_binding.cpp
 #include "graph_binding.h"
 
-#include <cmath>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -20,31 +18,13 @@ Napi::Object optionsArgument(const Napi::CallbackInfo& info, size_t i, const cha
   return info[i].As<Napi::Object>();
 }
 
-uint32_t u32Option(Napi::Object o, const char* method, const char* name, uint32_t min) {
-  Napi::Value v = o.Get(name);
-  const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(x >= min && x <= 4294967295.0 && x == std::floor(x)))
-    throw Napi::RangeError::New(o.Env(), std::string(method) + ": options." + name + " must be an integer from " +
-                                             std::to_string(min) + " to 4294967295");
-  return uint32_t(x);
-}
-
 TensorType cacheTypeOption(Napi::Object o, const char* method) {
-  const uint32_t id = u32Option(o, method, "cacheType", 0);
+  const uint32_t id = uint32Option(o, method, "cacheType", 0);
   if (id != uint32_t(TensorType::F16) && id != uint32_t(TensorType::F32) && id != uint32_t(TensorType::Q8_0))
     throw Napi::RangeError::New(
         o.Env(),
         std::string(method) + ": options.cacheType must be the type id of F16, F32 or Q8_0, got " + std::to_string(id));
   return TensorType(id);
-}
-
-ForwardGraph graphOf(const ModelConfig& config, const std::vector<TensorEntry>& tensors) {
-  std::map<std::string, TensorType> types;
-  for (const TensorEntry& e : tensors) types.emplace(e.name, TensorType(e.type));
-  return buildForwardGraph(config, [&types](const std::string& name) -> const TensorType* {
-    auto it = types.find(name);
-    return it == types.end() ? nullptr : &it->second;
-  });
 }
 
 Napi::Object commandObject(Napi::Env env, const RecordedCommand& c) {
@@ -92,7 +72,7 @@ Napi::Value RecordForward(const Napi::CallbackInfo& info) {
   const std::vector<TensorEntry> tensors = parseTensors(info[1]);
   Napi::Object o = optionsArgument(info, 2, "recordForward");
   RecordOptions options;
-  options.count = u32Option(o, "recordForward", "count", 1);
+  options.count = uint32Option(o, "recordForward", "count", 1);
   const std::string logits = o.Get("logits").IsString() ? o.Get("logits").As<Napi::String>().Utf8Value() : "";
   if (logits == "none")
     options.logits = LogitRows::None;
@@ -103,12 +83,12 @@ Napi::Value RecordForward(const Napi::CallbackInfo& info) {
   else
     throw Napi::RangeError::New(env, "recordForward: options.logits must be 'none', 'last' or 'every'");
   options.headPick = o.Get("headPick").ToBoolean().Value();
-  options.contextSize = u32Option(o, "recordForward", "contextSize", 1);
-  options.attentionSplits = u32Option(o, "recordForward", "attentionSplits", 1);
+  options.contextSize = uint32Option(o, "recordForward", "contextSize", 1);
+  options.attentionSplits = uint32Option(o, "recordForward", "attentionSplits", 1);
   options.cacheType = cacheTypeOption(o, "recordForward");
   RecordedForward recorded;
   try {
-    recorded = recordForward(graphOf(config, tensors), config, options);
+    recorded = recordForward(buildForwardGraph(config, tensors), config, options);
   } catch (const std::invalid_argument& e) {
     throw Napi::RangeError::New(env, std::string("recordForward: ") + e.what());
   }
@@ -127,8 +107,8 @@ Napi::Value ForwardBuffers(const Napi::CallbackInfo& info) {
   const ModelConfig config = parseConfig(info[0]);
   Napi::Object o = optionsArgument(info, 1, "forwardBuffers");
   const auto buffers = forwardBuffers(
-      config, u32Option(o, "forwardBuffers", "maxBatch", 1), u32Option(o, "forwardBuffers", "contextSize", 1),
-      u32Option(o, "forwardBuffers", "attentionSplits", 1), cacheTypeOption(o, "forwardBuffers"));
+      config, uint32Option(o, "forwardBuffers", "maxBatch", 1), uint32Option(o, "forwardBuffers", "contextSize", 1),
+      uint32Option(o, "forwardBuffers", "attentionSplits", 1), cacheTypeOption(o, "forwardBuffers"));
   Napi::Array result = Napi::Array::New(env, buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     Napi::Object b = Napi::Object::New(env);

@@ -82,4 +82,15 @@ std::vector<TensorEntry> parseTensors(Napi::Value value) {
   return entries;
 }
 
+uint32_t uint32Option(Napi::Object options, const char* method, const char* name, uint32_t min,
+                      std::optional<uint32_t> fallback) {
+  Napi::Value v = options.Get(name);
+  if (v.IsUndefined() && fallback) return *fallback;
+  const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+  if (!(x >= min && x <= 4294967295.0 && x == std::floor(x)))
+    throw Napi::RangeError::New(options.Env(), std::string(method) + ": options." + name + " must be an integer from " +
+                                                   std::to_string(min) + " to 4294967295");
+  return uint32_t(x);
+}
+
 }  // namespace md::addon

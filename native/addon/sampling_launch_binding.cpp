@@ -1,28 +1,18 @@
 // sampling_launch_binding.cpp
 #include "sampling_launch_binding.h"
 
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "../core/sampling_launches.h"
+#include "model_arguments.h"
 
 namespace md::addon {
 namespace {
 
 [[noreturn]] void rangeError(Napi::Env env, const std::string& message) {
   throw Napi::RangeError::New(env, "samplingLaunches: " + message);
-}
-
-uint32_t u32(Napi::Object o, const char* name, uint32_t min, uint32_t fallback) {
-  Napi::Value v = o.Get(name);
-  if (v.IsUndefined()) return fallback;
-  const double x = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(x >= min && x <= 4294967295.0 && x == std::floor(x)))
-    rangeError(o.Env(),
-               std::string("options.") + name + " must be an integer from " + std::to_string(min) + " to 4294967295");
-  return uint32_t(x);
 }
 
 std::string oneOf(Napi::Object o, const char* name, const char* a, const char* b) {
@@ -49,8 +39,8 @@ Napi::Value SamplingLaunches(const Napi::CallbackInfo& info) {
     throw Napi::TypeError::New(env, "samplingLaunches: expected (options)");
   Napi::Object o = info[0].As<Napi::Object>();
   SamplingPlan plan;
-  plan.vocab = u32(o, "vocab", 1, 0);
-  plan.rows = u32(o, "rows", 1, 1);
+  plan.vocab = uint32Option(o, "samplingLaunches", "vocab", 1);
+  plan.rows = uint32Option(o, "samplingLaunches", "rows", 1, 1);
   plan.half = oneOf(o, "logits", "f16", "f32") == "f16";
   plan.sample = oneOf(o, "pick", "argmax", "sample") == "sample";
   plan.wide = o.Get("wide").ToBoolean().Value();

@@ -122,18 +122,22 @@ void checkConfig(const ModelConfig& c) {
         "16777216)");
 }
 
+ForwardGraph buildForwardGraph(const ModelConfig& c, const std::vector<TensorEntry>& entries) {
+  // The file's type ids as they are: bindWeights names an unsupported one.
+  std::map<std::string, TensorType> types;
+  for (const TensorEntry& e : entries) types.emplace(e.name, TensorType(e.type));
+  return buildForwardGraph(c, [&types](const std::string& name) -> const TensorType* {
+    auto it = types.find(name);
+    return it == types.end() ? nullptr : &it->second;
+  });
+}
+
 ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& entries, const uint8_t* file,
                          uint64_t fileSize) {
   checkConfig(c);
   Binder b(entries, file, fileSize);
-  // The file's type ids as they are: bind() names an unsupported one.
-  std::map<std::string, TensorType> types;
-  for (const TensorEntry& e : entries) types.emplace(e.name, TensorType(e.type));
   ModelWeights w;
-  w.graph = buildForwardGraph(c, [&types](const std::string& name) -> const TensorType* {
-    auto it = types.find(name);
-    return it == types.end() ? nullptr : &it->second;
-  });
+  w.graph = buildForwardGraph(c, entries);
   w.tensors.reserve(w.graph.tensors.size());
   for (const TensorDecl& d : w.graph.tensors)
     w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.required, d.rows == 0));

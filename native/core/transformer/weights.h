@@ -40,6 +40,10 @@ struct ModelWeights {
   const TensorView& operator[](TensorRef r) const { return tensors[size_t(r.index)]; }
 };
 
+// The config's forward graph over a file's tensor table (each tensor's
+// type as the file has it).
+ForwardGraph buildForwardGraph(const ModelConfig& config, const std::vector<TensorEntry>& entries);
+
 // Builds the config's forward graph and binds its tensors to `entries`
 // (pointing into `file`, `fileSize` bytes).
 // Throws std::invalid_argument naming the tensor and the field for a
