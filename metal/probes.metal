@@ -1,6 +1,6 @@
 // probes.metal: kernels that check a device computes as the CPU does.
-// md_fp_contract_probe runs when a device opens (native/core/
-// exact_arithmetic.h); md_noise_cells and md_exp_values let the tests
+// md_fp_contract_probe and md_simd_layout_probe run when a device opens
+// (native/core/exact_arithmetic.h, simd_layout_probe.h); md_noise_cells and md_exp_values let the tests
 // compare every noise cell, and md_exp over many inputs, with the CPU.
 #include "md_kernel.h"
 
@@ -9,6 +9,13 @@ kernel void md_fp_contract_probe(device const float* in [[buffer(0)]],
                                  device float* out [[buffer(1)]],
                                  MD_THREAD_IDS) {
   if (group == 0 && tid == 0) out[0] = md_mul_add_rounded_twice(in[0], in[1], in[2]);
+}
+
+// out[tid] = simd_index * 32 + lane, which every reduction in the kernels
+// takes to be tid (one threadgroup; the host compares).
+kernel void md_simd_layout_probe(device uint* out [[buffer(0)]],
+                                 MD_THREAD_IDS) {
+  out[tid] = simd_index * MD_SIMD_WIDTH + lane;
 }
 
 // The Gumbel noise of cells first .. first + count - 1 of md_uniform's 2^23

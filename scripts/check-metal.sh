@@ -18,7 +18,11 @@
 #   5. the emulator's fibers compile on the ucontext path (macOS's) with
 #      the C library in strict POSIX mode, where only the feature macros a
 #      file defines itself expose non-POSIX names, as on Darwin;
-#   6. the shell scripts pass shellcheck, the Mac-only one included.
+#   6. the shell scripts pass shellcheck, the Mac-only one included;
+#   7. the __METAL_VERSION__ branches of metal/ compile as Metal 3.0 and 3.2
+#      (stub <metal_stdlib>: native/metal/stubs/msl), contraction is off in
+#      them for a clang that contracts by default, and every feature newer
+#      than the oldest supported language is behind a version guard.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,6 +82,44 @@ echo "== attributes and buffer order: every [[...]] in metal/ and the test kerne
 lint_files=(metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal native/tests/kernels/simdgroup_matrix.metal)
 node scripts/lint-metal.mjs "${lint_files[@]}"
 echo "   ok  ${#lint_files[@]} files"
+
+echo "== the Metal branches: metal/*.metal as Metal 3.0 (macOS 13/14) and 3.2 (macOS 15), against stub headers"
+msl=(-std=c++17 -Wall -Wextra -Werror -Xclang -fnative-half-arguments-and-returns -isystem native/metal/stubs/msl
+     -Inative/emu -Imetal)
+for version in 300 320; do
+  # 3.2's METAL pragmas are unknown to clang: which pragmas each version
+  # sees is checked on the preprocessed text below instead.
+  for f in metal/*.metal; do
+    "$CLANG" "${msl[@]}" -Wno-unknown-pragmas -fsyntax-only -D__METAL_VERSION__=$version -x c++ "$f"
+  done
+  pragmas=$("$CLANG" "${msl[@]}" -E -D__METAL_VERSION__=$version -x c++ metal/probes.metal | grep -E '^#pragma (clang fp|METAL)' | sort -u | tr '\n' ';')
+  expected='#pragma clang fp contract(off);'
+  [ $version -ge 320 ] && expected='#pragma METAL fp contract(off);#pragma METAL fp math_mode(safe);#pragma clang fp contract(off);'
+  if [ "$pragmas" != "$expected" ]; then
+    echo "check-metal: as Metal $version the kernels ask for '$pragmas', expected '$expected' (metal/md_exact_float.h)" >&2
+    exit 1
+  fi
+  echo "   ok  $(find metal -name '*.metal' | wc -l) files as __METAL_VERSION__=$version; pragmas: $pragmas"
+  # A clang that contracts within statements (Metal's default) and has FMA
+  # instructions must still emit none for md_exact_float.h's users.
+  "$CLANG" "${msl[@]}" -Wno-unknown-pragmas -O2 -mfma -ffp-contract=on -D__METAL_VERSION__=$version \
+    -c native/tests/kernels/metal_branch_contract.cpp -o "$out/metal_branch_contract_$version.o"
+  if objdump -d "$out/metal_branch_contract_$version.o" | grep -q vfmadd; then
+    echo "check-metal: as Metal $version, a * b + c was fused although md_exact_float.h turns contraction off" >&2
+    exit 1
+  fi
+  echo "   ok  as __METAL_VERSION__=$version no fused multiply-add is emitted"
+done
+"$CLANG" -std=c++17 -O2 -mfma -ffp-contract=on -DMD_CONTROL_WITHOUT_PRAGMA -c native/tests/kernels/metal_branch_contract.cpp \
+  -o "$out/metal_branch_contract_control.o"
+if ! objdump -d "$out/metal_branch_contract_control.o" | grep -q vfmadd; then
+  echo "check-metal: the control (no pragma) was not fused either, so the check above proves nothing" >&2
+  exit 1
+fi
+echo "   ok  control: without the header the same expression is fused"
+must_fail native/tests/kernels/unguarded_pragma.metal "uses a Metal 3.2 pragma without a version guard" \
+  "needs Metal 3.2, newer than the 2.3" node scripts/lint-metal.mjs native/tests/kernels/unguarded_pragma.metal
+echo "   ok  the kernels need $(node scripts/lint-metal.mjs --min-version) (the oldest language every supported macOS compiles)"
 
 echo "== the embedded kernel source is self-contained"
 node scripts/embed-kernels.mjs --metal "$out/md_kernels.metal"

@@ -8,9 +8,13 @@
 // fail to compile on a Mac. And the reverse, what Metal accepts and the
 // emulator would bind wrongly: the emulator passes a kernel's arguments by
 // position (native/emu/kernel_binding.h), so its [[buffer(i)]] parameters
-// must come in order 0, 1, 2, ... with none missing.
+// must come in order 0, 1, 2, ... with none missing. And the language
+// version: each feature newer than METAL_FLOOR (the version every macOS the
+// package supports compiles) must sit behind `#if __METAL_VERSION__ >= N`,
+// or an older Mac's compiler rejects or, worse, ignores it.
 //
 //   node scripts/lint-metal.mjs [files...]    default: metal/*.metal and metal/*.h
+//   node scripts/lint-metal.mjs --min-version  the -std= the kernels need (for xcrun metal)
 //
 // Run by scripts/check-metal.sh, and before the emulator's kernels are
 // compiled (binding.gyp, CMakeLists.txt). Exit 1 with file:line messages.
@@ -59,10 +63,87 @@ export const METAL_ATTRIBUTES = new Set([
   'unlikely',
 ]);
 
+// The language version every supported Mac compiles: macOS 11 (the
+// deployment target) has Metal 2.3, which the Apple7 GPUs (M1 and later)
+// the device requires all run, and which brought simdgroup matrices.
+export const METAL_FLOOR = 230;
+
+// The Metal Shading Language version that introduced each feature the
+// kernels use or might (the specification's "since" notes, macOS column).
+// A feature at or below METAL_FLOOR needs no guard.
+export const METAL_FEATURES = [
+  { name: '#pragma METAL fp', version: 320, pattern: /#\s*pragma\s+METAL\s+fp\b/ },
+  { name: 'bfloat', version: 310, pattern: /\bbfloat[0-9]*\b/ },
+  { name: 'atomic_float', version: 300, pattern: /\batomic_float\b/ },
+  {
+    name: 'simdgroup matrices',
+    version: 230,
+    pattern: /\bsimdgroup_(?:float|half|bfloat)8x8\b|\bsimdgroup_matrix\b|\bsimdgroup_(?:load|store|multiply_accumulate|multiply)\s*\(/,
+  },
+  { name: 'SIMD-group reductions', version: 210, pattern: /\bsimd_(?:sum|product|max|min|and|or|xor|prefix_\w+)\s*\(/ },
+  { name: 'SIMD-group permutes', version: 200, pattern: /\bsimd_(?:shuffle\w*|broadcast\w*)\s*\(/ },
+];
+
+const versionText = (v) => `${Math.floor(v / 100)}.${Math.floor(v / 10) % 10}`;
+
+// Each line's guard: the version an enclosing `#if __METAL_VERSION__ >= N`
+// promises (0 where none does). An #else or #elif of such a guard promises
+// nothing.
+function guardedVersions(lines) {
+  const stack = [];
+  return lines.map((line) => {
+    const directive = line.match(/^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)/);
+    if (directive) {
+      const [, word, rest] = directive;
+      const promised = Number(rest.match(/__METAL_VERSION__\s*>=\s*(\d+)/)?.[1] ?? 0);
+      if (word === 'if') stack.push(promised);
+      else if (word === 'ifdef' || word === 'ifndef') stack.push(0);
+      else if (word === 'elif') stack[stack.length - 1] = promised;
+      else if (word === 'else') stack[stack.length - 1] = 0;
+      else stack.pop();
+    }
+    return Math.max(0, ...stack);
+  });
+}
+
+/** Uses of features newer than METAL_FLOOR without a version guard. */
+function languageVersionProblems(code, file) {
+  const problems = [];
+  const lines = code.split('\n');
+  const guards = guardedVersions(lines);
+  lines.forEach((line, i) => {
+    for (const feature of METAL_FEATURES) {
+      if (feature.version <= METAL_FLOOR || guards[i] >= feature.version || !feature.pattern.test(line)) continue;
+      problems.push(
+        `${file}:${i + 1}: ${feature.name} needs Metal ${versionText(feature.version)}, newer than the ` +
+          `${versionText(METAL_FLOOR)} every supported macOS compiles: put it under #if __METAL_VERSION__ >= ${feature.version}`,
+      );
+    }
+  });
+  return problems;
+}
+
+/** The newest language version the unguarded code of `texts` uses. */
+export function requiredMetalVersion(texts) {
+  let needed = 0;
+  for (const text of texts) {
+    const lines = stripComments(text).split('\n');
+    const guards = guardedVersions(lines);
+    lines.forEach((line, i) => {
+      for (const feature of METAL_FEATURES) if (guards[i] < feature.version && feature.pattern.test(line)) needed = Math.max(needed, feature.version);
+    });
+  }
+  return needed;
+}
+
+function stripComments(text) {
+  return text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/\/\/[^\n]*/g, '');
+}
+
 /** Problems in one source text, as "file:line: message". */
 export function lintMetal(text, file) {
   const problems = [];
-  const code = text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/\/\/[^\n]*/g, '');
+  const code = stripComments(text);
   for (const match of code.matchAll(/\[\[([\s\S]*?)\]\]/g)) {
     const line = code.slice(0, match.index).split('\n').length;
     for (const part of match[1].split(/,(?![^(]*\))/)) {
@@ -75,6 +156,7 @@ export function lintMetal(text, file) {
     }
   }
   problems.push(...bufferOrderProblems(code, file));
+  problems.push(...languageVersionProblems(code, file));
   return problems;
 }
 
@@ -109,6 +191,17 @@ function defaultFiles() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
+  if (args[0] === '--min-version') {
+    // What `xcrun metal -std=` must accept: the floor, unless unguarded
+    // code needs more (which the lint above reports as a problem).
+    const needed = Math.max(METAL_FLOOR, requiredMetalVersion(defaultFiles().map((f) => readFileSync(f, 'utf8'))));
+    process.stdout.write(`macos-metal${versionText(needed)}\n`);
+  } else {
+    lintFiles(args);
+  }
+}
+
+function lintFiles(args) {
   const stampAt = args.indexOf('--stamp');
   const stamp = stampAt >= 0 ? args.splice(stampAt, 2)[1] : undefined;
   const files = args.length ? args : defaultFiles();

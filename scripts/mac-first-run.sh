@@ -7,7 +7,8 @@
 # Steps (each runs even if an earlier one failed; the report says which):
 #   1. the machine: macOS, chip, GPU, Xcode tools, Node;
 #   2. every kernel compiled offline with `xcrun metal` (each file, and the
-#      one source the addon compiles at run time), warnings included;
+#      one source the addon compiles at run time), warnings included, as the
+#      oldest Metal language the package supports and as the newest;
 #   3. the addon built from scratch (npm install), with the compiler's
 #      first errors if it fails;
 #   4. the backends the package sees (getBackends());
@@ -65,13 +66,22 @@ say "## Steps"
 # run time, which step 5 tests.
 if xcrun -sdk macosx -f metal >/dev/null 2>&1; then
   node scripts/embed-kernels.mjs --metal "$out/md_kernels.metal"
-  for f in metal/*.metal "$out/md_kernels.metal"; do
-    step "xcrun metal: $f" "$out/metal-$(basename "$f").log" \
-      xcrun -sdk macosx metal -std=metal3.0 -Wall -Imetal -c "$f" -o "$out/$(basename "$f").air"
-    if grep -q "warning:" "$out/metal-$(basename "$f").log"; then
-      say "  warnings:"
-      grep "warning:" "$out/metal-$(basename "$f").log" | head -10 | sed 's/^/    /' | tee -a "$report"
-    fi
+  # Twice: as the oldest language every supported macOS compiles (what
+  # scripts/lint-metal.mjs says the kernels need), and as the SDK's newest
+  # (what the addon gets at run time on this Mac).
+  oldest=$(node scripts/lint-metal.mjs --min-version)
+  for std in "$oldest" newest; do
+    std_flag=()  # (expanded with +, which bash 3.2, macOS's, needs for an empty array under set -u)
+    [ "$std" != newest ] && std_flag=("-std=$std")
+    for f in metal/*.metal "$out/md_kernels.metal"; do
+      log="$out/metal-$std-$(basename "$f").log"
+      step "xcrun metal ($std): $f" "$log" \
+        xcrun -sdk macosx metal ${std_flag[@]+"${std_flag[@]}"} -Wall -Imetal -c "$f" -o "$out/$std-$(basename "$f").air"
+      if grep -q "warning:" "$log"; then
+        say "  warnings:"
+        grep "warning:" "$log" | head -10 | sed 's/^/    /' | tee -a "$report"
+      fi
+    done
   done
 else
   say "- **xcrun metal**: not installed (Xcode's Metal toolchain: \`xcodebuild -downloadComponent MetalToolchain\`); skipped, the run-time compile in the tests covers it"

@@ -283,6 +283,7 @@ describe('devices', () => {
       'md_sample_wide_noise_f16',
       'md_sample_wide_pick_f16',
       'md_sample_wide_prepare_f16',
+      'md_simd_layout_probe',
       'md_swiglu_f32',
     ]);
     device.dispose();

@@ -6,6 +6,7 @@
 
 #include "../core/exact_arithmetic.h"
 #include "../core/mapped_file.h"
+#include "../core/simd_layout_probe.h"
 #include "../emu/emulated_device.h"
 #include "../metal/metal_device.h"
 #include "buffer_binding.h"
@@ -57,6 +58,7 @@ DeviceHandle::DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<De
     else
       throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
     requireExactArithmetic(*device);  // same tokens as the CPU, or no device
+    requireSimdLayout(*device);       // reductions over the threads they mean
     name_ = device->name();
     session_ = std::make_shared<DeviceSession>(std::move(device));
   } catch (const DeviceError& e) {

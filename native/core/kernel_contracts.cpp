@@ -168,6 +168,7 @@ void fpContractProbe(Contract& c) {
   c.needs(0, 12, "inputs: three floats");
   c.needs(1, 4, "output: one float");
 }
+void simdLayoutProbe(Contract& c) { c.needs(0, 4 * 1024, "output: one uint per thread of up to 1024"); }
 void noiseCells(Contract& c) {
   md_probe_range r;
   if (!c.params(0, "md_probe_range", r)) return;
@@ -392,6 +393,7 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_embed_f16", embed},
       {"md_lm_head_f16", lmHead},
       {"md_fp_contract_probe", fpContractProbe},
+      {"md_simd_layout_probe", simdLayoutProbe},
       {"md_noise_cells", noiseCells},
       {"md_rms_norm_f32", rmsNorm},
       {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},

@@ -53,6 +53,7 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_embed_f16),
     MD_EMULATED_KERNEL(md_lm_head_f16),
     MD_EMULATED_KERNEL(md_fp_contract_probe),
+    MD_EMULATED_KERNEL(md_simd_layout_probe),
     MD_EMULATED_KERNEL(md_noise_cells),
     MD_EMULATED_KERNEL(md_exp_values),
     MD_EMULATED_KERNEL(md_rms_norm_f32),

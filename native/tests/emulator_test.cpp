@@ -10,6 +10,7 @@
 
 #include "emulated_device.h"
 #include "exact_arithmetic.h"
+#include "simd_layout_probe.h"
 #include "float16.h"
 
 namespace md::emu::testing {
@@ -289,6 +290,25 @@ TEST(ExactArithmetic, TheEmulatedKernelsRoundEveryOperationAndAFusingDeviceIsRef
                   " computes a * b + c with one rounding (a fused multiply-add) although the kernels ask for two "
                   "(#pragma fp contract(off), metal/md_exact_float.h): the probe gave 0x33800000, the CPU 0x00000000. "
                   "Its noise and sampling would differ from the CPU's in the last bit, so it is not used");
+  }
+}
+
+// The emulator numbers threads as Metal documents (simd_index * 32 + lane
+// == tid); a device that interleaves them (the planted probe) is refused,
+// naming the first thread that differs.
+TEST(SimdLayout, TheEmulatorNumbersThreadsAsTheKernelsAssumeAndAnInterleavingDeviceIsRefused) {
+  EmulatedDevice plain;
+  EXPECT_NO_THROW(md::requireSimdLayout(plain));
+
+  auto interleaving = deviceWithOrder("forward");
+  try {
+    md::requireSimdLayout(*interleaving);
+    FAIL() << "a device that interleaves its SIMD groups was accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              interleaving->name() +
+                  " numbers its SIMD groups otherwise than the kernels assume: thread 1 of 1024 is lane 0 of SIMD "
+                  "group 1 (expected lane 1 of SIMD group 0), so its reductions would mix threads up; it is not used");
   }
 }
 

@@ -26,6 +26,10 @@ const EmulatedKernel kFaultKernels[] = {
     // The planted fused probe, under the name requireExactArithmetic runs.
     ::md::emu::EmulatedKernel{"md_fp_contract_probe", &::md::emu::KernelBinding<&md_test_fused_probe>::invoke,
                               ::md::emu::KernelBinding<&md_test_fused_probe>::kArguments},
+    // The planted interleaved numbering, under the name requireSimdLayout runs.
+    ::md::emu::EmulatedKernel{"md_simd_layout_probe",
+                              &::md::emu::KernelBinding<&md_test_interleaved_simd_layout>::invoke,
+                              ::md::emu::KernelBinding<&md_test_interleaved_simd_layout>::kArguments},
 };
 const size_t kFaultKernelCount = sizeof(kFaultKernels) / sizeof(kFaultKernels[0]);
 

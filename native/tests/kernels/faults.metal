@@ -72,6 +72,14 @@ kernel void md_test_fused_probe(device const float* in [[buffer(0)]], device flo
   if (group == 0 && tid == 0) out[0] = fma(in[0], in[1], in[2]);
 }
 
+// A device whose SIMD groups interleave threads (thread t in lane t / 32 of
+// SIMD group t % 32 of a 1024-thread group): what md_simd_layout_probe
+// must refuse. Written out as the probe's answer, since the emulator itself
+// numbers threads as Metal documents.
+kernel void md_test_interleaved_simd_layout(device uint* out [[buffer(0)]], MD_THREAD_IDS) {
+  out[tid] = (tid % 32u) * 32u + tid / 32u;
+}
+
 // Half arithmetic as Metal does it (in[] = 1024, 0.5, 3, 0.1): every half
 // operation rounds to half, half with float is float.
 kernel void md_test_half_arithmetic(device const half* in [[buffer(0)]], device float* out [[buffer(1)]],
