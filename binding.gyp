@@ -147,6 +147,7 @@
         "native/addon/sampling_arguments.cpp",
         "native/addon/sample_binding.cpp",
         "native/addon/device_binding.cpp",
+        "native/addon/device_open.cpp",
         "native/addon/buffer_binding.cpp",
         "native/addon/table_binding.cpp",
         "native/addon/model_binding.cpp",

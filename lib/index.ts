@@ -11,7 +11,7 @@ export {
 } from './sampling-options.js';
 export { AbortError, BackendUnavailableError, NoTokenError, SessionBusyError } from './errors.js';
 export { float16FromNumber, numberFromFloat16, toFloat16Array } from './float16.js';
-export { DispatchTable, GpuBuffer, GpuDevice, openDevice, type GpuDeviceKind } from './gpu/device.js';
+export { DispatchTable, GpuBuffer, GpuDevice, openDevice, openDeviceAsync, type GpuDeviceKind } from './gpu/device.js';
 export { DispatchTableBuilder, type BufferBindingSpec, type CommandSpec, type PatchSpec } from './gpu/dispatch-table.js';
 export { ChainRunner, type ChainChunk, type ChainOptions } from './gpu/chain.js';
 export { BigramModel, BIGRAM_TENSORS, type BigramSeedOptions } from './models/bigram.js';

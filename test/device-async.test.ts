@@ -132,3 +132,47 @@ describe('sessions on a GPU device', () => {
     expect(out.grownMb).toBeLessThan(100); // a copy per session would be 384 MB
   });
 });
+
+describe('opening a device off the event loop', () => {
+  it('openDeviceAsync gives the device openDevice gives, with its probes passed and its kernels listed', async () => {
+    const { openDevice, openDeviceAsync } = await import('../lib/index.js');
+    const opening = openDeviceAsync('emulated');
+    expect(opening).toBeInstanceOf(Promise);
+    const device = await opening;
+    const blocking = openDevice('emulated');
+    expect(device.kind).toBe('emulated');
+    expect(device.kernelNames()).toEqual(blocking.kernelNames());
+    expect(device.kernelNames()).toContain('md_simd_layout_probe');
+    device.dispose();
+    blocking.dispose();
+  });
+
+  it('rejects as openDevice throws: the same reason for metal here, the same parameter error for an unknown kind', async () => {
+    const { openDevice, openDeviceAsync } = await import('../lib/index.js');
+    const reasonOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        return error as Error;
+      }
+      throw new Error('did not throw');
+    };
+    for (const kind of ['cuda', 7] as never[]) {
+      const thrown = reasonOf(() => openDevice(kind));
+      await expect(openDeviceAsync(kind)).rejects.toThrow(thrown.message);
+    }
+    if (process.platform !== 'darwin') {
+      const thrown = reasonOf(() => openDevice('metal'));
+      expect(thrown.message).toMatch(/Metal needs macOS on Apple silicon/);
+      await expect(openDeviceAsync('metal')).rejects.toThrow(thrown.message);
+    }
+  });
+
+  it('the shared device opened asynchronously is the one the sampling kernels and the sequences then use', async () => {
+    const { openShared, openSharedAsync } = await import('../lib/gpu/shared-devices.js');
+    const first = await openSharedAsync('emulated');
+    expect(first.ok).toBe(true);
+    expect(openShared('emulated')).toBe(first);
+    await expect(openSharedAsync('emulated')).resolves.toBe(first);
+  });
+});

@@ -14,6 +14,7 @@ import { ChatTemplate } from '../tokenizers/chat-template.js';
 import { endOfGenerationTokens } from '../tokenizers/gguf-vocabulary.js';
 import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
+import { openSharedAsync } from '../gpu/shared-devices.js';
 import { isPlainObject } from '../predicates.js';
 import { ggufKeyOf, readConfig, trainedContextLength, type Architecture } from './architecture.js';
 import { ARCHITECTURES } from './architectures/index.js';
@@ -179,6 +180,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const loaded = loadAddon();
   if (!loaded.ok) throw new BackendUnavailableError('native', `GGUF models run in the native addon: ${loaded.reason}`);
   const addon = loaded.addon;
+  // The Metal device, opened while the file loads and off the event loop:
+  // the sampling kernels ('auto' picks them on a Mac) and the 'metal'
+  // sequences then find it compiled. Where it cannot open, the reason is
+  // kept for whoever asks for it (a backend named 'metal' is an error then).
+  const metalOpening = o.vocabOnly ? Promise.resolve() : openSharedAsync('metal');
 
   // Each step below takes up to some tens of milliseconds for a large
   // vocabulary, so the event loop turns between them.
@@ -212,6 +218,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       throw error;
     }
   }
+  await metalOpening;
   const name = header.metadata['general.name'];
   return new GgufModel(
     native,

@@ -4,6 +4,7 @@ import { BackendUnavailableError, callerStack, invalidParameterError, rethrowWit
 import type { NativeAddon, NativeBuffer, NativeDevice, NativeTable, NativeTransformer } from '../native/contract.js';
 import { loadAddon } from '../native/load-addon.js';
 import { isInteger, isPlainObject, isUint32 } from '../predicates.js';
+import { openShared } from './shared-devices.js';
 
 export type GpuDeviceKind = 'metal' | 'emulated';
 
@@ -232,15 +233,21 @@ export class GpuDevice {
   }
 }
 
-/**
- * Opens a GPU device: 'metal' (macOS on Apple silicon) or 'emulated'.
- * Throws BackendUnavailableError saying why when it cannot start; there is
- * no fallback to another device.
- */
-export function openDevice(kind: GpuDeviceKind): GpuDevice {
+function checkKind(kind: unknown): asserts kind is GpuDeviceKind {
   if (kind !== 'metal' && kind !== 'emulated') {
     throw invalidParameterError('kind', "'metal' or 'emulated'", kind, typeof kind === 'string' ? 'range' : 'type');
   }
+}
+
+/**
+ * Opens a GPU device: 'metal' (macOS on Apple silicon) or 'emulated'.
+ * Throws BackendUnavailableError saying why when it cannot start; there is
+ * no fallback to another device. Blocking: on a Mac, Metal compiles the
+ * kernel library and every pipeline on this thread (seconds the first time);
+ * openDeviceAsync does it off the event loop.
+ */
+export function openDevice(kind: GpuDeviceKind): GpuDevice {
+  checkKind(kind);
   const addon = loadAddon();
   if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
   let native: NativeDevice;
@@ -252,15 +259,38 @@ export function openDevice(kind: GpuDeviceKind): GpuDevice {
   return new GpuDevice(kind, addon.addon, native);
 }
 
+/**
+ * The same as openDevice, with the kernels compiled and the start-up probes
+ * run on a thread of the addon's own: the event loop keeps turning. Rejects
+ * with BackendUnavailableError saying why the device cannot start.
+ */
+export async function openDeviceAsync(kind: GpuDeviceKind): Promise<GpuDevice> {
+  checkKind(kind);
+  const addon = loadAddon();
+  if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
+  let native: NativeDevice;
+  try {
+    native = await addon.addon.openDevice(kind);
+  } catch (error) {
+    throw new BackendUnavailableError(kind, error instanceof Error ? error.message : String(error));
+  }
+  return new GpuDevice(kind, addon.addon, native);
+}
+
 const sharedDevices = new Map<GpuDeviceKind, GpuDevice>();
 
 /**
- * The process's device of `kind`, opened on first use and kept open: what
- * models' sequences run on, so each Session does not open (and compile
- * kernels for) a device of its own.
+ * The process's device of `kind` (shared-devices.ts: the one the sampling
+ * kernels use too), kept open: what models' sequences run on, so each
+ * Session does not open (and compile kernels for) a device of its own.
+ * loadModel opens it off the event loop beforehand where it can.
  */
 export function sharedDevice(kind: GpuDeviceKind): GpuDevice {
   let device = sharedDevices.get(kind);
-  if (!device) sharedDevices.set(kind, (device = openDevice(kind)));
+  if (!device) {
+    const shared = openShared(kind);
+    if (!shared.ok) throw new BackendUnavailableError(kind, shared.reason);
+    sharedDevices.set(kind, (device = new GpuDevice(kind, shared.addon, shared.device)));
+  }
   return device;
 }

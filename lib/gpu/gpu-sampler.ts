@@ -1,9 +1,10 @@
 // gpu-sampler.ts: the sampling kernels on a device ('metal', or 'emulated':
-// the same kernels on CPU fibers), opened once per process and kind.
+// the same kernels on CPU fibers), on the process's shared device of that
+// kind.
 import type { DeviceKind, NativeAddon, NativeDevice } from '../native/contract.js';
-import { loadAddon } from '../native/load-addon.js';
 import { SamplingPacker } from '../native/native-sampler.js';
 import { plainGreedy, type ResolvedSampling } from '../sampling-options.js';
+import { openShared } from './shared-devices.js';
 
 export class GpuSampler {
   readonly #device: NativeDevice;
@@ -31,24 +32,15 @@ export class GpuSampler {
 
 export type OpenedDevice = { ok: true; sampler: GpuSampler } | { ok: false; reason: string };
 
-const opened = new Map<DeviceKind, OpenedDevice>();
+const samplers = new Map<DeviceKind, OpenedDevice>();
 
-/** The device of `kind`, opened on first use, or why it cannot open here. */
+/** The sampling kernels on the process's device of `kind` (shared-devices.ts), or why it cannot open here. */
 export function openGpu(kind: DeviceKind): OpenedDevice {
-  const known = opened.get(kind);
+  const known = samplers.get(kind);
   if (known) return known;
-  const addon = loadAddon();
-  let result: OpenedDevice;
-  if (!addon.ok) {
-    result = { ok: false, reason: `it runs in the native addon, which is unavailable: ${addon.reason}` };
-  } else {
-    try {
-      result = { ok: true, sampler: new GpuSampler(addon.addon, new addon.addon.Device(kind)) };
-    } catch (error) {
-      result = { ok: false, reason: error instanceof Error ? error.message : String(error) };
-    }
-  }
-  opened.set(kind, result);
+  const shared = openShared(kind);
+  const result: OpenedDevice = shared.ok ? { ok: true, sampler: new GpuSampler(shared.addon, shared.device) } : shared;
+  samplers.set(kind, result);
   return result;
 }
 

@@ -1,7 +1,7 @@
 // contract.ts: the typed shape of the compiled addon's exports
 // (native/addon/addon.cpp). The loader checks abiVersion against this file.
 
-export const ADDON_ABI_VERSION = 8;
+export const ADDON_ABI_VERSION = 9;
 
 export type DeviceKind = 'metal' | 'emulated';
 
@@ -249,8 +249,14 @@ export interface NativeAddon {
   ): Promise<{ microseconds: Float64Array; tokens: Int32Array }>;
   readonly patchRules: Readonly<Record<PatchRuleName, number>>;
   readonly layouts: NativeLayouts;
-  /** Opens a device; throws an Error saying why when it cannot (e.g. no Metal on Linux). */
+  /**
+   * Opens a device on the calling thread (Metal compiles its kernels there:
+   * seconds on the event loop); throws an Error saying why when it cannot
+   * (e.g. no Metal on Linux).
+   */
   readonly Device: new (kind: DeviceKind) => NativeDevice;
+  /** The same device, opened (library, pipelines, probes) on a thread of its own; rejects with the same Error. */
+  openDevice(kind: DeviceKind): Promise<NativeDevice>;
   /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
   readonly Transformer: new (
     path: string,

@@ -7,6 +7,7 @@
 #include "md_transformer.h"
 #include "buffer_binding.h"
 #include "device_binding.h"
+#include "device_open.h"
 #include "graph_binding.h"
 #include "sampling_launch_binding.h"
 #include "sampling_slots.h"
@@ -116,6 +117,8 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
   sequenceConstructor_ = Napi::Persistent(SequenceHandle::define(env));
   Napi::Function transformer = TransformerHandle::define(env);
   transformerConstructor_ = Napi::Persistent(transformer);
+  Napi::Function deviceClass = DeviceHandle::define(env);
+  deviceConstructor_ = Napi::Persistent(deviceClass);
 
   DefineAddon(
       exports,
@@ -130,14 +133,15 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
           InstanceValue("tokenMaskFlag", Napi::Number::New(env, MD_FLAG_TOKEN_MASK), napi_enumerable),
           InstanceValue("patchRules", patchRules(env), napi_enumerable),
           InstanceValue("layouts", layouts(env), napi_enumerable),
-          InstanceValue("Device", DeviceHandle::define(env), napi_enumerable),
+          InstanceValue("Device", deviceClass, napi_enumerable),
+          InstanceValue("openDevice", Napi::Function::New(env, OpenDevice, "openDevice"), napi_enumerable),
           InstanceValue("Transformer", transformer, napi_enumerable),
           InstanceValue("tensorTypes", tensorTypeTable(env), napi_enumerable),
           InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
           InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
           InstanceValue("samplingLaunches", Napi::Function::New(env, SamplingLaunches, "samplingLaunches"),
                         napi_enumerable),
-          InstanceValue("abiVersion", Napi::Number::New(env, 8), napi_enumerable),
+          InstanceValue("abiVersion", Napi::Number::New(env, 9), napi_enumerable),
       });
 }
 

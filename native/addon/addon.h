@@ -17,6 +17,8 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   Napi::FunctionReference& sequenceConstructor() { return sequenceConstructor_; }
   // The class device.mapFile recognises a model by (map once, from the model's own mapping).
   Napi::FunctionReference& transformerConstructor() { return transformerConstructor_; }
+  // The Device class, which openDevice's promise resolves with.
+  Napi::FunctionReference& deviceConstructor() { return deviceConstructor_; }
 
  private:
   // sampleRow(logits, slots, history, biasTokens, biasValues) -> token id,
@@ -42,6 +44,7 @@ class MetalDecodeAddon : public Napi::Addon<MetalDecodeAddon> {
   Napi::FunctionReference tableConstructor_;
   Napi::FunctionReference sequenceConstructor_;
   Napi::FunctionReference transformerConstructor_;
+  Napi::FunctionReference deviceConstructor_;
 };
 
 }  // namespace md::addon

@@ -4,12 +4,9 @@
 
 #include <cmath>
 
-#include "../core/exact_arithmetic.h"
 #include "../core/mapped_file.h"
-#include "../core/simd_layout_probe.h"
-#include "../emu/emulated_device.h"
-#include "../metal/metal_device.h"
 #include "buffer_binding.h"
+#include "device_open.h"
 #include "device_promise.h"
 #include "sampling_arguments.h"
 #include "table_binding.h"
@@ -46,24 +43,21 @@ Napi::Function DeviceHandle::define(Napi::Env env) {
 
 DeviceHandle::DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 1 || !info[0].IsString())
-    throw Napi::TypeError::New(env, "Device: expected the device kind, 'metal' or 'emulated'");
-  std::string kind = info[0].As<Napi::String>();
-  try {
-    std::unique_ptr<Device> device;
-    if (kind == "emulated")
-      device = std::make_unique<emu::EmulatedDevice>();
-    else if (kind == "metal")
-      device = metal::createMetalDevice();
-    else
-      throw Napi::RangeError::New(env, "Device: unknown kind '" + kind + "' (expected 'metal' or 'emulated')");
-    requireExactArithmetic(*device);  // same tokens as the CPU, or no device
-    requireSimdLayout(*device);       // reductions over the threads they mean
-    name_ = device->name();
-    session_ = std::make_shared<DeviceSession>(std::move(device));
-  } catch (const DeviceError& e) {
-    throw Napi::Error::New(env, e.what());
+  std::unique_ptr<Device> device;
+  if (info.Length() == 1 && info[0].IsExternal()) {
+    // From openDevice (device_open.cpp): opened off the event loop.
+    device = std::move(info[0].As<Napi::External<OpenedDevice>>().Data()->device);
+    if (!device) throw Napi::Error::New(env, "Device: that opened device was already taken");
+  } else {
+    const std::string kind = deviceKindArgument(info, "Device");
+    try {
+      device = openCheckedDevice(kind);
+    } catch (const DeviceError& e) {
+      throw Napi::Error::New(env, e.what());
+    }
   }
+  name_ = device->name();
+  session_ = std::make_shared<DeviceSession>(std::move(device));
 }
 
 std::shared_ptr<DeviceSession> DeviceHandle::session(Napi::Env env, const char* method) const {

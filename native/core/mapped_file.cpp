@@ -47,7 +47,12 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw std::runtime_error(path + ": the file is empty");
   }
-  void* p = ::mmap(nullptr, size_t(size_), PROT_READ, MAP_PRIVATE, fd, 0);
+  // Shared, as llama.cpp maps GGUF files: the pages are the page cache's own,
+  // which Metal wraps as they are (newBufferWithBytesNoCopy); a private
+  // mapping is copy-on-write memory whose pages the GPU driver would have to
+  // treat as the process's anonymous memory. Read-only, so nothing is ever
+  // written back.
+  void* p = ::mmap(nullptr, size_t(size_), PROT_READ, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     ::close(fd);
