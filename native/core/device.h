@@ -101,6 +101,10 @@ class CommandBuffer {
   // Copies `length` bytes (at most 4096) into the command buffer.
   virtual void setBytes(uint32_t index, const void* data, size_t length) = 0;
   virtual void setThreadgroupMemory(uint32_t index, size_t length) = 0;
+  // Names the next dispatch (a table command's label, a sampling launch's):
+  // an error in it names the label with the kernel. Until then, and for a
+  // dispatch no label precedes, errors name the kernel alone.
+  virtual void labelNextDispatch(const std::string& label) = 0;
   // A 1-D grid of `threadgroups` groups of `threadsPerThreadgroup` threads.
   virtual void dispatch(uint32_t threadgroups, uint32_t threadsPerThreadgroup) = 0;
   // Submits the work; `onCompleted` (optional) hears how it ended. Every

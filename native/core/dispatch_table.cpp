@@ -180,7 +180,8 @@ void encodeSteps(CommandBuffer& commands, const DispatchTable& table, uint32_t s
   const uint64_t last = uint64_t(start) + n - 1;
   uint8_t params[kMaxInlineParams];
   for (uint64_t p = start; p <= last; ++p) {
-    for (const DispatchCmd& cmd : table.commands()) {
+    for (size_t c = 0; c < table.size(); ++c) {
+      const DispatchCmd& cmd = table.commands()[c];
       const Patch& patch = cmd.patch;
       commands.setPipeline(*cmd.pipeline);
       for (uint32_t i = 0; i < cmd.bufferCount; ++i) {
@@ -194,6 +195,7 @@ void encodeSteps(CommandBuffer& commands, const DispatchTable& table, uint32_t s
         commands.setBytes(cmd.paramsIndex, params, cmd.paramsSize);
       }
       if (cmd.threadgroupMemory > 0) commands.setThreadgroupMemory(0, cmd.threadgroupMemory);
+      commands.labelNextDispatch(table.label(c));
       commands.dispatch(cmd.threadgroups, cmd.threadsPerThreadgroup);
     }
   }

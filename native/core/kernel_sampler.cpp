@@ -146,6 +146,7 @@ std::unique_ptr<CommandBuffer> KernelSampler::encode(Staging& staging, const Log
       commands->setBytes(launch.paramsIndex, &p, sizeof p);
     else
       commands->setBytes(launch.paramsIndex, &args, sizeof args);
+    commands->labelNextDispatch(launch.label);
     commands->dispatch(launch.threadgroups, threadsFor(pipeline, launch.tokensPerThreadgroup));
   }
   return commands;

@@ -93,6 +93,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
     threadgroupMemory_[index] = length;
   }
 
+  void labelNextDispatch(const std::string& label) override { nextLabel_ = label; }
+
   void dispatch(uint32_t groups, uint32_t threads) override {
     requireRecording("dispatch");
     if (!kernel_) throw DeviceError("dispatch: no pipeline set");
@@ -102,6 +104,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
                         std::to_string(threads));
     EmulatedDispatch d;
     d.kernel = kernel_;
+    d.label = std::move(nextLabel_);
+    nextLabel_.clear();
     d.groups = groups;
     d.threads = threads;
     d.slots = bufferSlots_;
@@ -156,6 +160,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
   std::shared_ptr<EmulatedDevice::Queue> queue_;
   std::shared_ptr<EmulatedSubmission> work_;
   const EmulatedKernel* kernel_ = nullptr;
+  std::string nextLabel_;  // for the next dispatch only
   std::vector<Slot> bufferSlots_;
   std::vector<size_t> threadgroupMemory_;
   bool committed_ = false;

@@ -151,7 +151,9 @@ void EmulatedDevice::Queue::run(const EmulatedDispatch& d) {
         runners_[w]->run(d.kernel->invoke, &bound, g, d.groups, d.threads);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failed.exchange(true)) failure = std::string(d.kernel->name) + ": " + e.what();
+        if (!failed.exchange(true))
+          failure = (d.label.empty() ? std::string() : d.label + " (") + d.kernel->name +
+                    (d.label.empty() ? ": " : "): ") + e.what();
       }
     }
   };

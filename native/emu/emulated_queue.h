@@ -28,6 +28,7 @@ struct EmulatedDispatch {
     size_t threadgroupLength = 0;
   };
   const EmulatedKernel* kernel = nullptr;
+  std::string label;        // labelNextDispatch's, for errors ("" for none)
   std::vector<Slot> slots;  // buffers, then threadgroup memory, as the kernel's parameters
   uint32_t groups = 0;
   uint32_t threads = 0;

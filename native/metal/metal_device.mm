@@ -17,6 +17,7 @@
 #import <Metal/Metal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -102,13 +103,41 @@ class MetalPipeline : public Pipeline {
   id<MTLComputePipelineState> state_;
 };
 
+// The dispatches of a command buffer, by label, to say where it failed.
+// With one encoder per dispatch (METAL_DECODE_GPU_DEBUG=1), Metal reports
+// which encoder faulted, and so which dispatch; otherwise a command buffer
+// is one encoder, and the message gives the range of its dispatches.
+struct DispatchLabels {
+  std::vector<std::string> labels;  // "label (kernel)", or the kernel alone
+  bool encoderPerDispatch = false;
+
+  std::string whereFailed(NSError* _Nullable error) const {
+    if (encoderPerDispatch && error) {
+      NSArray* infos = error.userInfo[MTLCommandBufferEncoderInfoErrorKey];
+      for (NSUInteger i = 0; infos && i < infos.count; ++i) {
+        id<MTLCommandBufferEncoderInfo> info = [infos objectAtIndex:i];
+        if (info.errorState == MTLCommandEncoderErrorStateFaulted) return utf8(info.label);
+      }
+    }
+    if (labels.empty()) return "a command buffer with no dispatches";
+    if (labels.size() == 1) return labels.front();
+    return "one of " + std::to_string(labels.size()) + " dispatches, from " + labels.front() + " to " +
+           labels.back() + (encoderPerDispatch ? "" : " (METAL_DECODE_GPU_DEBUG=1 names the one that failed)");
+  }
+};
+
 class MetalCommandBuffer : public CommandBuffer {
  public:
   // `commands` and `encoder` come from the caller's autorelease pool; the
   // strong members keep them.
   MetalCommandBuffer(id<MTLCommandBuffer> commands, id<MTLComputeCommandEncoder> encoder,
-                     std::shared_ptr<FirstError> deviceErrors)
-      : commands_(commands), encoder_(encoder), report_(std::make_shared<CompletionReport>(std::move(deviceErrors))) {}
+                     std::shared_ptr<FirstError> deviceErrors, bool encoderPerDispatch)
+      : commands_(commands),
+        encoder_(encoder),
+        report_(std::make_shared<CompletionReport>(std::move(deviceErrors))),
+        dispatches_(std::make_shared<DispatchLabels>()) {
+    dispatches_->encoderPerDispatch = encoderPerDispatch;
+  }
   // A command buffer dropped before commit (encoding threw) still ends its
   // encoder, as Metal requires.
   ~MetalCommandBuffer() override {
@@ -142,11 +171,29 @@ class MetalCommandBuffer : public CommandBuffer {
       [encoder_ setThreadgroupMemoryLength:length atIndex:index];
     }
   }
+  void labelNextDispatch(const std::string& label) override { nextLabel_ = label; }
   void dispatch(uint32_t threadgroups, uint32_t threadsPerThreadgroup) override {
     if (pipelineName_.empty()) throw DeviceError("dispatch: no pipeline set");
+    std::string name = nextLabel_.empty() ? pipelineName_ : nextLabel_ + " (" + pipelineName_ + ")";
+    nextLabel_.clear();
+    bool reopened = true;
     @autoreleasepool {
       [encoder_ dispatchThreadgroups:MTLSizeMake(threadgroups, 1, 1)
                threadsPerThreadgroup:MTLSizeMake(threadsPerThreadgroup, 1, 1)];
+      if (dispatches_->encoderPerDispatch) {
+        // Its own encoder, named: the next dispatch sets all its state
+        // again on a fresh one (every caller does: tables, the sampler).
+        encoder_.label = [NSString stringWithUTF8String:name.c_str()];
+        [encoder_ endEncoding];
+        id<MTLComputeCommandEncoder> next = [commands_ computeCommandEncoder];
+        reopened = next != nil;
+        if (next) encoder_ = next;
+      }
+    }
+    dispatches_->labels.push_back(std::move(name));
+    if (!reopened) {
+      committed_ = true;  // the ended encoder is not ended twice
+      throw DeviceError("dispatch: Metal returned no compute encoder for the next dispatch");
     }
   }
   void commit(Completion onCompleted = {}) override {
@@ -155,13 +202,14 @@ class MetalCommandBuffer : public CommandBuffer {
     // The handler runs on a Metal thread, maybe after this object and the
     // device are gone: it holds only shared state, by value.
     std::shared_ptr<CompletionReport> report = report_;
-    std::string kernel = pipelineName_;
+    std::shared_ptr<const DispatchLabels> dispatches = dispatches_;
     @autoreleasepool {
       [encoder_ endEncoding];
       [commands_ addCompletedHandler:^(id<MTLCommandBuffer> done) {
         @autoreleasepool {
           std::string error;
-          if (done.status == MTLCommandBufferStatusError) error = kernel + ": " + describe(done.error);
+          if (done.status == MTLCommandBufferStatusError)
+            error = dispatches->whereFailed(done.error) + ": " + describe(done.error);
           report->complete(error, onCompleted);
         }
       }];
@@ -175,7 +223,8 @@ class MetalCommandBuffer : public CommandBuffer {
     std::string error;
     @autoreleasepool {
       [commands_ waitUntilCompleted];
-      if (commands_.status == MTLCommandBufferStatusError) error = pipelineName_ + ": " + describe(commands_.error);
+      if (commands_.status == MTLCommandBufferStatusError)
+        error = dispatches_->whereFailed(commands_.error) + ": " + describe(commands_.error);
     }
     report_->raiseAtWait(error);
   }
@@ -184,14 +233,19 @@ class MetalCommandBuffer : public CommandBuffer {
   id<MTLCommandBuffer> commands_;
   id<MTLComputeCommandEncoder> encoder_;
   std::shared_ptr<CompletionReport> report_;
-  std::string pipelineName_;  // the last one set, to name a failure
+  std::shared_ptr<DispatchLabels> dispatches_;
+  std::string pipelineName_;  // the last one set
+  std::string nextLabel_;     // labelNextDispatch's, for the next dispatch only
   bool committed_ = false;
 };
 
 class MetalDevice : public Device {
  public:
   MetalDevice(id<MTLDevice> device, id<MTLCommandQueue> queue, id<MTLLibrary> library)
-      : device_(device), queue_(queue), libraries_{library} {}
+      : device_(device), queue_(queue), libraries_{library} {
+    const char* debug = std::getenv("METAL_DECODE_GPU_DEBUG");
+    encoderPerDispatch_ = debug && std::strcmp(debug, "1") == 0;
+  }
   ~MetalDevice() override {
     @autoreleasepool {
       pipelines_.clear();
@@ -286,9 +340,18 @@ class MetalDevice : public Device {
     errors_->raise();
     std::unique_ptr<CommandBuffer> result;
     @autoreleasepool {
-      id<MTLCommandBuffer> commands = [queue_ commandBuffer];
+      id<MTLCommandBuffer> commands = nil;
+      if (encoderPerDispatch_) {
+        // Each encoder's end state in the error: which dispatch faulted.
+        MTLCommandBufferDescriptor* descriptor = [MTLCommandBufferDescriptor new];
+        descriptor.errorOptions = MTLCommandBufferErrorOptionEncoderExecutionStatus;
+        commands = [queue_ commandBufferWithDescriptor:descriptor];
+      } else {
+        commands = [queue_ commandBuffer];
+      }
       id<MTLComputeCommandEncoder> encoder = commands ? [commands computeCommandEncoder] : nil;
-      if (commands && encoder) result = std::make_unique<MetalCommandBuffer>(commands, encoder, errors_);
+      if (commands && encoder)
+        result = std::make_unique<MetalCommandBuffer>(commands, encoder, errors_, encoderPerDispatch_);
     }
     if (!result) throw DeviceError("newCommandBuffer: Metal returned no command buffer or encoder");
     return result;
@@ -327,6 +390,7 @@ class MetalDevice : public Device {
   std::map<std::string, std::unique_ptr<MetalPipeline>> pipelines_;
   // Shared with completion handlers, which may outlive the device.
   std::shared_ptr<FirstError> errors_ = std::make_shared<FirstError>();
+  bool encoderPerDispatch_ = false;  // METAL_DECODE_GPU_DEBUG=1
 };
 
 // The system's default device; a process without a window server

@@ -111,6 +111,34 @@ TEST(Emulator, DivergentBarriersAreReportedWithTheirLines) {
       << error;
 }
 
+// A fault names the dispatch's label (a table command's, a sampling
+// launch's) with the kernel; the label is for that dispatch only.
+TEST(Emulator, AFaultNamesTheLabelOfTheDispatchThatFailed) {
+  auto device = deviceWithOrder("forward");
+  auto out = device->newBuffer(1024 * 6 * 4);
+  auto errorWithLabel = [&](const char* label) -> std::string {
+    auto cb = device->newCommandBuffer();
+    cb->setPipeline(device->pipeline("md_test_published"));
+    cb->setBuffer(0, *out, 0);
+    cb->labelNextDispatch("blk.0.fine");
+    cb->dispatch(1, 1024);
+    cb->setPipeline(device->pipeline("md_test_divergent_barrier"));
+    if (label) cb->labelNextDispatch(label);
+    cb->dispatch(1, 1024);
+    cb->commit();
+    try {
+      cb->wait();
+    } catch (const md::DeviceError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(errorWithLabel("blk.3.attention").rfind(
+                "blk.3.attention (md_test_divergent_barrier): threadgroup 0: divergent synchronisation", 0),
+            0u);
+  EXPECT_EQ(errorWithLabel(nullptr).rfind("md_test_divergent_barrier: threadgroup 0: divergent synchronisation", 0), 0u);
+}
+
 TEST(Emulator, AnEarlyReturnBeforeABarrierIsADeadlockNotAHang) {
   for (const char* order : kOrders) {
     auto device = deviceWithOrder(order);

@@ -61,8 +61,15 @@ __attribute__((objc_root_class))
 - (ObjectType)objectAtIndex:(NSUInteger)index;
 @end
 
+@interface NSDictionary<KeyType, ObjectType> : NSObject
+- (nullable ObjectType)objectForKeyedSubscript:(KeyType)key;
+@end
+
+typedef NSString* NSErrorUserInfoKey;
+
 @interface NSError : NSObject
 @property(readonly, copy) NSString* localizedDescription;
+@property(readonly, copy) NSDictionary<NSErrorUserInfoKey, id>* userInfo;
 @end
 
 NS_ASSUME_NONNULL_END

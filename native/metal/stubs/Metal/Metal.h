@@ -65,7 +65,36 @@ enum {
 
 @protocol MTLCommandEncoder <NSObject>
 - (void)endEncoding;
+@property(nullable, copy, atomic) NSString* label;
 @end
+
+// How each encoder of a failed command buffer ended (macOS 11): asked for
+// with MTLCommandBufferErrorOptionEncoderExecutionStatus, listed under
+// MTLCommandBufferEncoderInfoErrorKey in the error's userInfo.
+typedef NSUInteger MTLCommandBufferErrorOption;
+enum { MTLCommandBufferErrorOptionNone = 0, MTLCommandBufferErrorOptionEncoderExecutionStatus = 1 };
+
+typedef NSInteger MTLCommandEncoderErrorState;
+enum {
+  MTLCommandEncoderErrorStateUnknown = 0,
+  MTLCommandEncoderErrorStateCompleted = 1,
+  MTLCommandEncoderErrorStateAffected = 2,
+  MTLCommandEncoderErrorStatePending = 3,
+  MTLCommandEncoderErrorStateFaulted = 4,
+};
+
+API_AVAILABLE(macos(11.0))
+@interface MTLCommandBufferDescriptor : NSObject
+@property(readwrite, nonatomic) MTLCommandBufferErrorOption errorOptions;
+@end
+
+API_AVAILABLE(macos(11.0))
+@protocol MTLCommandBufferEncoderInfo <NSObject>
+@property(readonly, nonatomic) NSString* label;
+@property(readonly, nonatomic) MTLCommandEncoderErrorState errorState;
+@end
+
+extern "C" NSErrorUserInfoKey const MTLCommandBufferEncoderInfoErrorKey API_AVAILABLE(macos(11.0));
 
 @protocol MTLComputeCommandEncoder <MTLCommandEncoder>
 - (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
@@ -89,6 +118,8 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
 
 @protocol MTLCommandQueue <NSObject>
 - (nullable id<MTLCommandBuffer>)commandBuffer;
+- (nullable id<MTLCommandBuffer>)commandBufferWithDescriptor:(MTLCommandBufferDescriptor*)descriptor
+    API_AVAILABLE(macos(11.0));
 @end
 
 @interface MTLCompileOptions : NSObject
