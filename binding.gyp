@@ -122,6 +122,7 @@
         "native/core/bigram_forward.cpp",
         "native/core/exact_arithmetic.cpp",
         "native/core/simd_layout_probe.cpp",
+        "native/core/kernel_usage.cpp",
         "native/core/kernel_contracts.cpp",
         "native/core/thread_pool.cpp",
         "native/core/mapped_file.cpp",

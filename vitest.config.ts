@@ -15,6 +15,10 @@ export default defineConfig({
     // Hooks load models with 150,000-token vocabularies: never vitest's 10 s.
     hookTimeout: 300_000,
     pool: 'forks',
+    // Each file's dispatched kernels are recorded for the coverage check
+    // npm test runs after the suite (scripts/check-kernel-coverage.mjs).
+    globalSetup: ['test/setup/kernel-usage-reset.ts'],
+    setupFiles: ['test/setup/kernel-usage.ts'],
     reporters: report ? ['default', ['json', { outputFile: report }]] : ['default'],
   },
 });

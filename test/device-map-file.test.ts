@@ -8,17 +8,17 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { DispatchTableBuilder, openDevice } from '../lib/index.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
-describe('GpuDevice.mapFile', () => {
+describe.each(GPU_BACKENDS)('GpuDevice.mapFile on %s', (backend) => {
   const dir = mkdtempSync(join(tmpdir(), 'md-map-'));
   const path = join(dir, 'data.bin');
   // 40,000 bytes: byte i is i mod 251, so every offset is recognisable.
   const bytes = Uint8Array.from({ length: 40_000 }, (_, i) => i % 251);
   writeFileSync(path, bytes);
-  const device = openDevice('emulated');
+  const device = openDevice(backend);
   afterAll(() => {
     device.dispose();
     rmSync(dir, { recursive: true, force: true });

@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { BigramModel, DispatchTableBuilder, openDevice, SafetensorsError, type CommandSpec } from '../lib/index.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
-describe('DispatchTableBuilder', () => {
-  const device = openDevice('emulated');
-  const other = openDevice('emulated');
+describe.each(GPU_BACKENDS)('DispatchTableBuilder on %s', (backend) => {
+  const device = openDevice(backend);
+  const other = openDevice(backend);
   afterAll(() => {
     device.dispose();
     other.dispose();

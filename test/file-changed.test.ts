@@ -16,10 +16,11 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { generate, loadModel, Session } from '../lib/index.js';
 import { convertModel } from './gguf/convert-model.js';
 import { sharedModel } from './gguf/shared-model.js';
+import { GPU_BACKENDS } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-file-changed-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const BACKENDS = ['native', 'emulated'] as const;
+const BACKENDS = ['native', ...GPU_BACKENDS] as const;
 
 function copyOfStories(name: string): string {
   const path = join(dir, name);
@@ -58,7 +59,7 @@ describe('a model file changed after loadModel', () => {
   test('replaced by a rename: every backend keeps the loaded weights, the same tokens as before', async () => {
     const path = copyOfStories('replaced.gguf');
     const model = await loadModel(path, { threads: 1 });
-    const story = async (backend: 'native' | 'emulated') =>
+    const story = async (backend: (typeof BACKENDS)[number]) =>
       (await generate(model, 'Once upon a time', { backend, temperature: 0, maxTokens: 24 })).tokens;
     const expected = await story('native');
     // Another model (the same one in Q4_0: other weights, other tokens) renamed over the path.

@@ -31,7 +31,7 @@ import type { TypeName } from './gguf/dequantize.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
 import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-gpu-table-'));
@@ -40,11 +40,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const TYPES: TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K'];
 const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
+type GpuBackend = (typeof GPU_BACKENDS)[number];
 
-async function tableFor(path: string, without?: string, options: ForwardTableOptions = {}) {
+async function tableFor(backend: GpuBackend, path: string, without?: string, options: ForwardTableOptions = {}) {
   const model = await loadModel(path, { threads: 1 });
   const header = await readGgufHeader(path);
-  const device = openDevice('emulated');
+  const device = openDevice(backend);
   const addon = loadAddon();
   if (!addon.ok) throw new Error(addon.reason);
   // `without`: a type left out of the type table, as a file of an unknown type would be.
@@ -71,197 +72,200 @@ const runnerUp = (row: ArrayLike<number>, best: number) => {
   return second;
 };
 
-describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TYPES)(
-    '%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention',
-    async (type) => {
-      const path = join(dir, `${variant}-${type}.gguf`);
-      await writeRandomModel(path, variantSpec(variant, type, 3));
-      // BF16 counts as quantized here: the CPU rounds activations to BF16
-      // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
-      const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
-      // Unfused: this table's greedy steps leave the logits they pick from.
-      const { model, device, table, close } = await tableFor(path, undefined, { fusedHead: false });
-      try {
-        const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
-        for (let p = 0; p < PROMPT.length; p++) {
-          table.tokens.write(4 * p, Uint32Array.of(PROMPT[p])); // the previous step's argmax wrote this slot
-          await device.runChain(table.greedy, p, 1);
-          const gpu = new Float32Array(table.logits.read(0, model.vocabSize * 4));
-          const expected = Float32Array.from(await cpu.evaluate(Uint32Array.of(PROMPT[p]), p));
-          let worst = 0;
-          for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - expected[i]));
-          expect(worst, `position ${p}`).toBeLessThan(tolerance);
-          const written = table.tokens.readUint32(p + 1, 1)[0];
-          expect(written).toBe(argmax(gpu));
-          const best = argmax(expected);
-          if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
-        }
-        // 8 greedy tokens after the prompt: one submission, then 8 one-token
-        // ones on a fresh table, whose LM head is fused into the pick.
-        table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
-        await device.runChain(table.greedy, PROMPT.length - 1, 8);
-        const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));
-        const fresh = await tableFor(path);
+// Every test below on each GPU backend of the suite (helpers.ts).
+describe.each(GPU_BACKENDS)('on %s', (backend) => {
+  describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
+    test.each(TYPES)(
+      '%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention',
+      async (type) => {
+        const path = join(dir, `${variant}-${type}.gguf`);
+        await writeRandomModel(path, variantSpec(variant, type, 3));
+        // BF16 counts as quantized here: the CPU rounds activations to BF16
+        // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
+        const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
+        // Unfused: this table's greedy steps leave the logits they pick from.
+        const { model, device, table, close } = await tableFor(backend, path, undefined, { fusedHead: false });
         try {
-          fresh.table.tokens.write(0, Uint32Array.from(PROMPT));
-          for (let p = 0; p < PROMPT.length - 1; p++) {
-            await fresh.device.runChain(fresh.table.greedy, p, 1);
-            fresh.table.tokens.write(4 * (p + 1), Uint32Array.of(PROMPT[p + 1]));
+          const cpu = model.openSequence({ backend: 'native', contextSize: CONTEXT });
+          for (let p = 0; p < PROMPT.length; p++) {
+            table.tokens.write(4 * p, Uint32Array.of(PROMPT[p])); // the previous step's argmax wrote this slot
+            await device.runChain(table.greedy, p, 1);
+            const gpu = new Float32Array(table.logits.read(0, model.vocabSize * 4));
+            const expected = Float32Array.from(await cpu.evaluate(Uint32Array.of(PROMPT[p]), p));
+            let worst = 0;
+            for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - expected[i]));
+            expect(worst, `position ${p}`).toBeLessThan(tolerance);
+            const written = table.tokens.readUint32(p + 1, 1)[0];
+            expect(written).toBe(argmax(gpu));
+            const best = argmax(expected);
+            if (expected[best] - runnerUp(expected, best) > 2 * tolerance) expect(written, `position ${p}`).toBe(best);
           }
-          for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
-          expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
-        } finally {
-          fresh.close();
-        }
-        // The prompt in batches of 3, 3 and 2 (the matrix-matrix kernels, a
-        // causal batch of queries) with the attention split over 3
-        // threadgroups: the CPU's logits after the whole prompt, within the
-        // tolerance; then the same greedy chain, unless the two GPU paths'
-        // float sums (in other orders) meet a near tie.
-        const batched = await tableFor(path, undefined, { prefillBatch: 3, attentionSplits: 3 });
-        try {
-          const cpuLogits = Float32Array.from(
-            await model.openSequence({ backend: 'native', contextSize: CONTEXT }).evaluate(Uint32Array.from(PROMPT), 0),
-          );
-          batched.table.tokens.write(0, Uint32Array.from(PROMPT));
-          for (const [start, count] of [
-            [0, 3],
-            [3, 3],
-            [6, 2],
-          ]) {
-            await batched.device.runChain(batched.table.batchTable(count, start === 6), start, 1);
+          // 8 greedy tokens after the prompt: one submission, then 8 one-token
+          // ones on a fresh table, whose LM head is fused into the pick.
+          table.tokens.write(4 * (PROMPT.length - 1), Uint32Array.of(PROMPT[PROMPT.length - 1]));
+          await device.runChain(table.greedy, PROMPT.length - 1, 8);
+          const chained = Array.from(table.tokens.readUint32(PROMPT.length, 8));
+          const fresh = await tableFor(backend, path);
+          try {
+            fresh.table.tokens.write(0, Uint32Array.from(PROMPT));
+            for (let p = 0; p < PROMPT.length - 1; p++) {
+              await fresh.device.runChain(fresh.table.greedy, p, 1);
+              fresh.table.tokens.write(4 * (p + 1), Uint32Array.of(PROMPT[p + 1]));
+            }
+            for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
+            expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
+          } finally {
+            fresh.close();
           }
-          const gpu = new Float32Array(batched.table.logits.read(0, model.vocabSize * 4));
-          let worst = 0;
-          for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpuLogits[i]));
-          expect(worst, 'batched prompt').toBeLessThan(tolerance);
-          await batched.device.runChain(batched.table.greedy, PROMPT.length - 1, 8);
-          const tokens = Array.from(batched.table.tokens.readUint32(PROMPT.length, 8));
-          const differs = tokens.findIndex((t, i) => t !== chained[i]);
-          if (differs >= 0) {
-            const logits = Float32Array.from(
-              await model
-                .openSequence({ backend: 'native', contextSize: CONTEXT })
-                .evaluate(Uint32Array.from([...PROMPT, ...chained.slice(0, differs)]), 0),
+          // The prompt in batches of 3, 3 and 2 (the matrix-matrix kernels, a
+          // causal batch of queries) with the attention split over 3
+          // threadgroups: the CPU's logits after the whole prompt, within the
+          // tolerance; then the same greedy chain, unless the two GPU paths'
+          // float sums (in other orders) meet a near tie.
+          const batched = await tableFor(backend, path, undefined, { prefillBatch: 3, attentionSplits: 3 });
+          try {
+            const cpuLogits = Float32Array.from(
+              await model.openSequence({ backend: 'native', contextSize: CONTEXT }).evaluate(Uint32Array.from(PROMPT), 0),
             );
-            const best = argmax(logits);
-            expect(logits[best] - runnerUp(logits, best), `first difference at ${differs}`).toBeLessThan(2 * tolerance);
+            batched.table.tokens.write(0, Uint32Array.from(PROMPT));
+            for (const [start, count] of [
+              [0, 3],
+              [3, 3],
+              [6, 2],
+            ]) {
+              await batched.device.runChain(batched.table.batchTable(count, start === 6), start, 1);
+            }
+            const gpu = new Float32Array(batched.table.logits.read(0, model.vocabSize * 4));
+            let worst = 0;
+            for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpuLogits[i]));
+            expect(worst, 'batched prompt').toBeLessThan(tolerance);
+            await batched.device.runChain(batched.table.greedy, PROMPT.length - 1, 8);
+            const tokens = Array.from(batched.table.tokens.readUint32(PROMPT.length, 8));
+            const differs = tokens.findIndex((t, i) => t !== chained[i]);
+            if (differs >= 0) {
+              const logits = Float32Array.from(
+                await model
+                  .openSequence({ backend: 'native', contextSize: CONTEXT })
+                  .evaluate(Uint32Array.from([...PROMPT, ...chained.slice(0, differs)]), 0),
+              );
+              const best = argmax(logits);
+              expect(logits[best] - runnerUp(logits, best), `first difference at ${differs}`).toBeLessThan(2 * tolerance);
+            }
+          } finally {
+            batched.close();
           }
         } finally {
-          batched.close();
+          close();
         }
-      } finally {
-        close();
-      }
-    },
-  );
-});
+      },
+    );
+  });
 
-test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
-  const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
-  await expect(tableFor(path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
-  await expect(tableFor(path, 'Q4_0')).rejects.toThrow(
-    /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/,
-  );
-});
+  test('a tensor type without a GPU kernel is an error naming the tensor and the types there are', async () => {
+    const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
+    await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
+    await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(
+      /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/,
+    );
+  });
 
-describe('generate() on the emulated device', () => {
-  test.each(Object.keys(VARIANTS) as VariantName[])(
-    '%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes',
-    async (variant) => {
-      const path = join(dir, `generate-${variant}.gguf`);
-      await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
+  describe('generate() on the device', () => {
+    test.each(Object.keys(VARIANTS) as VariantName[])(
+      '%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes',
+      async (variant) => {
+        const path = join(dir, `generate-${variant}.gguf`);
+        await writeRandomModel(path, { ...variantSpec(variant, 'Q8_0', 5), logitScale: 1.5 });
+        const model = await loadModel(path, { threads: 1 });
+        try {
+          const options = { temperature: 0, maxTokens: 12, contextSize: 64 } as const;
+          const gpu = await generate(model, PROMPT, { ...options, backend, chunkSize: 4 });
+          const cpu = await generate(model, PROMPT, { ...options, backend: 'native' });
+          expect([gpu.backend, gpu.chained, gpu.path, cpu.chained]).toEqual([backend, true, 'greedy', false]);
+          const first = gpu.tokens.findIndex((t, i) => t !== cpu.tokens[i]);
+          if (first >= 0) {
+            // Only where the CPU's top two are within the quantized tolerance twice over.
+            const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
+            const logits = await sequence.evaluate(Uint32Array.from([...PROMPT, ...cpu.tokens.slice(0, first)]), 0);
+            const best = argmax(logits);
+            expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
+            sequence.dispose();
+          }
+          // Speculative, verified on the GPU (drafts from the model itself on the CPU): the chain's tokens.
+          const speculative = await generate(model, PROMPT, { ...options, backend, speculative: { draft: model, draftTokens: 9 } });
+          expect(speculative.tokens).toEqual(gpu.tokens);
+          expect(speculative.stats.speculative!.accepted).toBeGreaterThan(0);
+          // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
+          using session = new Session(model, { backend, contextSize: 64 });
+          const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });
+          const b = await session.generate([], { temperature: 0, maxTokens: 7, chunkSize: 3 });
+          expect([...a.tokens, ...b.tokens]).toEqual(gpu.tokens);
+        } finally {
+          model.dispose();
+        }
+      },
+    );
+
+    // The chain writes its last token without evaluating it: the next call
+    // must evaluate it (a bug once left its KV entries empty on the GPU).
+    test.each([
+      ['greedy', { temperature: 0 }],
+      ['sampled', { temperature: 0.9, seed: 4 }],
+    ] as const)('a Session continues after a chained call as a fresh one does (%s)', async (_, sampling) => {
+      const path = join(dir, 'resume.gguf');
+      await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 4), logitScale: 1.5 });
       const model = await loadModel(path, { threads: 1 });
       try {
-        const options = { temperature: 0, maxTokens: 12, contextSize: 64 } as const;
-        const gpu = await generate(model, PROMPT, { ...options, backend: 'emulated', chunkSize: 4 });
-        const cpu = await generate(model, PROMPT, { ...options, backend: 'native' });
-        expect([gpu.backend, gpu.chained, gpu.path, cpu.chained]).toEqual(['emulated', true, 'greedy', false]);
-        const first = gpu.tokens.findIndex((t, i) => t !== cpu.tokens[i]);
-        if (first >= 0) {
-          // Only where the CPU's top two are within the quantized tolerance twice over.
-          const sequence = model.openSequence({ backend: 'native', contextSize: 64 });
-          const logits = await sequence.evaluate(Uint32Array.from([...PROMPT, ...cpu.tokens.slice(0, first)]), 0);
-          const best = argmax(logits);
-          expect(logits[best] - runnerUp(logits, best), `first difference at ${first}`).toBeLessThan(0.6);
-          sequence.dispose();
-        }
-        // Speculative, verified on the GPU (drafts from the model itself on the CPU): the chain's tokens.
-        const speculative = await generate(model, PROMPT, { ...options, backend: 'emulated', speculative: { draft: model, draftTokens: 9 } });
-        expect(speculative.tokens).toEqual(gpu.tokens);
-        expect(speculative.stats.speculative!.accepted).toBeGreaterThan(0);
-        // A Session on the GPU: a stop trigger rewinds, and the next call continues from there.
-        using session = new Session(model, { backend: 'emulated', contextSize: 64 });
-        const a = await session.generate(PROMPT, { temperature: 0, maxTokens: 5, chunkSize: 2 });
-        const b = await session.generate([], { temperature: 0, maxTokens: 7, chunkSize: 3 });
-        expect([...a.tokens, ...b.tokens]).toEqual(gpu.tokens);
+        using session = new Session(model, { backend, contextSize: 64 });
+        const first = await session.generate(PROMPT, { ...sampling, maxTokens: 3 });
+        expect(first.chained).toBe(true);
+        const next = await session.generate([2, 3], { ...sampling, maxTokens: 5 });
+        using fresh = new Session(model, { backend, contextSize: 64 });
+        const same = await fresh.generate([...PROMPT, ...first.tokens, 2, 3], { ...sampling, maxTokens: 5 });
+        expect(next.tokens).toEqual(same.tokens);
       } finally {
         model.dispose();
       }
-    },
-  );
+    });
 
-  // The chain writes its last token without evaluating it: the next call
-  // must evaluate it (a bug once left its KV entries empty on the GPU).
-  test.each([
-    ['greedy', { temperature: 0 }],
-    ['sampled', { temperature: 0.9, seed: 4 }],
-  ] as const)('a Session continues after a chained call as a fresh one does (%s)', async (_, sampling) => {
-    const path = join(dir, 'resume.gguf');
-    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 4), logitScale: 1.5 });
-    const model = await loadModel(path, { threads: 1 });
-    try {
-      using session = new Session(model, { backend: 'emulated', contextSize: 64 });
-      const first = await session.generate(PROMPT, { ...sampling, maxTokens: 3 });
-      expect(first.chained).toBe(true);
-      const next = await session.generate([2, 3], { ...sampling, maxTokens: 5 });
-      using fresh = new Session(model, { backend: 'emulated', contextSize: 64 });
-      const same = await fresh.generate([...PROMPT, ...first.tokens, 2, 3], { ...sampling, maxTokens: 5 });
-      expect(next.tokens).toEqual(same.tokens);
-    } finally {
-      model.dispose();
-    }
-  });
-
-  test("sampled step by step (a tokenMask that allows every token), the chain's tokens: logits rounded to float16 as the chain does", async () => {
-    const path = join(dir, 'stepwise.gguf');
-    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 6), logitScale: 1.5 });
-    const model = await loadModel(path, { threads: 1 });
-    try {
-      const options = { temperature: 0.9, topK: 20, seed: 11, maxTokens: 10, contextSize: 64, backend: 'emulated' } as const;
-      const chained = await generate(model, PROMPT, options);
-      const everything = new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(0xffffffff);
-      const stepwise = await generate(model, PROMPT, { ...options, tokenMask: () => everything });
-      expect([chained.chained, stepwise.path]).toEqual([true, 'constrained']);
-      expect(stepwise.tokens).toEqual(chained.tokens);
-    } finally {
-      model.dispose();
-    }
-  });
-
-  test("a sampled token follows the exact filtered distribution of the GPU's logits (chi-square, fixed seeds)", async () => {
-    const path = join(dir, 'sampled.gguf');
-    await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 9), logitScale: 1 });
-    const model = await loadModel(path, { threads: 1 });
-    const sequence = model.openSequence({ backend: 'emulated', contextSize: 16 });
-    try {
-      const filters = { temperature: 1, topK: 8, topP: 1, minP: 0 };
-      const start = PROMPT.length - 1;
-      await sequence.chain!.prefill(Uint32Array.from(PROMPT.slice(0, start)), 0);
-      const z = Array.from(await sequence.evaluate(Uint32Array.of(PROMPT[start]), start), (x) => numberFromFloat16(float16FromNumber(x)));
-      const p = exactDistribution(z, filters);
-      const counts = new Array<number>(z.length).fill(0);
-      for (let seed = 0; seed < 800; seed++) {
-        for await (const chunk of sequence.chain!.run({ ...filters, seed }, start, 1, 1)) counts[chunk.tokens[0]]++;
+    test("sampled step by step (a tokenMask that allows every token), the chain's tokens: logits rounded to float16 as the chain does", async () => {
+      const path = join(dir, 'stepwise.gguf');
+      await writeRandomModel(path, { ...variantSpec('qwen3', 'Q8_0', 6), logitScale: 1.5 });
+      const model = await loadModel(path, { threads: 1 });
+      try {
+        const options = { temperature: 0.9, topK: 20, seed: 11, maxTokens: 10, contextSize: 64, backend } as const;
+        const chained = await generate(model, PROMPT, options);
+        const everything = new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(0xffffffff);
+        const stepwise = await generate(model, PROMPT, { ...options, tokenMask: () => everything });
+        expect([chained.chained, stepwise.path]).toEqual([true, 'constrained']);
+        expect(stepwise.tokens).toEqual(chained.tokens);
+      } finally {
+        model.dispose();
       }
-      p.forEach((pi, t) => {
-        if (pi === 0) expect(counts[t], `token ${t} is filtered out`).toBe(0);
-      });
-      expect(chiSquarePValue(counts, p).p).toBeGreaterThan(0.001);
-    } finally {
-      sequence.dispose();
-      model.dispose();
-    }
+    });
+
+    test("a sampled token follows the exact filtered distribution of the GPU's logits (chi-square, fixed seeds)", async () => {
+      const path = join(dir, 'sampled.gguf');
+      await writeRandomModel(path, { ...variantSpec('qwen3', 'Q4_0', 9), logitScale: 1 });
+      const model = await loadModel(path, { threads: 1 });
+      const sequence = model.openSequence({ backend, contextSize: 16 });
+      try {
+        const filters = { temperature: 1, topK: 8, topP: 1, minP: 0 };
+        const start = PROMPT.length - 1;
+        await sequence.chain!.prefill(Uint32Array.from(PROMPT.slice(0, start)), 0);
+        const z = Array.from(await sequence.evaluate(Uint32Array.of(PROMPT[start]), start), (x) => numberFromFloat16(float16FromNumber(x)));
+        const p = exactDistribution(z, filters);
+        const counts = new Array<number>(z.length).fill(0);
+        for (let seed = 0; seed < 800; seed++) {
+          for await (const chunk of sequence.chain!.run({ ...filters, seed }, start, 1, 1)) counts[chunk.tokens[0]]++;
+        }
+        p.forEach((pi, t) => {
+          if (pi === 0) expect(counts[t], `token ${t} is filtered out`).toBe(0);
+        });
+        expect(chiSquarePValue(counts, p).p).toBeGreaterThan(0.001);
+      } finally {
+        sequence.dispose();
+        model.dispose();
+      }
+    });
   });
 });

@@ -3,13 +3,13 @@
 import { describe, expect, it } from 'vitest';
 
 import { openDevice } from '../lib/index.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
-describe('GpuBuffer', () => {
+describe.each(GPU_BACKENDS)('GpuBuffer on %s', (backend) => {
   it('writes typed arrays on a SharedArrayBuffer, DataViews and offset views, and reads them back', () => {
-    using device = openDevice('emulated');
+    using device = openDevice(backend);
     const buffer = device.createBuffer(32);
     const shared = new Float32Array(new SharedArrayBuffer(8));
     shared.set([1.5, -2]);
@@ -27,7 +27,7 @@ describe('GpuBuffer', () => {
   });
 
   it('refuses what is not a view, naming the argument, and ranges outside the buffer', () => {
-    using device = openDevice('emulated');
+    using device = openDevice(backend);
     const buffer = device.createBuffer(16);
     expect(() => buffer.write(0, 'str' as never)).toThrow(
       new TypeError('Expected an ArrayBufferView (a typed array or a DataView) for data but received "str" (string)'),

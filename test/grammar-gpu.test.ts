@@ -23,7 +23,7 @@ import {
 import { TableSequence } from '../lib/gpu/table-sequence.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 
@@ -70,60 +70,66 @@ const SETTINGS: Record<string, GenerateOptions> = {
 };
 const PROMPT = [1, 17, 42, 99, 7];
 
-describe.each(Object.entries(SETTINGS))('%s', (_, settings) => {
-  test.each([
-    ['a regex', { grammar: { type: 'regex', pattern: '[a-z]{2,6}( [a-z]{2,6}){1,3}' } }],
-    [
-      'a JSON schema',
-      {
-        grammar: { type: 'json', schema: { type: 'object', properties: { a: { type: 'integer' }, b: { enum: ['x', 'y'] } }, required: ['a', 'b'] } },
-      },
-    ],
-    ['a tokenMask function', { tokenMask: ({ generated }: { generated: Uint32Array }) => evenTokens(generated.length) }],
-  ] as const)('%s: the tokens of the logits-reading path, with no logits read', async (_name, constraint) => {
-    const options: OneShotGenerateOptions = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend: 'emulated' };
-    const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
-    const onGpu = await generate(model, PROMPT, options);
-    expect(evaluate).not.toHaveBeenCalled(); // no logits came back
-    evaluate.mockRestore();
-    const readingLogits = await generate(withoutMaskedSteps(model), PROMPT, options);
-    expect(onGpu.path).toBe('constrained');
-    expect(onGpu.tokens).toEqual(readingLogits.tokens);
-    expect(onGpu.stopReason).toBe(readingLogits.stopReason);
-    expect(onGpu.tokens.length).toBeGreaterThan(2);
+// Every test below on each GPU backend of the suite (helpers.ts).
+describe.each(GPU_BACKENDS)('on %s', (backend) => {
+  describe.each(Object.entries(SETTINGS))('%s', (_, settings) => {
+    test.each([
+      ['a regex', { grammar: { type: 'regex', pattern: '[a-z]{2,6}( [a-z]{2,6}){1,3}' } }],
+      [
+        'a JSON schema',
+        {
+          grammar: {
+            type: 'json',
+            schema: { type: 'object', properties: { a: { type: 'integer' }, b: { enum: ['x', 'y'] } }, required: ['a', 'b'] },
+          },
+        },
+      ],
+      ['a tokenMask function', { tokenMask: ({ generated }: { generated: Uint32Array }) => evenTokens(generated.length) }],
+    ] as const)('%s: the tokens of the logits-reading path, with no logits read', async (_name, constraint) => {
+      const options: OneShotGenerateOptions = { ...settings, ...constraint, maxTokens: 24, contextSize: 64, backend };
+      const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
+      const onGpu = await generate(model, PROMPT, options);
+      expect(evaluate).not.toHaveBeenCalled(); // no logits came back
+      evaluate.mockRestore();
+      const readingLogits = await generate(withoutMaskedSteps(model), PROMPT, options);
+      expect(onGpu.path).toBe('constrained');
+      expect(onGpu.tokens).toEqual(readingLogits.tokens);
+      expect(onGpu.stopReason).toBe(readingLogits.stopReason);
+      expect(onGpu.tokens.length).toBeGreaterThan(2);
+    });
   });
-});
 
-// Even token ids only, then (after 6 tokens) none: stopReason maskComplete.
-function evenTokens(generated: number): Uint32Array | null {
-  return generated >= 6 ? null : new Uint32Array(Math.ceil(300 / 32)).fill(0x55555555);
-}
+  // Even token ids only, then (after 6 tokens) none: stopReason maskComplete.
+  function evenTokens(generated: number): Uint32Array | null {
+    return generated >= 6 ? null : new Uint32Array(Math.ceil(300 / 32)).fill(0x55555555);
+  }
 
-test('a mask that allows only tokens whose logits are -Infinity (all banned by tokenBias) is a NoTokenError after the tokens before it', async () => {
-  const onlyZero = new Uint32Array(10);
-  onlyZero[0] = 1;
-  const run = generate(model, PROMPT, { tokenMask: () => onlyZero, tokenBias: { 0: -Infinity }, maxTokens: 4, contextSize: 64, backend: 'emulated' });
-  await expect(run).rejects.toThrow('Every logit is -Infinity after tokenBias and penalties');
-});
-
-test('an abort mid-generation stops at a token; the session continues as if the call had stopped there', async () => {
-  const grammar = { type: 'regex', pattern: '[a-z ]{1,40}' } as const;
-  using session = new Session(model, { backend: 'emulated', contextSize: 128 });
-  const controller = new AbortController();
-  let seen = 0;
-  const aborted = await session.generate(PROMPT, {
-    grammar,
-    temperature: 1,
-    seed: 5,
-    maxTokens: 30,
-    signal: controller.signal,
-    stopOnAbortSignal: true,
-    onToken: () => void (++seen === 3 && controller.abort()),
+  test('a mask that allows only tokens whose logits are -Infinity (all banned by tokenBias) is a NoTokenError after the tokens before it', async () => {
+    const onlyZero = new Uint32Array(10);
+    onlyZero[0] = 1;
+    const run = generate(model, PROMPT, { tokenMask: () => onlyZero, tokenBias: { 0: -Infinity }, maxTokens: 4, contextSize: 64, backend });
+    await expect(run).rejects.toThrow('Every logit is -Infinity after tokenBias and penalties');
   });
-  expect(aborted.stopReason).toBe('abort');
-  expect(aborted.tokens).toHaveLength(3);
-  const next = await session.generate([2, 3], { grammar, temperature: 0, maxTokens: 5 });
-  using fresh = new Session(model, { backend: 'emulated', contextSize: 128 });
-  const same = await fresh.generate([...PROMPT, ...aborted.tokens, 2, 3], { grammar, temperature: 0, maxTokens: 5 });
-  expect(next.tokens).toEqual(same.tokens);
+
+  test('an abort mid-generation stops at a token; the session continues as if the call had stopped there', async () => {
+    const grammar = { type: 'regex', pattern: '[a-z ]{1,40}' } as const;
+    using session = new Session(model, { backend, contextSize: 128 });
+    const controller = new AbortController();
+    let seen = 0;
+    const aborted = await session.generate(PROMPT, {
+      grammar,
+      temperature: 1,
+      seed: 5,
+      maxTokens: 30,
+      signal: controller.signal,
+      stopOnAbortSignal: true,
+      onToken: () => void (++seen === 3 && controller.abort()),
+    });
+    expect(aborted.stopReason).toBe('abort');
+    expect(aborted.tokens).toHaveLength(3);
+    const next = await session.generate([2, 3], { grammar, temperature: 0, maxTokens: 5 });
+    using fresh = new Session(model, { backend, contextSize: 128 });
+    const same = await fresh.generate([...PROMPT, ...aborted.tokens, 2, 3], { grammar, temperature: 0, maxTokens: 5 });
+    expect(next.tokens).toEqual(same.tokens);
+  });
 });

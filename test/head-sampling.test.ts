@@ -22,7 +22,7 @@ import { loadAddon } from '../lib/native/load-addon.js';
 import type { TypeName } from './gguf/dequantize.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-head-sampling-'));
@@ -41,10 +41,10 @@ const OPTION_SETS: [string, ChainSamplingOptions | undefined][] = [
   ['temperature and a bias', { temperature: 1, seed: 13, tokenBias: { 5: 2, 17: -Infinity }, ...OFF }],
 ];
 
-async function tables(path: string) {
+async function tables(backend: (typeof GPU_BACKENDS)[number], path: string) {
   const model = await loadModel(path, { threads: 1 });
   const header = await readGgufHeader(path);
-  const device = openDevice('emulated');
+  const device = openDevice(backend);
   const addon = loadAddon();
   if (!addon.ok) throw new Error(addon.reason);
   const weights = new GpuWeights(device, { path, tensors: header.tensors, types: addon.addon.tensorTypes });
@@ -66,62 +66,65 @@ async function chain(table: GgufForwardTable, options: ChainSamplingOptions | un
   }
 }
 
-describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TYPES)("%s: the fused LM head picks the unfused tables' tokens", async (type) => {
-    const path = join(dir, `${variant}-${type}.gguf`);
-    await writeRandomModel(path, variantSpec(variant, type, 5));
-    const { fused, unfused, close } = await tables(path);
+// Every test below on each GPU backend of the suite (helpers.ts).
+describe.each(GPU_BACKENDS)('on %s', (backend) => {
+  describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
+    test.each(TYPES)("%s: the fused LM head picks the unfused tables' tokens", async (type) => {
+      const path = join(dir, `${variant}-${type}.gguf`);
+      await writeRandomModel(path, variantSpec(variant, type, 5));
+      const { fused, unfused, close } = await tables(backend, path);
+      try {
+        for (const [name, options] of OPTION_SETS) {
+          const expected = await chain(unfused, options);
+          const got = await chain(fused, options);
+          expect(got.tokens, name).toEqual(expected.tokens);
+          expect(
+            got.labels.filter((l) => l.startsWith('LM head + pick')),
+            name,
+          ).toEqual(['LM head + pick: tiles', 'LM head + pick: pick']);
+          expect(
+            expected.labels.some((l) => l.startsWith('LM head + pick')),
+            name,
+          ).toBe(false);
+        }
+      } finally {
+        close();
+      }
+    });
+  });
+
+  test('options with a filter or a penalty keep the sampling kernels; the fused tables leave out the LM head and the sampler', async () => {
+    const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
+    const { fused, close } = await tables(backend, path);
     try {
-      for (const [name, options] of OPTION_SETS) {
-        const expected = await chain(unfused, options);
-        const got = await chain(fused, options);
-        expect(got.tokens, name).toEqual(expected.tokens);
-        expect(
-          got.labels.filter((l) => l.startsWith('LM head + pick')),
-          name,
-        ).toEqual(['LM head + pick: tiles', 'LM head + pick: pick']);
-        expect(
-          expected.labels.some((l) => l.startsWith('LM head + pick')),
-          name,
-        ).toBe(false);
+      for (const options of [
+        { temperature: 0.9, seed: 1 },
+        { temperature: 0.9, seed: 1, ...OFF, topK: 5 },
+        { temperature: 0.9, seed: 1, ...OFF, minP: 0.1 },
+        { temperature: 0, tokenBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } },
+      ] as ChainSamplingOptions[]) {
+        const table = fused.tableFor(options);
+        try {
+          expect(
+            table.labels.some((l) => l.startsWith('LM head + pick')),
+            JSON.stringify(options),
+          ).toBe(false);
+          expect(table.labels).toContain('LM head');
+        } finally {
+          table.dispose();
+        }
+      }
+      const sampled = fused.tableFor({ temperature: 0.9, seed: 1, ...OFF });
+      try {
+        expect(sampled.labels).not.toContain('LM head');
+        expect(sampled.labels.some((l) => l.startsWith('sample'))).toBe(false);
+        expect(sampled.labels).not.toContain('logits to float16');
+        expect(fused.greedy.labels.some((l) => l.startsWith('argmax'))).toBe(false);
+      } finally {
+        sampled.dispose();
       }
     } finally {
       close();
     }
   });
-});
-
-test('options with a filter or a penalty keep the sampling kernels; the fused tables leave out the LM head and the sampler', async () => {
-  const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
-  const { fused, close } = await tables(path);
-  try {
-    for (const options of [
-      { temperature: 0.9, seed: 1 },
-      { temperature: 0.9, seed: 1, ...OFF, topK: 5 },
-      { temperature: 0.9, seed: 1, ...OFF, minP: 0.1 },
-      { temperature: 0, tokenBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } },
-    ] as ChainSamplingOptions[]) {
-      const table = fused.tableFor(options);
-      try {
-        expect(
-          table.labels.some((l) => l.startsWith('LM head + pick')),
-          JSON.stringify(options),
-        ).toBe(false);
-        expect(table.labels).toContain('LM head');
-      } finally {
-        table.dispose();
-      }
-    }
-    const sampled = fused.tableFor({ temperature: 0.9, seed: 1, ...OFF });
-    try {
-      expect(sampled.labels).not.toContain('LM head');
-      expect(sampled.labels.some((l) => l.startsWith('sample'))).toBe(false);
-      expect(sampled.labels).not.toContain('logits to float16');
-      expect(fused.greedy.labels.some((l) => l.startsWith('argmax'))).toBe(false);
-    } finally {
-      sampled.dispose();
-    }
-  } finally {
-    close();
-  }
 });

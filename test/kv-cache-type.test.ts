@@ -25,10 +25,11 @@ import { oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
 import { largestLogitDifference, sixtyFourTokens } from './gguf/oracle-checks.js';
 import { tinyShape, writeRandomModel } from './gguf/random-model.js';
 import { sharedModel } from './gguf/shared-model.js';
+import { GPU_BACKENDS } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-kv-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const BACKENDS = ['native', 'emulated'] as const;
+const BACKENDS = ['native', ...GPU_BACKENDS] as const;
 
 describe("kvCacheType 'f32': stories260K within 1e-4 of llama.cpp with its F32 cache", () => {
   const path = sharedModel('stories260K.gguf');

@@ -30,7 +30,7 @@ import { oracleModel } from './gguf/llama-cpp-oracle.js';
 import { expectGreedyLikeOracle, largestLogitDifference, maxDifference, type ModelBackend } from './gguf/oracle-checks.js';
 import { modelTensors, writeRandomModel, type ArchName, type ModelShape, type RandomModelSpec } from './gguf/random-model.js';
 import { referenceForward } from './gguf/reference-forward.js';
-import { requireNativeBuilt } from './helpers.js';
+import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-odd-shapes-'));
@@ -82,7 +82,7 @@ const LLAMA_CPP_REFUSES: Case[] = [
 ];
 
 const PROMPT = Array.from({ length: 24 }, (_, i) => (i * 37 + 5) % 296);
-const BACKENDS: ModelBackend[] = ['native', 'emulated'];
+const BACKENDS: ModelBackend[] = ['native', ...GPU_BACKENDS];
 
 async function writeCase(c: Case, backend: ModelBackend): Promise<{ path: string; spec: RandomModelSpec }> {
   const spec: RandomModelSpec = { arch: c.arch, type: c.type, shape: c.shape, seed: 5 };

@@ -217,7 +217,7 @@ describe('GGUF models on the CPU: one forward pass per verification, the same to
   });
 });
 
-describe("GGUF models on the emulated GPU: one submission per verification, only ids back, the chain's tokens", () => {
+describe.each(GPU_BACKENDS)("GGUF models on %s: one submission per verification, only ids back, the chain's tokens", (backend) => {
   const dir = mkdtempSync(join(tmpdir(), 'md-speculative-gpu-'));
   let gguf: GgufModel;
   beforeAll(async () => {
@@ -233,14 +233,14 @@ describe("GGUF models on the emulated GPU: one submission per verification, only
 
   // draftTokens 10: a verification of 11 tokens spans two batch dispatches (8 + 3) per projection.
   it.each(OPTION_SETS)('%s', async (_name, options) => {
-    const base = { ...options, backend: 'emulated', maxTokens: 40, contextSize: 128 } as const;
+    const base = { ...options, backend, maxTokens: 40, contextSize: 128 } as const;
     const plain = await generate(gguf, prompt, base);
     const evaluate = vi.spyOn(TableSequence.prototype, 'evaluate');
     try {
       const speculative = await generate(gguf, prompt, { ...base, speculative: { draftTokens: 10 } });
       expect(evaluate).not.toHaveBeenCalled(); // no logits came back
       expect(speculative.tokens).toEqual(plain.tokens);
-      expect([plain.chained, speculative.chained, speculative.speculative, speculative.backend]).toEqual([true, false, true, 'emulated']);
+      expect([plain.chained, speculative.chained, speculative.speculative, speculative.backend]).toEqual([true, false, true, backend]);
       const stats = speculative.stats.speculative!;
       expect(stats.drafted).toBeGreaterThan(0);
       expect(stats.forwardPasses + stats.accepted).toBe(speculative.tokens.length + (speculative.stopReason === 'eogToken' ? 1 : 0));
@@ -251,8 +251,8 @@ describe("GGUF models on the emulated GPU: one submission per verification, only
 
   it('stops mid-draft where the chain stops, and a Session goes on after it with either path', async () => {
     const options = { temperature: 0.8, seed: 3, repeatPenalty: { penalty: 1.15, lastTokens: 6 } };
-    const plain = await generate(gguf, prompt, { ...options, backend: 'emulated', maxTokens: 26, contextSize: 128 });
-    using session = new Session(gguf, { backend: 'emulated', contextSize: 128 });
+    const plain = await generate(gguf, prompt, { ...options, backend, maxTokens: 26, contextSize: 128 });
+    using session = new Session(gguf, { backend, contextSize: 128 });
     const a = await session.generate(prompt, { ...options, maxTokens: 7, speculative: { draftTokens: 5 } });
     const b = await session.generate([], { ...options, maxTokens: 9 });
     const c = await session.generate([], { ...options, maxTokens: 10, speculative: { draftTokens: 14 } });

@@ -30,6 +30,7 @@ import { convertModel, type ConvertedTensor, type ConvertTarget } from './gguf/c
 import { oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
 import { expectGreedyLikeOracle, expectSampledLikeExact, largestLogitDifference, sixtyFourTokens, STORY_PROMPTS } from './gguf/oracle-checks.js';
 import { sharedModel } from './gguf/shared-model.js';
+import { GPU_BACKENDS } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-stories-types-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -70,7 +71,7 @@ describe.each(CASES)('stories260K converted to $target', ({ target, tolerance, m
     expect(model.info.tensorTypes).toEqual({ F32: 11, ...matrices });
   });
 
-  test.each(['native', 'emulated'] as const)(
+  test.each(['native', ...GPU_BACKENDS] as const)(
     `on %s: logits at every position of a 64-token prompt within ${tolerance} of llama.cpp's`,
     async (backend) => {
       const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
@@ -79,15 +80,18 @@ describe.each(CASES)('stories260K converted to $target', ({ target, tolerance, m
     },
   );
 
-  test.each(['native', 'emulated'] as const)("on %s: 200 greedy tokens after two prompts are llama.cpp's, but at a near tie", async (backend) => {
-    for (const text of STORY_PROMPTS.slice(0, 2)) {
-      await expectGreedyLikeOracle(model, oracle, backend, [tokenizer.bosToken!, ...tokenizer.encode(text)], 200, tolerance);
-    }
-  });
+  test.each(['native', ...GPU_BACKENDS] as const)(
+    "on %s: 200 greedy tokens after two prompts are llama.cpp's, but at a near tie",
+    async (backend) => {
+      for (const text of STORY_PROMPTS.slice(0, 2)) {
+        await expectGreedyLikeOracle(model, oracle, backend, [tokenizer.bosToken!, ...tokenizer.encode(text)], 200, tolerance);
+      }
+    },
+  );
 
   test('sampled tokens follow the exact distribution of the logits: CPU 2 positions x 4,000 seeds, emulated GPU 1 x 1,000', async () => {
     const prompt = [tokenizer.bosToken!, ...tokenizer.encode(STORY_PROMPTS[1])];
     await expectSampledLikeExact(model, 'native', prompt, 2, 4_000);
-    await expectSampledLikeExact(model, 'emulated', prompt, 1, 1_000);
+    for (const backend of GPU_BACKENDS) await expectSampledLikeExact(model, backend, prompt, 1, 1_000);
   });
 });

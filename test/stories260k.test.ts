@@ -24,6 +24,7 @@ import {
   STORY_PROMPTS,
 } from './gguf/oracle-checks.js';
 import { sharedModel } from './gguf/shared-model.js';
+import { GPU_BACKENDS } from './helpers.js';
 
 const PROMPTS = STORY_PROMPTS;
 
@@ -69,7 +70,7 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
   test('opening a sequence, and so generating, is an error that says the model has no weights', async () => {
     const message = `openSequence: ${path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`;
     expect(() => model.openSequence({ backend: 'native', contextSize: 64 })).toThrow(message);
-    expect(() => model.openSequence({ backend: 'emulated', contextSize: 64 })).toThrow(message);
+    for (const backend of GPU_BACKENDS) expect(() => model.openSequence({ backend, contextSize: 64 })).toThrow(message);
     // generate() refuses it at the call, before any work.
     expect(() => generate(model, 'Once upon a time', { maxTokens: 4 })).toThrow(message);
   });
@@ -110,9 +111,10 @@ const TOLERANCE = 0.03;
 
 // The emulator runs each GPU thread as a fiber on the CPU, about 40 times
 // slower than the CPU forward pass here: the chi-square takes fewer draws there.
+// On Metal (METAL_DECODE_TEST_METAL=1) the GPU's speed allows the CPU's counts.
 const BACKENDS = [
   { backend: 'native', seeds: 4_000, positions: 4 },
-  { backend: 'emulated', seeds: 1_000, positions: 2 },
+  ...GPU_BACKENDS.map((backend) => (backend === 'emulated' ? { backend, seeds: 1_000, positions: 2 } : { backend, seeds: 4_000, positions: 4 })),
 ] as const;
 
 describe.each(BACKENDS)('stories260K on $backend, against llama.cpp', ({ backend, seeds, positions }) => {
@@ -180,7 +182,7 @@ describe('stories260K with rope.dimension_count 4: a wrong op', () => {
     rmSync(dirname(altered), { recursive: true, force: true });
   });
 
-  test.each(['native', 'emulated'] as const)("on %s: far outside the tolerance of llama.cpp's logits", async (backend) => {
+  test.each(['native', ...GPU_BACKENDS] as const)("on %s: far outside the tolerance of llama.cpp's logits", async (backend) => {
     const tokenizer = model.tokenizer as GgufTokenizer;
     const prompt = [tokenizer.bosToken!, ...tokenizer.encode(PROMPTS[2])];
     const [expected] = await oracle.logits(prompt, [prompt.length - 1]);

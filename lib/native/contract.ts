@@ -257,6 +257,8 @@ export interface NativeAddon {
   readonly Device: new (kind: DeviceKind) => NativeDevice;
   /** The same device, opened (library, pipelines, probes) on a thread of its own; rejects with the same Error. */
   openDevice(kind: DeviceKind): Promise<NativeDevice>;
+  /** "kind:kernel" for every kernel this process dispatched, sorted (the test suite's kernel coverage). */
+  dispatchedKernels(): string[];
   /** Maps `path` and binds its tensors; throws RangeError naming the tensor or field that does not fit. */
   readonly Transformer: new (
     path: string,

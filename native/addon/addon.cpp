@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "../core/dispatch_table.h"
+#include "../core/kernel_usage.h"
 #include "md_transformer.h"
 #include "buffer_binding.h"
 #include "device_binding.h"
@@ -94,6 +95,15 @@ Napi::Object layouts(Napi::Env env) {
 // it ends. Our own threads may still be running its code then: the
 // emulator's queue finishing work, Metal calling a completion handler. So
 // the library pins itself: loaded once, never unmapped.
+// dispatchedKernels() -> "kind:kernel"[]: every kernel this process has
+// dispatched, per device kind (kernel_usage.h), for the suite's coverage check.
+Napi::Value DispatchedKernels(const Napi::CallbackInfo& info) {
+  std::vector<std::string> pairs = dispatchedKernels();
+  Napi::Array result = Napi::Array::New(info.Env(), pairs.size());
+  for (uint32_t i = 0; i < pairs.size(); ++i) result.Set(i, pairs[i]);
+  return result;
+}
+
 void pinThisLibrary() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&pinThisLibrary), &info) != 0 && info.dli_fname != nullptr)
@@ -140,6 +150,8 @@ MetalDecodeAddon::MetalDecodeAddon(Napi::Env env, Napi::Object exports) {
           InstanceValue("recordForward", Napi::Function::New(env, RecordForward, "recordForward"), napi_enumerable),
           InstanceValue("forwardBuffers", Napi::Function::New(env, ForwardBuffers, "forwardBuffers"), napi_enumerable),
           InstanceValue("samplingLaunches", Napi::Function::New(env, SamplingLaunches, "samplingLaunches"),
+                        napi_enumerable),
+          InstanceValue("dispatchedKernels", Napi::Function::New(env, DispatchedKernels, "dispatchedKernels"),
                         napi_enumerable),
           InstanceValue("abiVersion", Napi::Number::New(env, 9), napi_enumerable),
       });

@@ -13,8 +13,8 @@
 namespace md::addon {
 
 std::unique_ptr<Device> openCheckedDevice(const std::string& kind) {
-  std::unique_ptr<Device> device =
-      kind == "emulated" ? std::unique_ptr<Device>(std::make_unique<emu::EmulatedDevice>()) : metal::createMetalDevice();
+  std::unique_ptr<Device> device = kind == "emulated" ? std::unique_ptr<Device>(std::make_unique<emu::EmulatedDevice>())
+                                                      : metal::createMetalDevice();
   requireExactArithmetic(*device);  // same tokens as the CPU, or no device
   requireSimdLayout(*device);       // reductions over the threads they mean
   // Every pipeline now, while this is (or may be) off the event loop: a

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "../core/kernel_usage.h"
 #include "emulated_queue.h"
 
 namespace md::emu {
@@ -102,6 +103,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
       throw DeviceError(std::string(kernel_->name) +
                         ": threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +
                         std::to_string(threads));
+    noteDispatchedKernel("emulated", kernel_->name);
     EmulatedDispatch d;
     d.kernel = kernel_;
     d.label = std::move(nextLabel_);
@@ -171,17 +173,20 @@ EmulatedDevice::EmulatedDevice(const EmulatedKernel* kernels, size_t kernelCount
   if (!kernels_) kernels_ = emulatedKernels(&kernelCount_);
   try {
     order_ = fiberOrderFromEnvironment();
+    sumOrder_ = simdSumOrderFromEnvironment();
   } catch (const std::invalid_argument& e) {
     throw DeviceError(e.what());
   }
-  queue_ = std::make_shared<Queue>(order_, workers ? workers : std::max(1u, std::thread::hardware_concurrency()));
+  queue_ =
+      std::make_shared<Queue>(order_, sumOrder_, workers ? workers : std::max(1u, std::thread::hardware_concurrency()));
   queue_->start();
 }
 
 EmulatedDevice::~EmulatedDevice() { queue_->shutdown(); }
 
 std::string EmulatedDevice::name() const {
-  return std::string("emulated (CPU fibers, ") + fiberOrderName(order_) + " order)";
+  return std::string("emulated (CPU fibers, ") + fiberOrderName(order_) + " order" +
+         (sumOrder_ == SimdSumOrder::Butterfly ? ", butterfly sums)" : ")");
 }
 
 std::shared_ptr<Buffer> EmulatedDevice::newBuffer(size_t length) { return std::make_shared<EmulatedBuffer>(length); }

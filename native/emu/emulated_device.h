@@ -44,6 +44,7 @@ class EmulatedDevice : public Device {
   const EmulatedKernel* kernels_;
   size_t kernelCount_;
   FiberOrder order_;
+  SimdSumOrder sumOrder_;
   std::mutex pipelinesMutex_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
   std::shared_ptr<Queue> queue_;

@@ -57,7 +57,8 @@ std::string EmulatedSubmission::waitUntilDone() {
   return error;
 }
 
-EmulatedDevice::Queue::Queue(FiberOrder order, unsigned workers) : order_(order), workers_(workers) {}
+EmulatedDevice::Queue::Queue(FiberOrder order, SimdSumOrder sumOrder, unsigned workers)
+    : order_(order), sumOrder_(sumOrder), workers_(workers) {}
 
 void EmulatedDevice::Queue::start() {
   thread_ = std::thread([self = shared_from_this()] { self->loop(); });
@@ -148,6 +149,7 @@ void EmulatedDevice::Queue::run(const EmulatedDispatch& d) {
     }
     for (uint32_t g; !failed && (g = next.fetch_add(1)) < d.groups;) {
       try {
+        runners_[w]->setSimdSumOrder(sumOrder_);
         runners_[w]->run(d.kernel->invoke, &bound, g, d.groups, d.threads);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(failureMutex);

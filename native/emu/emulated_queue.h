@@ -53,7 +53,7 @@ struct EmulatedSubmission {
 
 class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
  public:
-  Queue(FiberOrder order, unsigned workers);
+  Queue(FiberOrder order, SimdSumOrder sumOrder, unsigned workers);
   // Gives its threadgroup runners back to the process's pool.
   ~Queue();
   // Starts the thread; it holds the queue until shutdown() and an empty queue.
@@ -71,6 +71,7 @@ class EmulatedDevice::Queue : public std::enable_shared_from_this<Queue> {
   void run(const EmulatedDispatch& dispatch);
 
   const FiberOrder order_;
+  const SimdSumOrder sumOrder_;
   const unsigned workers_;
   std::shared_ptr<FirstError> errors_ = std::make_shared<FirstError>();
   std::vector<std::unique_ptr<ThreadgroupRunner>> runners_;  // the queue thread's only; borrowed from a pool

@@ -193,8 +193,35 @@ inline void reduce(const uint64_t* in, uint32_t active, uint64_t* out, F f) {
   }
   for (uint32_t l = 0; l < 32; ++l) out[l] = pack(acc);
 }
+// The butterfly: lane l adds lane l ^ 16's partial, then l ^ 8's, ... l ^ 1's
+// (an inactive lane's partial is none). a + b and b + a are the same bits,
+// so every lane ends with the same sum.
+template <class T>
+void butterflySum(const uint64_t* in, uint32_t active, uint64_t* out) {
+  T partial[32];
+  bool present[32];
+  for (uint32_t l = 0; l < 32; ++l) {
+    present[l] = isActive(active, l);
+    partial[l] = present[l] ? unpack<T>(in[l]) : T{};
+  }
+  for (uint32_t mask = 16; mask >= 1; mask >>= 1) {
+    T next[32];
+    bool nextPresent[32];
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint32_t o = l ^ mask;
+      nextPresent[l] = present[l] || present[o];
+      next[l] = present[l] && present[o] ? T(partial[l] + partial[o]) : present[l] ? partial[l] : partial[o];
+    }
+    for (uint32_t l = 0; l < 32; ++l) {
+      partial[l] = next[l];
+      present[l] = nextPresent[l];
+    }
+  }
+  for (uint32_t l = 0; l < 32; ++l) out[l] = pack(partial[l]);
+}
 template <class T>
 void sum(const uint64_t* in, const uint32_t*, uint32_t active, uint64_t* out) {
+  if (ThreadgroupRunner::current().simdSumOrder() == SimdSumOrder::Butterfly) return butterflySum<T>(in, active, out);
   reduce<T>(in, active, out, [](T a, T b) { return T(a + b); });
 }
 template <class T>

@@ -56,6 +56,17 @@ const char* fiberOrderName(FiberOrder order) {
   return "?";
 }
 
+SimdSumOrder simdSumOrderFromEnvironment() {
+  const char* value = std::getenv("MD_EMU_SIMD_SUM");
+  if (!value || !*value || std::strcmp(value, "lane-order") == 0) return SimdSumOrder::LaneOrder;
+  if (std::strcmp(value, "butterfly") == 0) return SimdSumOrder::Butterfly;
+  throw std::invalid_argument(std::string("MD_EMU_SIMD_SUM must be lane-order or butterfly, not '") + value + "'");
+}
+
+const char* simdSumOrderName(SimdSumOrder order) {
+  return order == SimdSumOrder::Butterfly ? "butterfly" : "lane-order";
+}
+
 ThreadgroupRunner::ThreadgroupRunner(FiberOrder order, uint64_t shuffleSeed) : order_(order), rng_(shuffleSeed) {}
 
 ThreadgroupRunner::~ThreadgroupRunner() = default;

@@ -34,6 +34,17 @@ enum class FiberOrder { Forward, Reverse, Shuffled };
 FiberOrder fiberOrderFromEnvironment();
 const char* fiberOrderName(FiberOrder order);
 
+// The order simd_sum adds its 32 lanes in. Metal leaves it to the
+// hardware; the kernels' exact results must not depend on it (they build
+// the sums that must be bit-exact from shuffles in a fixed order), so the
+// tests run under both: lane order (0, 1, 2, ...) and a butterfly (lanes
+// 16 apart, then 8, 4, 2, 1: the shape of a hardware reduction tree).
+// MD_EMU_SIMD_SUM: lane-order (default) or butterfly; std::invalid_argument
+// naming the variable for any other value.
+enum class SimdSumOrder { LaneOrder, Butterfly };
+SimdSumOrder simdSumOrderFromEnvironment();
+const char* simdSumOrderName(SimdSumOrder order);
+
 // The Metal thread-position attributes every kernel receives (see
 // MD_THREAD_IDS in metal/md_kernel.h), in the same order.
 struct ThreadIds {
@@ -68,6 +79,10 @@ class ThreadgroupRunner {
 
   // The runner of the fiber calling this (only valid inside a kernel).
   static ThreadgroupRunner& current();
+
+  // How simd_sum adds (set per dispatch: runners are pooled between devices).
+  void setSimdSumOrder(SimdSumOrder order) { sumOrder_ = order; }
+  SimdSumOrder simdSumOrder() const { return sumOrder_; }
 
   // Called by the compat header from inside a kernel.
   void barrier(const char* file, int line);
@@ -117,6 +132,7 @@ class ThreadgroupRunner {
   [[noreturn]] void parkFaultedFiber();
 
   FiberOrder order_;
+  SimdSumOrder sumOrder_ = SimdSumOrder::LaneOrder;
   uint64_t rng_;
   std::vector<Lane> lanes_;
   std::vector<uint32_t> schedule_;

@@ -27,19 +27,35 @@ using md::emu::testing::kFaultKernels;
 
 const char* const kOrders[] = {"forward", "reverse", "shuffled"};
 
+// Sets an environment variable for its lifetime, and puts back what it
+// was however the scope ends (a device's construction may throw).
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    const char* before = std::getenv(name);
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnvironment() {
+    if (had_)
+      setenv(name_, saved_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
 // A device with the fault kernels (or `kernels`) and a given fiber order.
 std::unique_ptr<EmulatedDevice> deviceWithOrder(const char* order, unsigned workers = 0,
                                                 const md::emu::EmulatedKernel* kernels = kFaultKernels,
                                                 size_t kernelCount = kFaultKernelCount) {
-  const char* before = std::getenv("MD_EMU_FIBER_ORDER");
-  std::string saved = before ? before : "";
-  setenv("MD_EMU_FIBER_ORDER", order, 1);
-  auto device = std::make_unique<EmulatedDevice>(kernels, kernelCount, workers);
-  if (before)
-    setenv("MD_EMU_FIBER_ORDER", saved.c_str(), 1);
-  else
-    unsetenv("MD_EMU_FIBER_ORDER");
-  return device;
+  ScopedEnvironment fiberOrder("MD_EMU_FIBER_ORDER", order);
+  return std::make_unique<EmulatedDevice>(kernels, kernelCount, workers);
 }
 
 // Runs kernel `name` with one output buffer of `words` uints; returns the
@@ -111,6 +127,44 @@ TEST(Emulator, DivergentBarriersAreReportedWithTheirLines) {
       << error;
 }
 
+// simd_sum in lane order and in a butterfly, on lanes where the orders
+// round differently: 1e8 then 31 ones. In lane order each + 1 is lost
+// (float's step at 1e8 is 8); the butterfly adds the ones among
+// themselves first (2, 4, 8, 16) and keeps 24 of them.
+TEST(Emulator, SimdSumAddsInLaneOrderOrInAButterflyAsMdEmuSimdSumSays) {
+  auto sumWith = [](const char* order) {
+    ScopedEnvironment sumOrder("MD_EMU_SIMD_SUM", order);
+    auto device = std::make_unique<EmulatedDevice>(kFaultKernels, kFaultKernelCount, 1);
+    auto in = device->newBuffer(32 * 4);
+    auto out = device->newBuffer(32 * 4);
+    auto* values = static_cast<float*>(in->contents());
+    values[0] = 1e8f;
+    for (int l = 1; l < 32; ++l) values[l] = 1.0f;
+    auto cb = device->newCommandBuffer();
+    cb->setPipeline(device->pipeline("md_test_simd_float_sum"));
+    cb->setBuffer(0, *in, 0);
+    cb->setBuffer(1, *out, 0);
+    cb->dispatch(1, 32);
+    cb->commit();
+    cb->wait();
+    const auto* sums = static_cast<const float*>(out->contents());
+    for (int l = 1; l < 32; ++l) EXPECT_EQ(sums[l], sums[0]) << order << " lane " << l;
+    return std::make_pair(sums[0], device->name());
+  };
+  const auto [inLaneOrder, laneName] = sumWith("lane-order");
+  const auto [inButterfly, butterflyName] = sumWith("butterfly");
+  EXPECT_EQ(inLaneOrder, 1e8f);
+  EXPECT_EQ(inButterfly, 100000024.0f);
+  EXPECT_EQ(butterflyName.find(", butterfly sums)") != std::string::npos, true) << butterflyName;
+  EXPECT_EQ(laneName.find("butterfly"), std::string::npos) << laneName;
+  try {
+    sumWith("random");
+    ADD_FAILURE() << "accepted";
+  } catch (const md::DeviceError& e) {
+    EXPECT_STREQ(e.what(), "MD_EMU_SIMD_SUM must be lane-order or butterfly, not 'random'");
+  }
+}
+
 // A fault names the dispatch's label (a table command's, a sampling
 // launch's) with the kernel; the label is for that dispatch only.
 TEST(Emulator, AFaultNamesTheLabelOfTheDispatchThatFailed) {
@@ -133,10 +187,11 @@ TEST(Emulator, AFaultNamesTheLabelOfTheDispatchThatFailed) {
     }
     return "";
   };
-  EXPECT_EQ(errorWithLabel("blk.3.attention").rfind(
-                "blk.3.attention (md_test_divergent_barrier): threadgroup 0: divergent synchronisation", 0),
+  EXPECT_EQ(errorWithLabel("blk.3.attention")
+                .rfind("blk.3.attention (md_test_divergent_barrier): threadgroup 0: divergent synchronisation", 0),
             0u);
-  EXPECT_EQ(errorWithLabel(nullptr).rfind("md_test_divergent_barrier: threadgroup 0: divergent synchronisation", 0), 0u);
+  EXPECT_EQ(errorWithLabel(nullptr).rfind("md_test_divergent_barrier: threadgroup 0: divergent synchronisation", 0),
+            0u);
 }
 
 TEST(Emulator, AnEarlyReturnBeforeABarrierIsADeadlockNotAHang) {

@@ -9,7 +9,7 @@ import { generate, Session, type GgufModel, type GgufTokenizer } from '../../lib
 import { chiSquarePValue, exactDistribution } from '../exact-distribution.js';
 import type { OracleModel } from './llama-cpp-oracle.js';
 
-export type ModelBackend = 'native' | 'emulated';
+export type ModelBackend = 'native' | 'emulated' | 'metal';
 
 export const STORY_PROMPTS = [
   'Once upon a time',

@@ -23,6 +23,7 @@ const EmulatedKernel kFaultKernels[] = {
     MD_EMULATED_KERNEL(md_test_simd_ops),
     MD_EMULATED_KERNEL(md_test_too_much_threadgroup_memory),
     MD_EMULATED_KERNEL(md_test_half_arithmetic),
+    MD_EMULATED_KERNEL(md_test_simd_float_sum),
     // The planted fused probe, under the name requireExactArithmetic runs.
     ::md::emu::EmulatedKernel{"md_fp_contract_probe", &::md::emu::KernelBinding<&md_test_fused_probe>::invoke,
                               ::md::emu::KernelBinding<&md_test_fused_probe>::kArguments},

@@ -80,6 +80,13 @@ kernel void md_test_interleaved_simd_layout(device uint* out [[buffer(0)]], MD_T
   out[tid] = (tid % 32u) * 32u + tid / 32u;
 }
 
+// simd_sum of float lanes: in[] chosen so that lane order and a butterfly
+// round differently.
+kernel void md_test_simd_float_sum(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                                   MD_THREAD_IDS) {
+  out[tid] = simd_sum(in[tid]);
+}
+
 // Half arithmetic as Metal does it (in[] = 1024, 0.5, 3, 0.1): every half
 // operation rounds to half, half with float is float.
 kernel void md_test_half_arithmetic(device const half* in [[buffer(0)]], device float* out [[buffer(1)]],
