@@ -43,27 +43,38 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
   return float(int(q) - 8) * float(as_type<half>(b->d));
 }
 
-// The dots of a float part read its first n values (n < MD_QK only at the
-// end of a row); a quantized part is always whole, and ignores n.
-inline float md_block_dot(device const md_block_f32* b, uint, device const float* x, uint n) {
+// The dot of one 32-value part of a block with the part's x, which the
+// caller has loaded into registers once for all its rows. Each dot reads
+// its block's bytes once (scales and offsets into registers first), then
+// sums the products in the order the type has always used, so the result
+// is the same bits as dequantizing value by value. A float part reads its
+// first n values (n < MD_QK only at the end of a row); a quantized part
+// is always whole, and ignores n.
+inline float md_block_dot(device const md_block_f32* b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += b->v[j] * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_f16* b, uint, device const float* x, uint n) {
+inline float md_block_dot(device const md_block_f16* b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += float(b->v[j]) * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_q8_0* b, uint, device const float* x, uint) {
+inline float md_block_dot(device const md_block_bf16* b, uint, thread const float* x, uint n) {
+  float sum = 0.0f;
+  for (uint j = 0; j < n; ++j) sum += as_type<float>(uint(b->v[j]) << 16) * x[j];
+  return sum;
+}
+
+inline float md_block_dot(device const md_block_q8_0* b, uint, thread const float* x, uint) {
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK; ++j) sum += float(b->qs[j]) * x[j];
   return sum * float(as_type<half>(b->d));
 }
 
-inline float md_block_dot(device const md_block_q4_0* b, uint, device const float* x, uint) {
+inline float md_block_dot(device const md_block_q4_0* b, uint, thread const float* x, uint) {
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK / 2; ++j) {
     const uint q = b->qs[j];
@@ -73,16 +84,38 @@ inline float md_block_dot(device const md_block_q4_0* b, uint, device const floa
   return sum * float(as_type<half>(b->d));
 }
 
-// BF16, Q4_1 and Q5_0: each value as the CPU dequantizes it, then the dot.
+// A 0-type block's 16 bytes of nibbles, each read once.
 template <typename Block>
-inline float md_value_dot(device const Block* b, device const float* x, uint n) {
+inline void md_load_nibbles(device const Block* b, thread uint* q) {
+  for (uint j = 0; j < MD_QK / 2; ++j) q[j] = b->qs[j];
+}
+
+// Q4_1: value j is q * d + m (md_block_value's expression, from registers).
+inline float md_block_dot(device const md_block_q4_1* b, uint, thread const float* x, uint) {
+  const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
+  uint q[MD_QK / 2];
+  md_load_nibbles(b, q);
   float sum = 0.0f;
-  for (uint j = 0; j < n; ++j) sum += md_block_value(b, j) * x[j];
+  for (uint j = 0; j < MD_QK; ++j) {
+    const uint v = j < MD_QK / 2 ? (q[j] & 0x0fu) : (q[j - MD_QK / 2] >> 4);
+    sum += (float(v) * d + m) * x[j];
+  }
   return sum;
 }
-inline float md_block_dot(device const md_block_bf16* b, uint, device const float* x, uint n) { return md_value_dot(b, x, n); }
-inline float md_block_dot(device const md_block_q4_1* b, uint, device const float* x, uint) { return md_value_dot(b, x, MD_QK); }
-inline float md_block_dot(device const md_block_q5_0* b, uint, device const float* x, uint) { return md_value_dot(b, x, MD_QK); }
+
+// Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian word.
+inline float md_block_dot(device const md_block_q5_0* b, uint, thread const float* x, uint) {
+  const float d = float(as_type<half>(b->d));
+  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  uint q[MD_QK / 2];
+  md_load_nibbles(b, q);
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) {
+    const uint low = j < MD_QK / 2 ? (q[j] & 0x0fu) : (q[j - MD_QK / 2] >> 4);
+    sum += float(int(low | (((qh >> j) & 1u) << 4)) - 16) * d * x[j];
+  }
+  return sum;
+}
 
 // Values per block, by type (the pointer only picks the overload).
 template <typename Block>
@@ -93,27 +126,41 @@ inline uint md_block_values(device const md_block_q6_k*) { return MD_QK_K; }
 
 // ---- the K types: super-blocks of 256 values in 8 parts of 32 ----------------
 
-// Part j's 6-bit scale and min of a Q4_K or Q5_K block (llama.cpp's
-// get_scale_min_k4; the CPU unpacks the same bits four at a time).
-inline void md_k4_scale_min(device const md_u8* q, uint j, thread uint& scale, thread uint& min) {
-  if (j < 4) {
-    scale = q[j] & 63u;
-    min = q[j + 4] & 63u;
-  } else {
-    scale = (q[j + 4] & 0x0fu) | ((uint(q[j - 4]) >> 6) << 4);
-    min = (uint(q[j + 4]) >> 4) | ((uint(q[j]) >> 6) << 4);
-  }
+// A Q4_K or Q5_K block's 12 bytes of 6-bit scales and mins as three words
+// (they sit 4 bytes into the block, so the words are aligned): every lane
+// loads all three, the same addresses for the whole SIMD group, so each
+// byte is fetched once however the block's parts are spread over lanes.
+template <typename Block>
+inline void md_k4_scale_words(device const Block* b, thread uint* words) {
+  device const uint* w = (device const uint*)b->scales;
+  for (uint i = 0; i < 3; ++i) words[i] = w[i];
+}
+
+// Part j's scale and min (llama.cpp's get_scale_min_k4; the CPU unpacks the
+// same bits four at a time), from the words: selects, not branches.
+inline void md_k4_scale_min(thread const uint* words, uint j, thread uint& scale, thread uint& min) {
+  const uint low = (words[(j & 3u) / 4u] >> (8u * (j & 3u))) & 0xffu;  // byte j % 4
+  const uint high = (words[(j + 4u) / 4u] >> (8u * ((j + 4u) & 3u))) & 0xffu;  // byte j + 4
+  const uint mid = (words[j / 4u] >> (8u * (j & 3u))) & 0xffu;  // byte j
+  const bool upper = j >= 4;
+  scale = upper ? ((high & 0x0fu) | ((low >> 6) << 4)) : (low & 63u);
+  min = upper ? ((high >> 4) | ((mid >> 6) << 4)) : (high & 63u);
 }
 
 // Value l of part j: d * scale * q - dmin * min, with q's fifth bit from qh for Q5_K.
 template <typename Block>
 inline float md_k45_value(device const Block* b, uint j, uint l, uint fifth) {
-  uint scale, min;
-  md_k4_scale_min(b->scales, j, scale, min);
+  uint words[3], scale, min;
+  md_k4_scale_words(b, words);
+  md_k4_scale_min(words, j, scale, min);
   const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
   const uint q = b->qs[32 * (j / 2) + l];
   return d1 * float(((j & 1) != 0 ? q >> 4 : q & 0x0fu) + fifth) - m1;
 }
+
+// Q5_K's byte of fifth bits for value l of every part (Q4_K has none: never called for it).
+inline uint md_q5_k_high_bits(device const md_block_q5_k* b, uint l) { return b->qh[l]; }
+inline uint md_q5_k_high_bits(device const md_block_q4_k*, uint) { return 0; }
 
 inline float md_k_value(device const md_block_q4_k* b, uint j, uint l) { return md_k45_value(b, j, l, 0); }
 inline float md_k_value(device const md_block_q5_k* b, uint j, uint l) { return md_k45_value(b, j, l, ((b->qh[l] >> j) & 1u) != 0 ? 16u : 0u); }
@@ -131,15 +178,47 @@ inline float md_block_value(device const md_block_q4_k* b, uint j) { return md_k
 inline float md_block_value(device const md_block_q5_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 inline float md_block_value(device const md_block_q6_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 
+// The dot of part j of a Q4_K or Q5_K super-block: its scale and min, d and
+// dmin read once; then value l is d1 * q - m1 as md_k45_value computes it.
 template <typename Block>
-inline float md_k_part_dot(device const Block* b, uint part, device const float* x) {
+inline float md_k45_part_dot(device const Block* b, uint j, thread const float* x, bool fifth_bits) {
+  uint words[3], scale, min;
+  md_k4_scale_words(b, words);
+  md_k4_scale_min(words, j, scale, min);
+  const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
+  device const md_u8* qs = b->qs + 32 * (j / 2);
+  // Shifts, not branches, on the lane's part: every lane of a SIMD group
+  // then runs the same loads (a branch on the lane would split them).
+  const uint shift = (j & 1u) * 4u;
   float sum = 0.0f;
-  for (uint l = 0; l < 32; ++l) sum += md_k_value(b, part, l) * x[l];
+  for (uint l = 0; l < 32; ++l) {
+    const uint fifth = fifth_bits ? ((md_q5_k_high_bits(b, l) >> j) & 1u) << 4 : 0u;
+    sum += (d1 * float(((uint(qs[l]) >> shift) & 0x0fu) + fifth) - m1) * x[l];
+  }
   return sum;
 }
-inline float md_block_dot(device const md_block_q4_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
-inline float md_block_dot(device const md_block_q5_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
-inline float md_block_dot(device const md_block_q6_k* b, uint part, device const float* x, uint) { return md_k_part_dot(b, part, x); }
+
+// Q6_K part j: d and the part's two scales read once, then md_k_value's expression.
+inline float md_block_dot(device const md_block_q6_k* b, uint j, thread const float* x, uint) {
+  const uint half_index = j / 4, quarter = j % 4;
+  const float d = float(as_type<half>(b->d));
+  const float scales[2] = {float(b->scales[8 * half_index + 2 * quarter]), float(b->scales[8 * half_index + 1 + 2 * quarter])};
+  device const md_u8* ql = b->ql + 64 * half_index + (quarter & 1u) * 32u;
+  device const md_u8* qh = b->qh + 32 * half_index;
+  const uint low_shift = (quarter >> 1) * 4u;  // shifts, not branches on the lane's part (see above)
+  float sum = 0.0f;
+  for (uint l = 0; l < 32; ++l) {
+    const uint q = ((uint(ql[l]) >> low_shift) & 0x0fu) | (((uint(qh[l]) >> (2 * quarter)) & 3u) << 4);
+    sum += d * scales[l / 16] * float(int(q) - 32) * x[l];
+  }
+  return sum;
+}
+inline float md_block_dot(device const md_block_q4_k* b, uint part, thread const float* x, uint) {
+  return md_k45_part_dot(b, part, x, false);
+}
+inline float md_block_dot(device const md_block_q5_k* b, uint part, thread const float* x, uint) {
+  return md_k45_part_dot(b, part, x, true);
+}
 
 // ---- rows -------------------------------------------------------------------
 

@@ -25,13 +25,16 @@ inline void md_matvec_rows(device const Block* w, device const float* x, uint ro
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) row_at[r] = md_row(w, first + r < rows ? first + r : first, cols);
   // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
   // types, and for the K types the eight parts of a super-block go to
-  // eight neighbouring lanes.
+  // eight neighbouring lanes. A token's 32 values of x are loaded once per
+  // part into registers and serve every row of the SIMD group.
   for (uint u = lane; u < parts; u += MD_SIMD_WIDTH) {
     const uint b = u / parts_per_block, part = u % parts_per_block, n = min(uint(MD_QK), cols - u * MD_QK);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
       device const float* xb = x + ulong(t) * cols + ulong(u) * MD_QK;
+      float xr[MD_QK];
+      for (uint j = 0; j < n; ++j) xr[j] = xb[j];
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xb, n);
+        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xr, n);
       }
     }
   }

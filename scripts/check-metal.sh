@@ -79,7 +79,8 @@ must_fail native/tests/kernels/buffer_order_error.metal "declares its buffers ou
   "the emulator binds arguments by position" node scripts/lint-metal.mjs native/tests/kernels/buffer_order_error.metal
 
 echo "== attributes and buffer order: every [[...]] in metal/ and the test kernels is one Metal knows, buffers in order"
-lint_files=(metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal native/tests/kernels/simdgroup_matrix.metal)
+lint_files=(metal/*.metal metal/*.h native/tests/kernels/chain_probe.metal native/tests/kernels/faults.metal
+            native/tests/kernels/simdgroup_matrix.metal native/tests/kernels/access_patterns.metal)
 node scripts/lint-metal.mjs "${lint_files[@]}"
 echo "   ok  ${#lint_files[@]} files"
 

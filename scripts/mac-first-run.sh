@@ -14,7 +14,10 @@
 #   4. the backends the package sees (getBackends());
 #   5. the whole test suite with the GPU: METAL_DECODE_TEST_METAL=1 npm test
 #      (every kernel test on metal too, the 2^23 noise cells, ...);
-#   6. the benchmark (npx metal-decode bench), metal against the others.
+#   6. the benchmark (npx metal-decode bench), metal against the others;
+#   7. the GGUF forward pass on the GPU: a Llama-3.2-1B-shaped Q4_0 file
+#      (random weights, written here), bench model --backend metal, with
+#      llama.cpp's Metal build on the same file beside it.
 # The report goes to stdout and to build-mac/first-run-report.md; the full
 # logs stay in build-mac/. Exit 0 only if every step passed.
 set -uo pipefail
@@ -107,6 +110,18 @@ say ""
 say "## Benchmark"
 say '```'
 tee -a "$report" <"$out/bench.log"
+say '```'
+
+# 7. The forward pass on the GPU, on a file of the shape people run.
+model="$out/llama-1b-q4_0.gguf"
+step "write a Llama-3.2-1B-shaped Q4_0 file" "$out/make-model.log" \
+  node dist/test/gguf/make-model.js --shape llama-3.2-1b --type Q4_0 --out "$model"
+step "bench model --backend metal" "$out/bench-model.log" \
+  node bin/metal-decode.js bench model --model "$model" --backend metal --compare auto
+say ""
+say "## The forward pass on the GPU"
+say '```'
+tee -a "$report" <"$out/bench-model.log"
 say '```'
 
 say ""

@@ -114,6 +114,16 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
             }
             for (let p = PROMPT.length - 1; p < PROMPT.length + 7; p++) await fresh.device.runChain(fresh.table.greedy, p, 1);
             expect(Array.from(fresh.table.tokens.readUint32(PROMPT.length, 8))).toEqual(chained);
+            // Speculative verification of the prompt's last token and three of
+            // the chain's, in one dispatch per matrix (the batch kernels: each
+            // row with the bits it gets alone): the chain's tokens.
+            const verify = fresh.table.verifyTable(4, { temperature: 0 });
+            try {
+              await fresh.device.runChain(verify, PROMPT.length - 1, 1);
+              expect(Array.from(fresh.table.readVerified(PROMPT.length - 1, 4))).toEqual(chained.slice(0, 4));
+            } finally {
+              verify.dispose();
+            }
           } finally {
             fresh.close();
           }

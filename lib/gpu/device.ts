@@ -233,11 +233,18 @@ export class GpuDevice {
   }
 }
 
-function checkKind(kind: unknown): asserts kind is GpuDeviceKind {
+// The addon, for a device of `kind` (checked); BackendUnavailableError when it is missing.
+function addonFor(kind: unknown): NativeAddon {
   if (kind !== 'metal' && kind !== 'emulated') {
     throw invalidParameterError('kind', "'metal' or 'emulated'", kind, typeof kind === 'string' ? 'range' : 'type');
   }
+  const addon = loadAddon();
+  if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
+  return addon.addon;
 }
+
+const unavailable = (kind: GpuDeviceKind, error: unknown) =>
+  new BackendUnavailableError(kind, error instanceof Error ? error.message : String(error));
 
 /**
  * Opens a GPU device: 'metal' (macOS on Apple silicon) or 'emulated'.
@@ -247,16 +254,12 @@ function checkKind(kind: unknown): asserts kind is GpuDeviceKind {
  * openDeviceAsync does it off the event loop.
  */
 export function openDevice(kind: GpuDeviceKind): GpuDevice {
-  checkKind(kind);
-  const addon = loadAddon();
-  if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
-  let native: NativeDevice;
+  const addon = addonFor(kind);
   try {
-    native = new addon.addon.Device(kind);
+    return new GpuDevice(kind, addon, new addon.Device(kind));
   } catch (error) {
-    throw new BackendUnavailableError(kind, error instanceof Error ? error.message : String(error));
+    throw unavailable(kind, error);
   }
-  return new GpuDevice(kind, addon.addon, native);
 }
 
 /**
@@ -265,16 +268,12 @@ export function openDevice(kind: GpuDeviceKind): GpuDevice {
  * with BackendUnavailableError saying why the device cannot start.
  */
 export async function openDeviceAsync(kind: GpuDeviceKind): Promise<GpuDevice> {
-  checkKind(kind);
-  const addon = loadAddon();
-  if (!addon.ok) throw new BackendUnavailableError(kind, `it runs in the native addon, which is unavailable: ${addon.reason}`);
-  let native: NativeDevice;
+  const addon = addonFor(kind);
   try {
-    native = await addon.addon.openDevice(kind);
+    return new GpuDevice(kind, addon, await addon.openDevice(kind));
   } catch (error) {
-    throw new BackendUnavailableError(kind, error instanceof Error ? error.message : String(error));
+    throw unavailable(kind, error);
   }
-  return new GpuDevice(kind, addon.addon, native);
 }
 
 const sharedDevices = new Map<GpuDeviceKind, GpuDevice>();

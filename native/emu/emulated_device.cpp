@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "../core/kernel_usage.h"
@@ -14,14 +15,23 @@ namespace {
 class EmulatedBuffer : public Buffer {
  public:
   // Exactly `length` bytes, so AddressSanitizer sees a kernel that reads
-  // past the end of a buffer.
-  // Zeroed, as Metal's new buffers are.
-  explicit EmulatedBuffer(size_t length) : bytes_(new unsigned char[length ? length : 1]()), length_(length) {}
+  // past the end of a buffer. Zeroed, as Metal's new buffers are. Aligned
+  // to more than a 128-byte memory line (Metal's are page-aligned), so the
+  // access counters see the lines a GPU would.
+  explicit EmulatedBuffer(size_t length)
+      : bytes_(static_cast<unsigned char*>(::operator new[](length ? length : 1, std::align_val_t(kAlignment)))),
+        length_(length) {
+    std::memset(bytes_.get(), 0, length ? length : 1);
+  }
   void* contents() override { return bytes_.get(); }
   size_t length() const override { return length_; }
 
  private:
-  std::unique_ptr<unsigned char[]> bytes_;
+  static constexpr size_t kAlignment = 256;
+  struct AlignedDelete {
+    void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
+  };
+  std::unique_ptr<unsigned char, AlignedDelete> bytes_;
   size_t length_;
 };
 

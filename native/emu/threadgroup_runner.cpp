@@ -73,6 +73,15 @@ ThreadgroupRunner::~ThreadgroupRunner() = default;
 
 ThreadgroupRunner& ThreadgroupRunner::current() { return *currentRunner; }
 
+ThreadgroupRunner* ThreadgroupRunner::currentOrNull() { return currentRunner; }
+
+bool ThreadgroupRunner::holdsThreadgroupMemory(const void* p) const {
+  const auto* byte = static_cast<const unsigned char*>(p);
+  for (const TgArray& a : tgArrays_)
+    if (byte >= a.bytes.get() && byte < a.bytes.get() + a.size) return true;
+  return false;
+}
+
 void ThreadgroupRunner::prepare(uint32_t threads) {
   if (threads == 0 || threads % kSimdWidth != 0 || threads > 1024)
     throw std::invalid_argument("threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +

@@ -79,6 +79,13 @@ class ThreadgroupRunner {
 
   // The runner of the fiber calling this (only valid inside a kernel).
   static ThreadgroupRunner& current();
+  // The same, or nullptr outside a kernel (the access counters ask).
+  static ThreadgroupRunner* currentOrNull();
+  // Inside a kernel: the thread running (its tid) and its threadgroup.
+  uint32_t runningThread() const { return running_; }
+  uint32_t runningGroup() const { return group_; }
+  // Whether `p` is in one of this run's threadgroup arrays.
+  bool holdsThreadgroupMemory(const void* p) const;
 
   // How simd_sum adds (set per dispatch: runners are pooled between devices).
   void setSimdSumOrder(SimdSumOrder order) { sumOrder_ = order; }

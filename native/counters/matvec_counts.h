@@ -1,0 +1,24 @@
+// matvec_counts.h: the decode matrix-vector kernel of one weight type,
+// counted on a matrix of a model's shape (random weights): what the tests
+// and the md_kernel_counters report read.
+#pragma once
+#include <cstdint>
+
+#include "access_recorder.h"
+#include "device.h"
+#include "quant/tensor_types.h"
+
+namespace md::counters {
+
+struct MatvecCounts {
+  AccessCounts all;
+  BufferCounts weights, x, y;
+  uint64_t weightBytes = 0;  // the matrix's size
+};
+
+// y = W x for `rows` x `cols` of `type` (one matrix, store mode), with the
+// threadgroups of `simdgroups` SIMD groups the tables use.
+MatvecCounts countMatvec(Device& device, TensorType type, const char* kernelSuffix, uint32_t rows, uint32_t cols,
+                         uint32_t simdgroups = 4);
+
+}  // namespace md::counters
