@@ -43,21 +43,23 @@ struct BufferCounts {
 };
 
 struct AccessCounts {
-  uint64_t deviceBytesRead = 0;       // bytes device loads moved (a lane's 4-byte load: 4)
+  uint64_t deviceBytesRead = 0;  // bytes device loads moved (a lane's 4-byte load: 4)
   uint64_t deviceBytesWritten = 0;
   uint64_t distinctDeviceBytesRead = 0;  // of the watched memory, bytes read at least once
-  uint64_t loadInstructions = 0;      // SIMD-group loads from device memory
+  uint64_t loadInstructions = 0;         // SIMD-group loads from device memory
   uint64_t storeInstructions = 0;
-  uint64_t linesLoaded = 0;           // distinct 128-byte lines, summed over the loads
+  uint64_t linesLoaded = 0;  // distinct 128-byte lines, summed over the loads
   uint64_t linesStored = 0;
-  uint64_t bytesUsedLoading = 0;      // distinct bytes, summed over the loads
+  uint64_t bytesUsedLoading = 0;  // distinct bytes, summed over the loads
   uint64_t bytesUsedStoring = 0;
   uint64_t threadgroupInstructions = 0;  // SIMD-group accesses to threadgroup memory
   uint64_t threadgroupWavefronts = 0;    // their bank passes: equal to the instructions when conflict-free
   std::vector<BufferCounts> buffers;     // per watched buffer, in the order they were watched
 
   // The share of the lines' bytes the loads used (1: fully coalesced).
-  double loadEfficiency() const { return linesLoaded ? double(bytesUsedLoading) / (double(linesLoaded) * kLineBytes) : 1; }
+  double loadEfficiency() const {
+    return linesLoaded ? double(bytesUsedLoading) / (double(linesLoaded) * kLineBytes) : 1;
+  }
   double storeEfficiency() const {
     return linesStored ? double(bytesUsedStoring) / (double(linesStored) * kLineBytes) : 1;
   }

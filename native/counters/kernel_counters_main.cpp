@@ -18,15 +18,15 @@ int main(int argc, char** argv) {
   }
   md::emu::EmulatedDevice device(nullptr, 0, 1);  // one worker: the recorder counts one threadgroup at a time
   std::printf("md_matvec_* on a %u x %u matrix (random weights), %u-thread threadgroups\n\n", rows, cols, 128u);
-  std::printf("| type | weight bytes | weight bytes fetched / size | lane bytes / size | device load instructions | "
-              "lines per load | load efficiency | x bytes fetched per weight byte | store efficiency |\n");
+  std::printf(
+      "| type | weight bytes | weight bytes fetched / size | lane bytes / size | device load instructions | "
+      "lines per load | load efficiency | x bytes fetched per weight byte | store efficiency |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const TypeCase& t : kWeightTypes) {
     const auto c = md::counters::countMatvec(device, t.type, t.suffix, rows, cols);
     std::printf("| %s | %llu | %.3f | %.3f | %llu | %.2f | %.1f%% | %.2f | %.1f%% |\n", t.suffix,
                 (unsigned long long)c.weightBytes, double(c.weights.bytesFetched) / double(c.weightBytes),
-                double(c.weights.bytesRead) / double(c.weightBytes),
-                (unsigned long long)c.all.loadInstructions,
+                double(c.weights.bytesRead) / double(c.weightBytes), (unsigned long long)c.all.loadInstructions,
                 double(c.all.linesLoaded) / double(c.all.loadInstructions ? c.all.loadInstructions : 1),
                 100 * c.all.loadEfficiency(), double(c.x.bytesFetched) / double(c.weightBytes),
                 100 * c.all.storeEfficiency());

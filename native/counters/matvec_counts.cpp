@@ -24,16 +24,10 @@ MatvecCounts countMatvec(Device& device, TensorType type, const char* kernelSuff
   const uint32_t simdGroupsNeeded = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
   // The unused matrix slots bound to the first, as the tables bind them.
   MatvecCounts result;
-  result.all = countDispatch(device, std::string("md_matvec_") + kernelSuffix,
-                             {{0, w.get()},
-                              {1, x.get()},
-                              {3, y.get()},
-                              {4, w.get()},
-                              {5, y.get()},
-                              {6, w.get()},
-                              {7, y.get()}},
-                             2, &p, sizeof p,
-                             (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
+  result.all =
+      countDispatch(device, std::string("md_matvec_") + kernelSuffix,
+                    {{0, w.get()}, {1, x.get()}, {3, y.get()}, {4, w.get()}, {5, y.get()}, {6, w.get()}, {7, y.get()}},
+                    2, &p, sizeof p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
   result.weights = result.all.buffers.at(0);
   result.x = result.all.buffers.at(1);
   result.y = result.all.buffers.at(2);

@@ -11,8 +11,8 @@
 
 // Each hook's return address is the code address of the access: the
 // "site" that tells one load instruction from another.
-#define MD_TSAN_HOOK(kind, n)                                           \
-  extern "C" __attribute__((noinline)) void __tsan_##kind##n(void* p) { \
+#define MD_TSAN_HOOK(kind, n)                                                       \
+  extern "C" __attribute__((noinline)) void __tsan_##kind##n(void* p) {             \
     md::counters::recordAccess(p, n, #kind[0] == 'w', __builtin_return_address(0)); \
   }
 MD_TSAN_HOOK(read, 1)

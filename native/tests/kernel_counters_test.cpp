@@ -20,8 +20,8 @@ using md::counters::countDispatch;
 
 // One worker: the recorder counts one threadgroup at a time.
 md::emu::EmulatedDevice& patterns() {
-  static md::emu::EmulatedDevice d(md::emu::testing::kAccessPatternKernels,
-                                   md::emu::testing::kAccessPatternKernelCount, 1);
+  static md::emu::EmulatedDevice d(md::emu::testing::kAccessPatternKernels, md::emu::testing::kAccessPatternKernelCount,
+                                   1);
   return d;
 }
 
