@@ -11,7 +11,10 @@ if ! command -v clang-format >/dev/null; then
   echo "check-format: clang-format is missing. Debian/Ubuntu: apt-get install clang-format; macOS: brew install clang-format" >&2
   exit 1
 fi
-mapfile -t cpp < <(git ls-files 'native/*.cpp' 'native/*.h' 'native/*.mm' | grep -v '^native/metal/stubs/')
+# Tracked and new (untracked, not ignored) files alike: a new file is
+# checked before its first commit, as CI will check it after.
+mapfile -t cpp < <(git ls-files --cached --others --exclude-standard 'native/*.cpp' 'native/*.h' 'native/*.mm' |
+  grep -v '^native/metal/stubs/' | sort -u)
 scripts=(lib test demo bin scripts eslint.config.mjs vitest.config.ts)
 
 if [ "${1:-}" = "--write" ]; then

@@ -2,7 +2,7 @@
 # The C++ tests built for aarch64 (64-bit Arm, as on every Apple silicon
 # Mac) with Debian's cross compiler and run under qemu-user: the portable
 # code paths (the ucontext fibers, the sampler without AVX2) compiled by
-# another compiler for another CPU, every kernel test in every fiber order.
+# another compiler for another CPU, every kernel test in the shuffled fiber order.
 # Needs: apt-get install g++-aarch64-linux-gnu qemu-user libgtest-dev cmake
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -37,14 +37,17 @@ class EmulatedBuffer : public Buffer {
 
 class EmulatedPipeline : public Pipeline {
  public:
-  explicit EmulatedPipeline(const EmulatedKernel& kernel) : kernel_(kernel), name_(kernel.name) {}
+  explicit EmulatedPipeline(const EmulatedKernel& kernel)
+      : kernel_(kernel), name_(kernel.name), usage_("emulated", kernel.name) {}
   const std::string& name() const override { return name_; }
   uint32_t maxThreadsPerThreadgroup() const override { return 1024; }
   const EmulatedKernel& kernel() const { return kernel_; }
+  void noteDispatch() const { usage_.dispatched(); }
 
  private:
   const EmulatedKernel& kernel_;
   std::string name_;
+  mutable KernelUsageNote usage_;
 };
 
 }  // namespace
@@ -74,7 +77,8 @@ class EmulatedCommandBuffer : public CommandBuffer {
 
   void setPipeline(const Pipeline& pipeline) override {
     requireRecording("setPipeline");
-    kernel_ = &static_cast<const EmulatedPipeline&>(pipeline).kernel();
+    pipeline_ = &static_cast<const EmulatedPipeline&>(pipeline);
+    kernel_ = &pipeline_->kernel();
   }
   void setBuffer(uint32_t index, Buffer& buffer, size_t offset) override {
     requireRecording("setBuffer");
@@ -113,7 +117,7 @@ class EmulatedCommandBuffer : public CommandBuffer {
       throw DeviceError(std::string(kernel_->name) +
                         ": threads per threadgroup must be a multiple of 32 from 32 to 1024, not " +
                         std::to_string(threads));
-    noteDispatchedKernel("emulated", kernel_->name);
+    pipeline_->noteDispatch();
     EmulatedDispatch d;
     d.kernel = kernel_;
     d.label = std::move(nextLabel_);
@@ -171,8 +175,9 @@ class EmulatedCommandBuffer : public CommandBuffer {
 
   std::shared_ptr<EmulatedDevice::Queue> queue_;
   std::shared_ptr<EmulatedSubmission> work_;
-  const EmulatedKernel* kernel_ = nullptr;
-  std::string nextLabel_;  // for the next dispatch only
+  const EmulatedPipeline* pipeline_ = nullptr;  // the last one set (the device owns it)
+  const EmulatedKernel* kernel_ = nullptr;      // its kernel
+  std::string nextLabel_;                       // for the next dispatch only
   std::vector<Slot> bufferSlots_;
   std::vector<size_t> threadgroupMemory_;
   bool committed_ = false;

@@ -94,14 +94,17 @@ class MetalBuffer : public Buffer {
 
 class MetalPipeline : public Pipeline {
  public:
-  MetalPipeline(std::string name, id<MTLComputePipelineState> state) : name_(std::move(name)), state_(state) {}
+  MetalPipeline(std::string name, id<MTLComputePipelineState> state)
+      : name_(std::move(name)), state_(state), usage_("metal", name_) {}
   const std::string& name() const override { return name_; }
   uint32_t maxThreadsPerThreadgroup() const override { return uint32_t(state_.maxTotalThreadsPerThreadgroup); }
   id<MTLComputePipelineState> handle() const { return state_; }
+  void noteDispatch() const { usage_.dispatched(); }
 
  private:
   std::string name_;
   id<MTLComputePipelineState> state_;
+  mutable KernelUsageNote usage_;
 };
 
 // The dispatches of a command buffer, by label, to say where it failed.
@@ -109,8 +112,18 @@ class MetalPipeline : public Pipeline {
 // which encoder faulted, and so which dispatch; otherwise a command buffer
 // is one encoder, and the message gives the range of its dispatches.
 struct DispatchLabels {
-  std::vector<std::string> labels;  // "label (kernel)", or the kernel alone
+  // The caller's label ("" for none) and the kernel, each dispatch's; the
+  // two are joined only when a message needs them (name()), not per dispatch.
+  struct Entry {
+    std::string label;
+    const std::string* kernel;  // the pipeline's name: the device, which owns it, outlives its work
+  };
+  std::vector<Entry> labels;
   bool encoderPerDispatch = false;
+
+  static std::string name(const Entry& entry) {
+    return entry.label.empty() ? *entry.kernel : entry.label + " (" + *entry.kernel + ")";
+  }
 
   std::string whereFailed(NSError* _Nullable error) const {
     if (encoderPerDispatch && error) {
@@ -121,9 +134,9 @@ struct DispatchLabels {
       }
     }
     if (labels.empty()) return "a command buffer with no dispatches";
-    if (labels.size() == 1) return labels.front();
-    return "one of " + std::to_string(labels.size()) + " dispatches, from " + labels.front() + " to " + labels.back() +
-           (encoderPerDispatch ? "" : " (METAL_DECODE_GPU_DEBUG=1 names the one that failed)");
+    if (labels.size() == 1) return name(labels.front());
+    return "one of " + std::to_string(labels.size()) + " dispatches, from " + name(labels.front()) + " to " +
+           name(labels.back()) + (encoderPerDispatch ? "" : " (METAL_DECODE_GPU_DEBUG=1 names the one that failed)");
   }
 };
 
@@ -151,7 +164,7 @@ class MetalCommandBuffer : public CommandBuffer {
 
   void setPipeline(const Pipeline& pipeline) override {
     const auto& p = static_cast<const MetalPipeline&>(pipeline);
-    pipelineName_ = p.name();
+    pipeline_ = &p;
     @autoreleasepool {
       [encoder_ setComputePipelineState:p.handle()];
     }
@@ -174,9 +187,9 @@ class MetalCommandBuffer : public CommandBuffer {
   }
   void labelNextDispatch(const std::string& label) override { nextLabel_ = label; }
   void dispatch(uint32_t threadgroups, uint32_t threadsPerThreadgroup) override {
-    if (pipelineName_.empty()) throw DeviceError("dispatch: no pipeline set");
-    noteDispatchedKernel("metal", pipelineName_);
-    std::string name = nextLabel_.empty() ? pipelineName_ : nextLabel_ + " (" + pipelineName_ + ")";
+    if (!pipeline_) throw DeviceError("dispatch: no pipeline set");
+    pipeline_->noteDispatch();
+    DispatchLabels::Entry entry{std::move(nextLabel_), &pipeline_->name()};
     nextLabel_.clear();
     bool reopened = true;
     @autoreleasepool {
@@ -185,14 +198,14 @@ class MetalCommandBuffer : public CommandBuffer {
       if (dispatches_->encoderPerDispatch) {
         // Its own encoder, named: the next dispatch sets all its state
         // again on a fresh one (every caller does: tables, the sampler).
-        encoder_.label = [NSString stringWithUTF8String:name.c_str()];
+        encoder_.label = [NSString stringWithUTF8String:DispatchLabels::name(entry).c_str()];
         [encoder_ endEncoding];
         id<MTLComputeCommandEncoder> next = [commands_ computeCommandEncoder];
         reopened = next != nil;
         if (next) encoder_ = next;
       }
     }
-    dispatches_->labels.push_back(std::move(name));
+    dispatches_->labels.push_back(std::move(entry));
     if (!reopened) {
       committed_ = true;  // the ended encoder is not ended twice
       throw DeviceError("dispatch: Metal returned no compute encoder for the next dispatch");
@@ -236,8 +249,8 @@ class MetalCommandBuffer : public CommandBuffer {
   id<MTLComputeCommandEncoder> encoder_;
   std::shared_ptr<CompletionReport> report_;
   std::shared_ptr<DispatchLabels> dispatches_;
-  std::string pipelineName_;  // the last one set
-  std::string nextLabel_;     // labelNextDispatch's, for the next dispatch only
+  const MetalPipeline* pipeline_ = nullptr;  // the last one set (the device owns it)
+  std::string nextLabel_;                    // labelNextDispatch's, for the next dispatch only
   bool committed_ = false;
 };
 
