@@ -9,7 +9,9 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { APPLE_CHIPS, plannedDispatches, TARGET_FRACTION, type PredictResult } from '../lib/bench/gpu-speed-model.js';
+import { APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
+import { plannedDispatches, type PredictResult } from '../lib/bench/gpu-speed-model.js';
+import { kernelCounts, parseKernelCounts } from '../lib/bench/kernel-counts.js';
 import { rowBytes } from './gguf/dequantize.js';
 import { tinyShape, writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -66,15 +68,40 @@ describe('bytes per token', () => {
   });
 });
 
-it("tokens/s: each chip's bandwidth over the bytes, the target 80% of it; the dispatch plan by architecture", async () => {
+it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from the recorded counts; the dispatch plan by architecture", async () => {
   const r = await predict(tied, 64);
+  const s = tinyShape('qwen3', 'Q4_0');
   expect(r.chips.map((c) => c.chip)).toEqual(APPLE_CHIPS.map((c) => c.chip));
+  const counts = kernelCounts();
   for (const c of r.chips) {
     expect(c.boundTokensPerSecond).toBeCloseTo((c.gbPerSecond * 1e9) / r.cost.totalBytes, 6);
-    expect(c.targetTokensPerSecond).toBeCloseTo(c.boundTokensPerSecond * TARGET_FRACTION, 6);
-    expect(c.dispatchBudgetUs * r.cost.dispatches).toBeCloseTo(0.1e6 / c.targetTokensPerSecond, 6);
-    expect(c.tableDispatchBudgetUs * r.cost.tableDispatches).toBeCloseTo(0.1e6 / c.targetTokensPerSecond, 6);
+    let total = 0;
+    for (const k of c.kernels) {
+      expect(k.memoryUs).toBeCloseTo((1e6 * k.memoryBytes) / (c.gbPerSecond * 1e9), 9);
+      expect(k.l1Us).toBeCloseTo((1e6 * k.l1Lines * counts.lineBytes) / l1BytesPerSecond(c), 9);
+      expect(k.dispatchUs).toBe(k.dispatches * DISPATCH_US);
+      expect(k.us).toBeCloseTo(Math.max(k.memoryUs, k.l1Us) + k.dispatchUs, 9);
+      const longest = Math.max(k.memoryUs, k.l1Us, k.dispatchUs);
+      expect(k.binds).toBe(longest === k.dispatchUs ? 'dispatches' : longest === k.l1Us ? 'L1 lines' : 'memory');
+      total += k.us;
+    }
+    expect(c.modelledTokensPerSecond).toBeCloseTo(1e6 / total, 6);
+    expect(c.modelledTokensPerSecond).toBeLessThan(c.boundTokensPerSecond);
+    expect(Object.values(c.limitShares).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
   }
+  // Every dispatch of today's table is in one kernel's row.
+  expect(r.kernels.reduce((sum, k) => sum + k.dispatches, 0)).toBe(r.cost.tableDispatches);
+  // The matrices (the tied LM head included) are fetched once each: the
+  // weights less the norms and the embedding row.
+  const norms = s.layers * 4 * (2 * s.d + 2 * s.headDim) + 4 * s.d;
+  const matrices = r.kernels.filter((k) => k.kernel.startsWith('md_matvec_') || k.kernel.startsWith('LM head'));
+  expect(matrices.map((k) => k.kernel).sort()).toEqual(['LM head + pick (q4_0)', 'md_matvec_q4_0']);
+  expect(matrices.reduce((sum, k) => sum + k.memoryBytes, 0)).toBeCloseTo(expectedWeightBytes('qwen3', 'Q4_0') - norms - rowBytes('Q4_0', s.d), 3);
+  // Today's attention reads its KV head's K and V once per query head.
+  const attention = r.kernels.find((k) => k.kernel === 'md_attention_f16')!;
+  expect(attention.dispatches).toBe(s.layers);
+  expect(attention.memoryBytes).toBeCloseTo(s.layers * 2 * 2 * 64 * s.heads * s.headDim, 3);
+  expect(r.assumptions).toEqual({ l1BytesPerClockPerCore: 64, dispatchUs: DISPATCH_US, counts: counts.generator });
   // qwen3 normalises Q and K per head: one more dispatch per layer than llama.
   const layers = tinyShape('qwen3', 'Q4_0').layers;
   expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: layers, qkNorm: true }).length);
@@ -92,12 +119,29 @@ it("tokens/s: each chip's bandwidth over the bytes, the target 80% of it; the di
   const tables = await runCli('bench', 'predict', '--model', tied);
   expect(tables.stdout).toContain('at context 1024');
   expect(tables.stdout).toContain('M4 Max');
+  expect(tables.stdout).toContain('Per kernel on M1, one token');
+  const m4 = await runCli('bench', 'predict', '--model', tied, '--chip', 'M4 Pro');
+  expect(m4.stdout).toContain('Per kernel on M4 Pro, one token');
+});
+
+it('the recorded counts are checked field by field', () => {
+  const good = JSON.stringify(kernelCounts());
+  expect(parseKernelCounts(good, 'f.json').matvec.types.q4_0!.weightBytes).toBeGreaterThan(0);
+  const broken = JSON.parse(good) as { matvec: { types: { q6_k: { linesLoaded?: unknown } } } };
+  broken.matvec.types.q6_k.linesLoaded = -1;
+  expect(() => parseKernelCounts(JSON.stringify(broken), 'f.json')).toThrow('f.json: matvec.types.q6_k.linesLoaded: expected a count, got -1');
+  const noAttention = { ...(JSON.parse(good) as object), attention: null };
+  expect(() => parseKernelCounts(JSON.stringify(noAttention), 'f.json')).toThrow('f.json: attention: expected an object of counts');
 });
 
 it.each([
   [['bench', 'predict'], 'Expected a .gguf file for --model but received nothing'],
   [['bench', 'predict', '--model', 'package.json', '--context', '0'], 'Expected an integer from 1 to 16777216 for --context but received "0"'],
   [['bench', 'predict', '--model', 'package.json', '--compare', 'none'], 'bench predict has no --compare: it measures nothing, it models'],
+  [
+    ['bench', 'predict', '--model', 'package.json', '--chip', 'M9'],
+    'Expected one of "M1", "M1 Pro", "M1 Max", "M2", "M2 Pro", "M2 Max", "M3", "M3 Pro", "M3 Max", "M4", "M4 Pro", "M4 Max" for --chip but received "M9"',
+  ],
 ])('%j', async (argv, message) => {
   const { code, stderr } = await runCli(...argv);
   expect(code).toBe(2);

@@ -1,18 +1,21 @@
 // gpu-speed-model.ts: `metal-decode bench predict --model FILE`: what one
-// decoded token costs the GPU forward pass, and the tokens/s the memory
-// bandwidth of each Apple silicon chip allows. One-token decode is bound by
-// memory: every weight matrix is read once per token, and the KV cache up
-// to the context length. No Apple GPU runs here, so this is the model the
-// Metal kernels are designed against (each must reach 80% of the bound on
-// these chips); `metal-decode bench model` measures the real thing on a Mac.
+// decoded token costs the GPU forward pass, and the tokens/s each Apple
+// silicon chip is modelled to reach. No Apple GPU runs here: the model
+// rests on counted facts (the bytes of the file's tensors, the one-token
+// table's commands as the addon records them, and each kernel's loads and
+// stores counted on the emulator: kernel-counts.ts) and on a per-chip
+// model stated in apple-chips.ts (published bandwidth, GPU cores and
+// clock, a measured L1 rate, an assumed cost per dispatch). It prints, for
+// each kernel, which limit binds (kernel-time-model.ts).
+// `metal-decode bench model` measures the real thing on a Mac.
 //
 // Bytes come from the file's tensor table (each tensor's type and shape),
 // the F16 KV cache, and what passes from the LM head to the token: in the
 // greedy table, FlashSampling's per-threadgroup partials (the logits row is
-// never written); with a filter or a penalty on, the logits row itself. Dispatches: the
-// one-token table as GgufForwardTable builds it today (built for the file
-// on the emulated device, which maps the weights and runs nothing), and
-// the fused plan it is to become (plannedDispatches below).
+// never written); with a filter or a penalty on, the logits row itself.
+// Dispatches: the one-token table as GgufForwardTable builds it today
+// (built for the file on the emulated device, which maps the weights and
+// runs nothing), and the fused plan it is to become (plannedDispatches).
 import { architectureOf } from '../gguf/load-model.js';
 import { readConfig } from '../gguf/architecture.js';
 import { readGgufHeaderOffThread } from '../gguf/read-header.js';
@@ -23,28 +26,13 @@ import { openDevice } from '../gpu/device.js';
 import { attentionSplitsFor, GgufForwardTable } from '../models/gguf-forward-table.js';
 import { GpuWeights } from '../models/gpu-weights.js';
 import { headTiles } from '../models/head-sampling.js';
+import { kvCacheTensorType } from '../models/kv-cache-type.js';
+import { APPLE_CHIPS, DISPATCH_US, L1_BYTES_PER_CLOCK_PER_CORE, type AppleChip } from './apple-chips.js';
+import { kernelCounts } from './kernel-counts.js';
+import { kernelCosts, kernelTimes, type KernelCost, type KernelTime, type Limit } from './kernel-time-model.js';
 import type { Table } from './tables.js';
 
-/** Memory bandwidth as Apple publishes it, GB/s (10^9 bytes). Where a chip comes in two, the larger GPU's. */
-export const APPLE_CHIPS: readonly { chip: string; gbPerSecond: number }[] = [
-  { chip: 'M1', gbPerSecond: 68.25 },
-  { chip: 'M1 Pro', gbPerSecond: 200 },
-  { chip: 'M1 Max', gbPerSecond: 400 },
-  { chip: 'M2', gbPerSecond: 100 },
-  { chip: 'M2 Pro', gbPerSecond: 200 },
-  { chip: 'M2 Max', gbPerSecond: 400 },
-  { chip: 'M3', gbPerSecond: 100 },
-  { chip: 'M3 Pro', gbPerSecond: 150 },
-  { chip: 'M3 Max', gbPerSecond: 400 },
-  { chip: 'M4', gbPerSecond: 120 },
-  { chip: 'M4 Pro', gbPerSecond: 273 },
-  { chip: 'M4 Max', gbPerSecond: 546 },
-];
-
-/** The share of the bandwidth bound each kernel is designed to reach. */
-export const TARGET_FRACTION = 0.8;
-/** The share of a token's time at the target the dispatches' own overhead may take. */
-export const DISPATCH_SHARE = 0.1;
+export { APPLE_CHIPS } from './apple-chips.js';
 
 // With a filter on, the LM head writes the float32 logits, which are read
 // and written again as float16, which the sampling kernels read about three
@@ -55,6 +43,8 @@ export interface PredictSettings {
   model: string;
   /** Tokens in the KV cache when the token is decoded. */
   context: number;
+  /** The chip whose per-kernel table is printed (the JSON has every chip's). */
+  chip: string;
 }
 
 export interface TokenCost {
@@ -73,21 +63,27 @@ export interface TokenCost {
   tableDispatches: number;
 }
 
+export interface ChipPrediction extends AppleChip {
+  /** The bandwidth over the token's bytes: no kernel can beat it. */
+  boundTokensPerSecond: number;
+  /** One over the sum of the kernels' modelled times. */
+  modelledTokensPerSecond: number;
+  /** modelled / bound. */
+  boundShare: number;
+  /** Each limit's share of the token's modelled time, summed over the kernels it binds. */
+  limitShares: Record<Limit, number>;
+  kernels: KernelTime[];
+}
+
 export interface PredictResult {
   settings: PredictSettings;
   architecture: string;
   tensorTypes: Record<string, number>;
   cost: TokenCost;
-  chips: {
-    chip: string;
-    gbPerSecond: number;
-    boundTokensPerSecond: number;
-    targetTokensPerSecond: number;
-    /** Microseconds each dispatch's own overhead may take for all of the planned ones to stay within DISPATCH_SHARE of the target time. */
-    dispatchBudgetUs: number;
-    /** The same for today's table. */
-    tableDispatchBudgetUs: number;
-  }[];
+  /** The model's figures that are not counted: apple-chips.ts. */
+  assumptions: { l1BytesPerClockPerCore: number; dispatchUs: number; counts: string };
+  kernels: KernelCost[];
+  chips: ChipPrediction[];
 }
 
 /** The one-token pass as the dispatch table will run it: one command per entry (fused where one kernel can read both). */
@@ -169,10 +165,15 @@ function countTableDispatches(
 export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
   const loaded = loadAddon();
   if (!loaded.ok) throw new Error(`the tensor type table comes from the native addon: ${loaded.reason}`);
+  const addon = loaded.addon;
+  if (!APPLE_CHIPS.some((c) => c.chip === s.chip)) {
+    throw new RangeError(`Expected one of ${APPLE_CHIPS.map((c) => `'${c.chip}'`).join(', ')} for chip but received '${s.chip}'`);
+  }
+  const counts = kernelCounts();
   const header = await readGgufHeaderOffThread(s.model);
   const arch = architectureOf(header);
   const config = readConfig(header, arch);
-  const types = loaded.addon.tensorTypes;
+  const types = addon.tensorTypes;
   const table = countTableDispatches(s.model, header.tensors, config, types, s.context);
   const cost = tokenCost(header.tensors, config, types, s.context, table.dispatches, table.headPartialBytes);
   const tensorTypes: Record<string, number> = {};
@@ -180,30 +181,60 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
     const name = types.find((x) => x.id === t.type)?.name ?? `#${t.type}`;
     tensorTypes[name] = (tensorTypes[name] ?? 0) + 1;
   }
+  // The one-token greedy table's commands up to the fused head, as GgufForwardTable records them.
+  const recorded = addon.recordForward(config, header.tensors, {
+    count: 1,
+    logits: 'last',
+    headPick: true,
+    contextSize: s.context,
+    attentionSplits: attentionSplitsFor(s.context),
+    cacheType: kvCacheTensorType('f16', types).id,
+  });
+  const tensorBytes = (name: string): number => {
+    const t = header.tensors.find((x) => x.name === name);
+    if (t === undefined) throw new Error(`the recorded table names a tensor the file lacks: ${name}`);
+    return bytesOf(types, t.type, t.dims);
+  };
+  const headTensor = recorded.headTensor === undefined ? undefined : header.tensors.find((t) => t.name === recorded.headTensor);
+  const headType = headTensor === undefined ? undefined : types.find((t) => t.id === headTensor.type);
+  const kernels = kernelCosts(
+    recorded.commands,
+    {
+      headCount: config.headCount,
+      headDim: config.headDim,
+      context: s.context,
+      tensorBytes,
+      head:
+        headTensor === undefined || headType?.kernelSuffix == null
+          ? undefined
+          : { suffix: headType.kernelSuffix, bytes: tensorBytes(headTensor.name), dispatches: table.dispatches - recorded.commands.length },
+    },
+    counts,
+  );
   return {
     settings: s,
     architecture: arch.name,
     tensorTypes,
     cost,
-    chips: APPLE_CHIPS.map(({ chip, gbPerSecond }) => {
-      const bound = (gbPerSecond * 1e9) / cost.totalBytes;
-      const target = bound * TARGET_FRACTION;
-      const budget = (1e6 * DISPATCH_SHARE) / target;
-      return {
-        chip,
-        gbPerSecond,
-        boundTokensPerSecond: bound,
-        targetTokensPerSecond: target,
-        dispatchBudgetUs: budget / cost.dispatches,
-        tableDispatchBudgetUs: budget / cost.tableDispatches,
-      };
+    assumptions: { l1BytesPerClockPerCore: L1_BYTES_PER_CLOCK_PER_CORE, dispatchUs: DISPATCH_US, counts: counts.generator },
+    kernels,
+    chips: APPLE_CHIPS.map((chip) => {
+      const times = kernelTimes(kernels, chip, counts.lineBytes);
+      const total = times.reduce((sum, k) => sum + k.us, 0);
+      const limitShares: Record<Limit, number> = { memory: 0, 'L1 lines': 0, dispatches: 0 };
+      for (const k of times) limitShares[k.binds] += k.us / total;
+      const bound = (chip.gbPerSecond * 1e9) / cost.totalBytes;
+      const modelled = 1e6 / total;
+      return { ...chip, boundTokensPerSecond: bound, modelledTokensPerSecond: modelled, boundShare: modelled / bound, limitShares, kernels: times };
     }),
   };
 }
 
 export function predictTables(r: PredictResult): Table[] {
   const mb = (x: number) => (x / 1e6).toFixed(1);
+  const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   const c = r.cost;
+  const chip = r.chips.find((x) => x.chip === r.settings.chip) ?? r.chips[0]!;
   return [
     {
       title: `One decoded token of ${r.settings.model} (${r.architecture}; ${Object.entries(r.tensorTypes)
@@ -222,16 +253,33 @@ export function predictTables(r: PredictResult): Table[] {
     },
     {
       title:
-        `Modelled decode tokens/s: the bandwidth bound, the ${TARGET_FRACTION * 100}% the kernels are designed to reach, ` +
-        `and the overhead per dispatch that keeps them all within ${DISPATCH_SHARE * 100}% of a token's time (today's ${c.tableDispatches}; the plan's ${c.dispatches})`,
-      header: ['chip', 'GB/s', 'bound tok/s', 'target tok/s', 'us per dispatch today', 'planned'],
+        `Modelled decode tokens/s per chip: the bandwidth bound, and the sum of the kernels' modelled times ` +
+        `(memory or L1 lines, whichever is longer, plus ${r.assumptions.dispatchUs} us per dispatch; counts from ${r.assumptions.counts})`,
+      header: ['chip', 'GB/s', 'GPU cores', 'GHz', 'bound tok/s', 'modelled tok/s', 'of bound', 'time bound by memory / L1 lines / dispatches'],
       rows: r.chips.map((x) => [
         x.chip,
         String(x.gbPerSecond),
+        String(x.gpuCores),
+        String(x.gpuGHz),
         x.boundTokensPerSecond.toFixed(0),
-        x.targetTokensPerSecond.toFixed(0),
-        x.tableDispatchBudgetUs.toFixed(2),
-        x.dispatchBudgetUs.toFixed(2),
+        x.modelledTokensPerSecond.toFixed(0),
+        pct(x.boundShare),
+        `${pct(x.limitShares.memory)} / ${pct(x.limitShares['L1 lines'])} / ${pct(x.limitShares.dispatches)}`,
+      ]),
+    },
+    {
+      title: `Per kernel on ${chip.chip}, one token (bench predict --chip NAME for another)`,
+      header: ['kernel', 'dispatches', 'DRAM MB', 'L1 MB (lines x 128)', 'memory us', 'L1 us', 'dispatch us', 'us', 'binds'],
+      rows: chip.kernels.map((k) => [
+        k.kernel,
+        String(k.dispatches),
+        mb(k.memoryBytes),
+        mb(k.l1Lines * 128),
+        k.memoryUs.toFixed(1),
+        k.l1Us.toFixed(1),
+        k.dispatchUs.toFixed(1),
+        k.us.toFixed(1),
+        k.binds,
       ]),
     },
   ];

@@ -8,6 +8,7 @@ import type { BackendName } from '../backends.js';
 import type { BenchSettings, ScenarioName } from '../bench/report.js';
 import type { ModelBenchSettings } from '../bench/model-bench.js';
 import type { TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
+import { APPLE_CHIPS } from '../bench/apple-chips.js';
 import type { PredictSettings } from '../bench/gpu-speed-model.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
 import { physicalCores } from '../gguf/physical-cores.js';
@@ -83,12 +84,14 @@ Options:
   --json             print the result as JSON
 
   predict   a GGUF model's one-token decode on the GPU, modelled: bytes of weights,
-            KV cache and logits read per token, the planned dispatches, and the
-            tokens/s each Apple silicon chip's memory bandwidth allows (and the
-            80% the Metal kernels are designed to reach)
+            KV cache and logits read per token, the dispatches, and for each Apple
+            silicon chip the tokens/s its bandwidth allows and the tokens/s the
+            kernels' counted loads and stores are modelled to reach, with the
+            limit that binds each kernel
   --model FILE       the .gguf file (required)
   --context N        tokens in the KV cache (default 1024)
-  --json             print the result as JSON`;
+  --chip NAME        the chip of the per-kernel table (default M1; one of ${APPLE_CHIPS.map((c) => c.chip).join(', ')})
+  --json             print the result as JSON (every chip's kernels)`;
 
 export interface ModelBenchArgs {
   help: boolean;
@@ -170,9 +173,13 @@ export interface PredictArgs {
 
 /** The arguments after `bench predict`. */
 export function parsePredictArgs(argv: string[]): PredictArgs {
-  const { help, json, values } = parseFileBenchArgs(argv, ['context']);
+  const { help, json, values } = parseFileBenchArgs(argv, ['context', 'chip']);
   if (values.compare !== undefined) throw new UsageError('bench predict has no --compare: it measures nothing, it models');
-  return { help, json, settings: { model: help ? '' : modelFile(values.model), context: integer('context', values.context, 1024, 1 << 24) } };
+  const chip = values.chip ?? 'M1';
+  if (!APPLE_CHIPS.some((c) => c.chip === chip)) {
+    throw new UsageError(`Expected one of ${APPLE_CHIPS.map((c) => `"${c.chip}"`).join(', ')} for --chip but received ${JSON.stringify(chip)}`);
+  }
+  return { help, json, settings: { model: help ? '' : modelFile(values.model), context: integer('context', values.context, 1024, 1 << 24), chip } };
 }
 
 export interface TokenizerBenchArgs {

@@ -1,0 +1,118 @@
+// kernel-time-model.ts: a decoded token's time on a chip, kernel by kernel,
+// from the one-token table's commands and the kernels' counted accesses
+// (kernel-counts.ts). Each kernel takes the longer of two times, plus its
+// dispatches' own cost:
+//   memory  the bytes it must bring from DRAM (the weights as often as its
+//           loads fetch them, the KV cache as the attention fetches it) at
+//           the chip's published bandwidth;
+//   L1      the 128-byte lines its SIMD-group instructions touch, each
+//           charged whole, at the L1 rate (apple-chips.ts): an uncoalesced
+//           load costs its lines however few bytes it uses;
+//   dispatches  DISPATCH_US each.
+// The arithmetic is not counted yet, so no kernel is modelled as bound by
+// it. The row kernels (norms, RoPE, the KV store, adds, the embedding row,
+// the attention merge) move a few KB of activations each: their time is
+// their dispatches'.
+import type { NativeRecordedCommand } from '../native/contract.js';
+import { DISPATCH_US, l1BytesPerSecond, type AppleChip } from './apple-chips.js';
+import type { KernelCounts } from './kernel-counts.js';
+
+/** One kernel's share of a token, summed over its dispatches. */
+export interface KernelCost {
+  /** The kernel's name; the fused LM head and pick as 'LM head + pick (<type>)'; the row kernels together. */
+  kernel: string;
+  dispatches: number;
+  /** Bytes from DRAM. */
+  memoryBytes: number;
+  /** 128-byte lines its instructions touch in L1. */
+  l1Lines: number;
+}
+
+export type Limit = 'memory' | 'L1 lines' | 'dispatches';
+
+export interface KernelTime extends KernelCost {
+  memoryUs: number;
+  l1Us: number;
+  dispatchUs: number;
+  /** max(memoryUs, l1Us) + dispatchUs */
+  us: number;
+  /** The largest of the three. */
+  binds: Limit;
+}
+
+export const ROW_KERNELS = 'row kernels (norms, RoPE, KV store, adds, embedding, merge)';
+
+export interface TokenShape {
+  headCount: number;
+  headDim: number;
+  /** Positions the token attends to (its own included). */
+  context: number;
+  /** A tensor's bytes, by GGUF name. */
+  tensorBytes: (name: string) => number;
+  /** The fused head: its tensor's kernel suffix and bytes, and the dispatches it adds. */
+  head?: { suffix: string; bytes: number; dispatches: number };
+}
+
+function matvecCost(counts: KernelCounts, kernel: string, suffix: string, weightBytes: number): KernelCost {
+  const c = counts.matvec.types[suffix];
+  if (c === undefined)
+    throw new Error(`${kernel}: bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
+  return {
+    kernel,
+    dispatches: 1,
+    memoryBytes: (weightBytes * c.weightBytesFetched) / c.weightBytes,
+    l1Lines: (weightBytes * (c.linesLoaded + c.linesStored)) / c.weightBytes,
+  };
+}
+
+/** Each kernel's bytes and lines for one token, from its table's commands. */
+export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: TokenShape, counts: KernelCounts): KernelCost[] {
+  const byKernel = new Map<string, KernelCost>();
+  const add = (cost: KernelCost): void => {
+    const sum = byKernel.get(cost.kernel);
+    if (sum === undefined) byKernel.set(cost.kernel, { ...cost });
+    else {
+      sum.dispatches += cost.dispatches;
+      sum.memoryBytes += cost.memoryBytes;
+      sum.l1Lines += cost.l1Lines;
+    }
+  };
+  const a = counts.attention;
+  const attentionUnit = a.heads * a.kvLength * a.headDim; // the counted dispatch's query heads x positions x dims
+  for (const command of commands) {
+    const matvec = /^md_matvec_(?:batch_)?(.+)$/.exec(command.kernel);
+    if (matvec !== null) {
+      const tensors = new Set(command.buffers.filter((b) => b.buffer.startsWith('tensor:')).map((b) => b.buffer.slice('tensor:'.length)));
+      const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name), 0);
+      add(matvecCost(counts, command.kernel, matvec[1]!, weightBytes));
+    } else if (command.kernel === a.kernel) {
+      const unit = shape.headCount * shape.context * shape.headDim;
+      add({
+        kernel: command.kernel,
+        dispatches: 1,
+        memoryBytes: (unit * a.kvBytesFetched) / attentionUnit,
+        l1Lines: (unit * (a.linesLoaded + a.linesStored)) / attentionUnit,
+      });
+    } else if (command.kernel.startsWith('md_attention_') && command.kernel !== 'md_attention_merge_f32') {
+      throw new Error(`${command.kernel}: only ${a.kernel}'s counts are recorded (bench predict models the F16 cache)`);
+    } else {
+      add({ kernel: ROW_KERNELS, dispatches: 1, memoryBytes: 0, l1Lines: 0 });
+    }
+  }
+  if (shape.head !== undefined) {
+    const head = matvecCost(counts, `LM head + pick (${shape.head.suffix})`, shape.head.suffix, shape.head.bytes);
+    add({ ...head, dispatches: shape.head.dispatches });
+  }
+  return [...byKernel.values()];
+}
+
+/** The kernels' times on `chip`, in the order given. */
+export function kernelTimes(costs: readonly KernelCost[], chip: AppleChip, lineBytes: number): KernelTime[] {
+  return costs.map((c) => {
+    const memoryUs = (1e6 * c.memoryBytes) / (chip.gbPerSecond * 1e9);
+    const l1Us = (1e6 * c.l1Lines * lineBytes) / l1BytesPerSecond(chip);
+    const dispatchUs = c.dispatches * DISPATCH_US;
+    const binds: Limit = dispatchUs > Math.max(memoryUs, l1Us) ? 'dispatches' : l1Us > memoryUs ? 'L1 lines' : 'memory';
+    return { ...c, memoryUs, l1Us, dispatchUs, us: Math.max(memoryUs, l1Us) + dispatchUs, binds };
+  });
+}
