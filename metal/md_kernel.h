@@ -108,6 +108,25 @@ inline md_best<T> md_threadgroup_best(T value, uint index, uint lane, uint simd_
   return result;
 }
 
+// Transposes a 32 x 32 float matrix held a row per lane (lane l's m[i] is
+// element (l, i)); afterwards lane l's m[i] is element (i, l). Five
+// butterfly stages: at distance d, a lane and lane ^ d swap the elements
+// whose lane and index differ in bit d, one shuffle per pair of registers
+// (each lane sends the one its partner keeps). Values only move: no
+// arithmetic, so no bits change. Every lane must call it (it shuffles).
+inline void md_simd_transpose32(thread float* m, uint lane) {
+  for (ushort d = MD_SIMD_WIDTH / 2; d > 0; d >>= 1) {
+    const bool upper = (lane & d) != 0;
+    for (ushort i = 0; i < MD_SIMD_WIDTH; ++i) {
+      if ((i & d) != 0) continue;  // each pair (i, i | d) once
+      const float sent = upper ? m[i] : m[i | d];
+      const float got = simd_shuffle_xor(sent, d);
+      m[i] = upper ? got : m[i];
+      m[i | d] = upper ? m[i | d] : got;
+    }
+  }
+}
+
 // Inclusive prefix sum over the 32 lanes by doubling shifts: a fixed order
 // of additions, so float sums are the same bits on every GPU and in the
 // emulator (simd_prefix_*_sum leaves the order to the hardware).

@@ -25,16 +25,32 @@ inline void md_matvec_rows(device const Block* w, device const float* x, uint ro
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) row_at[r] = md_row(w, first + r < rows ? first + r : first, cols);
   // Lane l takes 32-value parts l, l + 32, ...: whole blocks of the 0
   // types, and for the K types the eight parts of a super-block go to
-  // eight neighbouring lanes. A token's 32 values of x are loaded once per
-  // part into registers and serve every row of the SIMD group.
-  for (uint u = lane; u < parts; u += MD_SIMD_WIDTH) {
-    const uint b = u / parts_per_block, part = u % parts_per_block, n = min(uint(MD_QK), cols - u * MD_QK);
+  // eight neighbouring lanes. A token's x is loaded once per window of 32
+  // parts into registers, where it serves every row:
+  //  - a full window (32 parts, 1024 values) is loaded coalesced: load i
+  //    reads part i's 32 values, lane l its value l (one 128-byte line),
+  //    and md_simd_transpose32 hands each lane its own part's values;
+  //  - the last window of a row whose parts are not a multiple of 32 (the
+  //    only one of a short row) has each lane load its own part (one line
+  //    per lane and load: such rows are small).
+  // The values, and so every product and sum, are the same either way.
+  for (uint base = 0; base < parts; base += MD_SIMD_WIDTH) {
+    const uint u = base + lane;
+    const bool active = u < parts;
+    const bool full = parts - base >= MD_SIMD_WIDTH;  // the same for every lane
+    const uint b = u / parts_per_block, part = u % parts_per_block;
+    const uint n = active ? min(uint(MD_QK), cols - u * MD_QK) : 0u;
     for (uint t = 0; t < TOKENS && t < count; ++t) {
-      device const float* xb = x + ulong(t) * cols + ulong(u) * MD_QK;
-      float xr[MD_QK];
-      for (uint j = 0; j < n; ++j) xr[j] = xb[j];
+      device const float* xt = x + ulong(t) * cols;
+      float xr[MD_QK];  // MD_QK == MD_SIMD_WIDTH: a part's values are a lane's row of the transpose
+      if (full) {
+        for (uint i = 0; i < MD_SIMD_WIDTH; ++i) xr[i] = xt[(base + i) * MD_QK + lane];
+        md_simd_transpose32(xr, lane);
+      } else {
+        for (uint j = 0; j < n; ++j) xr[j] = xt[u * MD_QK + j];
+      }
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-        if (first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xr, n);
+        if (active && first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xr, n);
       }
     }
   }

@@ -101,6 +101,10 @@ struct Recorder {
         counts.loadInstructions += 1;
         counts.linesLoaded += distinctLines;
         counts.bytesUsedLoading += distinctBytes;
+        if (Watched* w = deviceRange(accesses.front().first)) {
+          w->counts.loadInstructions += 1;
+          w->counts.linesLoaded += distinctLines;
+        }
       }
     }
     instructions.clear();

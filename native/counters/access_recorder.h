@@ -37,6 +37,8 @@ struct BufferCounts {
   uint64_t bytesFetched = 0;       // distinct bytes per SIMD-group load, summed: what memory delivered
   uint64_t distinctBytesRead = 0;  // its bytes read at least once
   uint64_t bytesWritten = 0;
+  uint64_t loadInstructions = 0;  // SIMD-group loads whose first lane reads it
+  uint64_t linesLoaded = 0;       // their distinct 128-byte lines, summed
 
   // Fetched / distinct: 1 when no byte is fetched by two load instructions.
   double refetches() const { return distinctBytesRead ? double(bytesFetched) / double(distinctBytesRead) : 0; }

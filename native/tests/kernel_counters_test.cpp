@@ -86,4 +86,17 @@ TEST(KernelCounters, TheMatvecOfEveryTypeFetchesEachWeightByteOnce) {
   }
 }
 
+// x is loaded a window of 32 parts at a time, coalesced: each load is one
+// 128-byte line, all of it used (4096 values: whole windows only). Each
+// lane loading its own part touched 32 lines per load.
+TEST(KernelCounters, TheMatvecOfEveryTypeLoadsXOneWholeLinePerLoad) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096);
+    ASSERT_GT(c.x.loadInstructions, 0u) << t.suffix;
+    EXPECT_EQ(c.x.linesLoaded, c.x.loadInstructions) << t.suffix;
+    EXPECT_EQ(c.x.bytesFetched, c.x.loadInstructions * 128) << t.suffix;
+  }
+}
+
 }  // namespace

@@ -133,11 +133,10 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matvec_") + t.suffix;
     const char* kernel = name.c_str();
-    const bool superBlocks =
-        t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
     // The last four: float rows whose length is not a whole number of the lanes' 32-value parts.
     for (auto [rows, cols, simdgroups] :
          {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
+          std::tuple{11u, 1280u, 4u},  // 40 parts: a full window of 32 (x loaded coalesced) and a short one
           std::tuple{5u, 96u, 1u}, std::tuple{9u, 172u, 2u}, std::tuple{6u, 45u, 1u}, std::tuple{3u, 8u, 1u},
           std::tuple{2u, 1u, 1u}}) {
       if (!rowsFit(t.type, cols)) continue;
@@ -241,7 +240,8 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
     const std::string one = std::string("md_matvec_") + t.suffix, batch = std::string("md_matvec_batch_") + t.suffix;
     const bool superBlocks =
         t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
-    for (const uint32_t cols : {superBlocks ? 512u : 96u, 172u}) {  // 172: a float row with a short last part
+    // 172: a float row with a short last part; 1280: a full window of 32 parts and a short one.
+    for (const uint32_t cols : {superBlocks ? 512u : 96u, 172u, 1280u}) {
       if (!rowsFit(t.type, cols)) continue;
       const uint32_t rows = 13, simdgroups = 2;
       const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
