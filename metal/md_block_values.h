@@ -50,6 +50,19 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
 // is the same bits as dequantizing value by value. A float part reads its
 // first n values (n < MD_QK only at the end of a row); a quantized part
 // is always whole, and ignores n.
+//
+// The quantized bytes are read as words, 16-bit where the block keeps them
+// at an even offset (its size even: Q4_0, Q5_0, Q8_0, Q6_K) and 32-bit
+// where at a multiple of 4 (its size too: Q4_1, Q4_K, Q5_K): a half or a
+// quarter of the load instructions of byte reads. Byte k of a word is the
+// little-endian one (Apple's GPUs, and the CPUs the emulator runs on).
+
+// Byte k (0-3) of a word.
+inline uint md_byte(uint word, uint k) { return (word >> (8u * k)) & 0xffu; }
+// A signed byte's value from its bits.
+inline int md_signed_byte(uint bits) { return int(bits ^ 0x80u) - 128; }
+inline device const md_u16* md_words16(device const md_u8* bytes) { return (device const md_u16*)bytes; }
+inline device const uint* md_words32(device const md_u8* bytes) { return (device const uint*)bytes; }
 inline float md_block_dot(device const md_block_f32* b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += b->v[j] * x[j];
@@ -69,35 +82,40 @@ inline float md_block_dot(device const md_block_bf16* b, uint, thread const floa
 }
 
 inline float md_block_dot(device const md_block_q8_0* b, uint, thread const float* x, uint) {
+  device const md_u16* qs = md_words16((device const md_u8*)b->qs);  // 2 bytes into the block
   float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += float(b->qs[j]) * x[j];
-  return sum * float(as_type<half>(b->d));
-}
-
-inline float md_block_dot(device const md_block_q4_0* b, uint, thread const float* x, uint) {
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK / 2; ++j) {
-    const uint q = b->qs[j];
-    sum += float(int(q & 0x0fu) - 8) * x[j];
-    sum += float(int(q >> 4) - 8) * x[j + MD_QK / 2];
+  for (uint i = 0; i < MD_QK / 2; ++i) {
+    const uint w = qs[i];
+    sum += float(md_signed_byte(w & 0xffu)) * x[2 * i];
+    sum += float(md_signed_byte(w >> 8)) * x[2 * i + 1];
   }
   return sum * float(as_type<half>(b->d));
 }
 
-// A 0-type block's 16 bytes of nibbles, each read once.
-template <typename Block>
-inline void md_load_nibbles(device const Block* b, thread uint* q) {
-  for (uint j = 0; j < MD_QK / 2; ++j) q[j] = b->qs[j];
+inline float md_block_dot(device const md_block_q4_0* b, uint, thread const float* x, uint) {
+  device const md_u16* qs = md_words16(b->qs);  // 2 bytes into the block
+  float sum = 0.0f;
+  for (uint i = 0; i < MD_QK / 4; ++i) {
+    const uint w = qs[i];
+    for (uint k = 0; k < 2; ++k) {
+      const uint q = md_byte(w, k), j = 2 * i + k;
+      sum += float(int(q & 0x0fu) - 8) * x[j];
+      sum += float(int(q >> 4) - 8) * x[j + MD_QK / 2];
+    }
+  }
+  return sum * float(as_type<half>(b->d));
 }
 
 // Q4_1: value j is q * d + m (md_block_value's expression, from registers).
 inline float md_block_dot(device const md_block_q4_1* b, uint, thread const float* x, uint) {
   const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
-  uint q[MD_QK / 2];
-  md_load_nibbles(b, q);
+  device const uint* qs = md_words32(b->qs);  // 4 bytes into the block
+  uint q[MD_QK / 4];  // the 16 bytes of nibbles as four words: values j and j + 16 share byte j
+  for (uint i = 0; i < MD_QK / 8; ++i) q[i] = qs[i];
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK; ++j) {
-    const uint v = j < MD_QK / 2 ? (q[j] & 0x0fu) : (q[j - MD_QK / 2] >> 4);
+    const uint byte = md_byte(q[(j % (MD_QK / 2)) / 4], j % 4);
+    const uint v = j < MD_QK / 2 ? (byte & 0x0fu) : (byte >> 4);
     sum += (float(v) * d + m) * x[j];
   }
   return sum;
@@ -106,9 +124,15 @@ inline float md_block_dot(device const md_block_q4_1* b, uint, thread const floa
 // Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian word.
 inline float md_block_dot(device const md_block_q5_0* b, uint, thread const float* x, uint) {
   const float d = float(as_type<half>(b->d));
-  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  device const md_u16* high = md_words16(b->qh);  // 2 bytes into the block
+  const uint qh = uint(high[0]) | (uint(high[1]) << 16);
+  device const md_u16* qs = md_words16(b->qs);  // 6 bytes in
   uint q[MD_QK / 2];
-  md_load_nibbles(b, q);
+  for (uint i = 0; i < MD_QK / 4; ++i) {
+    const uint w = qs[i];
+    q[2 * i] = w & 0xffu;
+    q[2 * i + 1] = w >> 8;
+  }
   float sum = 0.0f;
   for (uint j = 0; j < MD_QK; ++j) {
     const uint low = j < MD_QK / 2 ? (q[j] & 0x0fu) : (q[j - MD_QK / 2] >> 4);
@@ -158,9 +182,10 @@ inline float md_k45_value(device const Block* b, uint j, uint l, uint fifth) {
   return d1 * float(((j & 1) != 0 ? q >> 4 : q & 0x0fu) + fifth) - m1;
 }
 
-// Q5_K's byte of fifth bits for value l of every part (Q4_K has none: never called for it).
-inline uint md_q5_k_high_bits(device const md_block_q5_k* b, uint l) { return b->qh[l]; }
-inline uint md_q5_k_high_bits(device const md_block_q4_k*, uint) { return 0; }
+// Q5_K's bytes of fifth bits for values 4i .. 4i + 3 of every part, as a
+// word (qh is 16 bytes into the block). Q4_K has none: never called for it.
+inline uint md_q5_k_high_word(device const md_block_q5_k* b, uint i) { return md_words32(b->qh)[i]; }
+inline uint md_q5_k_high_word(device const md_block_q4_k*, uint) { return 0; }
 
 inline float md_k_value(device const md_block_q4_k* b, uint j, uint l) { return md_k45_value(b, j, l, 0); }
 inline float md_k_value(device const md_block_q5_k* b, uint j, uint l) { return md_k45_value(b, j, l, ((b->qh[l] >> j) & 1u) != 0 ? 16u : 0u); }
@@ -186,14 +211,18 @@ inline float md_k45_part_dot(device const Block* b, uint j, thread const float* 
   md_k4_scale_words(b, words);
   md_k4_scale_min(words, j, scale, min);
   const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
-  device const md_u8* qs = b->qs + 32 * (j / 2);
+  device const uint* qs = md_words32(b->qs + 32 * (j / 2));  // 16 (Q4_K) or 48 (Q5_K) bytes in, plus 32s
   // Shifts, not branches, on the lane's part: every lane of a SIMD group
   // then runs the same loads (a branch on the lane would split them).
   const uint shift = (j & 1u) * 4u;
   float sum = 0.0f;
-  for (uint l = 0; l < 32; ++l) {
-    const uint fifth = fifth_bits ? ((md_q5_k_high_bits(b, l) >> j) & 1u) << 4 : 0u;
-    sum += (d1 * float(((uint(qs[l]) >> shift) & 0x0fu) + fifth) - m1) * x[l];
+  for (uint i = 0; i < 8; ++i) {
+    const uint w = qs[i];
+    const uint high = fifth_bits ? md_q5_k_high_word(b, i) : 0u;  // the fifth bits of values 4i .. 4i + 3
+    for (uint k = 0; k < 4; ++k) {
+      const uint fifth = ((md_byte(high, k) >> j) & 1u) << 4;
+      sum += (d1 * float(((md_byte(w, k) >> shift) & 0x0fu) + fifth) - m1) * x[4 * i + k];
+    }
   }
   return sum;
 }
@@ -203,13 +232,17 @@ inline float md_block_dot(device const md_block_q6_k* b, uint j, thread const fl
   const uint half_index = j / 4, quarter = j % 4;
   const float d = float(as_type<half>(b->d));
   const float scales[2] = {float(b->scales[8 * half_index + 2 * quarter]), float(b->scales[8 * half_index + 1 + 2 * quarter])};
-  device const md_u8* ql = b->ql + 64 * half_index + (quarter & 1u) * 32u;
-  device const md_u8* qh = b->qh + 32 * half_index;
+  device const md_u16* ql = md_words16(b->ql + 64 * half_index + (quarter & 1u) * 32u);  // even offsets
+  device const md_u16* qh = md_words16(b->qh + 32 * half_index);
   const uint low_shift = (quarter >> 1) * 4u;  // shifts, not branches on the lane's part (see above)
   float sum = 0.0f;
-  for (uint l = 0; l < 32; ++l) {
-    const uint q = ((uint(ql[l]) >> low_shift) & 0x0fu) | (((uint(qh[l]) >> (2 * quarter)) & 3u) << 4);
-    sum += d * scales[l / 16] * float(int(q) - 32) * x[l];
+  for (uint i = 0; i < 16; ++i) {
+    const uint low = ql[i], high = qh[i];
+    for (uint k = 0; k < 2; ++k) {
+      const uint l = 2 * i + k;
+      const uint q = ((md_byte(low, k) >> low_shift) & 0x0fu) | (((md_byte(high, k) >> (2 * quarter)) & 3u) << 4);
+      sum += d * scales[l / 16] * float(int(q) - 32) * x[l];
+    }
   }
   return sum;
 }
