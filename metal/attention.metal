@@ -25,28 +25,55 @@ inline float md_cache_operand(device const half*, float x) { return float(half(x
 inline float md_cache_operand(device const float*, float x) { return x; }
 inline float md_cache_operand(device const md_block_q8_0*, float x) { return x; }
 
-// A query head's dot with a cached key row, times nothing yet (the scale
-// comes after): F16 and F32 value by value; Q8_0 as the CPU's dot (and
+// Query heads one threadgroup serves in one pass over its KV head's
+// positions (a larger group takes more passes): each K and V value is
+// loaded once per pass and used by all of them.
+#define MD_ATTENTION_GROUP 8u
+
+// The dots of `count` (at most MD_ATTENTION_GROUP) query heads, consecutive
+// in `queries`, with one cached key row, times nothing yet (the scale comes
+// after): F16 and F32 value by value; Q8_0 as the CPU's dot (and
 // llama.cpp's): the query quantized to Q8_0 blocks like the key, integer
-// products summed per block, times both blocks' scales.
+// products summed per block, times both blocks' scales. Each key value is
+// loaded once for all the heads; each head's dot takes the steps it takes
+// alone, in the same order.
 template <typename Cache>
-inline float md_cache_score(device const Cache* key, device const float* query, uint head_dim) {
-  float dot = 0.0f;
-  for (uint d = 0; d < head_dim; ++d) dot += md_cache_operand(key, query[d]) * md_cache_value(key, d);
-  return dot;
-}
-inline float md_cache_score(device const md_block_q8_0* key, device const float* query, uint head_dim) {
-  float dot = 0.0f;
-  for (uint b = 0; b < head_dim / MD_QK; ++b) {
-    device const float* x = query + b * MD_QK;
-    float amax = 0.0f;
-    for (uint j = 0; j < MD_QK; ++j) amax = max(amax, fabs(x[j]));
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    int products = 0;
-    for (uint j = 0; j < MD_QK; ++j) products += int(key[b].qs[j]) * int(rint(x[j] * id));
-    dot += float(products) * (float(as_type<half>(key[b].d)) * float(half(amax / 127.0f)));
+inline void md_cache_scores(device const Cache* key, device const float* queries, uint head_dim, uint count,
+                            thread float* dots) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) dots[i] = 0.0f;
+  for (uint d = 0; d < head_dim; ++d) {
+    const float k = md_cache_value(key, d);
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+      if (i < count) dots[i] += md_cache_operand(key, queries[i * head_dim + d]) * k;
+    }
   }
-  return dot;
+}
+inline void md_cache_scores(device const md_block_q8_0* key, device const float* queries, uint head_dim, uint count,
+                            thread float* dots) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) dots[i] = 0.0f;
+  for (uint b = 0; b < head_dim / MD_QK; ++b) {
+    float amax[MD_ATTENTION_GROUP], id[MD_ATTENTION_GROUP];
+    int products[MD_ATTENTION_GROUP];
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+      amax[i] = 0.0f;
+      products[i] = 0;
+      if (i < count) {
+        device const float* x = queries + i * head_dim + b * MD_QK;
+        for (uint j = 0; j < MD_QK; ++j) amax[i] = max(amax[i], fabs(x[j]));
+      }
+      id[i] = amax[i] != 0.0f ? 127.0f / amax[i] : 0.0f;
+    }
+    for (uint j = 0; j < MD_QK; ++j) {
+      const int k = int(key[b].qs[j]);
+      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+        if (i < count) products[i] += k * int(rint(queries[i * head_dim + b * MD_QK + j] * id[i]));
+      }
+    }
+    const float scale = float(as_type<half>(key[b].d));
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+      if (i < count) dots[i] += float(products[i]) * (scale * float(half(amax[i] / 127.0f)));
+    }
+  }
 }
 
 // One thread per (token, head, rotated pair), the Q heads' pairs then the
@@ -129,78 +156,109 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
   md_quantize_q8_0(v + ulong(b) * MD_QK, values + at);
 }
 
-// One threadgroup per (query, head, split): split j of the query's
+// One threadgroup per (query, KV head, split), for every query head of the
+// KV head's group (MD_ATTENTION_GROUP of them per pass): each K and V value
+// is loaded once per pass, not once per query head. Split j of the query's
 // kv_length + i positions is the j-th of `splits` near-equal ranges, so
 // every threadgroup has work at every length. Thread t scores positions
-// t, t + threads, ... of its range (each score reads a whole K row of
-// the head: consecutive threads read consecutive rows), then the max and
-// the sum of the exponentials go through the threadgroup in a fixed
-// order, and thread t sums dims t, t + threads, ... of the values
-// (consecutive threads read consecutive values of a V row). The query and
-// the weights meet K and V as md_cache_score and md_cache_operand say for
-// the cache's type, as the CPU twin does.
+// t, t + threads, ... of its range for every head of the pass (each reads
+// a whole K row of the KV head: consecutive threads read consecutive
+// rows), then each head's max and sum of the exponentials go through the
+// threadgroup in a fixed order, and thread t sums dims t, t + threads, ...
+// of the values for every head (consecutive threads read consecutive
+// values of a V row). The query and the weights meet K and V as
+// md_cache_scores and md_cache_operand say for the cache's type, as the
+// CPU twin does; each head's sums take the steps they took when each head
+// had its own threadgroup, so the bits are those.
 //
 // With one split the threadgroup normalises and writes `out`. With more
 // (long contexts: one head's whole context is too much for one of the
-// GPU's cores), it writes its max m, its sum l of exp(s - m) and its
-// unnormalised output (weights exp(s - m), as the cache type takes them) to
-// `partials`, and md_attention_merge_f32 combines the splits.
+// GPU's cores), it writes each head's max m, its sum l of exp(s - m) and
+// its unnormalised output (weights exp(s - m), as the cache type takes
+// them) to `partials`, and md_attention_merge_f32 combines the splits.
 template <typename Cache>
 inline void md_attention(device const float* q, device const Cache* keys, device const Cache* values,
                          constant md_attention_params& params, device float* scores, device float* out,
                          device float* partials, uint group, uint tid, uint threads, uint lane, uint simd_index,
                          threadgroup float* scratch) {
-  const uint split = group % params.splits, h = (group / params.splits) % params.heads;
-  const uint query = group / (params.splits * params.heads);
+  const uint split = group % params.splits, g = (group / params.splits) % params.kv_heads;
+  const uint query = group / (params.splits * params.kv_heads);
   if (query >= params.count) return;
   const uint kv_dim = params.kv_heads * params.head_dim;
-  const uint g = h / (params.heads / params.kv_heads);
-  const ulong row = ulong(query) * params.heads + h;  // (query, head)
-  device const float* query_head = q + row * params.head_dim;
-  device float* s = scores + row * params.context;
+  const uint group_heads = params.heads / params.kv_heads;
   const uint length = params.kv_length + query;
   const uint chunk = (length + params.splits - 1) / params.splits;
   const uint begin = min(length, split * chunk), end = min(length, begin + chunk);
-
-  float local_max = -INFINITY;
-  for (uint t = begin + tid; t < end; t += threads) {
-    float dot = md_cache_score(md_cache_at(keys, ulong(t) * kv_dim + ulong(g) * params.head_dim), query_head, params.head_dim);
-    dot *= params.scale;
-    s[t] = dot;
-    local_max = max(local_max, dot);
-  }
-  const float simd_best = simd_max(local_max);
-  if (lane == 0) scratch[simd_index] = simd_best;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float top = -INFINITY;
-  for (uint i = 0; i < threads / MD_SIMD_WIDTH; ++i) top = max(top, scratch[i]);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-
-  float local_sum = 0.0f;
-  for (uint t = begin + tid; t < end; t += threads) {
-    const float e = exp(s[t] - top);
-    s[t] = e;
-    local_sum += e;
-  }
-  float total = 0.0f;
-  md_threadgroup_exclusive_sum(local_sum, lane, simd_index, threads / MD_SIMD_WIDTH, total, scratch);
-  threadgroup_barrier(mem_flags::mem_device);  // every weight written before any thread sums them
-
   const bool whole = params.splits == 1;
-  const float inverse = whole ? 1.0f / total : 1.0f;
-  device float* partial = partials + (row * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(params.head_dim);
-  for (uint d = tid; d < params.head_dim; d += threads) {
-    float acc = 0.0f;
-    for (uint t = begin; t < end; ++t) {
-      const float p = md_cache_operand(values, s[t] * inverse);
-      acc += p * md_cache_value(md_cache_at(values, ulong(t) * kv_dim + ulong(g) * params.head_dim), d);
+
+  for (uint pass = 0; pass < group_heads; pass += MD_ATTENTION_GROUP) {
+    const uint count = min(group_heads - pass, MD_ATTENTION_GROUP);
+    const ulong first_row = ulong(query) * params.heads + g * group_heads + pass;  // (query, head) of the first head
+    device const float* queries = q + first_row * params.head_dim;
+
+    float local_max[MD_ATTENTION_GROUP];
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) local_max[i] = -INFINITY;
+    for (uint t = begin + tid; t < end; t += threads) {
+      float dots[MD_ATTENTION_GROUP];
+      md_cache_scores(md_cache_at(keys, ulong(t) * kv_dim + ulong(g) * params.head_dim), queries, params.head_dim,
+                      count, dots);
+      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+        if (i < count) {
+          const float dot = dots[i] * params.scale;
+          scores[(first_row + i) * params.context + t] = dot;
+          local_max[i] = max(local_max[i], dot);
+        }
+      }
     }
-    if (whole) out[row * params.head_dim + d] = acc;
-    else partial[2 + d] = acc;
-  }
-  if (!whole && tid == 0) {
-    partial[0] = top;  // -inf for an empty split, whose weight below is 0
-    partial[1] = total;
+    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP];
+    for (uint i = 0; i < count; ++i) {
+      device float* s = scores + (first_row + i) * params.context;
+      const float simd_best = simd_max(local_max[i]);
+      if (lane == 0) scratch[simd_index] = simd_best;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      top[i] = -INFINITY;
+      for (uint k = 0; k < threads / MD_SIMD_WIDTH; ++k) top[i] = max(top[i], scratch[k]);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+
+      float local_sum = 0.0f;
+      for (uint t = begin + tid; t < end; t += threads) {
+        const float e = exp(s[t] - top[i]);
+        s[t] = e;
+        local_sum += e;
+      }
+      md_threadgroup_exclusive_sum(local_sum, lane, simd_index, threads / MD_SIMD_WIDTH, total[i], scratch);
+    }
+    threadgroup_barrier(mem_flags::mem_device);  // every weight written before any thread sums them
+
+    float inverse[MD_ATTENTION_GROUP];
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) inverse[i] = whole && i < count ? 1.0f / total[i] : 1.0f;
+    for (uint d = tid; d < params.head_dim; d += threads) {
+      float acc[MD_ATTENTION_GROUP];
+      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) acc[i] = 0.0f;
+      for (uint t = begin; t < end; ++t) {
+        const float v = md_cache_value(md_cache_at(values, ulong(t) * kv_dim + ulong(g) * params.head_dim), d);
+        for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+          if (i < count) {
+            const float p = md_cache_operand(values, scores[(first_row + i) * params.context + t] * inverse[i]);
+            acc[i] += p * v;
+          }
+        }
+      }
+      for (uint i = 0; i < count; ++i) {
+        const ulong row = first_row + i;
+        if (whole) out[row * params.head_dim + d] = acc[i];
+        else partials[(row * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(params.head_dim) + 2 + d] = acc[i];
+      }
+    }
+    if (!whole && tid == 0) {
+      for (uint i = 0; i < count; ++i) {
+        device float* partial = partials + ((first_row + i) * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(params.head_dim);
+        partial[0] = top[i];  // -inf for an empty split, whose weight below is 0
+        partial[1] = total[i];
+      }
+    }
+    // The next pass reuses the scratch: every thread is past this pass's reductions.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 

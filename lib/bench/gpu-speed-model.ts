@@ -200,7 +200,7 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
   const kernels = kernelCosts(
     recorded.commands,
     {
-      headCount: config.headCount,
+      headCountKv: config.headCountKv,
       headDim: config.headDim,
       context: s.context,
       tensorBytes,

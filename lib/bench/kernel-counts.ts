@@ -4,7 +4,7 @@
 // They are what `bench predict` models a token from, scaled to a model's
 // shapes: a kernel's bytes and lines per weight byte do not depend on the
 // matrix's size (every lane runs the same loop), and the attention's per
-// query head, position and head dimension.
+// cached value (KV head, position and head dimension).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -43,7 +43,7 @@ export interface KernelTime extends KernelCost {
 export const ROW_KERNELS = 'row kernels (norms, RoPE, KV store, adds, embedding, merge)';
 
 export interface TokenShape {
-  headCount: number;
+  headCountKv: number;
   headDim: number;
   /** Positions the token attends to (its own included). */
   context: number;
@@ -78,7 +78,9 @@ export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: T
     }
   };
   const a = counts.attention;
-  const attentionUnit = a.heads * a.kvLength * a.headDim; // the counted dispatch's query heads x positions x dims
+  // The attention scales with the cached values it reads: KV heads x positions x dims
+  // (counted at 4 query heads per KV head, Llama-3.2-1B's group).
+  const attentionUnit = a.kvHeads * a.kvLength * a.headDim;
   for (const command of commands) {
     const matvec = /^md_matvec_(?:batch_)?(.+)$/.exec(command.kernel);
     if (matvec !== null) {
@@ -86,7 +88,7 @@ export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: T
       const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name), 0);
       add(matvecCost(counts, command.kernel, matvec[1]!, weightBytes));
     } else if (command.kernel === a.kernel) {
-      const unit = shape.headCount * shape.context * shape.headDim;
+      const unit = shape.headCountKv * shape.context * shape.headDim;
       add({
         kernel: command.kernel,
         dispatches: 1,

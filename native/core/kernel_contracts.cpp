@@ -351,8 +351,8 @@ void attention(Contract& c, CacheType t) {
     c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
   else
     c.needs(6, 4, "partials: any buffer with one split");
-  c.check(c.groups() <= uint64_t(p.count) * p.heads * p.splits,
-          "one threadgroup per (query, head, split): at most count x heads x splits threadgroups");
+  c.check(c.groups() <= uint64_t(p.count) * p.kv_heads * p.splits,
+          "one threadgroup per (query, KV head, split): at most count x kv_heads x splits threadgroups");
 }
 void attentionMerge(Contract& c) {
   md_attention_params p;

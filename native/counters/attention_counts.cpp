@@ -34,12 +34,12 @@ AttentionCounts countAttention(Device& device, const AttentionShape& s) {
   p.scale = float(1.0 / std::sqrt(double(s.headDim)));
   p.count = 1;
   p.splits = 1;
-  // Bound as the table binds them (table_recorder.cpp), 128 threads per threadgroup.
+  // Bound as the table binds them (table_recorder.cpp): a threadgroup of 128 threads per KV head.
   AttentionCounts result;
   result.all = countDispatch(
       device, "md_attention_f16",
       {{1, keys.get()}, {2, values.get()}, {4, scores.get()}, {0, q.get()}, {5, out.get()}, {6, partials.get()}}, 3, &p,
-      sizeof p, s.heads, 128);
+      sizeof p, s.kvHeads, 128);
   result.keys = result.all.buffers.at(0);
   result.values = result.all.buffers.at(1);
   result.scores = result.all.buffers.at(2);

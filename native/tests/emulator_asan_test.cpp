@@ -21,7 +21,8 @@ void readPastTheEnd() {
   auto in = device.newBuffer(vocab * 4);
   auto out = device.newBuffer(vocab * 4);
   std::memset(in->contents(), 0, vocab * 4);
-  md_argmax_params params{vocab};
+  md_argmax_params params{};
+  params.vocab_size = vocab;
   auto cb = device.newCommandBuffer();
   cb->setPipeline(device.pipeline("md_test_out_of_bounds"));
   cb->setBuffer(0, *in, 0);

@@ -3,6 +3,7 @@
 // kernels: every weight byte read exactly once, y written once.
 #include <gtest/gtest.h>
 
+#include "attention_counts.h"
 #include "count_dispatch.h"
 #include "emulated_device.h"
 #include "matvec_counts.h"
@@ -97,6 +98,17 @@ TEST(KernelCounters, TheMatvecOfEveryTypeLoadsXOneWholeLinePerLoad) {
     EXPECT_EQ(c.x.linesLoaded, c.x.loadInstructions) << t.suffix;
     EXPECT_EQ(c.x.bytesFetched, c.x.loadInstructions * 128) << t.suffix;
   }
+}
+
+// A threadgroup per KV head serves its whole group of query heads: each
+// cached K and V byte is fetched once per token (it was once per query
+// head, 4x for these heads).
+TEST(KernelCounters, TheAttentionFetchesEachKvByteOncePerToken) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  const auto c = md::counters::countAttention(counted, {32, 8, 64, 256});
+  EXPECT_EQ(c.kvBytes, 2u * 256 * 8 * 64 * 2);
+  EXPECT_EQ(c.keys.distinctBytesRead + c.values.distinctBytesRead, c.kvBytes);
+  EXPECT_EQ(c.keys.bytesFetched + c.values.bytesFetched, c.kvBytes);
 }
 
 }  // namespace

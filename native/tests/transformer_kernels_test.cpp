@@ -497,123 +497,131 @@ constexpr CacheCase kCacheCases[] = {
 // For each cache type: the stored rows are the CPU's quantizeActivations
 // of K and V bit for bit; attention matches a double reference over the
 // cached values.
+// A threadgroup serves a KV head's whole group of query heads, at most
+// MD_ATTENTION_GROUP per pass: groups of 2 (one pass) and 9 (two passes).
 TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
   for (const CacheCase& cc : kCacheCases) {
-    const std::string store = std::string("md_kv_store_") + cc.suffix,
-                      attend = std::string("md_attention_") + cc.suffix;
-    const uint32_t heads = 4, kvHeads = 2, headDim = 32, context = 40, kvDim = kvHeads * headDim;
-    const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
-    auto keys = device().newBuffer(size_t(context) * rowBytes), values = device().newBuffer(size_t(context) * rowBytes);
-    std::vector<std::vector<float>> ks, vs;
-    const uint32_t storeThreads = cc.type == md::TensorType::Q8_0 ? kvDim / MD_QK : kvDim;  // Q8_0: a thread per block
-    for (uint32_t position = 0; position < 37; ++position) {
-      ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
-      vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
-      auto kb = buffer(ks.back()), vb = buffer(vs.back());
-      runWith(store.c_str(), {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
-              md_kv_store_params{kvDim, position, 1, 0}, (storeThreads + 63) / 64, 64);
-    }
-    std::vector<float> cachedKeys(size_t(37) * kvDim), cachedValues(size_t(37) * kvDim);
-    std::vector<uint8_t> expectedRow(rowBytes);
-    for (uint32_t t = 0; t < 37; ++t) {
-      const auto* k = static_cast<const uint8_t*>(keys->contents()) + t * rowBytes;
-      const auto* v = static_cast<const uint8_t*>(values->contents()) + t * rowBytes;
-      md::quantizeActivations(cc.type, ks[t].data(), expectedRow.data(), kvDim);
-      ASSERT_EQ(std::vector<uint8_t>(k, k + rowBytes), expectedRow) << store << " keys, position " << t;
-      md::quantizeActivations(cc.type, vs[t].data(), expectedRow.data(), kvDim);
-      ASSERT_EQ(std::vector<uint8_t>(v, v + rowBytes), expectedRow) << store << " values, position " << t;
-      md::dequantizeRow(cc.type, k, cachedKeys.data() + size_t(t) * kvDim, kvDim);
-      md::dequantizeRow(cc.type, v, cachedValues.data() + size_t(t) * kvDim, kvDim);
-    }
-    auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
-    const float scale = 1.0f / std::sqrt(float(headDim));
-    // Query i of a batch attends over the first length + i positions.
-    auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count,
-                               uint32_t length, const std::string& what) {
-      for (uint32_t i = 0; i < count; ++i) {
-        for (uint32_t h = 0; h < heads; ++h) {
-          const uint32_t g = h / (heads / kvHeads), n = length + i;
-          const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
-          std::vector<double> p(n);
-          double max = -INFINITY, sum = 0;
-          for (uint32_t t = 0; t < n; ++t) {
-            double dot = 0;
-            if (cc.type == md::TensorType::Q8_0) {
-              // The query in Q8_0 blocks, as the CPU's dot takes it.
-              std::vector<uint8_t> qq(md::rowBytes(md::tensorTypeInfo(cc.type), headDim));
-              std::vector<float> qd(headDim);
-              md::quantizeActivations(cc.type, qh, qq.data(), headDim);
-              md::dequantizeRow(cc.type, qq.data(), qd.data(), headDim);
-              for (uint32_t d = 0; d < headDim; ++d) dot += double(qd[d]) * cachedKeys[t * kvDim + g * headDim + d];
-            } else {
-              for (uint32_t d = 0; d < headDim; ++d)
-                dot += double(operand(qh[d])) * cachedKeys[t * kvDim + g * headDim + d];
-            }
-            p[t] = dot * scale;
-            max = std::max(max, p[t]);
-          }
-          for (double& x : p) sum += (x = std::exp(x - max));
-          for (uint32_t d = 0; d < headDim; ++d) {
-            double expected = 0, magnitude = 0;
+    for (const auto& [heads, kvHeads] : {std::pair{4u, 2u}, std::pair{18u, 2u}}) {
+      const std::string store = std::string("md_kv_store_") + cc.suffix,
+                        kernel = std::string("md_attention_") + cc.suffix,
+                        attend = kernel + " (" + std::to_string(heads) + " heads)";
+      const uint32_t headDim = 32, context = 40, kvDim = kvHeads * headDim;
+      const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
+      auto keys = device().newBuffer(size_t(context) * rowBytes),
+           values = device().newBuffer(size_t(context) * rowBytes);
+      std::vector<std::vector<float>> ks, vs;
+      const uint32_t storeThreads =
+          cc.type == md::TensorType::Q8_0 ? kvDim / MD_QK : kvDim;  // Q8_0: a thread per block
+      for (uint32_t position = 0; position < 37; ++position) {
+        ks.push_back(normals(kvDim, 2 * position + 1, 1.0f));
+        vs.push_back(normals(kvDim, 2 * position + 2, 1.0f));
+        auto kb = buffer(ks.back()), vb = buffer(vs.back());
+        runWith(store.c_str(), {{0, kb.get()}, {1, vb.get()}, {3, keys.get()}, {4, values.get()}}, 2,
+                md_kv_store_params{kvDim, position, 1, 0}, (storeThreads + 63) / 64, 64);
+      }
+      std::vector<float> cachedKeys(size_t(37) * kvDim), cachedValues(size_t(37) * kvDim);
+      std::vector<uint8_t> expectedRow(rowBytes);
+      for (uint32_t t = 0; t < 37; ++t) {
+        const auto* k = static_cast<const uint8_t*>(keys->contents()) + t * rowBytes;
+        const auto* v = static_cast<const uint8_t*>(values->contents()) + t * rowBytes;
+        md::quantizeActivations(cc.type, ks[t].data(), expectedRow.data(), kvDim);
+        ASSERT_EQ(std::vector<uint8_t>(k, k + rowBytes), expectedRow) << store << " keys, position " << t;
+        md::quantizeActivations(cc.type, vs[t].data(), expectedRow.data(), kvDim);
+        ASSERT_EQ(std::vector<uint8_t>(v, v + rowBytes), expectedRow) << store << " values, position " << t;
+        md::dequantizeRow(cc.type, k, cachedKeys.data() + size_t(t) * kvDim, kvDim);
+        md::dequantizeRow(cc.type, v, cachedValues.data() + size_t(t) * kvDim, kvDim);
+      }
+      auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
+      const float scale = 1.0f / std::sqrt(float(headDim));
+      // Query i of a batch attends over the first length + i positions.
+      auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count,
+                                 uint32_t length, const std::string& what) {
+        for (uint32_t i = 0; i < count; ++i) {
+          for (uint32_t h = 0; h < heads; ++h) {
+            const uint32_t g = h / (heads / kvHeads), n = length + i;
+            const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
+            std::vector<double> p(n);
+            double max = -INFINITY, sum = 0;
             for (uint32_t t = 0; t < n; ++t) {
-              const double weight = operand(float(p[t] / sum));
-              const double v = cachedValues[t * kvDim + g * headDim + d];
-              expected += weight * v;
-              magnitude += std::fabs(weight * v);
+              double dot = 0;
+              if (cc.type == md::TensorType::Q8_0) {
+                // The query in Q8_0 blocks, as the CPU's dot takes it.
+                std::vector<uint8_t> qq(md::rowBytes(md::tensorTypeInfo(cc.type), headDim));
+                std::vector<float> qd(headDim);
+                md::quantizeActivations(cc.type, qh, qq.data(), headDim);
+                md::dequantizeRow(cc.type, qq.data(), qd.data(), headDim);
+                for (uint32_t d = 0; d < headDim; ++d) dot += double(qd[d]) * cachedKeys[t * kvDim + g * headDim + d];
+              } else {
+                for (uint32_t d = 0; d < headDim; ++d)
+                  dot += double(operand(qh[d])) * cachedKeys[t * kvDim + g * headDim + d];
+              }
+              p[t] = dot * scale;
+              max = std::max(max, p[t]);
             }
-            ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
-                << attend << " " << what << " query " << i << " head " << h << " dim " << d;
+            for (double& x : p) sum += (x = std::exp(x - max));
+            for (uint32_t d = 0; d < headDim; ++d) {
+              double expected = 0, magnitude = 0;
+              for (uint32_t t = 0; t < n; ++t) {
+                const double weight = operand(float(p[t] / sum));
+                const double v = cachedValues[t * kvDim + g * headDim + d];
+                expected += weight * v;
+                magnitude += std::fabs(weight * v);
+              }
+              ASSERT_NEAR(gpu[(size_t(i) * heads + h) * headDim + d], expected, std::ldexp(magnitude, -10) + 1e-6)
+                  << attend << " " << what << " query " << i << " head " << h << " dim " << d;
+            }
           }
         }
+      };
+      for (uint32_t length : {1u, 5u, 37u}) {
+        for (uint32_t threads : {32u, 128u}) {
+          const auto q = normals(heads * headDim, length, 1.0f);
+          auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4),
+               out = device().newBuffer(heads * headDim * 4);
+          runWith(
+              kernel.c_str(),
+              {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
+              md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, kvHeads, threads);
+          expectAttention(q, contents(*out, heads * headDim), 1, length,
+                          "length " + std::to_string(length) + " threads " + std::to_string(threads));
+        }
       }
-    };
-    for (uint32_t length : {1u, 5u, 37u}) {
-      for (uint32_t threads : {32u, 128u}) {
-        const auto q = normals(heads * headDim, length, 1.0f);
-        auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4),
-             out = device().newBuffer(heads * headDim * 4);
-        runWith(attend.c_str(),
-                {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}},
-                3, md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, heads, threads);
-        expectAttention(q, contents(*out, heads * headDim), 1, length,
-                        "length " + std::to_string(length) + " threads " + std::to_string(threads));
+      // A batch of queries (causal), and the positions split over threadgroups
+      // and merged: splits that leave some threadgroups empty (length < splits)
+      // and uneven ranges. Their weights are rounded before the normalisation,
+      // to the same relative precision: the same bound holds.
+      for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u},
+                                           std::tuple{6u, 30u, 4u}, std::tuple{4u, 34u, 5u}}) {
+        const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
+        const size_t outFloats = size_t(count) * heads * headDim;
+        auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4),
+             out = device().newBuffer(outFloats * 4);
+        auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
+        const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
+        auto cb = device().newCommandBuffer();
+        cb->setPipeline(device().pipeline(kernel.c_str()));
+        for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()},
+                                                                                       {1, keys.get()},
+                                                                                       {2, values.get()},
+                                                                                       {4, scores.get()},
+                                                                                       {5, out.get()},
+                                                                                       {6, partials.get()}})
+          cb->setBuffer(index, *b, 0);
+        cb->setBytes(3, &p, sizeof p);
+        cb->dispatch(count * kvHeads * splits, 64);
+        if (splits > 1) {
+          cb->setPipeline(device().pipeline("md_attention_merge_f32"));
+          cb->setBuffer(0, *partials, 0);
+          cb->setBytes(1, &p, sizeof p);
+          cb->setBuffer(2, *out, 0);
+          cb->dispatch(uint32_t((outFloats + 63) / 64), 64);
+        }
+        cb->commit();
+        cb->wait();
+        expectAttention(q, contents(*out, outFloats), count, length,
+                        "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " +
+                            std::to_string(splits));
       }
-    }
-    // A batch of queries (causal), and the positions split over threadgroups
-    // and merged: splits that leave some threadgroups empty (length < splits)
-    // and uneven ranges. Their weights are rounded before the normalisation,
-    // to the same relative precision: the same bound holds.
-    for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u},
-                                         std::tuple{6u, 30u, 4u}, std::tuple{4u, 34u, 5u}}) {
-      const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
-      const size_t outFloats = size_t(count) * heads * headDim;
-      auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4),
-           out = device().newBuffer(outFloats * 4);
-      auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
-      const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
-      auto cb = device().newCommandBuffer();
-      cb->setPipeline(device().pipeline(attend.c_str()));
-      for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()},
-                                                                                     {1, keys.get()},
-                                                                                     {2, values.get()},
-                                                                                     {4, scores.get()},
-                                                                                     {5, out.get()},
-                                                                                     {6, partials.get()}})
-        cb->setBuffer(index, *b, 0);
-      cb->setBytes(3, &p, sizeof p);
-      cb->dispatch(count * heads * splits, 64);
-      if (splits > 1) {
-        cb->setPipeline(device().pipeline("md_attention_merge_f32"));
-        cb->setBuffer(0, *partials, 0);
-        cb->setBytes(1, &p, sizeof p);
-        cb->setBuffer(2, *out, 0);
-        cb->dispatch(uint32_t((outFloats + 63) / 64), 64);
-      }
-      cb->commit();
-      cb->wait();
-      expectAttention(
-          q, contents(*out, outFloats), count, length,
-          "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " + std::to_string(splits));
     }
   }
 }

@@ -283,7 +283,7 @@ class Recorder {
                  {4, "scores", 0}, {5, activationName(op.out), 0}, {6, "partials", 0}};
     c.paramsIndex = 3;
     c.params = bytesOf(p);
-    c.threadgroups = o_.count * c_.headCount * o_.attentionSplits;
+    c.threadgroups = o_.count * c_.headCountKv * o_.attentionSplits;  // one per (query, KV head, split)
     c.threadsPerThreadgroup = 128;
     c.patchRule = "kvLength";
     c.patchFields = {uint32_t(offsetof(md_attention_params, kv_length))};
