@@ -99,8 +99,9 @@ typedef struct md_kv_store_params {
 // Causal attention of `count` queries: query i attends over the first
 // kv_length + i cached positions (the KvLength patch, field at byte 12,
 // sets kv_length = p + 1 for a batch whose first token is at p). heads
-// query heads share kv_heads K/V heads. The positions are split over
-// `splits` threadgroups per (query, head) (flash decoding, for long
+// query heads share kv_heads K/V heads: a threadgroup serves one KV head's
+// query heads. The positions are split over `splits` threadgroups per
+// (query, KV head) (flash decoding, for long
 // contexts): each leaves its maximum score, its sum of exponentials and
 // its unnormalised output in `partials`, and md_attention_merge_f32 adds
 // them. scores is a scratch of count x heads x context floats.
