@@ -10,14 +10,11 @@
 #include "md_transformer.h"
 
 // ---- the cache's types ---------------------------------------------------
-// Value i of a cache row, the row found from its first value's index
-// (kv_dim and head_dim are whole Q8_0 blocks for that cache).
+// A cache row, found from its first value's index (kv_dim and head_dim
+// are whole Q8_0 blocks for that cache).
 inline device const half* md_cache_at(device const half* cache, ulong first) { return cache + first; }
 inline device const float* md_cache_at(device const float* cache, ulong first) { return cache + first; }
 inline device const md_block_q8_0* md_cache_at(device const md_block_q8_0* cache, ulong first) { return cache + first / MD_QK; }
-inline float md_cache_value(device const half* row, uint i) { return float(row[i]); }
-inline float md_cache_value(device const float* row, uint i) { return row[i]; }
-inline float md_cache_value(device const md_block_q8_0* row, uint i) { return md_block_value(row + i / MD_QK, i % MD_QK); }
 // With an F16 cache the query and the softmax weights are rounded to
 // float16 before their products with K and V, as llama.cpp does; the F32
 // and Q8_0 caches keep them float32.
@@ -29,50 +26,102 @@ inline float md_cache_operand(device const md_block_q8_0*, float x) { return x; 
 // positions (a larger group takes more passes): each K and V value is
 // loaded once per pass and used by all of them.
 #define MD_ATTENTION_GROUP 8u
+// A lane holds up to MD_ATTENTION_LANE_VALUES values of a cached row (and
+// of each query head and output): head_dim is at most 32 times that.
+#define MD_ATTENTION_LANE_VALUES (MD_ATTENTION_MAX_HEAD_DIM / MD_SIMD_WIDTH)
 
-// The dots of `count` (at most MD_ATTENTION_GROUP) query heads, consecutive
-// in `queries`, with one cached key row, times nothing yet (the scale comes
-// after): F16 and F32 value by value; Q8_0 as the CPU's dot (and
-// llama.cpp's): the query quantized to Q8_0 blocks like the key, integer
-// products summed per block, times both blocks' scales. Each key value is
-// loaded once for all the heads; each head's dot takes the steps it takes
-// alone, in the same order.
+// ---- a cached row across the lanes of a SIMD group --------------------------
+// The SIMD group reads a row together, each load instruction one
+// contiguous run of it: F16 as 32-bit words (two values each) at words
+// lane, lane + 32, ...; F32 values lane, lane + 32, ...; Q8_0 value lane of
+// each block (its bytes, and the block's scale, which every lane reads).
+// Slot i of a lane holds the row's value md_lane_dim(i).
+inline uint md_lane_dim(device const half*, uint lane, uint i) { return 2u * (lane + MD_SIMD_WIDTH * (i / 2u)) + (i & 1u); }
+inline uint md_lane_dim(device const float*, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
+inline uint md_lane_dim(device const md_block_q8_0*, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
+// The slots a row of head_dim values fills (the last may be partial: its
+// lanes past head_dim hold 0).
+inline uint md_lane_slots(device const half*, uint head_dim) { return 2u * ((head_dim / 2u + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH); }
+inline uint md_lane_slots(device const float*, uint head_dim) { return (head_dim + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH; }
+inline uint md_lane_slots(device const md_block_q8_0*, uint head_dim) { return head_dim / MD_QK; }
+
+inline void md_lane_values(device const half* row, uint head_dim, uint slots, uint lane, thread float* v) {
+  device const uint* words = (device const uint*)row;  // head_dim is even: every row starts on a word
+  for (uint i = 0; i < slots; i += 2) {
+    const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
+    const uint bits = 2u * w < head_dim ? words[w] : 0u;
+    v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
+    v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
+  }
+}
+inline void md_lane_values(device const float* row, uint head_dim, uint slots, uint lane, thread float* v) {
+  for (uint i = 0; i < slots; ++i) {
+    const uint d = lane + MD_SIMD_WIDTH * i;
+    v[i] = d < head_dim ? row[d] : 0.0f;
+  }
+}
+inline void md_lane_values(device const md_block_q8_0* row, uint, uint slots, uint lane, thread float* v) {
+  for (uint b = 0; b < slots; ++b) v[b] = md_block_value(row + b, lane);
+}
+
+// ---- the query heads of a pass, in the lanes -----------------------------------
+// Each lane keeps the query values of its slots, as the cache type takes
+// them: F16 rounded to float16 (as llama.cpp), F32 as they are, and for
+// Q8_0 the query quantized to Q8_0 blocks like the key (the CPU's dot and
+// llama.cpp's): the integer values and each block's scale.
+struct md_lane_query {
+  float values[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+  int quants[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+  float scales[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+};
+
 template <typename Cache>
-inline void md_cache_scores(device const Cache* key, device const float* queries, uint head_dim, uint count,
-                            thread float* dots) {
-  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) dots[i] = 0.0f;
-  for (uint d = 0; d < head_dim; ++d) {
-    const float k = md_cache_value(key, d);
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-      if (i < count) dots[i] += md_cache_operand(key, queries[i * head_dim + d]) * k;
+inline void md_load_query(device const Cache* cache, device const float* queries, uint head_dim, uint slots,
+                          uint count, uint lane, thread md_lane_query& q) {
+  for (uint i = 0; i < count; ++i) {
+    for (uint s = 0; s < slots; ++s) {
+      const uint d = md_lane_dim(cache, lane, s);
+      q.values[i][s] = d < head_dim ? md_cache_operand(cache, queries[i * head_dim + d]) : 0.0f;
     }
   }
 }
-inline void md_cache_scores(device const md_block_q8_0* key, device const float* queries, uint head_dim, uint count,
-                            thread float* dots) {
-  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) dots[i] = 0.0f;
-  for (uint b = 0; b < head_dim / MD_QK; ++b) {
-    float amax[MD_ATTENTION_GROUP], id[MD_ATTENTION_GROUP];
-    int products[MD_ATTENTION_GROUP];
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-      amax[i] = 0.0f;
-      products[i] = 0;
-      if (i < count) {
-        device const float* x = queries + i * head_dim + b * MD_QK;
-        for (uint j = 0; j < MD_QK; ++j) amax[i] = max(amax[i], fabs(x[j]));
-      }
-      id[i] = amax[i] != 0.0f ? 127.0f / amax[i] : 0.0f;
+// Q8_0: d = max |x| / 127 (as float16) and q = nearest(x * 127 / max |x|)
+// per block, the CPU's quantizeActivations; the max over the lanes is exact.
+inline void md_load_query(device const md_block_q8_0*, device const float* queries, uint head_dim, uint slots,
+                          uint count, uint lane, thread md_lane_query& q) {
+  for (uint i = 0; i < count; ++i) {
+    for (uint b = 0; b < slots; ++b) {
+      const float x = queries[i * head_dim + b * MD_QK + lane];
+      const float amax = simd_max(fabs(x));
+      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+      q.quants[i][b] = int(rint(x * id));
+      q.scales[i][b] = float(half(amax / 127.0f));
     }
-    for (uint j = 0; j < MD_QK; ++j) {
-      const int k = int(key[b].qs[j]);
-      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-        if (i < count) products[i] += k * int(rint(queries[i * head_dim + b * MD_QK + j] * id[i]));
-      }
-    }
+  }
+}
+
+// The dots of the pass's query heads with one cached key row, before the
+// scale: each lane's products summed over its slots, then over the lanes.
+// Q8_0 sums integer products per block (exact in any order), times both
+// blocks' scales, block by block (the CPU's dot).
+template <typename Cache>
+inline void md_key_dots(device const Cache* key, thread const md_lane_query& q, uint head_dim, uint slots,
+                        uint count, uint lane, thread float* dots) {
+  float k[MD_ATTENTION_LANE_VALUES];
+  md_lane_values(key, head_dim, slots, lane, k);
+  for (uint i = 0; i < count; ++i) {
+    float partial = 0.0f;
+    for (uint s = 0; s < slots; ++s) partial += q.values[i][s] * k[s];
+    dots[i] = simd_sum(partial);
+  }
+}
+inline void md_key_dots(device const md_block_q8_0* key, thread const md_lane_query& q, uint, uint slots,
+                        uint count, uint lane, thread float* dots) {
+  for (uint i = 0; i < count; ++i) dots[i] = 0.0f;
+  for (uint b = 0; b < slots; ++b) {
+    const int k = int(key[b].qs[lane]);
     const float scale = float(as_type<half>(key[b].d));
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-      if (i < count) dots[i] += float(products[i]) * (scale * float(half(amax[i] / 127.0f)));
-    }
+    for (uint i = 0; i < count; ++i) dots[i] += float(simd_sum(k * q.quants[i][b])) * (scale * q.scales[i][b]);
   }
 }
 
@@ -157,129 +206,130 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
 }
 
 // One threadgroup per (query, KV head, split), for every query head of the
-// KV head's group (MD_ATTENTION_GROUP of them per pass): each K and V value
-// is loaded once per pass, not once per query head. Split j of the query's
-// kv_length + i positions is the j-th of `splits` near-equal ranges, so
-// every threadgroup has work at every length. Thread t scores positions
-// t, t + threads, ... of its range for every head of the pass (each reads
-// a whole K row of the KV head: consecutive threads read consecutive
-// rows), then each head's max and sum of the exponentials go through the
-// threadgroup in a fixed order, and thread t sums dims t, t + threads, ...
-// of the values for every head (consecutive threads read consecutive
-// values of a V row). The query and the weights meet K and V as
-// md_cache_scores and md_cache_operand say for the cache's type, as the
-// CPU twin does; each head's sums take the steps they took when each head
-// had its own threadgroup, so the bits are those.
+// KV head's group (MD_ATTENTION_GROUP of them per pass): each K and V row
+// is loaded once per pass, not once per query head. Split j of the
+// query's kv_length + i positions is the j-th of `splits` near-equal
+// ranges, so every threadgroup has work at every length.
 //
-// With one split the threadgroup normalises and writes `out`. With more
+// SIMD group s takes positions begin + s, begin + s + S, ... (S SIMD
+// groups) as llama.cpp's flash_attn_ext_vec and MLX's sdpa_vector do: the
+// 32 lanes load a K row together (whole lines), each head's score is a
+// SIMD-group sum, and the softmax runs online in registers (a running max
+// m, the sum l of exp(score - m), the output rescaled when m grows), the
+// weights exp(score - m) meeting V as md_cache_operand says for the cache.
+// Then the S groups' (m, l, output) combine through threadgroup memory in
+// group order: a fixed order, so a query gets the same bits in a batch as
+// alone.
+//
+// With one split the threadgroup divides by l and writes `out`. With more
 // (long contexts: one head's whole context is too much for one of the
-// GPU's cores), it writes each head's max m, its sum l of exp(s - m) and
-// its unnormalised output (weights exp(s - m), as the cache type takes
-// them) to `partials`, and md_attention_merge_f32 combines the splits.
+// GPU's cores), it writes each head's max m, its sum l and its
+// unnormalised output to `partials`, and md_attention_merge_f32 combines
+// the splits.
 template <typename Cache>
 inline void md_attention(device const float* q, device const Cache* keys, device const Cache* values,
-                         constant md_attention_params& params, device float* scores, device float* out,
-                         device float* partials, uint group, uint tid, uint threads, uint lane, uint simd_index,
-                         threadgroup float* scratch) {
+                         constant md_attention_params& params, device float* out, device float* partials, uint group,
+                         uint tid, uint threads, uint lane, uint simd_index, threadgroup float* stats,
+                         threadgroup float* outputs) {
   const uint split = group % params.splits, g = (group / params.splits) % params.kv_heads;
   const uint query = group / (params.splits * params.kv_heads);
   if (query >= params.count) return;
-  const uint kv_dim = params.kv_heads * params.head_dim;
-  const uint group_heads = params.heads / params.kv_heads;
+  const uint head_dim = params.head_dim, kv_dim = params.kv_heads * head_dim;
+  const uint group_heads = params.heads / params.kv_heads, simd_groups = threads / MD_SIMD_WIDTH;
   const uint length = params.kv_length + query;
   const uint chunk = (length + params.splits - 1) / params.splits;
   const uint begin = min(length, split * chunk), end = min(length, begin + chunk);
+  const uint slots = md_lane_slots(keys, head_dim);
   const bool whole = params.splits == 1;
 
   for (uint pass = 0; pass < group_heads; pass += MD_ATTENTION_GROUP) {
     const uint count = min(group_heads - pass, MD_ATTENTION_GROUP);
     const ulong first_row = ulong(query) * params.heads + g * group_heads + pass;  // (query, head) of the first head
-    device const float* queries = q + first_row * params.head_dim;
+    md_lane_query lane_query;
+    md_load_query(keys, q + first_row * head_dim, head_dim, slots, count, lane, lane_query);
 
-    float local_max[MD_ATTENTION_GROUP];
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) local_max[i] = -INFINITY;
-    for (uint t = begin + tid; t < end; t += threads) {
-      float dots[MD_ATTENTION_GROUP];
-      md_cache_scores(md_cache_at(keys, ulong(t) * kv_dim + ulong(g) * params.head_dim), queries, params.head_dim,
-                      count, dots);
-      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-        if (i < count) {
-          const float dot = dots[i] * params.scale;
-          scores[(first_row + i) * params.context + t] = dot;
-          local_max[i] = max(local_max[i], dot);
-        }
-      }
-    }
-    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP];
-    for (uint i = 0; i < count; ++i) {
-      device float* s = scores + (first_row + i) * params.context;
-      const float simd_best = simd_max(local_max[i]);
-      if (lane == 0) scratch[simd_index] = simd_best;
-      threadgroup_barrier(mem_flags::mem_threadgroup);
+    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP], acc[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
       top[i] = -INFINITY;
-      for (uint k = 0; k < threads / MD_SIMD_WIDTH; ++k) top[i] = max(top[i], scratch[k]);
+      total[i] = 0.0f;
+      for (uint s = 0; s < MD_ATTENTION_LANE_VALUES; ++s) acc[i][s] = 0.0f;
+    }
+    for (uint t = begin + simd_index; t < end; t += simd_groups) {
+      const ulong at = ulong(t) * kv_dim + ulong(g) * head_dim;
+      float dots[MD_ATTENTION_GROUP], v[MD_ATTENTION_LANE_VALUES];
+      md_key_dots(md_cache_at(keys, at), lane_query, head_dim, slots, count, lane, dots);
+      md_lane_values(md_cache_at(values, at), head_dim, slots, lane, v);
+      for (uint i = 0; i < count; ++i) {
+        const float score = dots[i] * params.scale;
+        const float grown = max(top[i], score);
+        const float rescale = exp(top[i] - grown);  // 0 at the first position (top -inf)
+        const float weight = exp(score - grown);
+        top[i] = grown;
+        total[i] = total[i] * rescale + weight;
+        const float p = md_cache_operand(values, weight);
+        for (uint s = 0; s < slots; ++s) acc[i][s] = acc[i][s] * rescale + p * v[s];
+      }
+    }
+
+    // The SIMD groups' results, one head at a time, in group order.
+    for (uint i = 0; i < count; ++i) {
+      if (lane == 0) {
+        stats[2 * simd_index] = top[i];
+        stats[2 * simd_index + 1] = total[i];
+      }
+      for (uint s = 0; s < slots; ++s) {
+        const uint d = md_lane_dim(keys, lane, s);
+        if (d < head_dim) outputs[simd_index * head_dim + d] = acc[i][s];
+      }
       threadgroup_barrier(mem_flags::mem_threadgroup);
-
-      float local_sum = 0.0f;
-      for (uint t = begin + tid; t < end; t += threads) {
-        const float e = exp(s[t] - top[i]);
-        s[t] = e;
-        local_sum += e;
+      float best = -INFINITY;
+      for (uint k = 0; k < simd_groups; ++k) best = max(best, stats[2 * k]);
+      float weights[MD_ATTENTION_MAX_THREADS / MD_SIMD_WIDTH], sum = 0.0f;
+      for (uint k = 0; k < simd_groups; ++k) {
+        weights[k] = stats[2 * k] == -INFINITY ? 0.0f : exp(stats[2 * k] - best);  // a group without positions adds 0
+        sum += weights[k] * stats[2 * k + 1];
       }
-      md_threadgroup_exclusive_sum(local_sum, lane, simd_index, threads / MD_SIMD_WIDTH, total[i], scratch);
+      const ulong row = first_row + i;
+      device float* partial = partials + (row * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(head_dim);
+      for (uint d = tid; d < head_dim; d += threads) {
+        float value = 0.0f;
+        for (uint k = 0; k < simd_groups; ++k) value += weights[k] * outputs[k * head_dim + d];
+        if (whole) out[row * head_dim + d] = value / sum;
+        else partial[2 + d] = value;
+      }
+      if (!whole && tid == 0) {
+        partial[0] = best;  // -inf for an empty split, whose weight in the merge is 0
+        partial[1] = sum;
+      }
+      // The next head reuses the threadgroup memory: every thread is past this one's reads.
+      threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    threadgroup_barrier(mem_flags::mem_device);  // every weight written before any thread sums them
-
-    float inverse[MD_ATTENTION_GROUP];
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) inverse[i] = whole && i < count ? 1.0f / total[i] : 1.0f;
-    for (uint d = tid; d < params.head_dim; d += threads) {
-      float acc[MD_ATTENTION_GROUP];
-      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) acc[i] = 0.0f;
-      for (uint t = begin; t < end; ++t) {
-        const float v = md_cache_value(md_cache_at(values, ulong(t) * kv_dim + ulong(g) * params.head_dim), d);
-        for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-          if (i < count) {
-            const float p = md_cache_operand(values, scores[(first_row + i) * params.context + t] * inverse[i]);
-            acc[i] += p * v;
-          }
-        }
-      }
-      for (uint i = 0; i < count; ++i) {
-        const ulong row = first_row + i;
-        if (whole) out[row * params.head_dim + d] = acc[i];
-        else partials[(row * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(params.head_dim) + 2 + d] = acc[i];
-      }
-    }
-    if (!whole && tid == 0) {
-      for (uint i = 0; i < count; ++i) {
-        device float* partial = partials + ((first_row + i) * params.splits + split) * MD_ATTENTION_PARTIAL_FLOATS(params.head_dim);
-        partial[0] = top[i];  // -inf for an empty split, whose weight below is 0
-        partial[1] = total[i];
-      }
-    }
-    // The next pass reuses the scratch: every thread is past this pass's reductions.
-    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
 #define MD_ATTENTION_BUFFERS(Cache)                                                                                \
   device const float *q [[buffer(0)]], device const Cache *keys [[buffer(1)]],                                      \
       device const Cache *values [[buffer(2)]], constant md_attention_params &params [[buffer(3)]],                 \
-      device float *scores [[buffer(4)]], device float *out [[buffer(5)]], device float *partials [[buffer(6)]]
+      device float *out [[buffer(4)]], device float *partials [[buffer(5)]]
+
+// Each SIMD group's max and sum, and its output for one head.
+#define MD_ATTENTION_SCRATCH                                                           \
+  MD_THREADGROUP_ARRAY(float, stats, 2u * (MD_ATTENTION_MAX_THREADS / MD_SIMD_WIDTH)); \
+  MD_THREADGROUP_ARRAY(float, outputs, (MD_ATTENTION_MAX_THREADS / MD_SIMD_WIDTH) * MD_ATTENTION_MAX_HEAD_DIM)
 
 kernel void md_attention_f16(MD_ATTENTION_BUFFERS(half), MD_THREAD_IDS) {
-  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
-  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
+  MD_ATTENTION_SCRATCH;
+  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 kernel void md_attention_f32(MD_ATTENTION_BUFFERS(float), MD_THREAD_IDS) {
-  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
-  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
+  MD_ATTENTION_SCRATCH;
+  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 kernel void md_attention_q8_0(MD_ATTENTION_BUFFERS(md_block_q8_0), MD_THREAD_IDS) {
-  MD_THREADGROUP_ARRAY(float, scratch, MD_SCAN_SLOTS);
-  md_attention(q, keys, values, params, scores, out, partials, group, tid, threads, lane, simd_index, scratch);
+  MD_ATTENTION_SCRATCH;
+  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 // One thread per (query, head, dim): the splits' partial outputs rescaled

@@ -104,7 +104,7 @@ typedef struct md_kv_store_params {
 // (query, KV head) (flash decoding, for long
 // contexts): each leaves its maximum score, its sum of exponentials and
 // its unnormalised output in `partials`, and md_attention_merge_f32 adds
-// them. scores is a scratch of count x heads x context floats.
+// them. context is the cache's length in positions.
 typedef struct md_attention_params {
   md_u32 heads;
   md_u32 kv_heads;
@@ -115,6 +115,12 @@ typedef struct md_attention_params {
   md_u32 count;
   md_u32 splits;
 } md_attention_params;
+
+// The attention kernels' limits: a head of at most 256 values (8 per lane
+// of a SIMD group) and at most 256 threads (8 SIMD groups) per threadgroup,
+// what their registers and threadgroup memory hold.
+#define MD_ATTENTION_MAX_HEAD_DIM 256u
+#define MD_ATTENTION_MAX_THREADS 256u
 
 // The floats of one split's partial result: its max, its sum, head_dim outputs.
 #define MD_ATTENTION_PARTIAL_FLOATS(head_dim) (2u + (head_dim))

@@ -39,8 +39,9 @@ export interface AttentionCounts extends AccessCounts {
   /** K and V of kvLength positions: what a token must read. */
   kvBytes: number;
   kvBytesFetched: number;
-  scoresBytesFetched: number;
-  scoresBytesWritten: number;
+  /** The K and V loads (SIMD-group instructions) and the 128-byte lines they touch. */
+  kvLoadInstructions: number;
+  kvLinesLoaded: number;
 }
 
 export interface KernelCounts {
@@ -69,7 +70,17 @@ export function parseKernelCounts(text: string, file: string): KernelCounts {
     requireCounts(`${file}: matvec.types.${type}`, counts, [...ACCESS_FIELDS, 'weightBytes', 'weightBytesFetched', 'xBytesFetched']);
     if (counts.weightBytes === 0) throw new Error(`${file}: matvec.types.${type}.weightBytes: expected a positive count, got 0`);
   }
-  requireCounts(`${file}: attention`, c.attention, [...ACCESS_FIELDS, 'heads', 'kvHeads', 'headDim', 'kvLength', 'kvBytes', 'kvBytesFetched']);
+  requireCounts(`${file}: attention`, c.attention, [
+    ...ACCESS_FIELDS,
+    'heads',
+    'kvHeads',
+    'headDim',
+    'kvLength',
+    'kvBytes',
+    'kvBytesFetched',
+    'kvLoadInstructions',
+    'kvLinesLoaded',
+  ]);
   return c;
 }
 

@@ -50,6 +50,7 @@ class Contract {
     if (!ok) fail(problem);
   }
   uint64_t groups() const { return cmd_.threadgroups; }
+  uint32_t threads() const { return cmd_.threadsPerThreadgroup; }
   const std::string& problem() const { return problem_; }
 
  private:
@@ -339,18 +340,23 @@ uint64_t attentionPartialBytes(const md_attention_params& p) {
 }
 void attention(Contract& c, CacheType t) {
   md_attention_params p;
-  if (!attentionShape(c, p, 3, 5)) return;
+  if (!attentionShape(c, p, 3, 4)) return;
   c.check(p.head_dim % t.values == 0, "head_dim " + std::to_string(p.head_dim) + " is not a whole number of " +
                                           std::to_string(t.values) + "-value blocks");
+  c.check(p.head_dim % 2 == 0 && p.head_dim <= MD_ATTENTION_MAX_HEAD_DIM,
+          "head_dim " + std::to_string(p.head_dim) + " is not an even number from 2 to " +
+              std::to_string(MD_ATTENTION_MAX_HEAD_DIM));
+  c.check(c.threads() % 32 == 0 && c.threads() <= MD_ATTENTION_MAX_THREADS,
+          std::to_string(c.threads()) + " threads per threadgroup: expected whole SIMD groups, at most " +
+              std::to_string(MD_ATTENTION_MAX_THREADS));
   const uint64_t cache = (uint64_t(p.kv_length) + p.count - 1) * p.kv_heads * p.head_dim / t.values * t.bytes;
   c.needs(0, 4 * uint64_t(p.count) * p.heads * p.head_dim, "q: count x heads x head_dim floats");
   c.needs(1, cache, (std::string("keys: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
   c.needs(2, cache, (std::string("values: kv_length + count - 1 rows of kv_heads x head_dim ") + t.rows).c_str());
-  c.needs(4, 4 * uint64_t(p.count) * p.heads * p.context, "scores: count x heads x context floats");
   if (p.splits > 1)
-    c.needs(6, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
+    c.needs(5, attentionPartialBytes(p), "partials: count x heads x splits x (head_dim + 2) floats");
   else
-    c.needs(6, 4, "partials: any buffer with one split");
+    c.needs(5, 4, "partials: any buffer with one split");
   c.check(c.groups() <= uint64_t(p.count) * p.kv_heads * p.splits,
           "one threadgroup per (query, KV head, split): at most count x kv_heads x splits threadgroups");
 }

@@ -22,7 +22,6 @@ AttentionCounts countAttention(Device& device, const AttentionShape& s) {
   auto* qs = static_cast<float*>(q->contents());
   for (uint32_t i = 0; i < s.heads * s.headDim; ++i) qs[i] = float(i % 5) * 0.25f;
   const uint32_t context = s.kvLength;
-  auto scores = device.newBuffer(size_t(s.heads) * context * 4);
   auto out = device.newBuffer(size_t(s.heads) * s.headDim * 4);
   auto partials = device.newBuffer(size_t(s.heads) * (MD_ATTENTION_PARTIAL_FLOATS(s.headDim)) * 4);
   md_attention_params p{};
@@ -36,13 +35,11 @@ AttentionCounts countAttention(Device& device, const AttentionShape& s) {
   p.splits = 1;
   // Bound as the table binds them (table_recorder.cpp): a threadgroup of 128 threads per KV head.
   AttentionCounts result;
-  result.all = countDispatch(
-      device, "md_attention_f16",
-      {{1, keys.get()}, {2, values.get()}, {4, scores.get()}, {0, q.get()}, {5, out.get()}, {6, partials.get()}}, 3, &p,
-      sizeof p, s.kvHeads, 128);
+  result.all = countDispatch(device, "md_attention_f16",
+                             {{1, keys.get()}, {2, values.get()}, {0, q.get()}, {4, out.get()}, {5, partials.get()}}, 3,
+                             &p, sizeof p, s.kvHeads, 128);
   result.keys = result.all.buffers.at(0);
   result.values = result.all.buffers.at(1);
-  result.scores = result.all.buffers.at(2);
   result.kvBytes = 2 * kvValues * 2;
   return result;
 }

@@ -1,7 +1,7 @@
 // attention_counts.h: the decode attention kernel (md_attention_f16, one
 // token, one split) counted on the emulator at a model's head shape: how
-// many times the KV bytes of a layer are fetched per token, and what the
-// scores' round trips through device memory cost.
+// many times the KV bytes of a layer are fetched per token, and how many
+// lines its K and V loads touch.
 #pragma once
 #include <cstdint>
 
@@ -16,7 +16,7 @@ struct AttentionShape {
 
 struct AttentionCounts {
   AccessCounts all;
-  BufferCounts keys, values, scores;
+  BufferCounts keys, values;
   uint64_t kvBytes = 0;  // K and V of the kvLength positions (F16, the token's own included): what it must read
 };
 

@@ -60,8 +60,8 @@ std::string profileJson(md::emu::EmulatedDevice& device) {
       << ",\n    \"kvHeads\": " << s.kvHeads << ",\n    \"headDim\": " << s.headDim
       << ",\n    \"kvLength\": " << s.kvLength << ",\n    \"kvBytes\": " << a.kvBytes
       << ",\n    \"kvBytesFetched\": " << a.keys.bytesFetched + a.values.bytesFetched
-      << ",\n    \"scoresBytesFetched\": " << a.scores.bytesFetched
-      << ",\n    \"scoresBytesWritten\": " << a.scores.bytesWritten << ",\n    ";
+      << ",\n    \"kvLoadInstructions\": " << a.keys.loadInstructions + a.values.loadInstructions
+      << ",\n    \"kvLinesLoaded\": " << a.keys.linesLoaded + a.values.linesLoaded << ",\n    ";
   accessFields(out, a.all);
   out << "\n  }\n}\n";
   return out.str();

@@ -111,4 +111,19 @@ TEST(KernelCounters, TheAttentionFetchesEachKvByteOncePerToken) {
   EXPECT_EQ(c.keys.bytesFetched + c.values.bytesFetched, c.kvBytes);
 }
 
+// A SIMD group loads a K or V row of a head (64 float16 values: 128 bytes)
+// in one instruction, each lane a word: one whole line per load, every
+// byte of it used (a thread per row touched 32 lines per load, 2 bytes of
+// each). Nothing but the output is written: the scores stay in registers.
+TEST(KernelCounters, TheAttentionLoadsEachKvRowAsOneWholeLine) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  const auto c = md::counters::countAttention(counted, {32, 8, 64, 256});
+  for (const auto* b : {&c.keys, &c.values}) {
+    EXPECT_EQ(b->loadInstructions, 256u * 8);
+    EXPECT_EQ(b->linesLoaded, b->loadInstructions);
+    EXPECT_EQ(b->bytesFetched, b->loadInstructions * 128);
+  }
+  EXPECT_EQ(c.all.deviceBytesWritten, 32u * 64 * 4);
+}
+
 }  // namespace

@@ -480,9 +480,10 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
 // K and V go into the cache as float16 (exactly the CPU's rounding); the
 // attention of each query head is compared with a double reference that
 // rounds the query and the softmax weights to float16 as the kernel (and
-// llama.cpp) does. The GPU's float32 softmax can round a weight to the
-// neighbouring float16 (2^-11 relative), so the bound is 2^-10 of
-// sum |p v| per output.
+// llama.cpp) does. The kernel rounds each weight before normalising it
+// (exp(score - m) for its running max m), the reference after: each
+// weight is within 2^-11 relative of the exact one on either side, so the
+// bound is 2^-10 of sum |p v| per output.
 // The KV cache types: the store and attention kernels' suffix, the tensor
 // type of a cache row, and whether the query and the softmax weights are
 // rounded to float16 (the F16 cache, as llama.cpp).
@@ -499,13 +500,16 @@ constexpr CacheCase kCacheCases[] = {
 // cached values.
 // A threadgroup serves a KV head's whole group of query heads, at most
 // MD_ATTENTION_GROUP per pass: groups of 2 (one pass) and 9 (two passes).
+// A SIMD group's lanes hold a head's values: heads of 32 (half the lanes
+// hold an F16 word), 96 (a partial second word) and 128.
 TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
   for (const CacheCase& cc : kCacheCases) {
-    for (const auto& [heads, kvHeads] : {std::pair{4u, 2u}, std::pair{18u, 2u}}) {
+    for (const auto& [heads, kvHeads, headDim] :
+         {std::tuple{4u, 2u, 32u}, std::tuple{18u, 2u, 96u}, std::tuple{2u, 1u, 128u}}) {
       const std::string store = std::string("md_kv_store_") + cc.suffix,
                         kernel = std::string("md_attention_") + cc.suffix,
-                        attend = kernel + " (" + std::to_string(heads) + " heads)";
-      const uint32_t headDim = 32, context = 40, kvDim = kvHeads * headDim;
+                        attend = kernel + " (" + std::to_string(heads) + " heads of " + std::to_string(headDim) + ")";
+      const uint32_t context = 40, kvDim = kvHeads * headDim;
       const size_t rowBytes = md::rowBytes(md::tensorTypeInfo(cc.type), kvDim);
       auto keys = device().newBuffer(size_t(context) * rowBytes),
            values = device().newBuffer(size_t(context) * rowBytes);
@@ -574,38 +578,29 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
         }
       };
       for (uint32_t length : {1u, 5u, 37u}) {
-        for (uint32_t threads : {32u, 128u}) {
+        for (uint32_t threads : {32u, 128u, 256u}) {
           const auto q = normals(heads * headDim, length, 1.0f);
-          auto qb = buffer(q), scores = device().newBuffer(size_t(heads) * context * 4),
-               out = device().newBuffer(heads * headDim * 4);
-          runWith(
-              kernel.c_str(),
-              {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, scores.get()}, {5, out.get()}, {6, out.get()}}, 3,
-              md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, kvHeads, threads);
+          auto qb = buffer(q), out = device().newBuffer(heads * headDim * 4);
+          runWith(kernel.c_str(), {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, out.get()}, {5, out.get()}},
+                  3, md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, kvHeads, threads);
           expectAttention(q, contents(*out, heads * headDim), 1, length,
                           "length " + std::to_string(length) + " threads " + std::to_string(threads));
         }
       }
       // A batch of queries (causal), and the positions split over threadgroups
       // and merged: splits that leave some threadgroups empty (length < splits)
-      // and uneven ranges. Their weights are rounded before the normalisation,
-      // to the same relative precision: the same bound holds.
+      // and uneven ranges.
       for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u},
                                            std::tuple{6u, 30u, 4u}, std::tuple{4u, 34u, 5u}}) {
         const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
         const size_t outFloats = size_t(count) * heads * headDim;
-        auto qb = buffer(q), scores = device().newBuffer(size_t(count) * heads * context * 4),
-             out = device().newBuffer(outFloats * 4);
+        auto qb = buffer(q), out = device().newBuffer(outFloats * 4);
         auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
         const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
         auto cb = device().newCommandBuffer();
         cb->setPipeline(device().pipeline(kernel.c_str()));
-        for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{{0, qb.get()},
-                                                                                       {1, keys.get()},
-                                                                                       {2, values.get()},
-                                                                                       {4, scores.get()},
-                                                                                       {5, out.get()},
-                                                                                       {6, partials.get()}})
+        for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{
+                 {0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, out.get()}, {5, partials.get()}})
           cb->setBuffer(index, *b, 0);
         cb->setBytes(3, &p, sizeof p);
         cb->dispatch(count * kvHeads * splits, 64);
@@ -687,21 +682,34 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
             "md_matmul_q4_0: buffer 3 (y: count x rows floats) needs 64 bytes from byte 0, but the buffer has 32");
 
   // Attention: the last query of a batch must fit the context, and splits need their partials.
-  auto q = device().newBuffer(4 * 64 * 3), cache = device().newBuffer(2 * 64 * 16),
-       scores = device().newBuffer(4 * 3 * 16), o = device().newBuffer(4 * 64 * 3);
+  // A head is at most MD_ATTENTION_MAX_HEAD_DIM values, a threadgroup at most MD_ATTENTION_MAX_THREADS threads.
+  auto q = device().newBuffer(4 * 512 * 3), cache = device().newBuffer(2 * 512 * 16),
+       o = device().newBuffer(4 * 512 * 3);
   auto partials = device().newBuffer(4);
-  auto at =
-      command("md_attention_f16",
-              {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}},
-              3, md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
+  const std::vector<std::pair<uint32_t, md::Buffer*>> attentionBuffers = {
+      {0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, o.get()}, {5, partials.get()}};
+  auto at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
             "md_attention_f16: kv_length 15 + count 3 - 1 is past the context 16");
-  at = command("md_attention_f16",
-               {{0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, scores.get()}, {5, o.get()}, {6, partials.get()}},
-               3, md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
-            "md_attention_f16: buffer 6 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes "
+            "md_attention_f16: buffer 5 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes "
             "from byte 0, but the buffer has 4");
+  at = command("md_attention_f32", attentionBuffers, 3, md_attention_params{1, 1, 288, 1, 16, 0.125f, 1, 1});
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
+            "md_attention_f32: head_dim 288 is not an even number from 2 to 256");
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 63, 1, 16, 0.125f, 1, 1});
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
+            "md_attention_f16: head_dim 63 is not an even number from 2 to 256");
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 1, 16, 0.125f, 1, 1});
+  for (uint32_t threads : {48u, 512u}) {
+    at.threadsPerThreadgroup = threads;
+    EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
+              "md_attention_f16: " + std::to_string(threads) +
+                  " threads per threadgroup: expected whole SIMD groups, at most 256");
+  }
+  at.threadsPerThreadgroup = 256;
+  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "");
 }
 
 }  // namespace

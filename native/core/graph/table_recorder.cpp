@@ -279,8 +279,11 @@ class Recorder {
     p.count = o_.count;
     p.splits = o_.attentionSplits;
     RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), op.label);
-    c.buffers = {{0, "q", 0},      {1, "keys." + layer, 0},        {2, "values." + layer, 0},
-                 {4, "scores", 0}, {5, activationName(op.out), 0}, {6, "partials", 0}};
+    c.buffers = {{0, "q", 0},
+                 {1, "keys." + layer, 0},
+                 {2, "values." + layer, 0},
+                 {4, activationName(op.out), 0},
+                 {5, "partials", 0}};
     c.paramsIndex = 3;
     c.params = bytesOf(p);
     c.threadgroups = o_.count * c_.headCountKv * o_.attentionSplits;  // one per (query, KV head, split)
@@ -345,7 +348,6 @@ std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& 
   const uint64_t batch = maxBatch;
   for (int a = 0; a < kActivationCount; ++a)
     buffers.emplace_back(activationName(Activation(a)), batch * activationWidth(c, Activation(a)) * 4);
-  buffers.emplace_back("scores", batch * c.headCount * contextSize * 4);
   buffers.emplace_back("partials",
                        batch * c.headCount * attentionSplits * (MD_ATTENTION_PARTIAL_FLOATS(c.headDim)) * 4);
   const uint64_t cacheBytes =

@@ -37,7 +37,7 @@ struct RecordOptions {
 };
 
 // A binding of a named buffer at `index`: an activation (activationName),
-// "tokens", "logits", "rowLogits", "scores", "partials", "keys.<layer>",
+// "tokens", "logits", "rowLogits", "partials", "keys.<layer>",
 // "values.<layer>", or "tensor:<GGUF name>" (offset from the tensor's start).
 struct BufferBinding {
   uint32_t index = 0;
