@@ -9,6 +9,37 @@
 #include "md_block_values.h"
 #include "md_transformer.h"
 
+// The dot of part base + lane of a row with the lane's x, in a full window
+// (every lane has a part). A quantized part reads its block itself.
+template <typename Block>
+inline float md_window_part_dot(device const Block* row, uint base, uint lane, thread const float* x) {
+  const uint u = base + lane, parts_per_block = md_block_values(row) / MD_QK;
+  return md_block_dot(row + u / parts_per_block, u % parts_per_block, x, MD_QK);
+}
+// A float row's window is loaded as x's is, coalesced: load i reads part
+// base + i, lane l its value l (one line, or half a line of float16), and
+// md_simd_transpose32 hands each lane its own part. Each lane loading its
+// own part touched a line per lane per load. The products are summed in
+// md_block_dot's order: the same bits.
+template <typename Block>
+inline float md_float_window_dot(device const Block* row, uint base, uint lane, thread const float* x) {
+  float w[MD_QK];
+  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) w[i] = md_block_value(row + base + i, lane);
+  md_simd_transpose32(w, lane);
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += w[j] * x[j];
+  return sum;
+}
+inline float md_window_part_dot(device const md_block_f32* row, uint base, uint lane, thread const float* x) {
+  return md_float_window_dot(row, base, lane, x);
+}
+inline float md_window_part_dot(device const md_block_f16* row, uint base, uint lane, thread const float* x) {
+  return md_float_window_dot(row, base, lane, x);
+}
+inline float md_window_part_dot(device const md_block_bf16* row, uint base, uint lane, thread const float* x) {
+  return md_float_window_dot(row, base, lane, x);
+}
+
 // Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x
 // for each of the `count` (at most TOKENS) rows of x, summed over the SIMD
 // group: every lane gets the totals, totals[r * TOKENS + t]. Each token's
@@ -50,7 +81,9 @@ inline void md_matvec_rows(device const Block* w, device const float* x, uint ro
         for (uint j = 0; j < n; ++j) xr[j] = xt[u * MD_QK + j];
       }
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-        if (active && first + r < rows) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xr, n);
+        if (first + r >= rows) continue;  // the same for every lane
+        if (full) sums[r * TOKENS + t] += md_window_part_dot(row_at[r], base, lane, xr);
+        else if (active) sums[r * TOKENS + t] += md_block_dot(row_at[r] + b, part, xr, n);
       }
     }
   }

@@ -140,7 +140,7 @@ it.each([
   [['bench', 'predict', '--model', 'package.json', '--compare', 'none'], 'bench predict has no --compare: it measures nothing, it models'],
   [
     ['bench', 'predict', '--model', 'package.json', '--chip', 'M9'],
-    'Expected one of "M1", "M1 Pro", "M1 Max", "M2", "M2 Pro", "M2 Max", "M3", "M3 Pro", "M3 Max", "M4", "M4 Pro", "M4 Max" for --chip but received "M9"',
+    'Expected one of "M1", "M1 Pro", "M1 Max", "M2", "M2 Pro", "M2 Max", "M3", "M3 Pro", "M3 Max", "M4", "M4 Pro", "M4 Pro 16", "M4 Max" for --chip but received "M9"',
   ],
 ])('%j', async (argv, message) => {
   const { code, stderr } = await runCli(...argv);

@@ -6,7 +6,7 @@ export interface AppleChip {
   chip: string;
   /** Memory bandwidth as Apple publishes it, GB/s (10^9 bytes). */
   gbPerSecond: number;
-  /** GPU cores. Where a chip comes in two, the larger GPU (as the bandwidth). */
+  /** GPU cores. Where a chip comes in two, the larger GPU (as the bandwidth), and a second row for the smaller where a published figure was measured on it. */
   gpuCores: number;
   /** The GPU's highest clock, GHz, as public spec tables report it (Apple does not publish it). */
   gpuGHz: number;
@@ -24,6 +24,8 @@ export const APPLE_CHIPS: readonly AppleChip[] = [
   { chip: 'M3 Max', gbPerSecond: 400, gpuCores: 40, gpuGHz: 1.38 },
   { chip: 'M4', gbPerSecond: 120, gpuCores: 10, gpuGHz: 1.47 },
   { chip: 'M4 Pro', gbPerSecond: 273, gpuCores: 20, gpuGHz: 1.578 },
+  // The binned M4 Pro: akunu's published decode figures were measured on it.
+  { chip: 'M4 Pro 16', gbPerSecond: 273, gpuCores: 16, gpuGHz: 1.578 },
   { chip: 'M4 Max', gbPerSecond: 546, gpuCores: 40, gpuGHz: 1.578 },
 ];
 

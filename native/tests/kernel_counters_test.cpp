@@ -7,6 +7,7 @@
 #include "count_dispatch.h"
 #include "emulated_device.h"
 #include "matvec_counts.h"
+#include "quant/tensor_types.h"
 #include "random_weights.h"
 
 namespace md::emu::testing {
@@ -97,6 +98,21 @@ TEST(KernelCounters, TheMatvecOfEveryTypeLoadsXOneWholeLinePerLoad) {
     ASSERT_GT(c.x.loadInstructions, 0u) << t.suffix;
     EXPECT_EQ(c.x.linesLoaded, c.x.loadInstructions) << t.suffix;
     EXPECT_EQ(c.x.bytesFetched, c.x.loadInstructions * 128) << t.suffix;
+  }
+}
+
+// A float row is loaded a window at a time as x is: each weight load is
+// one line (all of it for F32, half of it for F16 and BF16: 32 lanes of 2
+// bytes). Each lane loading its own part touched a line per lane.
+TEST(KernelCounters, TheMatvecOfFloatRowsLoadsOneLinePerWeightLoad) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    if (t.type != md::TensorType::F32 && t.type != md::TensorType::F16 && t.type != md::TensorType::BF16) continue;
+    const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096);
+    ASSERT_GT(c.weights.loadInstructions, 0u) << t.suffix;
+    EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix;
+    const auto& info = md::tensorTypeInfo(t.type);
+    EXPECT_EQ(c.weights.bytesFetched, c.weights.loadInstructions * 32 * info.blockBytes / info.blockValues) << t.suffix;
   }
 }
 

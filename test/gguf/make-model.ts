@@ -28,6 +28,14 @@ export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: b
     tied: true,
     ropeFactors: false,
   },
+  // LLaMA 7B (Llama 2): d 4096, 32 layers, 32 heads of 128 (no grouping), FFN 11008, V 32000, untied:
+  // the model of llama.cpp's published Apple Silicon table (discussion #4167), for bench predict beside it.
+  'llama-2-7b': {
+    arch: 'llama',
+    shape: { vocab: 32000, d: 4096, layers: 32, heads: 32, kvHeads: 32, headDim: 128, ff: 11008 },
+    tied: false,
+    ropeFactors: false,
+  },
   // A small model that still takes visible time per token.
   small: { arch: 'llama', shape: { vocab: 4096, d: 512, layers: 4, heads: 8, kvHeads: 4, headDim: 64, ff: 1536 }, tied: false, ropeFactors: false },
 };
