@@ -15,12 +15,15 @@
 inline device const half* md_cache_at(device const half* cache, ulong first) { return cache + first; }
 inline device const float* md_cache_at(device const float* cache, ulong first) { return cache + first; }
 inline device const md_block_q8_0* md_cache_at(device const md_block_q8_0* cache, ulong first) { return cache + first / MD_QK; }
-// With an F16 cache the query and the softmax weights are rounded to
-// float16 before their products with K and V, as llama.cpp does; the F32
-// and Q8_0 caches keep them float32.
-inline float md_cache_operand(device const half*, float x) { return float(half(x)); }
-inline float md_cache_operand(device const float*, float x) { return x; }
-inline float md_cache_operand(device const md_block_q8_0*, float x) { return x; }
+// With an F16 cache the query is rounded to float16 before its products
+// with K, as llama.cpp does; the F32 and Q8_0 caches keep it float32. The
+// softmax weights stay float32 for every cache: llama.cpp's CPU rounds the
+// normalised weights to float16, which an online softmax never holds
+// (rounding its unnormalised weights instead would copy nothing llama.cpp
+// does and add an error of the same size).
+inline float md_query_operand(device const half*, float x) { return float(half(x)); }
+inline float md_query_operand(device const float*, float x) { return x; }
+inline float md_query_operand(device const md_block_q8_0*, float x) { return x; }
 
 // Query heads one threadgroup serves in one pass over its KV head's
 // positions (a larger group takes more passes): each K and V value is
@@ -33,25 +36,39 @@ inline float md_cache_operand(device const md_block_q8_0*, float x) { return x; 
 // ---- a cached row across the lanes of a SIMD group --------------------------
 // The SIMD group reads a row together, each load instruction one
 // contiguous run of it: F16 as 32-bit words (two values each) at words
-// lane, lane + 32, ...; F32 values lane, lane + 32, ...; Q8_0 value lane of
-// each block (its bytes, and the block's scale, which every lane reads).
-// Slot i of a lane holds the row's value md_lane_dim(i).
-inline uint md_lane_dim(device const half*, uint lane, uint i) { return 2u * (lane + MD_SIMD_WIDTH * (i / 2u)) + (i & 1u); }
-inline uint md_lane_dim(device const float*, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
-inline uint md_lane_dim(device const md_block_q8_0*, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
+// lane, lane + 32, ... when head_dim is even (every row then starts on a
+// word), else value by value as F32; F32 values lane, lane + 32, ...;
+// Q8_0 value lane of each block (its bytes, and the block's scale, which
+// every lane reads). Slot i of a lane holds the row's value md_lane_dim(i).
+inline bool md_lane_words(uint head_dim) { return (head_dim & 1u) == 0; }
+inline uint md_lane_dim(device const half*, uint head_dim, uint lane, uint i) {
+  return md_lane_words(head_dim) ? 2u * (lane + MD_SIMD_WIDTH * (i / 2u)) + (i & 1u) : lane + MD_SIMD_WIDTH * i;
+}
+inline uint md_lane_dim(device const float*, uint, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
+inline uint md_lane_dim(device const md_block_q8_0*, uint, uint lane, uint i) { return lane + MD_SIMD_WIDTH * i; }
 // The slots a row of head_dim values fills (the last may be partial: its
 // lanes past head_dim hold 0).
-inline uint md_lane_slots(device const half*, uint head_dim) { return 2u * ((head_dim / 2u + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH); }
+inline uint md_lane_slots(device const half*, uint head_dim) {
+  return md_lane_words(head_dim) ? 2u * ((head_dim / 2u + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH)
+                                 : (head_dim + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH;
+}
 inline uint md_lane_slots(device const float*, uint head_dim) { return (head_dim + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH; }
 inline uint md_lane_slots(device const md_block_q8_0*, uint head_dim) { return head_dim / MD_QK; }
 
 inline void md_lane_values(device const half* row, uint head_dim, uint slots, uint lane, thread float* v) {
-  device const uint* words = (device const uint*)row;  // head_dim is even: every row starts on a word
-  for (uint i = 0; i < slots; i += 2) {
-    const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
-    const uint bits = 2u * w < head_dim ? words[w] : 0u;
-    v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
-    v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
+  if (md_lane_words(head_dim)) {
+    device const uint* words = (device const uint*)row;
+    for (uint i = 0; i < slots; i += 2) {
+      const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
+      const uint bits = 2u * w < head_dim ? words[w] : 0u;
+      v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
+      v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
+    }
+  } else {
+    for (uint i = 0; i < slots; ++i) {
+      const uint d = lane + MD_SIMD_WIDTH * i;
+      v[i] = d < head_dim ? float(row[d]) : 0.0f;
+    }
   }
 }
 inline void md_lane_values(device const float* row, uint head_dim, uint slots, uint lane, thread float* v) {
@@ -80,8 +97,8 @@ inline void md_load_query(device const Cache* cache, device const float* queries
                           uint count, uint lane, thread md_lane_query& q) {
   for (uint i = 0; i < count; ++i) {
     for (uint s = 0; s < slots; ++s) {
-      const uint d = md_lane_dim(cache, lane, s);
-      q.values[i][s] = d < head_dim ? md_cache_operand(cache, queries[i * head_dim + d]) : 0.0f;
+      const uint d = md_lane_dim(cache, head_dim, lane, s);
+      q.values[i][s] = d < head_dim ? md_query_operand(cache, queries[i * head_dim + d]) : 0.0f;
     }
   }
 }
@@ -216,7 +233,7 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
 // 32 lanes load a K row together (whole lines), each head's score is a
 // SIMD-group sum, and the softmax runs online in registers (a running max
 // m, the sum l of exp(score - m), the output rescaled when m grows), the
-// weights exp(score - m) meeting V as md_cache_operand says for the cache.
+// float32 weights exp(score - m) meeting V.
 // Then the S groups' (m, l, output) combine through threadgroup memory in
 // group order: a fixed order, so a query gets the same bits in a batch as
 // alone.
@@ -266,8 +283,7 @@ inline void md_attention(device const float* q, device const Cache* keys, device
         const float weight = exp(score - grown);
         top[i] = grown;
         total[i] = total[i] * rescale + weight;
-        const float p = md_cache_operand(values, weight);
-        for (uint s = 0; s < slots; ++s) acc[i][s] = acc[i][s] * rescale + p * v[s];
+        for (uint s = 0; s < slots; ++s) acc[i][s] = acc[i][s] * rescale + weight * v[s];
       }
     }
 
@@ -278,7 +294,7 @@ inline void md_attention(device const float* q, device const Cache* keys, device
         stats[2 * simd_index + 1] = total[i];
       }
       for (uint s = 0; s < slots; ++s) {
-        const uint d = md_lane_dim(keys, lane, s);
+        const uint d = md_lane_dim(keys, head_dim, lane, s);
         if (d < head_dim) outputs[simd_index * head_dim + d] = acc[i][s];
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);

@@ -98,16 +98,17 @@ describe('stories260K loaded with { vocabOnly: true }', () => {
 // (the Metal kernels compiled as C++), against llama.cpp on the same file
 // (all with an F16 KV cache, llama.cpp's default).
 //
-// Tolerance: 0.03 on every logit at every position (logits span about
+// Tolerance: 0.04 on every logit at every position (logits span about
 // -20..20). The model is F32 but for the cache: every implementation
-// rounds K and V (and the query and the softmax weights, as llama.cpp does
-// with an F16 cache) to float16, after sums of the same products in
-// different orders (SIMD lanes, threads, a GPU's SIMD groups). The first
-// positions agree to 1e-5; once an element lands on the other side of a
-// float16 rounding in one of them, the logits after it move by up to
-// 1.5e-2 (measured, with the AVX2 and the portable kernels and on the
-// emulator alike). A wrong op moves them far more: the RoPE test below.
-const TOLERANCE = 0.03;
+// rounds K, V and the query to float16 (and llama.cpp's CPU and ours the
+// normalised softmax weights; the GPU's flash attention keeps them
+// float32), after sums of the same products in different orders (SIMD
+// lanes, threads, a GPU's SIMD groups). The first positions agree to
+// 1e-5; once an element lands on the other side of a float16 rounding in
+// one of them, the logits after it move: by up to 1.5e-2 on the CPU and
+// 2.2e-2 on the emulated GPU (measured, 2026-11-26). A wrong op moves them
+// far more: the RoPE test below.
+const TOLERANCE = 0.04;
 
 // The emulator runs each GPU thread as a fiber on the CPU, about 40 times
 // slower than the CPU forward pass here: the chi-square takes fewer draws there.
@@ -134,7 +135,7 @@ describe.each(BACKENDS)('stories260K on $backend, against llama.cpp', ({ backend
     await oracle.dispose();
   });
 
-  test("logits at every position of a 64-token prompt within 0.03 of llama.cpp's", async () => {
+  test("logits at every position of a 64-token prompt within 0.04 of llama.cpp's", async () => {
     const worst = await largestLogitDifference(model, oracle, backend, sixtyFourTokens(model));
     console.log(`stories260K F32 on ${backend}: largest logit difference from llama.cpp over 64 positions ${worst.toExponential(2)}`);
     expect(worst).toBeLessThanOrEqual(TOLERANCE);

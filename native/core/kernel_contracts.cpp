@@ -343,9 +343,8 @@ void attention(Contract& c, CacheType t) {
   if (!attentionShape(c, p, 3, 4)) return;
   c.check(p.head_dim % t.values == 0, "head_dim " + std::to_string(p.head_dim) + " is not a whole number of " +
                                           std::to_string(t.values) + "-value blocks");
-  c.check(p.head_dim % 2 == 0 && p.head_dim <= MD_ATTENTION_MAX_HEAD_DIM,
-          "head_dim " + std::to_string(p.head_dim) + " is not an even number from 2 to " +
-              std::to_string(MD_ATTENTION_MAX_HEAD_DIM));
+  c.check(p.head_dim >= 1 && p.head_dim <= MD_ATTENTION_MAX_HEAD_DIM,
+          "head_dim " + std::to_string(p.head_dim) + " is not from 1 to " + std::to_string(MD_ATTENTION_MAX_HEAD_DIM));
   c.check(c.threads() % 32 == 0 && c.threads() <= MD_ATTENTION_MAX_THREADS,
           std::to_string(c.threads()) + " threads per threadgroup: expected whole SIMD groups, at most " +
               std::to_string(MD_ATTENTION_MAX_THREADS));
