@@ -30,7 +30,11 @@ inline float md_query_operand(device const md_block_q8_0*, float x) { return x; 
 // loaded once per pass and used by all of them.
 #define MD_ATTENTION_GROUP 8u
 // A lane holds up to MD_ATTENTION_LANE_VALUES values of a cached row (and
-// of each query head and output): head_dim is at most 32 times that.
+// of each query head and output): head_dim is at most 32 times that. The
+// kernel is compiled for SLOTS of 2, 4 and 8 values per lane and runs the
+// smallest that holds the head: its loops have constant bounds and its
+// arrays constant indices, so they can live in registers (a slot past the
+// head holds 0 and adds 0).
 #define MD_ATTENTION_LANE_VALUES (MD_ATTENTION_MAX_HEAD_DIM / MD_SIMD_WIDTH)
 
 // ---- a cached row across the lanes of a SIMD group --------------------------
@@ -55,30 +59,33 @@ inline uint md_lane_slots(device const half*, uint head_dim) {
 inline uint md_lane_slots(device const float*, uint head_dim) { return (head_dim + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH; }
 inline uint md_lane_slots(device const md_block_q8_0*, uint head_dim) { return head_dim / MD_QK; }
 
-inline void md_lane_values(device const half* row, uint head_dim, uint slots, uint lane, thread float* v) {
+template <uint SLOTS>
+inline void md_lane_values(device const half* row, uint head_dim, uint lane, thread float* v) {
   if (md_lane_words(head_dim)) {
     device const uint* words = (device const uint*)row;
-    for (uint i = 0; i < slots; i += 2) {
+    for (uint i = 0; i < SLOTS; i += 2) {
       const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
       const uint bits = 2u * w < head_dim ? words[w] : 0u;
       v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
       v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
     }
   } else {
-    for (uint i = 0; i < slots; ++i) {
+    for (uint i = 0; i < SLOTS; ++i) {
       const uint d = lane + MD_SIMD_WIDTH * i;
       v[i] = d < head_dim ? float(row[d]) : 0.0f;
     }
   }
 }
-inline void md_lane_values(device const float* row, uint head_dim, uint slots, uint lane, thread float* v) {
-  for (uint i = 0; i < slots; ++i) {
+template <uint SLOTS>
+inline void md_lane_values(device const float* row, uint head_dim, uint lane, thread float* v) {
+  for (uint i = 0; i < SLOTS; ++i) {
     const uint d = lane + MD_SIMD_WIDTH * i;
     v[i] = d < head_dim ? row[d] : 0.0f;
   }
 }
-inline void md_lane_values(device const md_block_q8_0* row, uint, uint slots, uint lane, thread float* v) {
-  for (uint b = 0; b < slots; ++b) v[b] = md_block_value(row + b, lane);
+template <uint SLOTS>
+inline void md_lane_values(device const md_block_q8_0* row, uint head_dim, uint lane, thread float* v) {
+  for (uint b = 0; b < SLOTS; ++b) v[b] = b * MD_QK < head_dim ? md_block_value(row + b, lane) : 0.0f;
 }
 
 // ---- the query heads of a pass, in the lanes -----------------------------------
@@ -86,33 +93,42 @@ inline void md_lane_values(device const md_block_q8_0* row, uint, uint slots, ui
 // them: F16 rounded to float16 (as llama.cpp), F32 as they are, and for
 // Q8_0 the query quantized to Q8_0 blocks like the key (the CPU's dot and
 // llama.cpp's): the integer values and each block's scale.
+template <typename Cache, uint SLOTS>
 struct md_lane_query {
-  float values[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
-  int quants[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
-  float scales[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+  float values[MD_ATTENTION_GROUP][SLOTS];
+};
+template <uint SLOTS>
+struct md_lane_query<md_block_q8_0, SLOTS> {
+  int quants[MD_ATTENTION_GROUP][SLOTS];
+  float scales[MD_ATTENTION_GROUP][SLOTS];
 };
 
-template <typename Cache>
-inline void md_load_query(device const Cache* cache, device const float* queries, uint head_dim, uint slots,
-                          uint count, uint lane, thread md_lane_query& q) {
-  for (uint i = 0; i < count; ++i) {
-    for (uint s = 0; s < slots; ++s) {
+template <typename Cache, uint SLOTS>
+inline void md_load_query(device const Cache* cache, device const float* queries, uint head_dim, uint count,
+                          uint lane, thread md_lane_query<Cache, SLOTS>& q) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+    for (uint s = 0; s < SLOTS; ++s) {
       const uint d = md_lane_dim(cache, head_dim, lane, s);
-      q.values[i][s] = d < head_dim ? md_query_operand(cache, queries[i * head_dim + d]) : 0.0f;
+      q.values[i][s] = i < count && d < head_dim ? md_query_operand(cache, queries[i * head_dim + d]) : 0.0f;
     }
   }
 }
 // Q8_0: d = max |x| / 127 (as float16) and q = nearest(x * 127 / max |x|)
 // per block, the CPU's quantizeActivations; the max over the lanes is exact.
-inline void md_load_query(device const md_block_q8_0*, device const float* queries, uint head_dim, uint slots,
-                          uint count, uint lane, thread md_lane_query& q) {
-  for (uint i = 0; i < count; ++i) {
-    for (uint b = 0; b < slots; ++b) {
-      const float x = queries[i * head_dim + b * MD_QK + lane];
-      const float amax = simd_max(fabs(x));
-      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-      q.quants[i][b] = int(rint(x * id));
-      q.scales[i][b] = float(half(amax / 127.0f));
+template <uint SLOTS>
+inline void md_load_query(device const md_block_q8_0*, device const float* queries, uint head_dim, uint count,
+                          uint lane, thread md_lane_query<md_block_q8_0, SLOTS>& q) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+    for (uint b = 0; b < SLOTS; ++b) {
+      q.quants[i][b] = 0;
+      q.scales[i][b] = 0.0f;
+      if (i < count && b * MD_QK < head_dim) {  // the same for every lane
+        const float x = queries[i * head_dim + b * MD_QK + lane];
+        const float amax = simd_max(fabs(x));
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        q.quants[i][b] = int(rint(x * id));
+        q.scales[i][b] = float(half(amax / 127.0f));
+      }
     }
   }
 }
@@ -121,24 +137,28 @@ inline void md_load_query(device const md_block_q8_0*, device const float* queri
 // scale: each lane's products summed over its slots, then over the lanes.
 // Q8_0 sums integer products per block (exact in any order), times both
 // blocks' scales, block by block (the CPU's dot).
-template <typename Cache>
-inline void md_key_dots(device const Cache* key, thread const md_lane_query& q, uint head_dim, uint slots,
+template <typename Cache, uint SLOTS>
+inline void md_key_dots(device const Cache* key, thread const md_lane_query<Cache, SLOTS>& q, uint head_dim,
                         uint count, uint lane, thread float* dots) {
-  float k[MD_ATTENTION_LANE_VALUES];
-  md_lane_values(key, head_dim, slots, lane, k);
-  for (uint i = 0; i < count; ++i) {
+  float k[SLOTS];
+  md_lane_values<SLOTS>(key, head_dim, lane, k);
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
     float partial = 0.0f;
-    for (uint s = 0; s < slots; ++s) partial += q.values[i][s] * k[s];
-    dots[i] = simd_sum(partial);
+    for (uint s = 0; s < SLOTS; ++s) partial += q.values[i][s] * k[s];
+    dots[i] = i < count ? simd_sum(partial) : 0.0f;  // count is the same for every lane
   }
 }
-inline void md_key_dots(device const md_block_q8_0* key, thread const md_lane_query& q, uint, uint slots,
-                        uint count, uint lane, thread float* dots) {
-  for (uint i = 0; i < count; ++i) dots[i] = 0.0f;
-  for (uint b = 0; b < slots; ++b) {
+template <uint SLOTS>
+inline void md_key_dots(device const md_block_q8_0* key, thread const md_lane_query<md_block_q8_0, SLOTS>& q,
+                        uint head_dim, uint count, uint lane, thread float* dots) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) dots[i] = 0.0f;
+  for (uint b = 0; b < SLOTS; ++b) {
+    if (b * MD_QK >= head_dim) continue;  // the same for every lane
     const int k = int(key[b].qs[lane]);
     const float scale = float(as_type<half>(key[b].d));
-    for (uint i = 0; i < count; ++i) dots[i] += float(simd_sum(k * q.quants[i][b])) * (scale * q.scales[i][b]);
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+      if (i < count) dots[i] += float(simd_sum(k * q.quants[i][b])) * (scale * q.scales[i][b]);
+    }
   }
 }
 
@@ -243,7 +263,7 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
 // GPU's cores), it writes each head's max m, its sum l and its
 // unnormalised output to `partials`, and md_attention_merge_f32 combines
 // the splits.
-template <typename Cache>
+template <typename Cache, uint SLOTS>
 inline void md_attention(device const float* q, device const Cache* keys, device const Cache* values,
                          constant md_attention_params& params, device float* out, device float* partials, uint group,
                          uint tid, uint threads, uint lane, uint simd_index, threadgroup float* stats,
@@ -256,44 +276,45 @@ inline void md_attention(device const float* q, device const Cache* keys, device
   const uint length = params.kv_length + query;
   const uint chunk = (length + params.splits - 1) / params.splits;
   const uint begin = min(length, split * chunk), end = min(length, begin + chunk);
-  const uint slots = md_lane_slots(keys, head_dim);
   const bool whole = params.splits == 1;
 
   for (uint pass = 0; pass < group_heads; pass += MD_ATTENTION_GROUP) {
     const uint count = min(group_heads - pass, MD_ATTENTION_GROUP);
     const ulong first_row = ulong(query) * params.heads + g * group_heads + pass;  // (query, head) of the first head
-    md_lane_query lane_query;
-    md_load_query(keys, q + first_row * head_dim, head_dim, slots, count, lane, lane_query);
+    md_lane_query<Cache, SLOTS> lane_query;
+    md_load_query(keys, q + first_row * head_dim, head_dim, count, lane, lane_query);
 
-    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP], acc[MD_ATTENTION_GROUP][MD_ATTENTION_LANE_VALUES];
+    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP], acc[MD_ATTENTION_GROUP][SLOTS];
     for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
       top[i] = -INFINITY;
       total[i] = 0.0f;
-      for (uint s = 0; s < MD_ATTENTION_LANE_VALUES; ++s) acc[i][s] = 0.0f;
+      for (uint s = 0; s < SLOTS; ++s) acc[i][s] = 0.0f;
     }
     for (uint t = begin + simd_index; t < end; t += simd_groups) {
       const ulong at = ulong(t) * kv_dim + ulong(g) * head_dim;
-      float dots[MD_ATTENTION_GROUP], v[MD_ATTENTION_LANE_VALUES];
-      md_key_dots(md_cache_at(keys, at), lane_query, head_dim, slots, count, lane, dots);
-      md_lane_values(md_cache_at(values, at), head_dim, slots, lane, v);
-      for (uint i = 0; i < count; ++i) {
+      float dots[MD_ATTENTION_GROUP], v[SLOTS];
+      md_key_dots(md_cache_at(keys, at), lane_query, head_dim, count, lane, dots);
+      md_lane_values<SLOTS>(md_cache_at(values, at), head_dim, lane, v);
+      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+        if (i >= count) continue;
         const float score = dots[i] * params.scale;
         const float grown = max(top[i], score);
         const float rescale = exp(top[i] - grown);  // 0 at the first position (top -inf)
         const float weight = exp(score - grown);
         top[i] = grown;
         total[i] = total[i] * rescale + weight;
-        for (uint s = 0; s < slots; ++s) acc[i][s] = acc[i][s] * rescale + weight * v[s];
+        for (uint s = 0; s < SLOTS; ++s) acc[i][s] = acc[i][s] * rescale + weight * v[s];
       }
     }
 
     // The SIMD groups' results, one head at a time, in group order.
-    for (uint i = 0; i < count; ++i) {
+    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+      if (i >= count) break;  // the same for every thread
       if (lane == 0) {
         stats[2 * simd_index] = top[i];
         stats[2 * simd_index + 1] = total[i];
       }
-      for (uint s = 0; s < slots; ++s) {
+      for (uint s = 0; s < SLOTS; ++s) {
         const uint d = md_lane_dim(keys, head_dim, lane, s);
         if (d < head_dim) outputs[simd_index * head_dim + d] = acc[i][s];
       }
@@ -323,6 +344,24 @@ inline void md_attention(device const float* q, device const Cache* keys, device
   }
 }
 
+// The smallest SLOTS that holds the head (the same for every thread).
+template <typename Cache>
+inline void md_attention_any(device const float* q, device const Cache* keys, device const Cache* values,
+                             constant md_attention_params& params, device float* out, device float* partials,
+                             uint group, uint tid, uint threads, uint lane, uint simd_index, threadgroup float* stats,
+                             threadgroup float* outputs) {
+  const uint slots = md_lane_slots(keys, params.head_dim);
+  if (slots <= 2)
+    md_attention<Cache, 2>(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats,
+                           outputs);
+  else if (slots <= 4)
+    md_attention<Cache, 4>(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats,
+                           outputs);
+  else
+    md_attention<Cache, MD_ATTENTION_LANE_VALUES>(q, keys, values, params, out, partials, group, tid, threads, lane,
+                                                  simd_index, stats, outputs);
+}
+
 #define MD_ATTENTION_BUFFERS(Cache)                                                                                \
   device const float *q [[buffer(0)]], device const Cache *keys [[buffer(1)]],                                      \
       device const Cache *values [[buffer(2)]], constant md_attention_params &params [[buffer(3)]],                 \
@@ -335,17 +374,17 @@ inline void md_attention(device const float* q, device const Cache* keys, device
 
 kernel void md_attention_f16(MD_ATTENTION_BUFFERS(half), MD_THREAD_IDS) {
   MD_ATTENTION_SCRATCH;
-  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
+  md_attention_any(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 kernel void md_attention_f32(MD_ATTENTION_BUFFERS(float), MD_THREAD_IDS) {
   MD_ATTENTION_SCRATCH;
-  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
+  md_attention_any(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 kernel void md_attention_q8_0(MD_ATTENTION_BUFFERS(md_block_q8_0), MD_THREAD_IDS) {
   MD_ATTENTION_SCRATCH;
-  md_attention(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
+  md_attention_any(q, keys, values, params, out, partials, group, tid, threads, lane, simd_index, stats, outputs);
 }
 
 // One thread per (query, head, dim): the splits' partial outputs rescaled
