@@ -59,29 +59,29 @@ inline uint md_lane_slots(device const half*, uint head_dim) {
 inline uint md_lane_slots(device const float*, uint head_dim) { return (head_dim + MD_SIMD_WIDTH - 1u) / MD_SIMD_WIDTH; }
 inline uint md_lane_slots(device const md_block_q8_0*, uint head_dim) { return head_dim / MD_QK; }
 
+// Values lane, lane + 32, ... of a row of scalars (F32, and F16 heads of
+// odd length).
+template <uint SLOTS, typename Scalar>
+inline void md_lane_scalars(device const Scalar* row, uint head_dim, uint lane, thread float* v) {
+  for (uint i = 0; i < SLOTS; ++i) {
+    const uint d = lane + MD_SIMD_WIDTH * i;
+    v[i] = d < head_dim ? float(row[d]) : 0.0f;
+  }
+}
 template <uint SLOTS>
 inline void md_lane_values(device const half* row, uint head_dim, uint lane, thread float* v) {
-  if (md_lane_words(head_dim)) {
-    device const uint* words = (device const uint*)row;
-    for (uint i = 0; i < SLOTS; i += 2) {
-      const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
-      const uint bits = 2u * w < head_dim ? words[w] : 0u;
-      v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
-      v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
-    }
-  } else {
-    for (uint i = 0; i < SLOTS; ++i) {
-      const uint d = lane + MD_SIMD_WIDTH * i;
-      v[i] = d < head_dim ? float(row[d]) : 0.0f;
-    }
+  if (!md_lane_words(head_dim)) return md_lane_scalars<SLOTS>(row, head_dim, lane, v);
+  device const uint* words = (device const uint*)row;
+  for (uint i = 0; i < SLOTS; i += 2) {
+    const uint w = lane + MD_SIMD_WIDTH * (i / 2u);
+    const uint bits = 2u * w < head_dim ? words[w] : 0u;
+    v[i] = float(as_type<half>(md_u16(bits & 0xffffu)));
+    v[i + 1] = float(as_type<half>(md_u16(bits >> 16)));
   }
 }
 template <uint SLOTS>
 inline void md_lane_values(device const float* row, uint head_dim, uint lane, thread float* v) {
-  for (uint i = 0; i < SLOTS; ++i) {
-    const uint d = lane + MD_SIMD_WIDTH * i;
-    v[i] = d < head_dim ? row[d] : 0.0f;
-  }
+  md_lane_scalars<SLOTS>(row, head_dim, lane, v);
 }
 template <uint SLOTS>
 inline void md_lane_values(device const md_block_q8_0* row, uint head_dim, uint lane, thread float* v) {
