@@ -8,8 +8,8 @@ import { requireNativeBuilt, runModule } from './helpers.js';
 requireNativeBuilt();
 const run = (code: string, env: Record<string, string> = {}) => runModule(code, { env });
 
-// A table that keeps the emulated device busy for about a second: the
-// noise of 2^22 cells.
+// A table that keeps the emulated device busy (about 150 ms per run
+// here): the noise of 2^22 cells.
 const BUSY_TABLE = `
   import { DispatchTableBuilder, openDevice, sampleAsync, toFloat16Array } from './dist/lib/index.js';
   const device = openDevice('emulated');
@@ -26,7 +26,7 @@ describe('asynchronous device work', () => {
       `${BUSY_TABLE}
       import { readFile } from 'node:fs/promises';
       const order = [];
-      const chain = device.runChain(busy, 0, 1).then(() => order.push('chain'));
+      const chain = device.runChain(busy, 0, 16).then(() => order.push('chain'));
       const token = sampleAsync(toFloat16Array(Array.from({ length: 262144 }, (_, i) => Math.sin(i))),
         { backend: 'emulated', temperature: 1, seed: 1 }).then(() => order.push('sample'));
       await readFile('package.json').then(() => order.push('read'));
@@ -36,8 +36,11 @@ describe('asynchronous device work', () => {
     );
     expect(result.stderr).toBe('');
     // The read needs the pool's only thread four times over (open, stat,
-    // read, close): it finishes while the long chain still runs. (A sample
-    // is quick on a loaded machine, so it may come first or not.)
+    // read, close), after the sample that took it first: it finishes while
+    // the long chain (16 runs of the busy table) still runs. One run took
+    // 147 ms and the sample 149 ms here, so one run was not always longer
+    // than the sample and the read on a loaded 2-core machine. (A sample is
+    // quick on a loaded machine, so it may come first or not.)
     const order = JSON.parse(result.stdout) as string[];
     expect([...order].sort()).toEqual(['chain', 'read', 'sample']);
     expect(order.indexOf('read')).toBeLessThan(order.indexOf('chain'));
