@@ -39,7 +39,8 @@ template <typename Block>
 inline void md_head_sample(device const Block* w, device const float* x, constant md_head_sampling_params& params,
                            device const float* bias, device md_wide_partial* partials, device md_wide_state* state,
                            uint group, uint grid_groups, uint tid, uint threads, uint lane, uint simd_index,
-                           threadgroup int* best_keys, threadgroup float* best_scores, threadgroup uint* best_indices) {
+                           threadgroup int* best_keys, threadgroup float* best_scores, threadgroup uint* best_indices,
+                           threadgroup uint* stage) {
   const uint simdgroups = threads / MD_SIMD_WIDTH, rows = params.rows;
   const bool half_logits = (params.flags & MD_HEAD_HALF) != 0u, biased = (params.flags & MD_HEAD_BIAS) != 0u;
   const bool sampled = half_logits && params.temperature != 0.0f;
@@ -53,7 +54,7 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
   for (uint s = group * simdgroups + simd_index; s * MD_MATVEC_ROWS < rows; s += grid_groups * simdgroups) {
     const uint first = s * MD_MATVEC_ROWS;
     float totals[MD_MATVEC_ROWS];
-    md_matvec_rows<Block, 1>(w, x, rows, params.cols, 1, first, lane, totals);
+    md_matvec_rows<Block, 1>(w, x, rows, params.cols, 1, first, lane, simd_index, stage, totals);
     for (uint r = 0; r < MD_MATVEC_ROWS && first + r < rows; ++r) {
       const uint token = first + r;
       int key;
@@ -99,23 +100,45 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
       constant md_head_sampling_params &params [[buffer(2)]], device const float *bias [[buffer(3)]],      \
       device md_wide_partial *partials [[buffer(4)]], device md_wide_state *state [[buffer(5)]]
 
-#define MD_HEAD_SAMPLE_BODY                                                                                 \
+// STAGE: MD_MATVEC_STAGE(block, values) or MD_MATVEC_NO_STAGE (md_matvec_rows.h).
+#define MD_HEAD_SAMPLE_BODY(STAGE)                                                                          \
   MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);                                                    \
   MD_THREADGROUP_ARRAY(float, best_scores, MD_REDUCE_SLOTS);                                                \
   MD_THREADGROUP_ARRAY(uint, best_indices, MD_REDUCE_SLOTS);                                                \
+  STAGE;                                                                                                    \
   md_head_sample(w, x, params, bias, partials, state, group, grid_groups, tid, threads, lane, simd_index,    \
-                 best_keys, best_scores, best_indices)
+                 best_keys, best_scores, best_indices, stage)
 
-kernel void md_head_sample_f32(MD_HEAD_SAMPLE_BUFFERS(md_block_f32), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_f16(MD_HEAD_SAMPLE_BUFFERS(md_block_f16), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_bf16(MD_HEAD_SAMPLE_BUFFERS(md_block_bf16), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q8_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q8_0), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q4_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_0), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q4_1(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_1), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q5_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_0), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q4_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_k), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q5_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_k), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
-kernel void md_head_sample_q6_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q6_k), MD_THREAD_IDS) { MD_HEAD_SAMPLE_BODY; }
+kernel void md_head_sample_f32(MD_HEAD_SAMPLE_BUFFERS(md_block_f32), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+}
+kernel void md_head_sample_f16(MD_HEAD_SAMPLE_BUFFERS(md_block_f16), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+}
+kernel void md_head_sample_bf16(MD_HEAD_SAMPLE_BUFFERS(md_block_bf16), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+}
+kernel void md_head_sample_q8_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q8_0), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q8_0, MD_QK));
+}
+kernel void md_head_sample_q4_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_0), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q4_0, MD_QK));
+}
+kernel void md_head_sample_q4_1(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_1), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q4_1, MD_QK));
+}
+kernel void md_head_sample_q5_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_0), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q5_0, MD_QK));
+}
+kernel void md_head_sample_q4_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q4_k), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K));
+}
+kernel void md_head_sample_q5_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_k), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K));
+}
+kernel void md_head_sample_q6_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q6_k), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K));
+}
 
 // The best of the tiles' partials, on one threadgroup: the token to
 // tokens[0], MD_NO_TOKEN when every logit is -inf (or every score is).

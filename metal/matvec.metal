@@ -28,7 +28,7 @@
 template <typename Block, uint TOKENS>
 inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,
                       device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
-                      uint group, uint simd_index, uint lane, uint simdgroups) {
+                      uint group, uint simd_index, uint lane, uint simdgroups, threadgroup uint* stage) {
   uint s = group * simdgroups + simd_index;  // this SIMD group among all of the grid
   const uint count = min(params.count, TOKENS), cols = params.cols;
   float totals[MD_MATVEC_ROWS * TOKENS];
@@ -36,8 +36,8 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
     const uint rows = params.rows[0], first = s * MD_MATVEC_ROWS;
     if (first >= rows) return;  // the whole SIMD group: simd_sum needs every lane or none
     float up[MD_MATVEC_ROWS * TOKENS];
-    md_matvec_rows<Block, TOKENS>(w0, x, rows, cols, count, first, lane, totals);
-    md_matvec_rows<Block, TOKENS>(w1, x, rows, cols, count, first, lane, up);
+    md_matvec_rows<Block, TOKENS>(w0, x, rows, cols, count, first, lane, simd_index, stage, totals);
+    md_matvec_rows<Block, TOKENS>(w1, x, rows, cols, count, first, lane, simd_index, stage, up);
     for (uint t = 0; t < count; ++t) {
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
         const float g = totals[r * TOKENS + t];
@@ -66,7 +66,7 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
   }
   const uint first = s * MD_MATVEC_ROWS;
   if (first >= rows) return;  // the whole SIMD group, as above
-  md_matvec_rows<Block, TOKENS>(w, x, rows, cols, count, first, lane, totals);
+  md_matvec_rows<Block, TOKENS>(w, x, rows, cols, count, first, lane, simd_index, stage, totals);
   for (uint t = 0; t < count; ++t) {
     for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
       device float* out = y + ulong(t) * rows + first + r;
@@ -79,70 +79,80 @@ kernel void md_matvec_f32(device const md_block_f32* w0 [[buffer(0)]], device co
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q8_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
+  md_matvec<md_block_q8_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
+  md_matvec<md_block_q4_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
+  md_matvec<md_block_q4_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q5_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
+  md_matvec<md_block_q5_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
+  md_matvec<md_block_q4_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q5_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
+  md_matvec<md_block_q5_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
+  md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 // The same for up to MD_MATVEC_BATCH tokens (params.count).
@@ -150,68 +160,78 @@ kernel void md_matvec_batch_f32(device const md_block_f32* w0 [[buffer(0)]], dev
                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                 device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                 device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_NO_STAGE;
+  md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
+  md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
+  md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
+  md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
+  md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
+  md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
+  md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH);
+  MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
+  md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }

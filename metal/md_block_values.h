@@ -61,28 +61,51 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
 inline uint md_byte(uint word, uint k) { return (word >> (8u * k)) & 0xffu; }
 // A signed byte's value from its bits.
 inline int md_signed_byte(uint bits) { return int(bits ^ 0x80u) - 128; }
-inline device const md_u16* md_words16(device const md_u8* bytes) { return (device const md_u16*)bytes; }
-inline device const uint* md_words32(device const md_u8* bytes) { return (device const uint*)bytes; }
-inline float md_block_dot(device const md_block_f32* b, uint, thread const float* x, uint n) {
+
+// The address spaces a block's dot reads it from: device memory (the
+// file's bytes, where the CPU twin reads them too) or threadgroup memory
+// (md_matvec_rows.h stages a row's lines there with coalesced loads). In
+// Metal the space is part of a pointer's type, so each dot below is a
+// template on it; the caller names it: md_block_dot<md_device_space>(...).
+struct md_device_space {
+  template <typename T>
+  using ptr = device const T*;
+};
+struct md_threadgroup_space {
+  template <typename T>
+  using ptr = threadgroup const T*;
+};
+#define MD_PTR(S, T) typename S::template ptr<T>
+
+template <typename S>
+inline MD_PTR(S, md_u16) md_words16(MD_PTR(S, md_u8) bytes) { return (MD_PTR(S, md_u16))bytes; }
+template <typename S>
+inline MD_PTR(S, uint) md_words32(MD_PTR(S, md_u8) bytes) { return (MD_PTR(S, uint))bytes; }
+
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_f32) b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += b->v[j] * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_f16* b, uint, thread const float* x, uint n) {
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_f16) b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += float(b->v[j]) * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_bf16* b, uint, thread const float* x, uint n) {
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_bf16) b, uint, thread const float* x, uint n) {
   float sum = 0.0f;
   for (uint j = 0; j < n; ++j) sum += as_type<float>(uint(b->v[j]) << 16) * x[j];
   return sum;
 }
 
-inline float md_block_dot(device const md_block_q8_0* b, uint, thread const float* x, uint) {
-  device const md_u16* qs = md_words16((device const md_u8*)b->qs);  // 2 bytes into the block
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q8_0) b, uint, thread const float* x, uint) {
+  MD_PTR(S, md_u16) qs = md_words16<S>((MD_PTR(S, md_u8))b->qs);  // 2 bytes into the block
   float sum = 0.0f;
   for (uint i = 0; i < MD_QK / 2; ++i) {
     const uint w = qs[i];
@@ -92,8 +115,9 @@ inline float md_block_dot(device const md_block_q8_0* b, uint, thread const floa
   return sum * float(as_type<half>(b->d));
 }
 
-inline float md_block_dot(device const md_block_q4_0* b, uint, thread const float* x, uint) {
-  device const md_u16* qs = md_words16(b->qs);  // 2 bytes into the block
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q4_0) b, uint, thread const float* x, uint) {
+  MD_PTR(S, md_u16) qs = md_words16<S>(b->qs);  // 2 bytes into the block
   float sum = 0.0f;
   for (uint i = 0; i < MD_QK / 4; ++i) {
     const uint w = qs[i];
@@ -107,9 +131,10 @@ inline float md_block_dot(device const md_block_q4_0* b, uint, thread const floa
 }
 
 // Q4_1: value j is q * d + m (md_block_value's expression, from registers).
-inline float md_block_dot(device const md_block_q4_1* b, uint, thread const float* x, uint) {
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q4_1) b, uint, thread const float* x, uint) {
   const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
-  device const uint* qs = md_words32(b->qs);  // 4 bytes into the block
+  MD_PTR(S, uint) qs = md_words32<S>(b->qs);  // 4 bytes into the block
   uint q[MD_QK / 4];  // the 16 bytes of nibbles as four words: values j and j + 16 share byte j
   for (uint i = 0; i < MD_QK / 8; ++i) q[i] = qs[i];
   float sum = 0.0f;
@@ -122,11 +147,12 @@ inline float md_block_dot(device const md_block_q4_1* b, uint, thread const floa
 }
 
 // Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian word.
-inline float md_block_dot(device const md_block_q5_0* b, uint, thread const float* x, uint) {
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q5_0) b, uint, thread const float* x, uint) {
   const float d = float(as_type<half>(b->d));
-  device const md_u16* high = md_words16(b->qh);  // 2 bytes into the block
+  MD_PTR(S, md_u16) high = md_words16<S>(b->qh);  // 2 bytes into the block
   const uint qh = uint(high[0]) | (uint(high[1]) << 16);
-  device const md_u16* qs = md_words16(b->qs);  // 6 bytes in
+  MD_PTR(S, md_u16) qs = md_words16<S>(b->qs);  // 6 bytes in
   uint q[MD_QK / 2];
   for (uint i = 0; i < MD_QK / 4; ++i) {
     const uint w = qs[i];
@@ -154,9 +180,9 @@ inline uint md_block_values(device const md_block_q6_k*) { return MD_QK_K; }
 // (they sit 4 bytes into the block, so the words are aligned): every lane
 // loads all three, the same addresses for the whole SIMD group, so each
 // byte is fetched once however the block's parts are spread over lanes.
-template <typename Block>
-inline void md_k4_scale_words(device const Block* b, thread uint* words) {
-  device const uint* w = (device const uint*)b->scales;
+template <typename S, typename Block>
+inline void md_k4_scale_words(MD_PTR(S, Block) b, thread uint* words) {
+  MD_PTR(S, uint) w = md_words32<S>(b->scales);
   for (uint i = 0; i < 3; ++i) words[i] = w[i];
 }
 
@@ -175,7 +201,7 @@ inline void md_k4_scale_min(thread const uint* words, uint j, thread uint& scale
 template <typename Block>
 inline float md_k45_value(device const Block* b, uint j, uint l, uint fifth) {
   uint words[3], scale, min;
-  md_k4_scale_words(b, words);
+  md_k4_scale_words<md_device_space, Block>(b, words);
   md_k4_scale_min(words, j, scale, min);
   const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
   const uint q = b->qs[32 * (j / 2) + l];
@@ -184,8 +210,10 @@ inline float md_k45_value(device const Block* b, uint j, uint l, uint fifth) {
 
 // Q5_K's bytes of fifth bits for values 4i .. 4i + 3 of every part, as a
 // word (qh is 16 bytes into the block). Q4_K has none: never called for it.
-inline uint md_q5_k_high_word(device const md_block_q5_k* b, uint i) { return md_words32(b->qh)[i]; }
-inline uint md_q5_k_high_word(device const md_block_q4_k*, uint) { return 0; }
+template <typename S>
+inline uint md_q5_k_high_word(MD_PTR(S, md_block_q5_k) b, uint i) { return md_words32<S>(b->qh)[i]; }
+template <typename S>
+inline uint md_q5_k_high_word(MD_PTR(S, md_block_q4_k), uint) { return 0; }
 
 inline float md_k_value(device const md_block_q4_k* b, uint j, uint l) { return md_k45_value(b, j, l, 0); }
 inline float md_k_value(device const md_block_q5_k* b, uint j, uint l) { return md_k45_value(b, j, l, ((b->qh[l] >> j) & 1u) != 0 ? 16u : 0u); }
@@ -205,20 +233,20 @@ inline float md_block_value(device const md_block_q6_k* b, uint j) { return md_k
 
 // The dot of part j of a Q4_K or Q5_K super-block: its scale and min, d and
 // dmin read once; then value l is d1 * q - m1 as md_k45_value computes it.
-template <typename Block>
-inline float md_k45_part_dot(device const Block* b, uint j, thread const float* x, bool fifth_bits) {
+template <typename S, typename Block>
+inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, bool fifth_bits) {
   uint words[3], scale, min;
-  md_k4_scale_words(b, words);
+  md_k4_scale_words<S, Block>(b, words);
   md_k4_scale_min(words, j, scale, min);
   const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
-  device const uint* qs = md_words32(b->qs + 32 * (j / 2));  // 16 (Q4_K) or 48 (Q5_K) bytes in, plus 32s
+  MD_PTR(S, uint) qs = md_words32<S>(b->qs + 32 * (j / 2));  // 16 (Q4_K) or 48 (Q5_K) bytes in, plus 32s
   // Shifts, not branches, on the lane's part: every lane of a SIMD group
   // then runs the same loads (a branch on the lane would split them).
   const uint shift = (j & 1u) * 4u;
   float sum = 0.0f;
   for (uint i = 0; i < 8; ++i) {
     const uint w = qs[i];
-    const uint high = fifth_bits ? md_q5_k_high_word(b, i) : 0u;  // the fifth bits of values 4i .. 4i + 3
+    const uint high = fifth_bits ? md_q5_k_high_word<S>(b, i) : 0u;  // the fifth bits of values 4i .. 4i + 3
     for (uint k = 0; k < 4; ++k) {
       const uint fifth = ((md_byte(high, k) >> j) & 1u) << 4;
       sum += (d1 * float(((md_byte(w, k) >> shift) & 0x0fu) + fifth) - m1) * x[4 * i + k];
@@ -228,12 +256,13 @@ inline float md_k45_part_dot(device const Block* b, uint j, thread const float* 
 }
 
 // Q6_K part j: d and the part's two scales read once, then md_k_value's expression.
-inline float md_block_dot(device const md_block_q6_k* b, uint j, thread const float* x, uint) {
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q6_k) b, uint j, thread const float* x, uint) {
   const uint half_index = j / 4, quarter = j % 4;
   const float d = float(as_type<half>(b->d));
   const float scales[2] = {float(b->scales[8 * half_index + 2 * quarter]), float(b->scales[8 * half_index + 1 + 2 * quarter])};
-  device const md_u16* ql = md_words16(b->ql + 64 * half_index + (quarter & 1u) * 32u);  // even offsets
-  device const md_u16* qh = md_words16(b->qh + 32 * half_index);
+  MD_PTR(S, md_u16) ql = md_words16<S>(b->ql + 64 * half_index + (quarter & 1u) * 32u);  // even offsets
+  MD_PTR(S, md_u16) qh = md_words16<S>(b->qh + 32 * half_index);
   const uint low_shift = (quarter >> 1) * 4u;  // shifts, not branches on the lane's part (see above)
   float sum = 0.0f;
   for (uint i = 0; i < 16; ++i) {
@@ -246,11 +275,13 @@ inline float md_block_dot(device const md_block_q6_k* b, uint j, thread const fl
   }
   return sum;
 }
-inline float md_block_dot(device const md_block_q4_k* b, uint part, thread const float* x, uint) {
-  return md_k45_part_dot(b, part, x, false);
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q4_k) b, uint part, thread const float* x, uint) {
+  return md_k45_part_dot<S, md_block_q4_k>(b, part, x, false);
 }
-inline float md_block_dot(device const md_block_q5_k* b, uint part, thread const float* x, uint) {
-  return md_k45_part_dot(b, part, x, true);
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q5_k) b, uint part, thread const float* x, uint) {
+  return md_k45_part_dot<S, md_block_q5_k>(b, part, x, true);
 }
 
 // ---- rows -------------------------------------------------------------------

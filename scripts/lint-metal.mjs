@@ -82,6 +82,7 @@ export const METAL_FEATURES = [
   },
   { name: 'SIMD-group reductions', version: 210, pattern: /\bsimd_(?:sum|product|max|min|and|or|xor|prefix_\w+)\s*\(/ },
   { name: 'SIMD-group permutes', version: 200, pattern: /\bsimd_(?:shuffle\w*|broadcast\w*)\s*\(/ },
+  { name: 'SIMD-group barriers', version: 200, pattern: /\bsimdgroup_barrier\s*\(/ },
 ];
 
 const versionText = (v) => `${Math.floor(v / 100)}.${Math.floor(v / 10) % 10}`;

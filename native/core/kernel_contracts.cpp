@@ -212,11 +212,29 @@ void add(Contract& c) {
     c.needs(1, 4 * values, "y: rows x n floats");
 }
 
+// Every weight type's stage fits the 32 KB of threadgroup memory Metal
+// guarantees a threadgroup, with 1 KB to spare for the fused head's
+// reduction slots.
+#define MD_STAGE_FITS(NAME, suffix, id, values, bytes)                                                   \
+  static_assert((MD_MATVEC_MAX_THREADS / 32) * MD_MATVEC_STAGE_WORDS(bytes, values) * 4 <= 32768 - 1024, \
+                "the " #suffix " matrix-vector stage does not fit in threadgroup memory");
+MD_WEIGHT_TYPES(MD_STAGE_FITS)
+#undef MD_STAGE_FITS
+
+// The matrix-vector kernels' threadgroups (md_matvec_*, the fused head's
+// tiles): whole SIMD groups, as many as their threadgroup memory stages.
+void matvecThreads(Contract& c) {
+  c.check(c.threads() % 32 == 0 && c.threads() <= MD_MATVEC_MAX_THREADS,
+          std::to_string(c.threads()) + " threads per threadgroup: expected whole SIMD groups, at most " +
+              std::to_string(MD_MATVEC_MAX_THREADS));
+}
+
 // matvec.metal: each W_m is rows[m] x (cols / values) blocks of
 // `blockBytes`; x and y_m hold `count` tokens' rows (1 to maxCount).
 void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount) {
   md_matvec_params p;
   if (!c.params(2, "md_matvec_params", p)) return;
+  matvecThreads(c);
   c.check(p.count >= 1 && p.count <= maxCount,
           "count " + std::to_string(p.count) + " is not a token count from 1 to " + std::to_string(maxCount));
   c.check(p.cols % values == 0,
@@ -256,6 +274,7 @@ void headSample(Contract& c, uint32_t values, uint64_t blockBytes, bool tiles) {
   c.check(tiles || c.groups() == 1, "runs as one threadgroup: it reduces what the tiles left");
   c.check(!tiles || c.groups() <= MD_HEAD_MAX_TILES,
           "at most MD_HEAD_MAX_TILES threadgroups (the partials the pick reduces)");
+  if (tiles) matvecThreads(c);
   c.needs(0, tiles ? uint64_t(p.rows) * (p.cols / values) * blockBytes : 1, "w: rows x cols / values blocks");
   c.needs(1, tiles ? 4 * uint64_t(p.cols) : 1, "x: cols floats");
   c.needs(3, (p.flags & MD_HEAD_BIAS) && tiles ? 4 * uint64_t(p.rows) : 1, "bias: rows floats");

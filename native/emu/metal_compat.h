@@ -276,6 +276,11 @@ inline T collective(T value, uint32_t arg, SimdOp op, const char* what, const ch
 #define simd_shuffle_down(x, delta) MD_EMU_SIMD(x, delta, &::md::emu::simd_ops::shuffleDown, "simd_shuffle_down")
 #define simd_shuffle_up(x, delta) MD_EMU_SIMD(x, delta, &::md::emu::simd_ops::shuffleUp, "simd_shuffle_up")
 #define simd_shuffle_xor(x, mask) MD_EMU_SIMD(x, mask, &::md::emu::simd_ops::shuffleXor, "simd_shuffle_xor")
+// The 32 lanes meet (a collective that moves nothing): after it each lane
+// sees the threadgroup memory the others wrote before it, as Metal's
+// simdgroup_barrier(mem_flags::mem_threadgroup) promises.
+#define simdgroup_barrier(flags) \
+  ((void)(flags), (void)MD_EMU_SIMD(0u, 0u, &::md::emu::simd_ops::shuffle, "simdgroup_barrier"))
 
 // ---- simdgroup matrices (8 x 8, Apple7 GPUs and later) ----------------------
 // Each lane holds the whole matrix here (on a GPU the 32 lanes share its

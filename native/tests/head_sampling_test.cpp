@@ -173,7 +173,7 @@ TEST(HeadSampling, GivesTheUnfusedTokenForEveryTypeModeAndLaunchShape) {
             const uint32_t expected = unfused(h, modes[m], seed, position);
             const uint32_t simdGroups = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
             for (auto [tiles, threads] :
-                 {std::pair{1u, 32u}, std::pair{3u, 64u}, std::pair{(simdGroups + 3) / 4, 128u}, std::pair{7u, 256u}}) {
+                 {std::pair{1u, 32u}, std::pair{3u, 64u}, std::pair{(simdGroups + 3) / 4, 128u}, std::pair{7u, 96u}}) {
               ASSERT_EQ(fused(h, modes[m], seed, position, tiles, threads), expected)
                   << t.suffix << " rows " << rows << " cols " << cols << " mode " << m << " position " << position
                   << " tiles " << tiles << " threads " << threads;

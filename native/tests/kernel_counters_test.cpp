@@ -101,6 +101,24 @@ TEST(KernelCounters, TheMatvecOfEveryTypeLoadsXOneWholeLinePerLoad) {
   }
 }
 
+// A quantized row is staged in threadgroup memory a 128-byte line per load
+// (md_matvec_rows.h): every weight load is one line, and at least 90% of
+// its bytes are used (Q6_K's 3,360-byte rows share a line with their
+// neighbours at each end; the other types' rows here are whole lines). Each
+// lane loading its own block touched 4.6 to 9 lines per load, 3-17% of
+// their bytes used.
+TEST(KernelCounters, TheMatvecOfEveryQuantizedTypeLoadsALinePerWeightLoadNinetyPercentUsed) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    const auto& info = md::tensorTypeInfo(t.type);
+    if (info.blockValues == 1) continue;  // the float rows: the next test
+    const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096);
+    ASSERT_GT(c.weights.loadInstructions, 0u) << t.suffix;
+    EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix;
+    EXPECT_GE(double(c.weights.bytesFetched), 0.9 * 128 * double(c.weights.linesLoaded)) << t.suffix;
+  }
+}
+
 // A float row is loaded a window at a time as x is: each weight load is
 // one line (all of it for F32, half of it for F16 and BF16: 32 lanes of 2
 // bytes). Each lane loading its own part touched a line per lane.

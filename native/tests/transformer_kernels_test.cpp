@@ -135,7 +135,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
     const char* kernel = name.c_str();
     // The last four: float rows whose length is not a whole number of the lanes' 32-value parts.
     for (auto [rows, cols, simdgroups] :
-         {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 8u},
+         {std::tuple{1u, 256u, 1u}, std::tuple{7u, 768u, 2u}, std::tuple{70u, 1024u, 4u}, std::tuple{33u, 2048u, 4u},
           std::tuple{11u, 1280u, 4u},  // 40 parts: a full window of 32 (x loaded coalesced) and a short one
           std::tuple{5u, 96u, 1u}, std::tuple{9u, 172u, 2u}, std::tuple{6u, 45u, 1u}, std::tuple{3u, 8u, 1u},
           std::tuple{2u, 1u, 1u}}) {
@@ -668,6 +668,19 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
             "has 268");
   // Counts: one token for md_matvec_*, up to MD_MATVEC_BATCH for the batch kernel, whose x and y hold them all.
   auto w8 = device().newBuffer(8 * 2 * 18);
+  // A threadgroup is whole SIMD groups, at most MD_MATVEC_MAX_THREADS (their stages fill threadgroup memory).
+  mv =
+      command("md_matvec_q4_0",
+              {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}, {4, w8.get()}, {5, vy.get()}, {6, w8.get()}, {7, vy.get()}},
+              2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+  for (uint32_t threads : {48u, 256u}) {
+    mv.threadsPerThreadgroup = threads;
+    EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+              "md_matvec_q4_0: " + std::to_string(threads) +
+                  " threads per threadgroup: expected whole SIMD groups, at most 128");
+  }
+  mv.threadsPerThreadgroup = 128;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "");
   mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
                md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: count 2 is not a token count from 1 to 1");
