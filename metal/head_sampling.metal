@@ -54,7 +54,7 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
   for (uint s = group * simdgroups + simd_index; s * MD_MATVEC_ROWS < rows; s += grid_groups * simdgroups) {
     const uint first = s * MD_MATVEC_ROWS;
     float totals[MD_MATVEC_ROWS];
-    md_matvec_rows<Block, 1>(w, x, rows, params.cols, 1, first, lane, simd_index, stage, totals);
+    md_matvec_rows<Block, 1>(w, params.line_phase, x, rows, params.cols, 1, first, lane, simd_index, stage, totals);
     for (uint r = 0; r < MD_MATVEC_ROWS && first + r < rows; ++r) {
       const uint token = first + r;
       int key;

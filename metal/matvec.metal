@@ -25,6 +25,9 @@
 #include "md_transformer.h"
 #include "md_matvec_rows.h"
 
+// Where W_m starts in its 128-byte line.
+inline uint md_line_phase(constant md_matvec_params& params, uint m) { return (params.line_phases >> (8u * m)) & 0xffu; }
+
 template <typename Block, uint TOKENS>
 inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,
                       device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
@@ -36,8 +39,8 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
     const uint rows = params.rows[0], first = s * MD_MATVEC_ROWS;
     if (first >= rows) return;  // the whole SIMD group: simd_sum needs every lane or none
     float up[MD_MATVEC_ROWS * TOKENS];
-    md_matvec_rows<Block, TOKENS>(w0, x, rows, cols, count, first, lane, simd_index, stage, totals);
-    md_matvec_rows<Block, TOKENS>(w1, x, rows, cols, count, first, lane, simd_index, stage, up);
+    md_matvec_rows<Block, TOKENS>(w0, md_line_phase(params, 0), x, rows, cols, count, first, lane, simd_index, stage, totals);
+    md_matvec_rows<Block, TOKENS>(w1, md_line_phase(params, 1), x, rows, cols, count, first, lane, simd_index, stage, up);
     for (uint t = 0; t < count; ++t) {
       for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
         const float g = totals[r * TOKENS + t];
@@ -49,7 +52,7 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
   // Which matrix: W_0's SIMD groups first, then W_1's, then W_2's.
   device const Block* w = w0;
   device float* y = y0;
-  uint rows = params.rows[0];
+  uint rows = params.rows[0], matrix = 0;
   const uint groups0 = (params.rows[0] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
   const uint groups1 = (params.rows[1] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
   if (s >= groups0) {
@@ -57,16 +60,18 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
     w = w1;
     y = y1;
     rows = params.rows[1];
+    matrix = 1;
     if (s >= groups1) {
       s -= groups1;
       w = w2;
       y = y2;
       rows = params.rows[2];
+      matrix = 2;
     }
   }
   const uint first = s * MD_MATVEC_ROWS;
   if (first >= rows) return;  // the whole SIMD group, as above
-  md_matvec_rows<Block, TOKENS>(w, x, rows, cols, count, first, lane, simd_index, stage, totals);
+  md_matvec_rows<Block, TOKENS>(w, md_line_phase(params, matrix), x, rows, cols, count, first, lane, simd_index, stage, totals);
   for (uint t = 0; t < count; ++t) {
     for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
       device float* out = y + ulong(t) * rows + first + r;

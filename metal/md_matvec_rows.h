@@ -75,17 +75,17 @@ inline void md_float_window_sums(device const Block* w, device const float* x, u
 }
 
 template <uint TOKENS>
-inline void md_window_sums(device const md_block_f32* w, device const float* x, uint rows, uint cols, uint count,
+inline void md_window_sums(device const md_block_f32* w, uint, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
   md_float_window_sums<md_block_f32, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
 }
 template <uint TOKENS>
-inline void md_window_sums(device const md_block_f16* w, device const float* x, uint rows, uint cols, uint count,
+inline void md_window_sums(device const md_block_f16* w, uint, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
   md_float_window_sums<md_block_f16, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
 }
 template <uint TOKENS>
-inline void md_window_sums(device const md_block_bf16* w, device const float* x, uint rows, uint cols, uint count,
+inline void md_window_sums(device const md_block_bf16* w, uint, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
   md_float_window_sums<md_block_bf16, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
 }
@@ -111,15 +111,16 @@ inline void md_window_sums(device const md_block_bf16* w, device const float* x,
 //    a one-token kernel, once per row for a batch (from cache).
 
 // Row r's window at `base` into the stage's lines; returns the byte offset
-// of the window's first block in them.
+// of the window's first block in them. Lines are counted from `phase`
+// bytes before w (w's offset in its line), so each is a line of memory.
 template <typename Block>
-inline uint md_stage_window(device const Block* w, ulong row_begin, ulong row_end, ulong matrix_end, uint base,
-                            uint end_part, uint lane, threadgroup uint* carry, threadgroup uint* lines) {
+inline uint md_stage_window(device const Block* w, uint phase, ulong row_begin, ulong row_end, ulong matrix_end,
+                            uint base, uint end_part, uint lane, threadgroup uint* carry, threadgroup uint* lines) {
   const uint parts_per_block = md_block_values(w) / MD_QK;
   const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block);
   const ulong end = row_begin + ulong(end_part / parts_per_block) * sizeof(Block);
-  const ulong first_line = begin / 128, last_line = (end - 1) / 128;
-  const bool carried = begin != row_begin && begin % 128 != 0;  // the row's last window loaded this line
+  const ulong first_line = (begin + phase) / MD_LINE_BYTES, last_line = (end - 1 + phase) / MD_LINE_BYTES;
+  const bool carried = begin != row_begin && (begin + phase) % MD_LINE_BYTES != 0;  // the row's last window loaded this line
   if (carried) lines[lane] = carry[lane];
   device const uint* words = (device const uint*)w;
   device const md_u16* halves = (device const md_u16*)w;
@@ -129,16 +130,16 @@ inline uint md_stage_window(device const Block* w, ulong row_begin, ulong row_en
   // bytes only. Its copy lands where nothing reads it.
   const ulong first_word = row_begin & ~ulong(3), last_word = (row_end - 1) & ~ulong(3);
   for (ulong line = first_line + (carried ? 1 : 0); line <= last_line; ++line) {
-    const ulong at = min(max(line * 128 + 4 * lane, first_word), last_word);
+    const ulong at = min(max(line * MD_LINE_BYTES + 4 * lane, first_word + phase), last_word + phase) - phase;
     threadgroup uint* to = lines + uint(line - first_line) * MD_SIMD_WIDTH + lane;
     if (at + 4 <= matrix_end) *to = words[at / 4];
     else *(threadgroup md_u16*)to = halves[at / 2];  // the matrix ends 2 bytes into this word
   }
-  return uint(begin - first_line * 128);
+  return uint(begin + phase - first_line * MD_LINE_BYTES);
 }
 
 template <uint TOKENS, typename Block>
-inline void md_window_sums(device const Block* w, device const float* x, uint rows, uint cols, uint count,
+inline void md_window_sums(device const Block* w, uint phase, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
                            thread float* sums) {
   const uint values = md_block_values(w), parts_per_block = values / MD_QK;
@@ -151,7 +152,7 @@ inline void md_window_sums(device const Block* w, device const float* x, uint ro
     if (first + r >= rows) break;  // the same for every lane
     const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
     threadgroup uint* carry = carried + r * MD_SIMD_WIDTH;
-    const uint at = md_stage_window(w, row_begin, row_end, matrix_end, base, end_part, lane, carry, lines);
+    const uint at = md_stage_window(w, phase, row_begin, row_end, matrix_end, base, end_part, lane, carry, lines);
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane's words are in
     threadgroup const Block* block =
         (threadgroup const Block*)((threadgroup const md_u8*)lines + at) + (u / parts_per_block - base / parts_per_block);
@@ -163,7 +164,7 @@ inline void md_window_sums(device const Block* w, device const float* x, uint ro
     // The last line's words past the window are the next window's first.
     const ulong end = row_begin + ulong(end_part / parts_per_block) * sizeof(Block);
     const uint window_bytes = (end_part / parts_per_block - base / parts_per_block) * sizeof(Block);
-    if (end != row_end && end % 128 != 0) carry[lane] = lines[(at + window_bytes - 1) / 128 * MD_SIMD_WIDTH + lane];
+    if (end != row_end && (end + phase) % MD_LINE_BYTES != 0) carry[lane] = lines[(at + window_bytes - 1) / MD_LINE_BYTES * MD_SIMD_WIDTH + lane];
   }
 }
 
@@ -176,15 +177,16 @@ inline void md_window_sums(device const Block* w, device const float* x, uint ro
 // types the eight parts of a super-block go to eight neighbouring lanes),
 // a window of 32 parts at a time. Each token's sums take the same steps
 // whatever the count, so a batch gives each token the bits it gets alone.
-// `stage` is the kernel's MD_MATVEC_STAGE array.
+// `stage` is the kernel's MD_MATVEC_STAGE array; `phase` where w starts in
+// its 128-byte line.
 template <typename Block, uint TOKENS>
-inline void md_matvec_rows(device const Block* w, device const float* x, uint rows, uint cols, uint count, uint first,
-                           uint lane, uint simd_index, threadgroup uint* stage, thread float* totals) {
+inline void md_matvec_rows(device const Block* w, uint phase, device const float* x, uint rows, uint cols, uint count,
+                           uint first, uint lane, uint simd_index, threadgroup uint* stage, thread float* totals) {
   const uint parts = (cols + MD_QK - 1) / MD_QK;  // a float row's last part may be short
   float sums[MD_MATVEC_ROWS * TOKENS];
   for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) sums[i] = 0.0f;
   for (uint base = 0; base < parts; base += MD_SIMD_WIDTH)
-    md_window_sums<TOKENS>(w, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
+    md_window_sums<TOKENS>(w, phase, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
   for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) totals[i] = simd_sum(sums[i]);
 }
 

@@ -33,13 +33,19 @@ typedef struct md_rows_params {
 // md_matvec_batch_*, which reads W once for all of them and gives each
 // token the bits md_matvec_* gives it alone (speculative verification
 // needs them: the matrix-matrix kernels sum in another order).
+// line_phases: byte m is where W_m starts in its 128-byte memory line (its
+// binding's offset mod 128: Metal's buffers are page-aligned), a multiple
+// of 4; the kernels load a quantized row a whole line at a time, counting
+// lines from there (MD_LINE_PHASES packs three).
 typedef struct md_matvec_params {
   md_u32 cols;
   md_u32 mode;
   md_u32 rows[3];
   md_u32 count;
-  md_u32 reserved[2];
+  md_u32 line_phases;
+  md_u32 reserved;
 } md_matvec_params;
+#define MD_LINE_PHASES(p0, p1, p2) ((p0) | ((p1) << 8) | ((p2) << 16))
 
 #define MD_MATVEC_BATCH 8u
 
@@ -128,6 +134,10 @@ typedef struct md_attention_params {
 // Rows of W one SIMD group computes in the matrix-vector kernels.
 #define MD_MATVEC_ROWS 4u
 
+// The memory line an Apple GPU moves, bytes: the unit the matrix-vector
+// kernels' loads are laid out in (line_phases below).
+#define MD_LINE_BYTES 128u
+
 // The matrix-vector kernels (and the fused head's tiles) run whole SIMD
 // groups, at most this many threads: what their threadgroup memory holds.
 #define MD_MATVEC_MAX_THREADS 128u
@@ -163,7 +173,8 @@ typedef struct md_head_sampling_params {
   float temperature;
   md_u32 seed;
   md_u32 position;  // the noise position: the sampled token's
-  md_u32 reserved[2];
+  md_u32 line_phase;  // where W starts in its 128-byte line, as md_matvec_params' line_phases
+  md_u32 reserved;
 } md_head_sampling_params;
 
 // The most threadgroups (tiles) md_head_sample_* takes: each one leaves a

@@ -152,13 +152,20 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     return addCommands(b, pick(this.#weights.get(recorded.headTensor), this.#bufferNamed('normed')));
   }
 
-  #spec({ label, buffers, params, threadgroups, threadsPerThreadgroup, patch }: NativeRecordedCommand): CommandSpec {
+  #spec({ label, buffers, params, threadgroups, threadsPerThreadgroup, patch, linePhases }: NativeRecordedCommand): CommandSpec {
     const bindings = buffers.map(({ index, buffer, offset }) => {
       if (!buffer.startsWith('tensor:')) return { index, buffer: this.#bufferNamed(buffer), offset };
       const w = this.#weights.get(buffer.slice('tensor:'.length));
       return { index, buffer: w.buffer, offset: w.offset + offset };
     });
-    return { label, buffers: bindings, params, threadgroups, threadsPerThreadgroup, ...(patch ? { patch } : {}) };
+    // Where each weight starts in its memory line, known now that it is bound.
+    const bytes = params.bytes.slice();
+    for (const { paramsByte, buffer } of linePhases) {
+      const binding = bindings.find((b) => b.index === buffer);
+      if (binding === undefined) throw new Error(`${label}: recordForward asked for the line phase of buffer ${buffer}, which it does not bind`);
+      bytes[paramsByte] = binding.offset % this.device.addon.layouts.transformer.lineBytes;
+    }
+    return { label, buffers: bindings, params: { ...params, bytes }, threadgroups, threadsPerThreadgroup, ...(patch ? { patch } : {}) };
   }
 
   #bufferNamed(name: string): GpuBuffer {

@@ -56,6 +56,7 @@ export function headSamplingCommands(
   const params = new DataView(new ArrayBuffer(t.headSampling.size));
   params.setUint32(t.headSampling.rows, rows, true);
   params.setUint32(t.headSampling.cols, cols, true);
+  params.setUint32(t.headSampling.linePhase, head.offset % t.lineBytes, true);
   params.setUint32(t.headSampling.flags, flags, true);
   params.setFloat32(t.headSampling.temperature, s.temperature, true);
   params.setUint32(t.headSampling.seed, s.seed, true);

@@ -105,13 +105,24 @@ export interface NativeDevice {
 export interface NativeTransformerLayouts {
   rows: { size: number; n: number; rows: number; eps: number; broadcast: number };
   /** FlashSampling's params (md_head_sampling_params): the LM head and the token's pick in one pass. */
-  headSampling: { size: number; rows: number; cols: number; flags: number; temperature: number; seed: number; position: number };
+  headSampling: {
+    size: number;
+    rows: number;
+    cols: number;
+    flags: number;
+    temperature: number;
+    seed: number;
+    position: number;
+    linePhase: number;
+  };
   /** md_head_sampling_params flags: half (float16 logits, the sampler's), bias (a dense bias per token). */
   headFlags: { half: number; bias: number };
   /** The most threadgroups md_head_sample_* takes (its partials). */
   headMaxTiles: number;
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
+  /** The memory line the matrix-vector kernels lay their loads out in, bytes (line phases are offsets mod this). */
+  lineBytes: number;
 }
 
 /** Byte layouts of the kernel parameter structs (metal/md_sampling.h). */
@@ -335,6 +346,8 @@ export interface NativeRecordedCommand {
   threadgroups: number;
   threadsPerThreadgroup: number;
   patch?: { rule: 'position' | 'kvLength'; fields: [number] } | { rule: 'tokenOffset'; buffer: number };
+  /** For each, the binder writes where binding `buffer` starts in its 128-byte line (its offset mod 128) into params byte `paramsByte`. */
+  linePhases: { paramsByte: number; buffer: number }[];
 }
 
 export interface NativeRecordedForward {

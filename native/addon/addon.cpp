@@ -62,13 +62,15 @@ Napi::Object layouts(Napi::Env env) {
                                           {"flags", offsetof(md_head_sampling_params, flags)},
                                           {"temperature", offsetof(md_head_sampling_params, temperature)},
                                           {"seed", offsetof(md_head_sampling_params, seed)},
-                                          {"position", offsetof(md_head_sampling_params, position)}}));
+                                          {"position", offsetof(md_head_sampling_params, position)},
+                                          {"linePhase", offsetof(md_head_sampling_params, line_phase)}}));
   Napi::Object headFlags = Napi::Object::New(env);
   headFlags.Set("half", n(MD_HEAD_HALF));
   headFlags.Set("bias", n(MD_HEAD_BIAS));
   transformer.Set("headFlags", headFlags);
   transformer.Set("headMaxTiles", n(MD_HEAD_MAX_TILES));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
+  transformer.Set("lineBytes", n(MD_LINE_BYTES));
   Napi::Object all = Napi::Object::New(env);
   all.Set("transformer", transformer);
   all.Set("samplingParams", sampling);

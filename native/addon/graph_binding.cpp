@@ -48,6 +48,14 @@ Napi::Object commandObject(Napi::Env env, const RecordedCommand& c) {
   o.Set("params", params);
   o.Set("threadgroups", c.threadgroups);
   o.Set("threadsPerThreadgroup", c.threadsPerThreadgroup);
+  Napi::Array phases = Napi::Array::New(env, c.linePhases.size());
+  for (size_t i = 0; i < c.linePhases.size(); ++i) {
+    Napi::Object phase = Napi::Object::New(env);
+    phase.Set("paramsByte", c.linePhases[i].first);
+    phase.Set("buffer", c.linePhases[i].second);
+    phases.Set(uint32_t(i), phase);
+  }
+  o.Set("linePhases", phases);
   if (!c.patchRule.empty()) {
     Napi::Object patch = Napi::Object::New(env);
     patch.Set("rule", c.patchRule);

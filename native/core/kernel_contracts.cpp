@@ -49,6 +49,21 @@ class Contract {
   void check(bool ok, const std::string& problem) {
     if (!ok) fail(problem);
   }
+
+  // `field` (a matrix's line phase) must be where [[buffer(index)]] starts
+  // in its 128-byte line: its offset mod 128 (buffers are page-aligned).
+  // A wrong phase gives the right numbers with every line load split in
+  // two, which only a Mac's clock would show; this check shows it here.
+  void linePhase(uint32_t index, uint32_t phase, const std::string& field) {
+    const BufferBinding* b = findBinding(cmd_, index);
+    if (!problem_.empty() || !b) return;
+    if (phase != b->offset % MD_LINE_BYTES)
+      fail(field + " is " + std::to_string(phase) + ", but buffer " + std::to_string(index) + " is bound at offset " +
+           std::to_string(b->offset) + ", " + std::to_string(b->offset % MD_LINE_BYTES) + " into its 128-byte line");
+    else if (phase % 4 != 0)
+      fail("buffer " + std::to_string(index) + " is bound at offset " + std::to_string(b->offset) +
+           ", not a multiple of 4 (the kernel loads it as 4-byte words)");
+  }
   uint64_t groups() const { return cmd_.threadgroups; }
   uint32_t threads() const { return cmd_.threadsPerThreadgroup; }
   const std::string& problem() const { return problem_; }
@@ -252,7 +267,10 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount
     c.needs(kWeights[m], p.rows[m] ? uint64_t(p.rows[m]) * (p.cols / values) * blockBytes : 1, kWhat[m][0]);
     const bool written = p.mode != MD_MATVEC_SWIGLU || m == 0;
     c.needs(kOutputs[m], written && p.rows[m] ? 4 * uint64_t(p.count) * p.rows[m] : 1, kWhat[m][1]);
+    if (p.rows[m])
+      c.linePhase(kWeights[m], (p.line_phases >> (8 * m)) & 0xffu, "line_phases byte " + std::to_string(m));
   }
+  c.check((p.line_phases >> 24) == 0, "line_phases: only three bytes (one per matrix)");
 }
 
 // head_sampling.metal: W rows x (cols / values) blocks and x cols floats;
@@ -276,6 +294,7 @@ void headSample(Contract& c, uint32_t values, uint64_t blockBytes, bool tiles) {
           "at most MD_HEAD_MAX_TILES threadgroups (the partials the pick reduces)");
   if (tiles) matvecThreads(c);
   c.needs(0, tiles ? uint64_t(p.rows) * (p.cols / values) * blockBytes : 1, "w: rows x cols / values blocks");
+  if (tiles) c.linePhase(0, p.line_phase, "line_phase");
   c.needs(1, tiles ? 4 * uint64_t(p.cols) : 1, "x: cols floats");
   c.needs(3, (p.flags & MD_HEAD_BIAS) && tiles ? 4 * uint64_t(p.rows) : 1, "bias: rows floats");
   c.needs(4, sizeof(md_wide_partial) * (tiles ? c.groups() : 1),

@@ -17,7 +17,7 @@ AccessCounts countDispatch(Device& device, const std::string& kernel, const std:
   }
   auto commands = device.newCommandBuffer();
   commands->setPipeline(device.pipeline(kernel));
-  for (const CountedBinding& b : bindings) commands->setBuffer(b.index, *b.buffer, 0);
+  for (const CountedBinding& b : bindings) commands->setBuffer(b.index, *b.buffer, b.offset);
   if (params) commands->setBytes(paramsIndex, params, paramsBytes);
   commands->dispatch(groups, threads);
   startCounting();

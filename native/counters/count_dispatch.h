@@ -15,6 +15,7 @@ namespace md::counters {
 struct CountedBinding {
   uint32_t index;
   Buffer* buffer;
+  uint64_t offset = 0;
 };
 
 // Runs `kernel` once (`groups` x `threads`) with `bindings` and `params` at

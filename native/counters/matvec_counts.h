@@ -17,8 +17,9 @@ struct MatvecCounts {
 };
 
 // y = W x for `rows` x `cols` of `type` (one matrix, store mode), with the
-// threadgroups of `simdgroups` SIMD groups the tables use.
+// threadgroups of `simdgroups` SIMD groups the tables use, W bound `phase`
+// bytes into a 128-byte line (a GGUF aligns tensors to 32 bytes only).
 MatvecCounts countMatvec(Device& device, TensorType type, const char* kernelSuffix, uint32_t rows, uint32_t cols,
-                         uint32_t simdgroups = 4);
+                         uint32_t simdgroups = 4, uint32_t phase = 0);
 
 }  // namespace md::counters

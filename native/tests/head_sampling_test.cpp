@@ -71,7 +71,7 @@ Head makeHead(const TypeCase& t, uint32_t rows, uint32_t cols, uint32_t seed) {
     const uint32_t simdGroups = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
     dispatch("md_matvec_" + std::string(t.suffix),
              {{0, h.w.get()}, {1, h.x.get()}, {3, y.get()}, {4, h.w.get()}, {5, y.get()}, {6, h.w.get()}, {7, y.get()}},
-             2, md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, {0, 0}}, (simdGroups + 3) / 4, 128);
+             2, md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, 0, 0}, (simdGroups + 3) / 4, 128);
     std::vector<float> out(rows);
     std::memcpy(out.data(), y->contents(), size_t(rows) * 4);
     return out;
@@ -125,7 +125,7 @@ uint32_t fused(const Head& h, const Mode& m, uint32_t seed, uint32_t position, u
   auto partials = device().newBuffer(sizeof(md_wide_partial) * tiles),
        state = device().newBuffer(sizeof(md_wide_state));
   auto token = device().newBuffer(4);
-  const md_head_sampling_params p{h.rows, h.cols, m.flags, m.temperature, seed, position, {0, 0}};
+  const md_head_sampling_params p{h.rows, h.cols, m.flags, m.temperature, seed, position, 0, 0};
   const std::vector<std::pair<uint32_t, md::Buffer*>> buffers = {
       {0, h.w.get()}, {1, h.x.get()}, {3, bias.get()}, {4, partials.get()}, {5, state.get()}, {6, token.get()}};
   dispatch("md_head_sample_" + std::string(h.type->suffix), buffers, 2, p, tiles, threads);
@@ -220,7 +220,7 @@ TEST(HeadSampling, ContractsNameTheProblem) {
     const md::DispatchCmd cmd = command(kernel, all, p, groups);
     return md::kernelContractProblem(cmd, cmd.params, 0);
   };
-  const md_head_sampling_params ok{8, 64, MD_HEAD_HALF, 0.5f, 1, 0, {0, 0}};
+  const md_head_sampling_params ok{8, 64, MD_HEAD_HALF, 0.5f, 1, 0, 0, 0};
   EXPECT_EQ(problem("md_head_sample_q4_0", ok, 2), "");
   EXPECT_EQ(problem("md_head_sample_pick", ok, 1), "");
   EXPECT_EQ(problem("md_head_sample_q4_0", ok, 3),
@@ -228,15 +228,15 @@ TEST(HeadSampling, ContractsNameTheProblem) {
             "from byte 0, but the buffer has 32");
   EXPECT_EQ(problem("md_head_sample_pick", ok, 2),
             "md_head_sample_pick: runs as one threadgroup: it reduces what the tiles left");
-  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, MD_HEAD_HALF | MD_HEAD_BIAS, 0.5f, 1, 0, {0, 0}}, 1),
+  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, MD_HEAD_HALF | MD_HEAD_BIAS, 0.5f, 1, 0, 0, 0}, 1),
             "md_head_sample_q4_0: buffer 3 (bias: rows floats) needs 32 bytes from byte 0, but the buffer has 28");
-  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, 0, 0.5f, 1, 0, {0, 0}}, 1),
+  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, 0, 0.5f, 1, 0, 0, 0}, 1),
             "md_head_sample_q4_0: a temperature needs MD_HEAD_HALF (sampling reads float16 logits)");
-  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, MD_HEAD_BIAS, 0.0f, 1, 0, {0, 0}}, 1),
+  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 64, MD_HEAD_BIAS, 0.0f, 1, 0, 0, 0}, 1),
             "md_head_sample_q4_0: MD_HEAD_BIAS needs MD_HEAD_HALF (the bias is added to float16 logits)");
-  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 48, MD_HEAD_HALF, 0.5f, 1, 0, {0, 0}}, 1),
+  EXPECT_EQ(problem("md_head_sample_q4_0", {8, 48, MD_HEAD_HALF, 0.5f, 1, 0, 0, 0}, 1),
             "md_head_sample_q4_0: cols 48 is not a whole number of 32-value blocks");
-  EXPECT_EQ(problem("md_head_sample_q4_0", {9, 64, MD_HEAD_HALF, 0.5f, 1, 0, {0, 0}}, 1),
+  EXPECT_EQ(problem("md_head_sample_q4_0", {9, 64, MD_HEAD_HALF, 0.5f, 1, 0, 0, 0}, 1),
             "md_head_sample_q4_0: buffer 0 (w: rows x cols / values blocks) needs 324 bytes from byte 0, but the "
             "buffer has 288");
   EXPECT_EQ(problem("md_head_sample_q4_0", ok, MD_HEAD_MAX_TILES + 1),

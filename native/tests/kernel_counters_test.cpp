@@ -119,6 +119,23 @@ TEST(KernelCounters, TheMatvecOfEveryQuantizedTypeLoadsALinePerWeightLoadNinetyP
   }
 }
 
+// A GGUF aligns its tensors to 32 bytes, not 128: the kernel counts its
+// lines from where the matrix starts in one (line_phases), so a matrix 32,
+// 64 or 96 bytes into a line still loads one line per weight load.
+TEST(KernelCounters, TheMatvecLoadsWholeLinesWhereverTheMatrixStartsInOne) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    if (md::tensorTypeInfo(t.type).blockValues == 1) continue;
+    for (uint32_t phase : {32u, 64u, 96u}) {
+      const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096, 4, phase);
+      EXPECT_EQ(c.weights.bytesFetched, c.weightBytes) << t.suffix << " at " << phase;
+      EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix << " at " << phase;
+      EXPECT_GE(double(c.weights.bytesFetched), 0.9 * 128 * double(c.weights.linesLoaded))
+          << t.suffix << " at " << phase;
+    }
+  }
+}
+
 // A float row is loaded a window at a time as x is: each weight load is
 // one line (all of it for F32, half of it for F16 and BF16: 32 lanes of 2
 // bytes). Each lane loading its own part touched a line per lane.

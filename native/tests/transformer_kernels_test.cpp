@@ -152,7 +152,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
       const auto x = normals(cols, cols + 5, 1.0f);
       auto xb = buffer(x);
       auto dispatch = [&](uint32_t mode, std::vector<uint32_t> matrices) {
-        md_matvec_params p{cols, mode, {0, 0, 0}, 1, {0, 0}};
+        md_matvec_params p{cols, mode, {0, 0, 0}, 1, 0, 0};
         uint32_t simdGroupsNeeded = 0;
         for (size_t i = 0; i < matrices.size(); ++i) {
           p.rows[i] = heights[matrices[i]];
@@ -206,7 +206,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
                {5, y[0].get()},
                {6, w[0].get()},
                {7, y[0].get()}},
-              2, md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+              2, md_matvec_params{cols, MD_MATVEC_SWIGLU, {rows, rows, 0}, 1, 0, 0}, groups, 32 * simdgroups);
       const auto swiglu = contents(*y[0], rows);
       runWith(kernel,
               {{0, up.get()},
@@ -216,7 +216,7 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
                {5, upOut.get()},
                {6, up.get()},
                {7, upOut.get()}},
-              2, md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+              2, md_matvec_params{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, 0, 0}, groups, 32 * simdgroups);
       auto expected = fused[0];
       md::swiglu(expected.data(), contents(*upOut, rows).data(), rows);
       // exp is the platform's on each side: within a few float32 ulps.
@@ -264,7 +264,7 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
                    {5, yb.get()},
                    {6, gate.get()},
                    {7, yb.get()}},
-                  2, md_matvec_params{cols, mode, {rows, upRows, 0}, count, {0, 0}}, groups, 32 * simdgroups);
+                  2, md_matvec_params{cols, mode, {rows, upRows, 0}, count, 0, 0}, groups, 32 * simdgroups);
           const auto together = contents(*yb, size_t(count) * rows);
           for (uint32_t token = 0; token < count; ++token) {
             auto xt =
@@ -279,7 +279,7 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
                      {5, yt.get()},
                      {6, gate.get()},
                      {7, yt.get()}},
-                    2, md_matvec_params{cols, mode, {rows, upRows, 0}, 1, {0, 0}}, groups, 32 * simdgroups);
+                    2, md_matvec_params{cols, mode, {rows, upRows, 0}, 1, 0, 0}, groups, 32 * simdgroups);
             const auto alone = contents(*yt, rows);
             for (uint32_t r = 0; r < rows; ++r) {
               ASSERT_EQ(floatBits(together[size_t(token) * rows + r]), floatBits(alone[r]))
@@ -651,18 +651,18 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   // A Q4_0 matrix of 8 rows of 64 values is 8 x 2 blocks of 18 bytes.
   auto w = device().newBuffer(8 * 2 * 18 - 1), vx = device().newBuffer(4 * 64), vy = device().newBuffer(4 * 8);
   auto mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
-                    md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+                    md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_q4_0: buffer 0 (w0: rows[0] x cols / values blocks) needs 288 bytes from byte 0, but the buffer "
             "has 287");
   mv = command("md_matvec_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
-               md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+               md_matvec_params{48, MD_MATVEC_STORE, {8, 0, 0}, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_q4_0: cols 48 is not a whole number of 32-value blocks");
   // Float rows have any length: 3 rows of 45 F16 values are 270 bytes.
   auto wf = device().newBuffer(3 * 45 * 2 - 2), xf = device().newBuffer(4 * 45), yf = device().newBuffer(4 * 3);
   mv = command("md_matvec_f16", {{0, wf.get()}, {1, xf.get()}, {3, yf.get()}}, 2,
-               md_matvec_params{45, MD_MATVEC_STORE, {3, 0, 0}, 1, {0, 0}});
+               md_matvec_params{45, MD_MATVEC_STORE, {3, 0, 0}, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_f16: buffer 0 (w0: rows[0] x cols / values blocks) needs 270 bytes from byte 0, but the buffer "
             "has 268");
@@ -672,7 +672,7 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   mv =
       command("md_matvec_q4_0",
               {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}, {4, w8.get()}, {5, vy.get()}, {6, w8.get()}, {7, vy.get()}},
-              2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, {0, 0}});
+              2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, 0, 0});
   for (uint32_t threads : {48u, 256u}) {
     mv.threadsPerThreadgroup = threads;
     EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
@@ -681,15 +681,26 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   }
   mv.threadsPerThreadgroup = 128;
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "");
+  // Each matrix's line phase is where its binding starts in a 128-byte line (a wrong one costs a Mac twice the lines).
+  auto wOffset = device().newBuffer(160 + 8 * 2 * 18);
+  mv = command(
+      "md_matvec_q4_0",
+      {{0, wOffset.get()}, {1, vx.get()}, {3, vy.get()}, {4, w8.get()}, {5, vy.get()}, {6, w8.get()}, {7, vy.get()}}, 2,
+      md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, MD_LINE_PHASES(32, 0, 0), 0});
+  mv.buffers[0].offset = 160;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "");
+  mv.buffers[0].offset = 128;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_q4_0: line_phases byte 0 is 32, but buffer 0 is bound at offset 128, 0 into its 128-byte line");
   mv = command("md_matvec_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
-               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "md_matvec_q4_0: count 2 is not a token count from 1 to 1");
   mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
-               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 9, {0, 0}});
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 9, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
             "md_matvec_batch_q4_0: count 9 is not a token count from 1 to 8");
   mv = command("md_matvec_batch_q4_0", {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}}, 2,
-               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, {0, 0}});
+               md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 2, 0, 0});
   EXPECT_EQ(
       md::kernelContractProblem(mv, mv.params, 0),
       "md_matvec_batch_q4_0: buffer 1 (x: count x cols floats) needs 512 bytes from byte 0, but the buffer has 256");

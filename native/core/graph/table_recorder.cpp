@@ -218,6 +218,9 @@ class Recorder {
       p.mode = mode;
       for (size_t m = 0; m < group.size(); ++m) p.rows[m] = group[m].rows;
       p.count = n;
+      static const uint32_t kWeightIndex[3] = {0, 4, 6};
+      for (uint32_t m = 0; m < group.size(); ++m)
+        c.linePhases.push_back({uint32_t(offsetof(md_matvec_params, line_phases)) + m, kWeightIndex[m]});
       c.paramsIndex = 2;
       c.params = bytesOf(p);
       c.threadgroups = ceilDiv(mode == MD_MATVEC_SWIGLU ? ceilDiv(group[0].rows, MD_MATVEC_ROWS) : simdGroups, 4);

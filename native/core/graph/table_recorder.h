@@ -57,6 +57,11 @@ struct RecordedCommand {
   std::string patchRule;
   std::vector<uint32_t> patchFields;
   uint32_t patchBuffer = 0;
+  // Where a weight starts in its 128-byte memory line is known only when
+  // the tensor is bound: for each (params byte, binding index), the binder
+  // writes that binding's offset mod 128 into that byte (the matrix-vector
+  // kernels' line_phases).
+  std::vector<std::pair<uint32_t, uint32_t>> linePhases;
 };
 
 struct RecordedForward {
