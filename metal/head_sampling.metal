@@ -100,7 +100,7 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
       constant md_head_sampling_params &params [[buffer(2)]], device const float *bias [[buffer(3)]],      \
       device md_wide_partial *partials [[buffer(4)]], device md_wide_state *state [[buffer(5)]]
 
-// STAGE: MD_MATVEC_STAGE(block, values) or MD_MATVEC_NO_STAGE (md_matvec_rows.h).
+// STAGE: MD_MATVEC_STAGE(block, values) or MD_MATVEC_STAGE(md_block_None, MD_QK) (md_matvec_rows.h).
 #define MD_HEAD_SAMPLE_BODY(STAGE)                                                                          \
   MD_THREADGROUP_ARRAY(int, best_keys, MD_REDUCE_SLOTS);                                                    \
   MD_THREADGROUP_ARRAY(float, best_scores, MD_REDUCE_SLOTS);                                                \
@@ -110,13 +110,13 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
                  best_keys, best_scores, best_indices, stage)
 
 kernel void md_head_sample_f32(MD_HEAD_SAMPLE_BUFFERS(md_block_f32), MD_THREAD_IDS) {
-  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_f32, MD_QK));
 }
 kernel void md_head_sample_f16(MD_HEAD_SAMPLE_BUFFERS(md_block_f16), MD_THREAD_IDS) {
-  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_f16, MD_QK));
 }
 kernel void md_head_sample_bf16(MD_HEAD_SAMPLE_BUFFERS(md_block_bf16), MD_THREAD_IDS) {
-  MD_HEAD_SAMPLE_BODY(MD_MATVEC_NO_STAGE);
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_bf16, MD_QK));
 }
 kernel void md_head_sample_q8_0(MD_HEAD_SAMPLE_BUFFERS(md_block_q8_0), MD_THREAD_IDS) {
   MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q8_0, MD_QK));

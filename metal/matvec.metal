@@ -84,7 +84,7 @@ kernel void md_matvec_f32(device const md_block_f32* w0 [[buffer(0)]], device co
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_f32, MD_QK);
   md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -92,7 +92,7 @@ kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device co
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_f16, MD_QK);
   md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -100,7 +100,7 @@ kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device 
                            constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                            device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_bf16, MD_QK);
   md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -165,7 +165,7 @@ kernel void md_matvec_batch_f32(device const md_block_f32* w0 [[buffer(0)]], dev
                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                 device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_f32, MD_QK);
   md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -173,7 +173,7 @@ kernel void md_matvec_batch_f16(device const md_block_f16* w0 [[buffer(0)]], dev
                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                 device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_f16, MD_QK);
   md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -181,7 +181,7 @@ kernel void md_matvec_batch_bf16(device const md_block_bf16* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_NO_STAGE;
+  MD_MATVEC_STAGE(md_block_bf16, MD_QK);
   md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 

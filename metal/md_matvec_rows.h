@@ -10,12 +10,11 @@
 #include "md_transformer.h"
 
 // The threadgroup memory a kernel declares for md_matvec_rows: a stage per
-// SIMD group for a quantized type (block_type, its values per block); float
-// rows are not staged, and their kernels declare one unused word.
+// SIMD group for its type (block_type, its values per block; a float row's
+// "block" is 32 values).
 #define MD_MATVEC_STAGE(block_type, block_values)                           \
   MD_THREADGROUP_ARRAY(uint, stage, (MD_MATVEC_MAX_THREADS / MD_SIMD_WIDTH) * \
                                         MD_MATVEC_STAGE_WORDS(sizeof(block_type), block_values))
-#define MD_MATVEC_NO_STAGE MD_THREADGROUP_ARRAY(uint, stage, 1)
 
 // Token t's x for this lane's part of the window at `base` (parts of 32
 // values), into xr:
@@ -36,69 +35,18 @@ inline void md_window_x(device const float* xt, uint base, uint parts, uint cols
   }
 }
 
-// ---- float rows: loaded as x is ---------------------------------------------
-
-// A float row's full window is loaded as x's is, coalesced: load i reads
-// part base + i, lane l its value l (one line, or half a line of float16),
-// and md_simd_transpose32 hands each lane its own part. Each lane loading
-// its own part touched a line per lane per load. The products are summed
-// in md_block_dot's order: the same bits.
-template <typename Block>
-inline float md_float_window_dot(device const Block* row, uint base, uint lane, thread const float* x) {
-  float w[MD_QK];
-  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) w[i] = md_block_value(row + base + i, lane);
-  md_simd_transpose32(w, lane);
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) sum += w[j] * x[j];
-  return sum;
-}
-
-// One window of a float matrix's rows first .. first + MD_MATVEC_ROWS - 1
-// for each token, into sums[r * TOKENS + t]. A float row may have any
-// length: its last part may be short.
-template <typename Block, uint TOKENS>
-inline void md_float_window_sums(device const Block* w, device const float* x, uint rows, uint cols, uint count,
-                                 uint first, uint base, uint lane, thread float* sums) {
-  const uint parts = (cols + MD_QK - 1) / MD_QK, u = base + lane;
-  const bool full = parts - base >= MD_SIMD_WIDTH;  // the same for every lane
-  const uint n = u < parts ? min(uint(MD_QK), cols - u * MD_QK) : 0u;
-  for (uint t = 0; t < TOKENS && t < count; ++t) {
-    float xr[MD_QK];
-    md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
-    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
-      if (first + r >= rows) break;  // the same for every lane
-      device const Block* row = md_row(w, first + r, cols);
-      if (full) sums[r * TOKENS + t] += md_float_window_dot(row, base, lane, xr);
-      else if (u < parts) sums[r * TOKENS + t] += md_block_dot<md_device_space>(row + u, 0, xr, n);
-    }
-  }
-}
-
-template <uint TOKENS>
-inline void md_window_sums(device const md_block_f32* w, uint, device const float* x, uint rows, uint cols, uint count,
-                           uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
-  md_float_window_sums<md_block_f32, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
-}
-template <uint TOKENS>
-inline void md_window_sums(device const md_block_f16* w, uint, device const float* x, uint rows, uint cols, uint count,
-                           uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
-  md_float_window_sums<md_block_f16, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
-}
-template <uint TOKENS>
-inline void md_window_sums(device const md_block_bf16* w, uint, device const float* x, uint rows, uint cols, uint count,
-                           uint first, uint base, uint lane, uint, threadgroup uint*, thread float* sums) {
-  md_float_window_sums<md_block_bf16, TOKENS>(w, x, rows, cols, count, first, base, lane, sums);
-}
-
-// ---- quantized rows: staged a line per load ---------------------------------
+// ---- staging: a row's bytes into threadgroup memory, a line per load ----
 //
 // A lane's part of a quantized window is a block (or an eighth of a K
 // super-block) at a block's stride: loaded by the lanes themselves, each
-// load touched several lines for a few bytes of each. So the SIMD group
-// first copies the window's bytes into threadgroup memory a 128-byte line
-// per load (lane l word l), counting lines from the matrix's first byte,
-// then each lane reads its part from there with the same md_block_dot: the
-// same values, products and sums, so the same bits.
+// load touched several lines for a few bytes of each; a float row's part
+// loaded as x is straddles two lines wherever the matrix does not start
+// on one (a GGUF aligns tensors to 32 bytes). So the SIMD group first
+// copies the window's bytes into threadgroup memory a 128-byte line of
+// memory per load (lane l word l), counting lines from `phase` bytes
+// before w (where w starts in its line: md_matvec_params' line_phases),
+// then reads its parts from there: the same values, products and sums, so
+// the same bits.
 //  - Each load brings only the row's words (a row's first and last line
 //    may be shared with its neighbours; their SIMD groups load the rest),
 //    so every weight byte is loaded once (an odd row's two bytes of the
@@ -110,15 +58,23 @@ inline void md_window_sums(device const md_block_bf16* w, uint, device const flo
 //  - One row's window at a time: x's window is loaded once for all rows of
 //    a one-token kernel, once per row for a batch (from cache).
 
-// Row r's window at `base` into the stage's lines; returns the byte offset
-// of the window's first block in them. Lines are counted from `phase`
-// bytes before w (w's offset in its line), so each is a line of memory.
-template <typename Block>
-inline uint md_stage_window(device const Block* w, uint phase, ulong row_begin, ulong row_end, ulong matrix_end,
-                            uint base, uint end_part, uint lane, threadgroup uint* carry, threadgroup uint* lines) {
-  const uint parts_per_block = md_block_values(w) / MD_QK;
-  const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block);
-  const ulong end = row_begin + ulong(end_part / parts_per_block) * sizeof(Block);
+// This SIMD group's stage: a carried line per row, then the window's lines.
+struct md_stage {
+  threadgroup uint* carried;
+  threadgroup uint* lines;
+};
+inline md_stage md_stage_of(threadgroup uint* stage, uint simd_index, uint block_bytes, uint block_values) {
+  md_stage s;
+  s.carried = stage + simd_index * MD_MATVEC_STAGE_WORDS(block_bytes, block_values);
+  s.lines = s.carried + MD_MATVEC_ROWS * MD_SIMD_WIDTH;
+  return s;
+}
+
+// The row's bytes [begin, end) (offsets from w) into the stage's lines,
+// after the row's carried line where the last window left it; returns
+// where `begin` is in them.
+inline uint md_stage_bytes(device const md_u8* w, uint phase, ulong row_begin, ulong row_end, ulong matrix_end,
+                           ulong begin, ulong end, uint lane, threadgroup const uint* carry, threadgroup uint* lines) {
   const ulong first_line = (begin + phase) / MD_LINE_BYTES, last_line = (end - 1 + phase) / MD_LINE_BYTES;
   const bool carried = begin != row_begin && (begin + phase) % MD_LINE_BYTES != 0;  // the row's last window loaded this line
   if (carried) lines[lane] = carry[lane];
@@ -138,6 +94,98 @@ inline uint md_stage_window(device const Block* w, uint phase, ulong row_begin, 
   return uint(begin + phase - first_line * MD_LINE_BYTES);
 }
 
+// After every lane has read the window (whose `bytes` start at `at` in the
+// lines): its last line's words past `end` are the row's next window's
+// first, kept in the row's carried line.
+inline void md_carry_line(uint phase, ulong end, ulong row_end, uint at, uint bytes, uint lane, threadgroup uint* carry,
+                          threadgroup const uint* lines) {
+  if (end != row_end && (end + phase) % MD_LINE_BYTES != 0)
+    carry[lane] = lines[(at + bytes - 1) / MD_LINE_BYTES * MD_SIMD_WIDTH + lane];
+}
+
+// ---- float rows ---------------------------------------------------------------
+
+// Value j of a staged float window.
+inline float md_staged_value(device const md_block_f32*, threadgroup const md_u8* window, uint j) {
+  return ((threadgroup const float*)window)[j];
+}
+inline float md_staged_value(device const md_block_f16*, threadgroup const md_u8* window, uint j) {
+  return float(((threadgroup const half*)window)[j]);
+}
+inline float md_staged_value(device const md_block_bf16*, threadgroup const md_u8* window, uint j) {
+  return as_type<float>(uint(((threadgroup const md_u16*)window)[j]) << 16);
+}
+
+// One window of a float matrix's rows first .. first + MD_MATVEC_ROWS - 1
+// for each token, into sums[r * TOKENS + t]. A float row may have any
+// length: its last part may be short. A full window is read from the stage
+// as x is from memory, lane l value l of each part (conflict-free: lanes
+// read consecutive words), and md_simd_transpose32 hands each lane its own
+// part; its products are summed in md_block_dot's order: the same bits.
+template <typename Block, uint TOKENS>
+inline void md_float_window_sums(device const Block* w, uint phase, device const float* x, uint rows, uint cols,
+                                 uint count, uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
+                                 thread float* sums) {
+  const uint value_bytes = sizeof(Block) / MD_QK;
+  const uint parts = (cols + MD_QK - 1) / MD_QK, u = base + lane;
+  const bool full = parts - base >= MD_SIMD_WIDTH;  // the same for every lane
+  const uint n = u < parts ? min(uint(MD_QK), cols - u * MD_QK) : 0u;
+  const ulong row_bytes = ulong(cols) * value_bytes, matrix_end = ulong(rows) * row_bytes;
+  const uint window_bytes = (min(cols, (base + MD_SIMD_WIDTH) * MD_QK) - base * MD_QK) * value_bytes;
+  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), MD_QK);
+  float xr[MD_QK], wr[MD_QK];
+  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+    if (first + r >= rows) break;  // the same for every lane
+    const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
+    const ulong begin = row_begin + ulong(base) * MD_QK * value_bytes, end = begin + window_bytes;
+    threadgroup uint* carry = st.carried + r * MD_SIMD_WIDTH;
+    const uint at = md_stage_bytes((device const md_u8*)w, phase, row_begin, row_end, matrix_end, begin, end, lane,
+                                   carry, st.lines);
+    simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane's words are in
+    threadgroup const md_u8* window = (threadgroup const md_u8*)st.lines + at;
+    if (full) {
+      for (uint i = 0; i < MD_SIMD_WIDTH; ++i) wr[i] = md_staged_value(w, window, i * MD_QK + lane);
+      md_simd_transpose32(wr, lane);
+    }
+    for (uint t = 0; t < TOKENS && t < count; ++t) {
+      if (TOKENS > 1 || r == 0) md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
+      if (full) {
+        float sum = 0.0f;
+        for (uint j = 0; j < MD_QK; ++j) sum += wr[j] * xr[j];
+        sums[r * TOKENS + t] += sum;
+      } else if (u < parts) {
+        threadgroup const Block* part = (threadgroup const Block*)(window + lane * MD_QK * value_bytes);
+        sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(part, 0, xr, n);
+      }
+    }
+    simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read them
+    md_carry_line(phase, end, row_end, at, window_bytes, lane, carry, st.lines);
+  }
+}
+
+template <uint TOKENS>
+inline void md_window_sums(device const md_block_f32* w, uint phase, device const float* x, uint rows, uint cols,
+                           uint count, uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
+                           thread float* sums) {
+  md_float_window_sums<md_block_f32, TOKENS>(w, phase, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
+}
+template <uint TOKENS>
+inline void md_window_sums(device const md_block_f16* w, uint phase, device const float* x, uint rows, uint cols,
+                           uint count, uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
+                           thread float* sums) {
+  md_float_window_sums<md_block_f16, TOKENS>(w, phase, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
+}
+template <uint TOKENS>
+inline void md_window_sums(device const md_block_bf16* w, uint phase, device const float* x, uint rows, uint cols,
+                           uint count, uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
+                           thread float* sums) {
+  md_float_window_sums<md_block_bf16, TOKENS>(w, phase, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
+}
+
+// ---- quantized rows -------------------------------------------------------------
+
+// One window of a quantized matrix's rows: each lane's part read from the
+// stage by md_block_dot, whole blocks (a quantized row is whole blocks).
 template <uint TOKENS, typename Block>
 inline void md_window_sums(device const Block* w, uint phase, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
@@ -145,26 +193,25 @@ inline void md_window_sums(device const Block* w, uint phase, device const float
   const uint values = md_block_values(w), parts_per_block = values / MD_QK;
   const uint parts = cols / MD_QK, u = base + lane, end_part = min(base + MD_SIMD_WIDTH, parts);
   const ulong row_bytes = ulong(cols / values) * sizeof(Block), matrix_end = ulong(rows) * row_bytes;
-  threadgroup uint* carried = stage + simd_index * MD_MATVEC_STAGE_WORDS(sizeof(Block), values);
-  threadgroup uint* lines = carried + MD_MATVEC_ROWS * MD_SIMD_WIDTH;
+  const uint window_bytes = (end_part / parts_per_block - base / parts_per_block) * sizeof(Block);
+  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), values);
   float xr[MD_QK];
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
     if (first + r >= rows) break;  // the same for every lane
     const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
-    threadgroup uint* carry = carried + r * MD_SIMD_WIDTH;
-    const uint at = md_stage_window(w, phase, row_begin, row_end, matrix_end, base, end_part, lane, carry, lines);
+    const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block), end = begin + window_bytes;
+    threadgroup uint* carry = st.carried + r * MD_SIMD_WIDTH;
+    const uint at = md_stage_bytes((device const md_u8*)w, phase, row_begin, row_end, matrix_end, begin, end, lane,
+                                   carry, st.lines);
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane's words are in
     threadgroup const Block* block =
-        (threadgroup const Block*)((threadgroup const md_u8*)lines + at) + (u / parts_per_block - base / parts_per_block);
+        (threadgroup const Block*)((threadgroup const md_u8*)st.lines + at) + (u / parts_per_block - base / parts_per_block);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
       if (TOKENS > 1 || r == 0) md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
       if (u < parts) sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(block, u % parts_per_block, xr, MD_QK);
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read them
-    // The last line's words past the window are the next window's first.
-    const ulong end = row_begin + ulong(end_part / parts_per_block) * sizeof(Block);
-    const uint window_bytes = (end_part / parts_per_block - base / parts_per_block) * sizeof(Block);
-    if (end != row_end && (end + phase) % MD_LINE_BYTES != 0) carry[lane] = lines[(at + window_bytes - 1) / MD_LINE_BYTES * MD_SIMD_WIDTH + lane];
+    md_carry_line(phase, end, row_end, at, window_bytes, lane, carry, st.lines);
   }
 }
 

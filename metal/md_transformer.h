@@ -141,11 +141,12 @@ typedef struct md_attention_params {
 // The matrix-vector kernels (and the fused head's tiles) run whole SIMD
 // groups, at most this many threads: what their threadgroup memory holds.
 #define MD_MATVEC_MAX_THREADS 128u
-// A quantized row's window (32 parts: 1024 values) is staged in threadgroup
-// memory a 128-byte line per load (md_matvec_rows.h): its lines from any
-// even offset in the first (at most 126 + window bytes), after one carried
-// line per row of the SIMD group. Words per SIMD group, by block bytes and
-// values (Q8_0, the largest window, 1088 bytes: 4 + 10 lines).
+// A row's window (32 parts: 1024 values) is staged in threadgroup memory a
+// 128-byte line per load (md_matvec_rows.h): its lines from any even
+// offset in the first (at most 126 + window bytes), after one carried line
+// per row of the SIMD group. Words per SIMD group, by block bytes and
+// values (a float row's "block" is 32 values; F32's window, the largest,
+// is 4096 bytes: 4 + 33 lines, 4.6 KB).
 #define MD_MATVEC_STAGE_LINES(block_bytes, block_values) \
   ((126u + (32u * 32u / (block_values)) * (block_bytes) + 127u) / 128u)
 #define MD_MATVEC_STAGE_WORDS(block_bytes, block_values) \

@@ -101,17 +101,15 @@ TEST(KernelCounters, TheMatvecOfEveryTypeLoadsXOneWholeLinePerLoad) {
   }
 }
 
-// A quantized row is staged in threadgroup memory a 128-byte line per load
+// Every row is staged in threadgroup memory a 128-byte line per load
 // (md_matvec_rows.h): every weight load is one line, and at least 90% of
 // its bytes are used (Q6_K's 3,360-byte rows share a line with their
-// neighbours at each end; the other types' rows here are whole lines). Each
-// lane loading its own block touched 4.6 to 9 lines per load, 3-17% of
-// their bytes used.
-TEST(KernelCounters, TheMatvecOfEveryQuantizedTypeLoadsALinePerWeightLoadNinetyPercentUsed) {
+// neighbours at each end; the other types' rows here are whole lines).
+// Each lane loading its own block touched 4.6 to 9 lines per load, 3-17%
+// of their bytes used; float16 rows loaded as x is used half of each line.
+TEST(KernelCounters, TheMatvecOfEveryTypeLoadsALinePerWeightLoadNinetyPercentUsed) {
   md::emu::EmulatedDevice counted(nullptr, 0, 1);
   for (const TypeCase& t : kWeightTypes) {
-    const auto& info = md::tensorTypeInfo(t.type);
-    if (info.blockValues == 1) continue;  // the float rows: the next test
     const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096);
     ASSERT_GT(c.weights.loadInstructions, 0u) << t.suffix;
     EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix;
@@ -125,7 +123,6 @@ TEST(KernelCounters, TheMatvecOfEveryQuantizedTypeLoadsALinePerWeightLoadNinetyP
 TEST(KernelCounters, TheMatvecLoadsWholeLinesWhereverTheMatrixStartsInOne) {
   md::emu::EmulatedDevice counted(nullptr, 0, 1);
   for (const TypeCase& t : kWeightTypes) {
-    if (md::tensorTypeInfo(t.type).blockValues == 1) continue;
     for (uint32_t phase : {32u, 64u, 96u}) {
       const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096, 4, phase);
       EXPECT_EQ(c.weights.bytesFetched, c.weightBytes) << t.suffix << " at " << phase;
@@ -133,21 +130,6 @@ TEST(KernelCounters, TheMatvecLoadsWholeLinesWhereverTheMatrixStartsInOne) {
       EXPECT_GE(double(c.weights.bytesFetched), 0.9 * 128 * double(c.weights.linesLoaded))
           << t.suffix << " at " << phase;
     }
-  }
-}
-
-// A float row is loaded a window at a time as x is: each weight load is
-// one line (all of it for F32, half of it for F16 and BF16: 32 lanes of 2
-// bytes). Each lane loading its own part touched a line per lane.
-TEST(KernelCounters, TheMatvecOfFloatRowsLoadsOneLinePerWeightLoad) {
-  md::emu::EmulatedDevice counted(nullptr, 0, 1);
-  for (const TypeCase& t : kWeightTypes) {
-    if (t.type != md::TensorType::F32 && t.type != md::TensorType::F16 && t.type != md::TensorType::BF16) continue;
-    const auto c = md::counters::countMatvec(counted, t.type, t.suffix, 64, 4096);
-    ASSERT_GT(c.weights.loadInstructions, 0u) << t.suffix;
-    EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix;
-    const auto& info = md::tensorTypeInfo(t.type);
-    EXPECT_EQ(c.weights.bytesFetched, c.weights.loadInstructions * 32 * info.blockBytes / info.blockValues) << t.suffix;
   }
 }
 
