@@ -28,6 +28,7 @@ import { GgufForwardTable, type ForwardTableOptions } from '../lib/models/gguf-f
 import { GpuWeights } from '../lib/models/gpu-weights.js';
 import { loadAddon } from '../lib/native/load-addon.js';
 import type { TypeName } from './gguf/dequantize.js';
+import type { MixName } from './gguf/quant-mix.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
 import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
@@ -37,7 +38,7 @@ requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-gpu-table-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const TYPES: TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K'];
+const TYPES: (TypeName | MixName)[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K', 'Q4_K_M'];
 const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
 type GpuBackend = (typeof GPU_BACKENDS)[number];
@@ -82,7 +83,10 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
         await writeRandomModel(path, variantSpec(variant, type, 3));
         // BF16 counts as quantized here: the CPU rounds activations to BF16
         // (8 bits of mantissa) before the dot, as llama.cpp's CPU backend does.
-        const tolerance = type === 'F32' || type === 'F16' ? 0.05 : 0.3;
+        // The Q4_K_M mix measured 0.33 (llama3) and 0.36 (qwen3), where their
+        // tied Q6_K head alone measured 0.28: both types' activation roundings
+        // add up in the mix, so its bound is 0.4.
+        const tolerance = type === 'F32' || type === 'F16' ? 0.05 : type === 'Q4_K_M' ? 0.4 : 0.3;
         // Unfused: this table's greedy steps leave the logits they pick from.
         const { model, device, table, close } = await tableFor(backend, path, undefined, { fusedHead: false });
         try {

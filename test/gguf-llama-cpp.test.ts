@@ -28,14 +28,16 @@ import { generate, loadModel } from '../lib/index.js';
 import type { TypeName } from './gguf/dequantize.js';
 import { oracleModel } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
-import { TENSOR_TYPES, VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { TYPES_AND_MIXES, VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { isMix, mixType, type MixName } from './gguf/quant-mix.js';
 import { requireNativeBuilt } from './helpers.js';
 
 requireNativeBuilt();
 const dir = mkdtempSync(join(tmpdir(), 'md-gguf-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const TOLERANCE: Record<TypeName, number> = {
+const TOLERANCE: Record<TypeName | MixName, number> = {
+  Q4_K_M: 0.3,
   F32: 0.05,
   BF16: 0.05,
   F16: 0.05,
@@ -63,14 +65,20 @@ function argmax(row: ArrayLike<number>): number {
 }
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(TENSOR_TYPES)('%s: logits at every position within the tolerance of llama.cpp, and 64 greedy tokens the same', async (type) => {
+  test.each(TYPES_AND_MIXES)('%s: logits at every position within the tolerance of llama.cpp, and 64 greedy tokens the same', async (type) => {
     const path = join(dir, `${variant}-${type}.gguf`);
-    await writeRandomModel(path, variantSpec(variant, type));
+    const spec = variantSpec(variant, type);
+    await writeRandomModel(path, spec);
     const model = await loadModel(path, { threads: 2 });
     const oracle = await oracleModel(path);
     try {
       expect(model.info.architecture).toBe(VARIANTS[variant].arch);
-      expect(model.info.tensorTypes[type]).toBeGreaterThan(0);
+      // A mix's file holds each of its types (a tiny model's two layers: Q4_K, then Q6_K for attn_v and ffn_down).
+      const types = isMix(type)
+        ? ['blk.0.attn_v.weight', 'blk.1.attn_v.weight'].map((name) => mixType(type, name, spec.shape.layers, false))
+        : [type];
+      if (isMix(type)) expect(types).toEqual(['Q4_K', 'Q6_K']);
+      for (const t of types) expect(model.info.tensorTypes[t]).toBeGreaterThan(0);
       const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
       const expected = await oracle.logits(PROMPT);
       for (let i = 0; i < PROMPT.length; i++) {

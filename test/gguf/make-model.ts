@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 
 import type { TypeName } from './dequantize.js';
+import { isMix, MIX_NAMES, mixBlockType, type MixName } from './quant-mix.js';
 import { BLOCK } from './dequantize.js';
 import { tinyShape, writeRandomModel, type ArchName, type ModelShape } from './random-model.js';
 import { realVocabulary, VOCABULARY_NAMES, vocabularyMetadata, type VocabularyName } from './real-vocab.js';
@@ -50,8 +51,9 @@ async function main(): Promise<void> {
       vocabulary: { type: 'string' },
     },
   });
-  const type = values.type as TypeName;
-  if (!(type in BLOCK)) throw new Error(`--type: expected one of ${Object.keys(BLOCK).join(', ')}, got ${values.type}`);
+  const type = values.type as TypeName | MixName;
+  if (!(type in BLOCK) && !isMix(type))
+    throw new Error(`--type: expected one of ${[...Object.keys(BLOCK), ...MIX_NAMES].join(', ')}, got ${values.type}`);
   const shapeName = values.shape!;
   const known = SHAPES[shapeName];
   const [arch, tiny] = shapeName.startsWith('tiny-') ? [shapeName.slice(5) as ArchName, true] : [known?.arch, false];
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
     throw new Error(`--vocabulary: expected one of ${VOCABULARY_NAMES.join(', ')}, got ${vocabularyName}`);
   }
   // A real vocabulary (and chat template) sets the embedding's row count.
-  const shape = shapeOf(known, tiny, arch!, type);
+  const shape = shapeOf(known, tiny, arch!, isMix(type) ? mixBlockType(type) : type);
   const vocabulary = vocabularyName && realVocabulary(vocabularyName, shape.vocab);
   await writeRandomModel(values.out, {
     arch: arch!,

@@ -8,6 +8,7 @@ import { normal, seededRandom } from '../../lib/bench/logit-rows.js';
 import { float16FromNumber } from '../../lib/float16.js';
 import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from './dequantize.js';
 import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
+import { isMix, mixType, type MixName } from './quant-mix.js';
 
 export type ArchName = 'llama' | 'qwen2' | 'qwen3';
 
@@ -25,8 +26,8 @@ export interface ModelShape {
 
 export interface RandomModelSpec {
   arch: ArchName;
-  /** The type of every matrix (norms, biases and rope factors are F32). */
-  type: TypeName;
+  /** The type of every matrix, or a mix's type for each (quant-mix.ts); norms, biases and rope factors are F32. */
+  type: TypeName | MixName;
   shape: ModelShape;
   seed: number;
   /** No output.weight: the LM head is token_embd (Llama 3.2 1B, SmolLM2). Default false. */
@@ -132,12 +133,13 @@ export function vocabulary(size: number): { tokens: string[]; types: number[]; e
 }
 
 export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, GgufValue>; tensors: GgufTensorSpec[] } {
-  const { arch, type, shape: s } = spec;
+  const { arch, shape: s } = spec;
   const next = rng(spec.seed);
   const q = s.heads * s.headDim,
     kv = s.kvHeads * s.headDim;
   const tensors: GgufTensorSpec[] = [];
   const matrix = (name: string, cols: number, rows: number, sigma: number) => {
+    const type = isMix(spec.type) ? mixType(spec.type, name, s.layers, spec.tied ?? false) : spec.type;
     const data = randomMatrix(type, cols, rows, sigma, next);
     // The 4 control tokens (end of text among them) get small logits, so
     // greedy runs are long: their LM-head rows are scaled down.
@@ -179,7 +181,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   const { tokens, types, eos } = vocabulary(s.vocab);
   let metadata: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: arch },
-    'general.name': { type: 'string', value: `random ${arch} ${type} seed ${spec.seed}` },
+    'general.name': { type: 'string', value: `random ${arch} ${spec.type} seed ${spec.seed}` },
     [`${arch}.context_length`]: { type: 'u32', value: 4096 },
     [`${arch}.embedding_length`]: { type: 'u32', value: s.d },
     [`${arch}.block_count`]: { type: 'u32', value: s.layers },

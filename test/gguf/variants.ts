@@ -2,9 +2,12 @@
 // architecture, with llama in its Llama 3 form (rope factors, tied
 // embeddings) and its Llama 2 / Mistral form, times every tensor type.
 import type { TypeName } from './dequantize.js';
+import { isMix, mixBlockType, type MixName } from './quant-mix.js';
 import { tinyShape, type RandomModelSpec } from './random-model.js';
 
 export const TENSOR_TYPES: readonly TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K'];
+/** Every type, and the mixes users download (quant-mix.ts): a tiny model's layers already get different types. */
+export const TYPES_AND_MIXES: readonly (TypeName | MixName)[] = [...TENSOR_TYPES, 'Q4_K_M'];
 
 export const VARIANTS = {
   llama3: { arch: 'llama', tied: true, ropeFactors: true },
@@ -15,7 +18,8 @@ export const VARIANTS = {
 
 export type VariantName = keyof typeof VARIANTS;
 
-export function variantSpec(variant: VariantName, type: TypeName, seed = 11): RandomModelSpec {
+export function variantSpec(variant: VariantName, type: TypeName | MixName, seed = 11): RandomModelSpec {
   const v = VARIANTS[variant];
-  return { arch: v.arch, type, shape: tinyShape(v.arch, type), seed, tied: v.tied, ropeFactors: v.ropeFactors };
+  const shape = tinyShape(v.arch, isMix(type) ? mixBlockType(type) : type);
+  return { arch: v.arch, type, shape, seed, tied: v.tied, ropeFactors: v.ropeFactors };
 }
