@@ -25,10 +25,13 @@
 //    only one of a short row) has each lane load its own part (one line
 //    per lane and load: such rows are small).
 // The values are the same either way. Every lane must call it (it shuffles).
+inline void md_full_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
+  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) xr[i] = xt[(base + i) * MD_QK + lane];
+  md_simd_transpose32(xr, lane);  // MD_QK == MD_SIMD_WIDTH: a part's values are a lane's row of the transpose
+}
 inline void md_window_x(device const float* xt, uint base, uint parts, uint cols, uint lane, thread float* xr) {
   if (parts - base >= MD_SIMD_WIDTH) {  // the same for every lane
-    for (uint i = 0; i < MD_SIMD_WIDTH; ++i) xr[i] = xt[(base + i) * MD_QK + lane];
-    md_simd_transpose32(xr, lane);  // MD_QK == MD_SIMD_WIDTH: a part's values are a lane's row of the transpose
+    md_full_window_x(xt, base, lane, xr);
   } else if (base + lane < parts) {
     const uint u = base + lane, n = min(uint(MD_QK), cols - u * MD_QK);
     for (uint j = 0; j < n; ++j) xr[j] = xt[u * MD_QK + j];
@@ -70,6 +73,15 @@ inline md_stage md_stage_of(threadgroup uint* stage, uint simd_index, uint block
   return s;
 }
 
+// One line's load: this lane's word of line `line` (counted from `phase`
+// bytes before the matrix), or the row's nearest word, to `to`.
+inline void md_stage_line(device const uint* words, device const md_u16* halves, ulong line, uint phase,
+                          ulong first_word, ulong last_word, ulong matrix_end, uint lane, threadgroup uint* to) {
+  const ulong at = min(max(line * MD_LINE_BYTES + 4 * lane, first_word + phase), last_word + phase) - phase;
+  if (at + 4 <= matrix_end) *to = words[at / 4];
+  else *(threadgroup md_u16*)to = halves[at / 2];  // the matrix ends 2 bytes into this word
+}
+
 // The row's bytes [begin, end) (offsets from w) into the stage's lines,
 // after the row's carried line where the last window left it; returns
 // where `begin` is in them.
@@ -85,12 +97,9 @@ inline uint md_stage_bytes(device const md_u8* w, uint phase, ulong row_begin, u
   // every load, so each stays one instruction of 32 lanes with the row's
   // bytes only. Its copy lands where nothing reads it.
   const ulong first_word = row_begin & ~ulong(3), last_word = (row_end - 1) & ~ulong(3);
-  for (ulong line = first_line + (carried ? 1 : 0); line <= last_line; ++line) {
-    const ulong at = min(max(line * MD_LINE_BYTES + 4 * lane, first_word + phase), last_word + phase) - phase;
-    threadgroup uint* to = lines + uint(line - first_line) * MD_SIMD_WIDTH + lane;
-    if (at + 4 <= matrix_end) *to = words[at / 4];
-    else *(threadgroup md_u16*)to = halves[at / 2];  // the matrix ends 2 bytes into this word
-  }
+  for (ulong line = first_line + (carried ? 1 : 0); line <= last_line; ++line)
+    md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane,
+                  lines + uint(line - first_line) * MD_SIMD_WIDTH + lane);
   return uint(begin + phase - first_line * MD_LINE_BYTES);
 }
 
@@ -114,6 +123,20 @@ inline float md_staged_value(device const md_block_f16*, threadgroup const md_u8
 }
 inline float md_staged_value(device const md_block_bf16*, threadgroup const md_u8* window, uint j) {
   return as_type<float>(uint(((threadgroup const md_u16*)window)[j]) << 16);
+}
+
+// A full staged window's values for this lane: its part's 32 (read as x
+// is, then transposed).
+template <typename Block>
+inline void md_staged_float_part(device const Block* w, threadgroup const md_u8* window, uint lane, thread float* wr) {
+  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) wr[i] = md_staged_value(w, window, i * MD_QK + lane);
+  md_simd_transpose32(wr, lane);
+}
+// A part's dot, in md_block_dot's order.
+inline float md_part_dot(thread const float* wr, thread const float* xr) {
+  float sum = 0.0f;
+  for (uint j = 0; j < MD_QK; ++j) sum += wr[j] * xr[j];
+  return sum;
 }
 
 // One window of a float matrix's rows first .. first + MD_MATVEC_ROWS - 1
@@ -143,16 +166,11 @@ inline void md_float_window_sums(device const Block* w, uint phase, device const
                                    carry, st.lines);
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane's words are in
     threadgroup const md_u8* window = (threadgroup const md_u8*)st.lines + at;
-    if (full) {
-      for (uint i = 0; i < MD_SIMD_WIDTH; ++i) wr[i] = md_staged_value(w, window, i * MD_QK + lane);
-      md_simd_transpose32(wr, lane);
-    }
+    if (full) md_staged_float_part(w, window, lane, wr);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
       if (TOKENS > 1 || r == 0) md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
       if (full) {
-        float sum = 0.0f;
-        for (uint j = 0; j < MD_QK; ++j) sum += wr[j] * xr[j];
-        sums[r * TOKENS + t] += sum;
+        sums[r * TOKENS + t] += md_part_dot(wr, xr);
       } else if (u < parts) {
         threadgroup const Block* part = (threadgroup const Block*)(window + lane * MD_QK * value_bytes);
         sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(part, 0, xr, n);

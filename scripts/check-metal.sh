@@ -22,7 +22,10 @@
 #   7. the __METAL_VERSION__ branches of metal/ compile as Metal 3.0 and 3.2
 #      (stub <metal_stdlib>: native/metal/stubs/msl), contraction is off in
 #      them for a clang that contracts by default, and every feature newer
-#      than the oldest supported language is behind a version guard.
+#      than the oldest supported language is behind a version guard;
+#   8. the arithmetic of the matrix-vector kernels' steps, counted from
+#      clang's LLVM IR (scripts/count-alu.mjs), is what bench/alu-counts.json
+#      records (within 10%: another clang counts a little differently).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -199,6 +202,9 @@ node scripts/check-isa-symbols.mjs "$out/dot_avx2.o:Avx2" "$out/dot_avx_vnni.o:A
 "$CLANG" -std=c++17 -O0 -mavx2 -Inative/core -c native/tests/isa/shared_inline_error.cpp -o "$out/shared_inline_error.o"
 must_fail native/tests/isa/shared_inline_error.cpp "defines a shared inline function in an AVX2 object" \
   'defines the shared symbol "md::halfToFloat(unsigned short)"' node scripts/check-isa-symbols.mjs "$out/shared_inline_error.o:Avx2"
+
+echo "== the matrix-vector kernels' arithmetic (clang's IR of their steps): bench/alu-counts.json is today's"
+CLANG="$CLANG" node scripts/count-alu.mjs --check bench/alu-counts.json | sed 's/^/   ok  /'
 
 echo "== shell scripts: shellcheck (the Mac-only first-run script included)"
 if ! command -v shellcheck >/dev/null; then

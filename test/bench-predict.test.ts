@@ -9,7 +9,8 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
+import { aluCounts, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/alu-counts.js';
+import { ALU_OPS_PER_CLOCK_PER_CORE, aluOpsPerSecond, APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
 import { plannedDispatches, type PredictResult } from '../lib/bench/gpu-speed-model.js';
 import { kernelCounts, parseKernelCounts } from '../lib/bench/kernel-counts.js';
 import { rowBytes } from './gguf/dequantize.js';
@@ -79,10 +80,12 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
     for (const k of c.kernels) {
       expect(k.memoryUs).toBeCloseTo((1e6 * k.memoryBytes) / (c.gbPerSecond * 1e9), 9);
       expect(k.l1Us).toBeCloseTo((1e6 * k.l1Lines * counts.lineBytes) / l1BytesPerSecond(c), 9);
+      expect(k.aluUs).toBeCloseTo((1e6 * k.aluOps) / aluOpsPerSecond(c), 9);
       expect(k.dispatchUs).toBe(k.dispatches * DISPATCH_US);
-      expect(k.us).toBeCloseTo(Math.max(k.memoryUs, k.l1Us) + k.dispatchUs, 9);
-      const longest = Math.max(k.memoryUs, k.l1Us, k.dispatchUs);
-      expect(k.binds).toBe(longest === k.dispatchUs ? 'dispatches' : longest === k.l1Us ? 'L1 lines' : 'memory');
+      expect(k.us).toBeCloseTo(Math.max(k.memoryUs, k.l1Us, k.aluUs) + k.dispatchUs, 9);
+      const longest = Math.max(k.memoryUs, k.l1Us, k.aluUs, k.dispatchUs);
+      const binds = longest === k.dispatchUs ? 'dispatches' : longest === k.memoryUs ? 'memory' : longest === k.l1Us ? 'L1 lines' : 'ALU';
+      expect(k.binds).toBe(binds);
       total += k.us;
     }
     expect(c.modelledTokensPerSecond).toBeCloseTo(1e6 / total, 6);
@@ -97,11 +100,21 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   const matrices = r.kernels.filter((k) => k.kernel.startsWith('md_matvec_') || k.kernel.startsWith('LM head'));
   expect(matrices.map((k) => k.kernel).sort()).toEqual(['LM head + pick (q4_0)', 'md_matvec_q4_0']);
   expect(matrices.reduce((sum, k) => sum + k.memoryBytes, 0)).toBeCloseTo(expectedWeightBytes('qwen3', 'Q4_0') - norms - rowBytes('Q4_0', s.d), 3);
+  // Their arithmetic: the recorded operations per weight byte of Q4_0.
+  const q4 = matvecOpsPerWeightByte(aluCounts(), counts, 'q4_0', 4);
+  for (const k of matrices) expect(k.aluOps).toBeCloseTo(k.memoryBytes * q4, 0);
   // The attention reads each cached K and V value once per token (a threadgroup per KV head).
   const attention = r.kernels.find((k) => k.kernel === 'md_attention_f16')!;
   expect(attention.dispatches).toBe(s.layers);
   expect(attention.memoryBytes).toBeCloseTo(r.cost.kvBytes, 3);
-  expect(r.assumptions).toEqual({ l1BytesPerClockPerCore: 64, dispatchUs: DISPATCH_US, counts: counts.generator });
+  const alu = aluCounts();
+  expect(r.assumptions).toEqual({
+    l1BytesPerClockPerCore: 64,
+    aluOpsPerClockPerCore: ALU_OPS_PER_CLOCK_PER_CORE,
+    dispatchUs: DISPATCH_US,
+    counts: counts.generator,
+    aluCounts: `${alu.generator} (${alu.compiler})`,
+  });
   // qwen3 normalises Q and K per head: one more dispatch per layer than llama.
   const layers = tinyShape('qwen3', 'Q4_0').layers;
   expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: layers, qkNorm: true }).length);
@@ -122,6 +135,32 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   expect(tables.stdout).toContain('Per kernel on M1, one token');
   const m4 = await runCli('bench', 'predict', '--model', tied, '--chip', 'M4 Pro');
   expect(m4.stdout).toContain('Per kernel on M4 Pro, one token');
+});
+
+// The arithmetic the counts give each matrix-vector kernel, per weight
+// byte, against what keeps it bound by memory on an M1 (its ALU rate over
+// its bandwidth: 8 cores x 128 lanes x 1.278 GHz / 68.25 GB/s = 19.17): the
+// float types, Q8_0, Q4_0 and Q4_1 stay under it; Q5_0 and the K types
+// (decoding 5- and 6-bit values and per-part scales) are over it, so the
+// model has them bound by arithmetic there. A kernel that crosses either
+// way changes this split.
+it('on an M1 the float, Q8_0, Q4_0 and Q4_1 matrix-vector kernels are bound by memory; Q5_0 and the K types by arithmetic', () => {
+  const m1 = APPLE_CHIPS.find((c) => c.chip === 'M1')!;
+  const limit = aluOpsPerSecond(m1) / (m1.gbPerSecond * 1e9);
+  expect(limit).toBeCloseTo(19.17, 2);
+  const counts = kernelCounts();
+  const memoryBound = Object.keys(counts.matvec.types).filter((t) => matvecOpsPerWeightByte(aluCounts(), counts, t, 4) < limit);
+  expect(memoryBound.sort()).toEqual(['bf16', 'f16', 'f32', 'q4_0', 'q4_1', 'q8_0']);
+});
+
+it('the recorded arithmetic is checked field by field', () => {
+  const good = JSON.stringify(aluCounts());
+  const broken = JSON.parse(good) as { probes: { dot_q4_0: { alu?: unknown } } };
+  broken.probes.dot_q4_0.alu = 'many';
+  expect(() => parseAluCounts(JSON.stringify(broken), 'a.json')).toThrow('a.json: probes.dot_q4_0.alu: expected a count, got "many"');
+  const noStage = JSON.parse(good) as { probes: Record<string, unknown> };
+  delete noStage.probes.stage_line;
+  expect(() => parseAluCounts(JSON.stringify(noStage), 'a.json')).toThrow('a.json: probes.stage_line is missing');
 });
 
 it('the recorded counts are checked field by field', () => {

@@ -47,6 +47,19 @@ export const L1_BYTES_PER_CLOCK_PER_CORE = 64;
  */
 export const DISPATCH_US = 2;
 
+/**
+ * A GPU core's arithmetic per clock, lane operations: 128 FP32 ALUs (four
+ * SIMD groups of 32), one operation each per clock, a fused multiply-add
+ * counted once. Apple's 2.6 TFLOPS for M1's 8-core GPU is 8 x 128 x 2
+ * (an FMA's two flops) x 1.278 GHz.
+ */
+export const ALU_OPS_PER_CLOCK_PER_CORE = 128;
+
+/** Lane operations per second one chip's GPU cores do together. */
+export function aluOpsPerSecond(c: AppleChip): number {
+  return c.gpuCores * ALU_OPS_PER_CLOCK_PER_CORE * c.gpuGHz * 1e9;
+}
+
 /** Bytes per second one chip's GPU L1s deliver together. */
 export function l1BytesPerSecond(c: AppleChip): number {
   return c.gpuCores * L1_BYTES_PER_CLOCK_PER_CORE * c.gpuGHz * 1e9;

@@ -27,7 +27,8 @@ import { attentionSplitsFor, GgufForwardTable } from '../models/gguf-forward-tab
 import { GpuWeights } from '../models/gpu-weights.js';
 import { headTiles } from '../models/head-sampling.js';
 import { kvCacheTensorType } from '../models/kv-cache-type.js';
-import { APPLE_CHIPS, DISPATCH_US, L1_BYTES_PER_CLOCK_PER_CORE, type AppleChip } from './apple-chips.js';
+import { ALU_OPS_PER_CLOCK_PER_CORE, APPLE_CHIPS, DISPATCH_US, L1_BYTES_PER_CLOCK_PER_CORE, type AppleChip } from './apple-chips.js';
+import { aluCounts, matvecOpsPerWeightByte } from './alu-counts.js';
 import { kernelCounts } from './kernel-counts.js';
 import { kernelCosts, kernelTimes, type KernelCost, type KernelTime, type Limit } from './kernel-time-model.js';
 import type { Table } from './tables.js';
@@ -81,7 +82,7 @@ export interface PredictResult {
   tensorTypes: Record<string, number>;
   cost: TokenCost;
   /** The model's figures that are not counted: apple-chips.ts. */
-  assumptions: { l1BytesPerClockPerCore: number; dispatchUs: number; counts: string };
+  assumptions: { l1BytesPerClockPerCore: number; aluOpsPerClockPerCore: number; dispatchUs: number; counts: string; aluCounts: string };
   kernels: KernelCost[];
   chips: ChipPrediction[];
 }
@@ -170,6 +171,7 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
     throw new RangeError(`Expected one of ${APPLE_CHIPS.map((c) => `'${c.chip}'`).join(', ')} for chip but received '${s.chip}'`);
   }
   const counts = kernelCounts();
+  const alu = aluCounts();
   const header = await readGgufHeaderOffThread(s.model);
   const arch = architectureOf(header);
   const config = readConfig(header, arch);
@@ -210,18 +212,25 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
           : { suffix: headType.kernelSuffix, bytes: tensorBytes(headTensor.name), dispatches: table.dispatches - recorded.commands.length },
     },
     counts,
+    (suffix) => matvecOpsPerWeightByte(alu, counts, suffix, addon.layouts.transformer.matvecRows),
   );
   return {
     settings: s,
     architecture: arch.name,
     tensorTypes,
     cost,
-    assumptions: { l1BytesPerClockPerCore: L1_BYTES_PER_CLOCK_PER_CORE, dispatchUs: DISPATCH_US, counts: counts.generator },
+    assumptions: {
+      l1BytesPerClockPerCore: L1_BYTES_PER_CLOCK_PER_CORE,
+      aluOpsPerClockPerCore: ALU_OPS_PER_CLOCK_PER_CORE,
+      dispatchUs: DISPATCH_US,
+      counts: counts.generator,
+      aluCounts: `${alu.generator} (${alu.compiler})`,
+    },
     kernels,
     chips: APPLE_CHIPS.map((chip) => {
       const times = kernelTimes(kernels, chip, counts.lineBytes);
       const total = times.reduce((sum, k) => sum + k.us, 0);
-      const limitShares: Record<Limit, number> = { memory: 0, 'L1 lines': 0, dispatches: 0 };
+      const limitShares: Record<Limit, number> = { memory: 0, 'L1 lines': 0, ALU: 0, dispatches: 0 };
       for (const k of times) limitShares[k.binds] += k.us / total;
       const bound = (chip.gbPerSecond * 1e9) / cost.totalBytes;
       const modelled = 1e6 / total;
@@ -254,8 +263,8 @@ export function predictTables(r: PredictResult): Table[] {
     {
       title:
         `Modelled decode tokens/s per chip: the bandwidth bound, and the sum of the kernels' modelled times ` +
-        `(memory or L1 lines, whichever is longer, plus ${r.assumptions.dispatchUs} us per dispatch; counts from ${r.assumptions.counts})`,
-      header: ['chip', 'GB/s', 'GPU cores', 'GHz', 'bound tok/s', 'modelled tok/s', 'of bound', 'time bound by memory / L1 lines / dispatches'],
+        `(memory, L1 lines or ALU, whichever is longest, plus ${r.assumptions.dispatchUs} us per dispatch; counts from ${r.assumptions.counts} and ${r.assumptions.aluCounts})`,
+      header: ['chip', 'GB/s', 'GPU cores', 'GHz', 'bound tok/s', 'modelled tok/s', 'of bound', 'time bound by memory / L1 lines / ALU / dispatches'],
       rows: r.chips.map((x) => [
         x.chip,
         String(x.gbPerSecond),
@@ -264,19 +273,21 @@ export function predictTables(r: PredictResult): Table[] {
         x.boundTokensPerSecond.toFixed(0),
         x.modelledTokensPerSecond.toFixed(0),
         pct(x.boundShare),
-        `${pct(x.limitShares.memory)} / ${pct(x.limitShares['L1 lines'])} / ${pct(x.limitShares.dispatches)}`,
+        `${pct(x.limitShares.memory)} / ${pct(x.limitShares['L1 lines'])} / ${pct(x.limitShares.ALU)} / ${pct(x.limitShares.dispatches)}`,
       ]),
     },
     {
       title: `Per kernel on ${chip.chip}, one token (bench predict --chip NAME for another)`,
-      header: ['kernel', 'dispatches', 'DRAM MB', 'L1 MB (lines x 128)', 'memory us', 'L1 us', 'dispatch us', 'us', 'binds'],
+      header: ['kernel', 'dispatches', 'DRAM MB', 'L1 MB (lines x 128)', 'ALU Gops', 'memory us', 'L1 us', 'ALU us', 'dispatch us', 'us', 'binds'],
       rows: chip.kernels.map((k) => [
         k.kernel,
         String(k.dispatches),
         mb(k.memoryBytes),
         mb(k.l1Lines * 128),
+        (k.aluOps / 1e9).toFixed(3),
         k.memoryUs.toFixed(1),
         k.l1Us.toFixed(1),
+        k.aluUs.toFixed(1),
         k.dispatchUs.toFixed(1),
         k.us.toFixed(1),
         k.binds,

@@ -8,13 +8,16 @@
 //   L1      the 128-byte lines its SIMD-group instructions touch, each
 //           charged whole, at the L1 rate (apple-chips.ts): an uncoalesced
 //           load costs its lines however few bytes it uses;
+//   ALU     the lane operations its arithmetic takes (alu-counts.ts: counted
+//           from clang's IR of the kernels' steps, per weight byte) at the
+//           chip's rate (apple-chips.ts); the matrix-vector kernels only:
+//           the attention's arithmetic is not counted yet;
 //   dispatches  DISPATCH_US each.
-// The arithmetic is not counted yet, so no kernel is modelled as bound by
-// it. The row kernels (norms, RoPE, the KV store, adds, the embedding row,
+// The row kernels (norms, RoPE, the KV store, adds, the embedding row,
 // the attention merge) move a few KB of activations each: their time is
 // their dispatches'.
 import type { NativeRecordedCommand } from '../native/contract.js';
-import { DISPATCH_US, l1BytesPerSecond, type AppleChip } from './apple-chips.js';
+import { aluOpsPerSecond, DISPATCH_US, l1BytesPerSecond, type AppleChip } from './apple-chips.js';
 import type { KernelCounts } from './kernel-counts.js';
 
 /** One kernel's share of a token, summed over its dispatches. */
@@ -26,17 +29,20 @@ export interface KernelCost {
   memoryBytes: number;
   /** 128-byte lines its instructions touch in L1. */
   l1Lines: number;
+  /** Lane operations of its arithmetic (0 where not counted). */
+  aluOps: number;
 }
 
-export type Limit = 'memory' | 'L1 lines' | 'dispatches';
+export type Limit = 'memory' | 'L1 lines' | 'ALU' | 'dispatches';
 
 export interface KernelTime extends KernelCost {
   memoryUs: number;
   l1Us: number;
+  aluUs: number;
   dispatchUs: number;
-  /** max(memoryUs, l1Us) + dispatchUs */
+  /** max(memoryUs, l1Us, aluUs) + dispatchUs */
   us: number;
-  /** The largest of the three. */
+  /** The largest of the four. */
   binds: Limit;
 }
 
@@ -53,7 +59,10 @@ export interface TokenShape {
   head?: { suffix: string; bytes: number; dispatches: number };
 }
 
-function matvecCost(counts: KernelCounts, kernel: string, suffix: string, weightBytes: number): KernelCost {
+/** One lane's ALU operations per weight byte of a matrix-vector kernel, by type suffix. */
+export type MatvecOpsPerByte = (suffix: string) => number;
+
+function matvecCost(counts: KernelCounts, opsPerByte: MatvecOpsPerByte, kernel: string, suffix: string, weightBytes: number): KernelCost {
   const c = counts.matvec.types[suffix];
   if (c === undefined)
     throw new Error(`${kernel}: bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
@@ -62,11 +71,17 @@ function matvecCost(counts: KernelCounts, kernel: string, suffix: string, weight
     dispatches: 1,
     memoryBytes: (weightBytes * c.weightBytesFetched) / c.weightBytes,
     l1Lines: (weightBytes * (c.linesLoaded + c.linesStored)) / c.weightBytes,
+    aluOps: weightBytes * opsPerByte(suffix),
   };
 }
 
 /** Each kernel's bytes and lines for one token, from its table's commands. */
-export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: TokenShape, counts: KernelCounts): KernelCost[] {
+export function kernelCosts(
+  commands: readonly NativeRecordedCommand[],
+  shape: TokenShape,
+  counts: KernelCounts,
+  opsPerByte: MatvecOpsPerByte,
+): KernelCost[] {
   const byKernel = new Map<string, KernelCost>();
   const add = (cost: KernelCost): void => {
     const sum = byKernel.get(cost.kernel);
@@ -75,6 +90,7 @@ export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: T
       sum.dispatches += cost.dispatches;
       sum.memoryBytes += cost.memoryBytes;
       sum.l1Lines += cost.l1Lines;
+      sum.aluOps += cost.aluOps;
     }
   };
   const a = counts.attention;
@@ -86,7 +102,7 @@ export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: T
     if (matvec !== null) {
       const tensors = new Set(command.buffers.filter((b) => b.buffer.startsWith('tensor:')).map((b) => b.buffer.slice('tensor:'.length)));
       const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name), 0);
-      add(matvecCost(counts, command.kernel, matvec[1]!, weightBytes));
+      add(matvecCost(counts, opsPerByte, command.kernel, matvec[1]!, weightBytes));
     } else if (command.kernel === a.kernel) {
       const unit = shape.headCountKv * shape.context * shape.headDim;
       add({
@@ -94,15 +110,16 @@ export function kernelCosts(commands: readonly NativeRecordedCommand[], shape: T
         dispatches: 1,
         memoryBytes: (unit * a.kvBytesFetched) / attentionUnit,
         l1Lines: (unit * (a.linesLoaded + a.linesStored)) / attentionUnit,
+        aluOps: 0,
       });
     } else if (command.kernel.startsWith('md_attention_') && command.kernel !== 'md_attention_merge_f32') {
       throw new Error(`${command.kernel}: only ${a.kernel}'s counts are recorded (bench predict models the F16 cache)`);
     } else {
-      add({ kernel: ROW_KERNELS, dispatches: 1, memoryBytes: 0, l1Lines: 0 });
+      add({ kernel: ROW_KERNELS, dispatches: 1, memoryBytes: 0, l1Lines: 0, aluOps: 0 });
     }
   }
   if (shape.head !== undefined) {
-    const head = matvecCost(counts, `LM head + pick (${shape.head.suffix})`, shape.head.suffix, shape.head.bytes);
+    const head = matvecCost(counts, opsPerByte, `LM head + pick (${shape.head.suffix})`, shape.head.suffix, shape.head.bytes);
     add({ ...head, dispatches: shape.head.dispatches });
   }
   return [...byKernel.values()];
@@ -113,8 +130,10 @@ export function kernelTimes(costs: readonly KernelCost[], chip: AppleChip, lineB
   return costs.map((c) => {
     const memoryUs = (1e6 * c.memoryBytes) / (chip.gbPerSecond * 1e9);
     const l1Us = (1e6 * c.l1Lines * lineBytes) / l1BytesPerSecond(chip);
+    const aluUs = (1e6 * c.aluOps) / aluOpsPerSecond(chip);
     const dispatchUs = c.dispatches * DISPATCH_US;
-    const binds: Limit = dispatchUs > Math.max(memoryUs, l1Us) ? 'dispatches' : l1Us > memoryUs ? 'L1 lines' : 'memory';
-    return { ...c, memoryUs, l1Us, dispatchUs, us: Math.max(memoryUs, l1Us) + dispatchUs, binds };
+    const longest = Math.max(memoryUs, l1Us, aluUs);
+    const binds: Limit = dispatchUs > longest ? 'dispatches' : longest === memoryUs ? 'memory' : longest === l1Us ? 'L1 lines' : 'ALU';
+    return { ...c, memoryUs, l1Us, aluUs, dispatchUs, us: longest + dispatchUs, binds };
   });
 }

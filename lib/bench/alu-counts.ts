@@ -1,0 +1,78 @@
+// alu-counts.ts: the matrix-vector kernels' arithmetic, from the counts
+// scripts/count-alu.mjs takes of clang's LLVM IR of their per-lane steps
+// (bench/alu-counts.json; `npm run test:metal-check` fails when the kernels
+// change and the file does not). A proxy, stated as one: no Apple GPU
+// compiler runs here (count-alu.mjs says what it counts and what not).
+//
+// Per lane, a window of a row (32 parts of 32 values, a part per lane)
+// costs: its part's dot (read from threadgroup memory, decoded, summed);
+// its share of staging the window (a line per load: one stage step per
+// line the window spans); and its share of x's window (loaded and
+// transposed once per token for the SIMD group's MD_MATVEC_ROWS rows).
+// Divided by the part's bytes, that is operations per weight byte for one
+// lane, which is the SIMD group's operations (32 lanes) per its 32 parts'
+// bytes: what the ALU limit is charged per weight byte.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { packageRoot } from '../native/load-addon.js';
+import type { KernelCounts } from './kernel-counts.js';
+
+export interface ProbeCounts {
+  alu: number;
+  simd: number;
+  loads: number;
+  stores: number;
+}
+
+export interface AluCounts {
+  generator: string;
+  compiler: string;
+  /** dot_<suffix> (one part's dot), stage_line (one lane's share of a staged line), window_x (x's window, one token). */
+  probes: Record<string, ProbeCounts>;
+}
+
+/** Parses and checks the recorded counts; an error names the file and the field. */
+export function parseAluCounts(text: string, file: string): AluCounts {
+  const c = JSON.parse(text) as AluCounts;
+  if (typeof c.probes !== 'object' || c.probes === null) throw new Error(`${file}: expected an object of probes`);
+  for (const [name, p] of Object.entries(c.probes)) {
+    for (const f of ['alu', 'simd', 'loads', 'stores'] as const) {
+      const n = (p as unknown as Record<string, unknown>)[f];
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+        throw new Error(`${file}: probes.${name}.${f}: expected a count, got ${JSON.stringify(n)}`);
+    }
+  }
+  for (const needed of ['stage_line', 'window_x']) if (!(needed in c.probes)) throw new Error(`${file}: probes.${needed} is missing`);
+  return c;
+}
+
+let cached: AluCounts | undefined;
+
+/** bench/alu-counts.json, read once. */
+export function aluCounts(): AluCounts {
+  if (cached !== undefined) return cached;
+  const file = join(packageRoot(), 'bench', 'alu-counts.json');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`the kernels' recorded arithmetic is missing (${(e as Error).message}); node scripts/count-alu.mjs writes it`);
+  }
+  cached = parseAluCounts(text, file);
+  return cached;
+}
+
+const ops = (p: ProbeCounts) => p.alu + p.simd;
+
+/** One lane's ALU operations per weight byte of the `suffix` matrix-vector kernel, one token, `rowsPerSimdGroup` rows sharing x. */
+export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suffix: string, rowsPerSimdGroup: number): number {
+  const dot = alu.probes[`dot_${suffix}`];
+  const m = counts.matvec.types[suffix];
+  if (dot === undefined || m === undefined)
+    throw new Error(`bench/alu-counts.json or bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
+  const partBytes = m.weightBytes / ((counts.matvec.rows * counts.matvec.cols) / 32);
+  const linesPerWindow = (32 * partBytes) / counts.lineBytes;
+  const perLane = ops(dot) + ops(alu.probes.stage_line!) * linesPerWindow + ops(alu.probes.window_x!) / rowsPerSimdGroup;
+  return perLane / partBytes;
+}

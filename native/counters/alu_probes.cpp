@@ -1,0 +1,50 @@
+// alu_probes.cpp: the per-lane steps of the matrix-vector kernels as
+// functions of their own, for scripts/count-alu.mjs to compile to LLVM IR
+// (check-metal's address-space mode: Metal's half as __fp16, so a float16
+// conversion is one instruction) and count the arithmetic of. Never
+// linked: the functions exist to be counted. Each is the kernels' own code
+// (md_matvec_rows.h, md_block_values.h), called as the kernels call it.
+#include "md_kernel.h"
+#include "md_matvec_rows.h"
+
+extern "C" {
+
+// A quantized part's dot, read from the stage: one lane, one part.
+#define MD_PROBE_DOT(suffix)                                                                              \
+  float md_probe_dot_##suffix(threadgroup const md_block_##suffix* b, uint part, thread const float* x) { \
+    return md_block_dot<md_threadgroup_space>(b, part, x, MD_QK);                                         \
+  }
+MD_PROBE_DOT(q8_0)
+MD_PROBE_DOT(q4_0)
+MD_PROBE_DOT(q4_1)
+MD_PROBE_DOT(q5_0)
+MD_PROBE_DOT(q4_k)
+MD_PROBE_DOT(q5_k)
+MD_PROBE_DOT(q6_k)
+#undef MD_PROBE_DOT
+
+// A float part of a full window: read from the stage, transposed, dotted.
+#define MD_PROBE_FLOAT_PART(suffix)                                                                          \
+  float md_probe_dot_##suffix(device const md_block_##suffix* w, threadgroup const md_u8* window, uint lane, \
+                              thread const float* x) {                                                       \
+    float wr[MD_QK];                                                                                         \
+    md_staged_float_part(w, window, lane, wr);                                                               \
+    return md_part_dot(wr, x);                                                                               \
+  }
+MD_PROBE_FLOAT_PART(f32)
+MD_PROBE_FLOAT_PART(f16)
+MD_PROBE_FLOAT_PART(bf16)
+#undef MD_PROBE_FLOAT_PART
+
+// One line of a window staged: one lane's word.
+void md_probe_stage_line(device const uint* words, device const md_u16* halves, ulong line, uint phase,
+                         ulong first_word, ulong last_word, ulong matrix_end, uint lane, threadgroup uint* to) {
+  md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane, to);
+}
+
+// x's full window for one token: loaded coalesced, transposed.
+void md_probe_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
+  md_full_window_x(xt, base, lane, xr);
+}
+
+}  // extern "C"
