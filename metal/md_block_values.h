@@ -6,8 +6,9 @@
 // float row may have any length (a quantized row is whole blocks, the
 // file's own rule), so rows are found by md_row, never by block count,
 // and the dot of a float part takes how many of its values are in the row.
-// Each value is computed as the CPU's dequantizeRow computes it
-// (native/core/quant/convert_rows.cpp), product by product.
+// A value is computed as the CPU's dequantizeRow computes it
+// (native/core/quant/convert_rows.cpp); a quantized dot folds scales and
+// offsets as llama.cpp's Metal kernels do (see md_block_dot).
 #ifndef MD_BLOCK_VALUES_H
 #define MD_BLOCK_VALUES_H
 
@@ -45,17 +46,30 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
 
 // The dot of one 32-value part of a block with the part's x, which the
 // caller has loaded into registers once for all its rows. Each dot reads
-// its block's bytes once (scales and offsets into registers first), then
-// sums the products in the order the type has always used, so the result
-// is the same bits as dequantizing value by value. A float part reads its
-// first n values (n < MD_QK only at the end of a row); a quantized part
-// is always whole, and ignores n.
+// its block's bytes once (scales and offsets into registers first). A
+// float part sums its products in order, as dequantizing value by value
+// would, and reads its first n values (n < MD_QK only at the end of a
+// row). A quantized part is always whole, and does what llama.cpp's Metal
+// kernels do to spend fewer operations per weight: it sums q * x over the
+// raw quants with explicit fma() (safe math forbids reordering, not an
+// explicit fma), then applies the scale once, and folds the offset (Q4_0's
+// -8, Q4_1's m, a K type's minimum) into x's sums over the part's halves
+// (md_x_sums: taken once per window for all rows). That is another order
+// of rounding than value by value, so the kernel tests bound the error
+// against an exact dot rather than compare bits; every kernel that sums a
+// row (one token, a batch, the fused head) shares this code, so their rows
+// still have each other's bits.
 //
 // The quantized bytes are read as words, 16-bit where the block keeps them
 // at an even offset (its size even: Q4_0, Q5_0, Q8_0, Q6_K) and 32-bit
 // where at a multiple of 4 (its size too: Q4_1, Q4_K, Q5_K): a half or a
 // quarter of the load instructions of byte reads. Byte k of a word is the
 // little-endian one (Apple's GPUs, and the CPUs the emulator runs on).
+
+// x's sums over the two halves of a part (values 0-15 and 16-31).
+struct md_x_sums {
+  float low, high;
+};
 
 // Byte k (0-3) of a word.
 inline uint md_byte(uint word, uint k) { return (word >> (8u * k)) & 0xffu; }
@@ -104,67 +118,66 @@ inline float md_block_dot(MD_PTR(S, md_block_bf16) b, uint, thread const float* 
 }
 
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q8_0) b, uint, thread const float* x, uint) {
+inline float md_block_dot(MD_PTR(S, md_block_q8_0) b, uint, thread const float* x, md_x_sums) {
   MD_PTR(S, md_u16) qs = md_words16<S>((MD_PTR(S, md_u8))b->qs);  // 2 bytes into the block
   float sum = 0.0f;
   for (uint i = 0; i < MD_QK / 2; ++i) {
     const uint w = qs[i];
-    sum += float(md_signed_byte(w & 0xffu)) * x[2 * i];
-    sum += float(md_signed_byte(w >> 8)) * x[2 * i + 1];
+    sum = fma(float(md_signed_byte(w & 0xffu)), x[2 * i], sum);
+    sum = fma(float(md_signed_byte(w >> 8)), x[2 * i + 1], sum);
   }
   return sum * float(as_type<half>(b->d));
 }
 
+// Q4_0: d * (q - 8) summed as d * (sum q x - 8 sum x).
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q4_0) b, uint, thread const float* x, uint) {
+inline float md_block_dot(MD_PTR(S, md_block_q4_0) b, uint, thread const float* x, md_x_sums xs) {
   MD_PTR(S, md_u16) qs = md_words16<S>(b->qs);  // 2 bytes into the block
   float sum = 0.0f;
   for (uint i = 0; i < MD_QK / 4; ++i) {
     const uint w = qs[i];
     for (uint k = 0; k < 2; ++k) {
       const uint q = md_byte(w, k), j = 2 * i + k;
-      sum += float(int(q & 0x0fu) - 8) * x[j];
-      sum += float(int(q >> 4) - 8) * x[j + MD_QK / 2];
+      sum = fma(float(q & 0x0fu), x[j], sum);
+      sum = fma(float(q >> 4), x[j + MD_QK / 2], sum);
     }
   }
-  return sum * float(as_type<half>(b->d));
+  return float(as_type<half>(b->d)) * (sum - 8.0f * (xs.low + xs.high));
 }
 
-// Q4_1: value j is q * d + m (md_block_value's expression, from registers).
+// Q4_1: q * d + m summed as d * sum q x + m * sum x.
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q4_1) b, uint, thread const float* x, uint) {
+inline float md_block_dot(MD_PTR(S, md_block_q4_1) b, uint, thread const float* x, md_x_sums xs) {
   const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
   MD_PTR(S, uint) qs = md_words32<S>(b->qs);  // 4 bytes into the block
-  uint q[MD_QK / 4];  // the 16 bytes of nibbles as four words: values j and j + 16 share byte j
-  for (uint i = 0; i < MD_QK / 8; ++i) q[i] = qs[i];
   float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) {
-    const uint byte = md_byte(q[(j % (MD_QK / 2)) / 4], j % 4);
-    const uint v = j < MD_QK / 2 ? (byte & 0x0fu) : (byte >> 4);
-    sum += (float(v) * d + m) * x[j];
+  for (uint i = 0; i < MD_QK / 8; ++i) {
+    const uint w = qs[i];  // bytes 4i .. 4i + 3: values 4i + k (low nibbles) and 4i + k + 16 (high)
+    for (uint k = 0; k < 4; ++k) {
+      sum = fma(float(md_byte(w, k) & 0x0fu), x[4 * i + k], sum);
+      sum = fma(float(md_byte(w, k) >> 4), x[4 * i + k + MD_QK / 2], sum);
+    }
   }
-  return sum;
+  return fma(d, sum, m * (xs.low + xs.high));
 }
 
-// Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian word.
+// Q5_0: the fifth bit of value j is bit j of qh, read as a little-endian
+// word; d * (q - 16) summed as d * (sum q x - 16 sum x).
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q5_0) b, uint, thread const float* x, uint) {
-  const float d = float(as_type<half>(b->d));
+inline float md_block_dot(MD_PTR(S, md_block_q5_0) b, uint, thread const float* x, md_x_sums xs) {
   MD_PTR(S, md_u16) high = md_words16<S>(b->qh);  // 2 bytes into the block
   const uint qh = uint(high[0]) | (uint(high[1]) << 16);
   MD_PTR(S, md_u16) qs = md_words16<S>(b->qs);  // 6 bytes in
-  uint q[MD_QK / 2];
+  float sum = 0.0f;
   for (uint i = 0; i < MD_QK / 4; ++i) {
     const uint w = qs[i];
-    q[2 * i] = w & 0xffu;
-    q[2 * i + 1] = w >> 8;
+    for (uint k = 0; k < 2; ++k) {
+      const uint q = md_byte(w, k), j = 2 * i + k;
+      sum = fma(float((q & 0x0fu) | (((qh >> j) & 1u) << 4)), x[j], sum);
+      sum = fma(float((q >> 4) | (((qh >> (j + MD_QK / 2)) & 1u) << 4)), x[j + MD_QK / 2], sum);
+    }
   }
-  float sum = 0.0f;
-  for (uint j = 0; j < MD_QK; ++j) {
-    const uint low = j < MD_QK / 2 ? (q[j] & 0x0fu) : (q[j - MD_QK / 2] >> 4);
-    sum += float(int(low | (((qh >> j) & 1u) << 4)) - 16) * d * x[j];
-  }
-  return sum;
+  return float(as_type<half>(b->d)) * (sum - 16.0f * (xs.low + xs.high));
 }
 
 // Values per block, by type (the pointer only picks the overload).
@@ -232,9 +245,9 @@ inline float md_block_value(device const md_block_q5_k* b, uint j) { return md_k
 inline float md_block_value(device const md_block_q6_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 
 // The dot of part j of a Q4_K or Q5_K super-block: its scale and min, d and
-// dmin read once; then value l is d1 * q - m1 as md_k45_value computes it.
+// dmin read once; value l is d1 * q - m1, summed as d1 * sum q x - m1 * sum x.
 template <typename S, typename Block>
-inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, bool fifth_bits) {
+inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, md_x_sums xs, bool fifth_bits) {
   uint words[3], scale, min;
   md_k4_scale_words<S, Block>(b, words);
   md_k4_scale_min(words, j, scale, min);
@@ -249,39 +262,40 @@ inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, 
     const uint high = fifth_bits ? md_q5_k_high_word<S>(b, i) : 0u;  // the fifth bits of values 4i .. 4i + 3
     for (uint k = 0; k < 4; ++k) {
       const uint fifth = ((md_byte(high, k) >> j) & 1u) << 4;
-      sum += (d1 * float(((md_byte(w, k) >> shift) & 0x0fu) + fifth) - m1) * x[4 * i + k];
+      sum = fma(float(((md_byte(w, k) >> shift) & 0x0fu) | fifth), x[4 * i + k], sum);
     }
   }
-  return sum;
+  return fma(d1, sum, -m1 * (xs.low + xs.high));
 }
 
-// Q6_K part j: d and the part's two scales read once, then md_k_value's expression.
+// Q6_K part j: d and the part's two scales (one per 16 values) read once;
+// d * scale * (q - 32) summed per half as d * scale * (sum q x - 32 sum x).
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q6_k) b, uint j, thread const float* x, uint) {
+inline float md_block_dot(MD_PTR(S, md_block_q6_k) b, uint j, thread const float* x, md_x_sums xs) {
   const uint half_index = j / 4, quarter = j % 4;
   const float d = float(as_type<half>(b->d));
   const float scales[2] = {float(b->scales[8 * half_index + 2 * quarter]), float(b->scales[8 * half_index + 1 + 2 * quarter])};
   MD_PTR(S, md_u16) ql = md_words16<S>(b->ql + 64 * half_index + (quarter & 1u) * 32u);  // even offsets
   MD_PTR(S, md_u16) qh = md_words16<S>(b->qh + 32 * half_index);
   const uint low_shift = (quarter >> 1) * 4u;  // shifts, not branches on the lane's part (see above)
-  float sum = 0.0f;
+  float sums[2] = {0.0f, 0.0f};
   for (uint i = 0; i < 16; ++i) {
     const uint low = ql[i], high = qh[i];
     for (uint k = 0; k < 2; ++k) {
       const uint l = 2 * i + k;
       const uint q = ((md_byte(low, k) >> low_shift) & 0x0fu) | (((md_byte(high, k) >> (2 * quarter)) & 3u) << 4);
-      sum += d * scales[l / 16] * float(int(q) - 32) * x[l];
+      sums[l / 16] = fma(float(q), x[l], sums[l / 16]);
     }
   }
-  return sum;
+  return d * fma(scales[0], sums[0] - 32.0f * xs.low, scales[1] * (sums[1] - 32.0f * xs.high));
 }
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q4_k) b, uint part, thread const float* x, uint) {
-  return md_k45_part_dot<S, md_block_q4_k>(b, part, x, false);
+inline float md_block_dot(MD_PTR(S, md_block_q4_k) b, uint part, thread const float* x, md_x_sums xs) {
+  return md_k45_part_dot<S, md_block_q4_k>(b, part, x, xs, false);
 }
 template <typename S>
-inline float md_block_dot(MD_PTR(S, md_block_q5_k) b, uint part, thread const float* x, uint) {
-  return md_k45_part_dot<S, md_block_q5_k>(b, part, x, true);
+inline float md_block_dot(MD_PTR(S, md_block_q5_k) b, uint part, thread const float* x, md_x_sums xs) {
+  return md_k45_part_dot<S, md_block_q5_k>(b, part, x, xs, true);
 }
 
 // ---- rows -------------------------------------------------------------------

@@ -48,8 +48,8 @@ inline void md_window_x(device const float* xt, uint base, uint parts, uint cols
 // copies the window's bytes into threadgroup memory a 128-byte line of
 // memory per load (lane l word l), counting lines from `phase` bytes
 // before w (where w starts in its line: md_matvec_params' line_phases),
-// then reads its parts from there: the same values, products and sums, so
-// the same bits.
+// then reads its parts from there with the decoders it would use on
+// device memory (md_block_values.h).
 //  - Each load brings only the row's words (a row's first and last line
 //    may be shared with its neighbours; their SIMD groups load the rest),
 //    so every weight byte is loaded once (an odd row's two bytes of the
@@ -73,8 +73,14 @@ inline md_stage md_stage_of(threadgroup uint* stage, uint simd_index, uint block
   return s;
 }
 
-// One line's load: this lane's word of line `line` (counted from `phase`
-// bytes before the matrix), or the row's nearest word, to `to`.
+// A line all of whose words are the row's: this lane's word, from the
+// line's first word `first` (counted from w).
+inline void md_stage_whole_line(device const uint* words, ulong first, uint lane, threadgroup uint* to) {
+  *to = words[first + lane];
+}
+
+// A line at either end of a row: this lane's word of line `line` (counted
+// from `phase` bytes before the matrix), or the row's nearest word, to `to`.
 inline void md_stage_line(device const uint* words, device const md_u16* halves, ulong line, uint phase,
                           ulong first_word, ulong last_word, ulong matrix_end, uint lane, threadgroup uint* to) {
   const ulong at = min(max(line * MD_LINE_BYTES + 4 * lane, first_word + phase), last_word + phase) - phase;
@@ -96,10 +102,21 @@ inline uint md_stage_bytes(device const md_u8* w, uint phase, ulong row_begin, u
   // word instead (in the same line, which the others load): every lane runs
   // every load, so each stays one instruction of 32 lanes with the row's
   // bytes only. Its copy lands where nothing reads it.
+  // Only a row's first and last lines need that (and the matrix's last):
+  // the lines between, [inner_begin, inner_end), are the row's whole, a
+  // load per lane.
   const ulong first_word = row_begin & ~ulong(3), last_word = (row_end - 1) & ~ulong(3);
-  for (ulong line = first_line + (carried ? 1 : 0); line <= last_line; ++line)
-    md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane,
-                  lines + uint(line - first_line) * MD_SIMD_WIDTH + lane);
+  const ulong from = first_line + (carried ? 1 : 0);
+  const ulong inner_begin = max(from, (first_word + phase + MD_LINE_BYTES - 1) / MD_LINE_BYTES);
+  const ulong inner_end =
+      max(inner_begin, min(last_line + 1, (min(last_word + 4, matrix_end) + phase) / MD_LINE_BYTES));
+  threadgroup uint* to = lines + lane;
+  for (ulong line = from; line < inner_begin; ++line)
+    md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane, to + (line - first_line) * MD_SIMD_WIDTH);
+  for (ulong line = inner_begin; line < inner_end; ++line)
+    md_stage_whole_line(words, (line * MD_LINE_BYTES - phase) / 4, lane, to + (line - first_line) * MD_SIMD_WIDTH);
+  for (ulong line = inner_end; line <= last_line; ++line)
+    md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane, to + (line - first_line) * MD_SIMD_WIDTH);
   return uint(begin + phase - first_line * MD_LINE_BYTES);
 }
 
@@ -202,6 +219,17 @@ inline void md_window_sums(device const md_block_bf16* w, uint phase, device con
 
 // ---- quantized rows -------------------------------------------------------------
 
+// x's sums over the two halves of a lane's part, in order: the quantized
+// dots fold their offsets into them.
+inline md_x_sums md_half_sums(thread const float* xr) {
+  md_x_sums s;
+  s.low = 0.0f;
+  s.high = 0.0f;
+  for (uint j = 0; j < MD_QK / 2; ++j) s.low += xr[j];
+  for (uint j = MD_QK / 2; j < MD_QK; ++j) s.high += xr[j];
+  return s;
+}
+
 // One window of a quantized matrix's rows: each lane's part read from the
 // stage by md_block_dot, whole blocks (a quantized row is whole blocks).
 template <uint TOKENS, typename Block>
@@ -214,6 +242,7 @@ inline void md_window_sums(device const Block* w, uint phase, device const float
   const uint window_bytes = (end_part / parts_per_block - base / parts_per_block) * sizeof(Block);
   const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), values);
   float xr[MD_QK];
+  md_x_sums xs;
   for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
     if (first + r >= rows) break;  // the same for every lane
     const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
@@ -225,8 +254,11 @@ inline void md_window_sums(device const Block* w, uint phase, device const float
     threadgroup const Block* block =
         (threadgroup const Block*)((threadgroup const md_u8*)st.lines + at) + (u / parts_per_block - base / parts_per_block);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
-      if (TOKENS > 1 || r == 0) md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
-      if (u < parts) sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(block, u % parts_per_block, xr, MD_QK);
+      if (TOKENS > 1 || r == 0) {
+        md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
+        xs = md_half_sums(xr);
+      }
+      if (u < parts) sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(block, u % parts_per_block, xr, xs);
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read them
     md_carry_line(phase, end, row_end, at, window_bytes, lane, carry, st.lines);

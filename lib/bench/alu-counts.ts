@@ -7,8 +7,11 @@
 // Per lane, a window of a row (32 parts of 32 values, a part per lane)
 // costs: its part's dot (read from threadgroup memory, decoded, summed);
 // its share of staging the window (a line per load: one stage step per
-// line the window spans); and its share of x's window (loaded and
-// transposed once per token for the SIMD group's MD_MATVEC_ROWS rows).
+// line the window spans, the dearer edge step for a row's first and last
+// lines, two per row of bench/kernel-counts.json's 4096 values); and its
+// share of x's window (loaded, transposed
+// and, for the quantized types, summed per half part, once per token for
+// the SIMD group's MD_MATVEC_ROWS rows).
 // Divided by the part's bytes, that is operations per weight byte for one
 // lane, which is the SIMD group's operations (32 lanes) per its 32 parts'
 // bytes: what the ALU limit is charged per weight byte.
@@ -28,7 +31,11 @@ export interface ProbeCounts {
 export interface AluCounts {
   generator: string;
   compiler: string;
-  /** dot_<suffix> (one part's dot), stage_line (one lane's share of a staged line), window_x (x's window, one token). */
+  /**
+   * dot_<suffix> (one part's dot); stage_whole_line and stage_line (one lane's share of a staged line
+   * inside a row, and at either end of it); window_x (x's window, one token); half_sums (its part's
+   * two half sums, for the quantized dots).
+   */
   probes: Record<string, ProbeCounts>;
 }
 
@@ -43,7 +50,8 @@ export function parseAluCounts(text: string, file: string): AluCounts {
         throw new Error(`${file}: probes.${name}.${f}: expected a count, got ${JSON.stringify(n)}`);
     }
   }
-  for (const needed of ['stage_line', 'window_x']) if (!(needed in c.probes)) throw new Error(`${file}: probes.${needed} is missing`);
+  for (const needed of ['stage_whole_line', 'stage_line', 'window_x', 'half_sums'])
+    if (!(needed in c.probes)) throw new Error(`${file}: probes.${needed} is missing`);
   return c;
 }
 
@@ -65,6 +73,9 @@ export function aluCounts(): AluCounts {
 
 const ops = (p: ProbeCounts) => p.alu + p.simd;
 
+// Float rows sum their products in order; the quantized types fold their offsets into x's half sums.
+const FLOAT_ROWS = new Set(['f32', 'f16', 'bf16']);
+
 /** One lane's ALU operations per weight byte of the `suffix` matrix-vector kernel, one token, `rowsPerSimdGroup` rows sharing x. */
 export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suffix: string, rowsPerSimdGroup: number): number {
   const dot = alu.probes[`dot_${suffix}`];
@@ -73,6 +84,10 @@ export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suf
     throw new Error(`bench/alu-counts.json or bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
   const partBytes = m.weightBytes / ((counts.matvec.rows * counts.matvec.cols) / 32);
   const linesPerWindow = (32 * partBytes) / counts.lineBytes;
-  const perLane = ops(dot) + ops(alu.probes.stage_line!) * linesPerWindow + ops(alu.probes.window_x!) / rowsPerSimdGroup;
+  // A row's first and last lines take the edge step: two per row of the counted shape's windows.
+  const edgeLines = Math.min(linesPerWindow, 2 / (counts.matvec.cols / 1024));
+  const staging = ops(alu.probes.stage_whole_line!) * (linesPerWindow - edgeLines) + ops(alu.probes.stage_line!) * edgeLines;
+  const xWindow = ops(alu.probes.window_x!) + (FLOAT_ROWS.has(suffix) ? 0 : ops(alu.probes.half_sums!));
+  const perLane = ops(dot) + staging + xWindow / rowsPerSimdGroup;
   return perLane / partBytes;
 }

@@ -10,9 +10,10 @@
 extern "C" {
 
 // A quantized part's dot, read from the stage: one lane, one part.
-#define MD_PROBE_DOT(suffix)                                                                              \
-  float md_probe_dot_##suffix(threadgroup const md_block_##suffix* b, uint part, thread const float* x) { \
-    return md_block_dot<md_threadgroup_space>(b, part, x, MD_QK);                                         \
+#define MD_PROBE_DOT(suffix)                                                                            \
+  float md_probe_dot_##suffix(threadgroup const md_block_##suffix* b, uint part, thread const float* x, \
+                              md_x_sums xs) {                                                           \
+    return md_block_dot<md_threadgroup_space>(b, part, x, xs);                                          \
   }
 MD_PROBE_DOT(q8_0)
 MD_PROBE_DOT(q4_0)
@@ -36,7 +37,11 @@ MD_PROBE_FLOAT_PART(f16)
 MD_PROBE_FLOAT_PART(bf16)
 #undef MD_PROBE_FLOAT_PART
 
-// One line of a window staged: one lane's word.
+// One line of a window staged, one lane's word: a line inside the row, and
+// one at either end of it.
+void md_probe_stage_whole_line(device const uint* words, ulong first, uint lane, threadgroup uint* to) {
+  md_stage_whole_line(words, first, lane, to);
+}
 void md_probe_stage_line(device const uint* words, device const md_u16* halves, ulong line, uint phase,
                          ulong first_word, ulong last_word, ulong matrix_end, uint lane, threadgroup uint* to) {
   md_stage_line(words, halves, line, phase, first_word, last_word, matrix_end, lane, to);
@@ -46,5 +51,8 @@ void md_probe_stage_line(device const uint* words, device const md_u16* halves, 
 void md_probe_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
   md_full_window_x(xt, base, lane, xr);
 }
+
+// The half sums of x's part the quantized dots fold their offsets into.
+md_x_sums md_probe_half_sums(thread const float* xr) { return md_half_sums(xr); }
 
 }  // extern "C"
