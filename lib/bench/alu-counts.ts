@@ -15,11 +15,8 @@
 // Divided by the part's bytes, that is operations per weight byte for one
 // lane, which is the SIMD group's operations (32 lanes) per its 32 parts'
 // bytes: what the ALU limit is charged per weight byte.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
-import { packageRoot } from '../native/load-addon.js';
 import type { KernelCounts } from './kernel-counts.js';
+import { readRecorded } from './recorded-file.js';
 
 export interface ProbeCounts {
   alu: number;
@@ -55,20 +52,9 @@ export function parseAluCounts(text: string, file: string): AluCounts {
   return c;
 }
 
-let cached: AluCounts | undefined;
-
 /** bench/alu-counts.json, read once. */
 export function aluCounts(): AluCounts {
-  if (cached !== undefined) return cached;
-  const file = join(packageRoot(), 'bench', 'alu-counts.json');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new Error(`the kernels' recorded arithmetic is missing (${(e as Error).message}); node scripts/count-alu.mjs writes it`);
-  }
-  cached = parseAluCounts(text, file);
-  return cached;
+  return readRecorded('alu-counts.json', "the kernels' recorded arithmetic", 'node scripts/count-alu.mjs', parseAluCounts);
 }
 
 const ops = (p: ProbeCounts) => p.alu + p.simd;

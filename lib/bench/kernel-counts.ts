@@ -5,10 +5,7 @@
 // shapes: a kernel's bytes and lines per weight byte do not depend on the
 // matrix's size (every lane runs the same loop), and the attention's per
 // cached value (KV head, position and head dimension).
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
-import { packageRoot } from '../native/load-addon.js';
+import { readRecorded } from './recorded-file.js';
 
 /** One dispatch's counts: device bytes and the SIMD-group instructions that moved them. */
 export interface AccessCounts {
@@ -84,18 +81,7 @@ export function parseKernelCounts(text: string, file: string): KernelCounts {
   return c;
 }
 
-let cached: KernelCounts | undefined;
-
 /** bench/kernel-counts.json, read once. */
 export function kernelCounts(): KernelCounts {
-  if (cached !== undefined) return cached;
-  const file = join(packageRoot(), 'bench', 'kernel-counts.json');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new Error(`the kernels' recorded counts are missing (${(e as Error).message}); build-cmake/md_kernel_counters --json writes them`);
-  }
-  cached = parseKernelCounts(text, file);
-  return cached;
+  return readRecorded('kernel-counts.json', "the kernels' recorded counts", 'build-cmake/md_kernel_counters --json', parseKernelCounts);
 }

@@ -638,6 +638,19 @@ md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::
   return cmd;
 }
 
+// The contract refuses a threadgroup that is not whole SIMD groups, or is
+// more than `limit` threads, naming the count; it takes `limit`.
+void expectThreadLimit(md::DispatchCmd cmd, uint32_t limit) {
+  for (uint32_t threads : {48u, 2 * limit}) {
+    cmd.threadsPerThreadgroup = threads;
+    EXPECT_EQ(md::kernelContractProblem(cmd, cmd.params, 0),
+              cmd.pipeline->name() + ": " + std::to_string(threads) +
+                  " threads per threadgroup: expected whole SIMD groups, at most " + std::to_string(limit));
+  }
+  cmd.threadsPerThreadgroup = limit;
+  EXPECT_EQ(md::kernelContractProblem(cmd, cmd.params, 0), "");
+}
+
 TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto x = device().newBuffer(4 * 64 * 2), weight = device().newBuffer(4 * 64), out = device().newBuffer(4 * 64);
   const md_rows_params p{64, 2, 1e-5f, 0};
@@ -673,14 +686,7 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
       command("md_matvec_q4_0",
               {{0, w8.get()}, {1, vx.get()}, {3, vy.get()}, {4, w8.get()}, {5, vy.get()}, {6, w8.get()}, {7, vy.get()}},
               2, md_matvec_params{64, MD_MATVEC_STORE, {8, 0, 0}, 1, 0, 0});
-  for (uint32_t threads : {48u, 256u}) {
-    mv.threadsPerThreadgroup = threads;
-    EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
-              "md_matvec_q4_0: " + std::to_string(threads) +
-                  " threads per threadgroup: expected whole SIMD groups, at most 128");
-  }
-  mv.threadsPerThreadgroup = 128;
-  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "");
+  expectThreadLimit(mv, 128);
   // Each matrix's line phase is where its binding starts in a 128-byte line (a wrong one costs a Mac twice the lines).
   auto wOffset = device().newBuffer(160 + 8 * 2 * 18);
   mv = command(
@@ -728,14 +734,7 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 0, 1, 16, 0.125f, 1, 1});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "md_attention_f16: head_dim 0 is not from 1 to 256");
   at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 1, 16, 0.125f, 1, 1});
-  for (uint32_t threads : {48u, 512u}) {
-    at.threadsPerThreadgroup = threads;
-    EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
-              "md_attention_f16: " + std::to_string(threads) +
-                  " threads per threadgroup: expected whole SIMD groups, at most 256");
-  }
-  at.threadsPerThreadgroup = 256;
-  EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "");
+  expectThreadLimit(at, 256);
 }
 
 }  // namespace
