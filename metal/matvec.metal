@@ -6,15 +6,15 @@
 // The CPU twin is the dequantized row's dot product (the tests compare
 // them).
 //
-// Layout: each SIMD group computes MD_MATVEC_ROWS rows. Lane l takes blocks
-// l, l + 32, ... of those rows, so the 32 lanes read 32 consecutive blocks
-// of a row at a time (whole cache lines) and each block of x is read once
-// for all MD_MATVEC_ROWS rows; each row's 32 partial sums are added by
-// simd_sum and lane 0 writes the row. Per thread and step: MD_MATVEC_ROWS
-// blocks of W (4 x 18 bytes for Q4_0) and one block of x (128 bytes).
-// Decode is bound by reading W once; x stays in cache. With SwiGLU a SIMD
-// group computes its rows of both matrices, so the gate and up sums meet
-// in registers.
+// Layout: each SIMD group computes MD_MATVEC_ROWS rows, a window of 32
+// parts (1024 values) at a time: lane l takes part l of the window. A
+// row's window is staged in threadgroup memory a 128-byte line of memory
+// per load, then each lane reads its part from there; x's window is loaded
+// once for all the SIMD group's rows (md_matvec_rows.h has the details).
+// Each row's 32 partial sums are added by simd_sum and lane 0 writes the
+// row. Decode is bound by reading W once; x stays in cache. With SwiGLU a
+// SIMD group computes its rows of both matrices, so the gate and up sums
+// meet in registers.
 //
 // md_matvec_batch_* does the same for up to MD_MATVEC_BATCH tokens: each
 // block of W is read once for all of them, and each token's sums take the
