@@ -258,12 +258,11 @@ inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, 
   const uint shift = (j & 1u) * 4u;
   float sum = 0.0f;
   for (uint i = 0; i < 8; ++i) {
-    const uint w = qs[i];
-    const uint high = fifth_bits ? md_q5_k_high_word<S>(b, i) : 0u;  // the fifth bits of values 4i .. 4i + 3
-    for (uint k = 0; k < 4; ++k) {
-      const uint fifth = ((md_byte(high, k) >> j) & 1u) << 4;
-      sum = fma(float(((md_byte(w, k) >> shift) & 0x0fu) | fifth), x[4 * i + k], sum);
-    }
+    // Values 4i .. 4i + 3 a word at a time: their nibbles, and their fifth
+    // bits (bit j of each byte of qh's word i) as 16s, one per byte.
+    const uint high = fifth_bits ? md_q5_k_high_word<S>(b, i) : 0u;
+    const uint q = ((qs[i] >> shift) & 0x0f0f0f0fu) | (((high >> j) & 0x01010101u) << 4);
+    for (uint k = 0; k < 4; ++k) sum = fma(float(md_byte(q, k)), x[4 * i + k], sum);
   }
   return fma(d1, sum, -m1 * (xs.low + xs.high));
 }
@@ -280,12 +279,11 @@ inline float md_block_dot(MD_PTR(S, md_block_q6_k) b, uint j, thread const float
   const uint low_shift = (quarter >> 1) * 4u;  // shifts, not branches on the lane's part (see above)
   float sums[2] = {0.0f, 0.0f};
   for (uint i = 0; i < 16; ++i) {
-    const uint low = ql[i], high = qh[i];
-    for (uint k = 0; k < 2; ++k) {
-      const uint l = 2 * i + k;
-      const uint q = ((md_byte(low, k) >> low_shift) & 0x0fu) | (((md_byte(high, k) >> (2 * quarter)) & 3u) << 4);
-      sums[l / 16] = fma(float(q), x[l], sums[l / 16]);
-    }
+    // Values 2i and 2i + 1 a 16-bit word at a time: 4 low bits from ql, 2
+    // high bits from qh, one value per byte.
+    const uint q = ((uint(ql[i]) >> low_shift) & 0x0f0fu) | (((uint(qh[i]) >> (2 * quarter)) & 0x0303u) << 4);
+    sums[i / 8] = fma(float(q & 0xffu), x[2 * i], sums[i / 8]);
+    sums[i / 8] = fma(float(q >> 8), x[2 * i + 1], sums[i / 8]);
   }
   return d * fma(scales[0], sums[0] - 32.0f * xs.low, scales[1] * (sums[1] - 32.0f * xs.high));
 }
