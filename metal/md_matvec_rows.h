@@ -16,6 +16,13 @@
   MD_THREADGROUP_ARRAY(uint, stage, (MD_MATVEC_MAX_THREADS / MD_SIMD_WIDTH) * \
                                         MD_MATVEC_STAGE_WORDS(sizeof(block_type), block_values))
 
+// A full window of x (32 parts): load i reads part i, lane l its value l;
+// the transpose hands each lane its own part.
+inline void md_full_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
+  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) xr[i] = xt[(base + i) * MD_QK + lane];
+  md_simd_transpose32(xr, lane);  // MD_QK == MD_SIMD_WIDTH: a part's values are a lane's row of the transpose
+}
+
 // Token t's x for this lane's part of the window at `base` (parts of 32
 // values), into xr:
 //  - a full window (32 parts, 1024 values) is loaded coalesced: load i
@@ -25,10 +32,6 @@
 //    only one of a short row) has each lane load its own part (one line
 //    per lane and load: such rows are small).
 // The values are the same either way. Every lane must call it (it shuffles).
-inline void md_full_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
-  for (uint i = 0; i < MD_SIMD_WIDTH; ++i) xr[i] = xt[(base + i) * MD_QK + lane];
-  md_simd_transpose32(xr, lane);  // MD_QK == MD_SIMD_WIDTH: a part's values are a lane's row of the transpose
-}
 inline void md_window_x(device const float* xt, uint base, uint parts, uint cols, uint lane, thread float* xr) {
   if (parts - base >= MD_SIMD_WIDTH) {  // the same for every lane
     md_full_window_x(xt, base, lane, xr);
