@@ -309,11 +309,109 @@ inline device const Block* md_row(device const Block* w, uint row, uint cols) {
   return (device const Block*)((device const md_u8*)w + ulong(row) * row_bytes);
 }
 
+// ---- sixteen values at a time: the prefill's tiles -----------------------------
+
+// The matrix-matrix kernels dequantize a 32-value part into their tiles two
+// threads to a part, 16 values each at once (llama.cpp's dequantize_* into a
+// half4x4), scales and offsets read once. Thread h (0 or 1) takes values
+// 8h .. 8h + 7 and 16 + 8h .. 16 + 8h + 7: in the 0 types value i and value
+// i + 16 share a byte, so each thread reads its own 8 bytes. Its value i is
+// value md_part_column(h, i) of the part.
+inline uint md_part_column(uint h, uint i) { return 8u * h + i + (i & 8u); }
+
+// Each value as the CPU's dequantizeRow computes it.
+inline void md_block_values16(device const md_block_q4_0* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d));
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[8 * h + i];
+    v[i] = float(int(q & 0x0fu) - 8) * d;
+    v[8 + i] = float(int(q >> 4) - 8) * d;
+  }
+}
+inline void md_block_values16(device const md_block_q4_1* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[8 * h + i];
+    v[i] = float(q & 0x0fu) * d + m;
+    v[8 + i] = float(q >> 4) * d + m;
+  }
+}
+inline void md_block_values16(device const md_block_q5_0* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d));
+  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[8 * h + i], j = 8 * h + i;  // values j and j + 16
+    v[i] = float(int((q & 0x0fu) | (((qh >> j) & 1u) << 4)) - 16) * d;
+    v[8 + i] = float(int((q >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16) * d;
+  }
+}
+inline void md_block_values16(device const md_block_q8_0* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d));
+  for (uint i = 0; i < 16; ++i) v[i] = float(b->qs[md_part_column(h, i)]) * d;
+}
+// Q4_K and Q5_K part j: d * scale * q - dmin * min, q's fifth bit (Q5_K) bit
+// j of qh's byte l (Q4_K has none: zeros).
+inline uint md_k_fifth_bits(device const md_block_q5_k* b, uint l) { return b->qh[l]; }
+inline uint md_k_fifth_bits(device const md_block_q4_k*, uint) { return 0; }
+template <typename Block>
+inline void md_k45_values16(device const Block* b, uint j, uint h, thread float* v) {
+  uint words[3], scale, min;
+  md_k4_scale_words<md_device_space, Block>(b, words);
+  md_k4_scale_min(words, j, scale, min);
+  const float d1 = float(as_type<half>(b->d)) * float(scale), m1 = float(as_type<half>(b->dmin)) * float(min);
+  for (uint i = 0; i < 16; ++i) {
+    const uint l = md_part_column(h, i);
+    const uint fifth = ((md_k_fifth_bits(b, l) >> j) & 1u) << 4;
+    v[i] = d1 * float(((uint(b->qs[32 * (j / 2) + l]) >> (4u * (j & 1u))) & 0x0fu) + fifth) - m1;
+  }
+}
+inline void md_block_values16(device const md_block_q4_k* b, uint j, uint h, thread float* v) { md_k45_values16(b, j, h, v); }
+inline void md_block_values16(device const md_block_q5_k* b, uint j, uint h, thread float* v) { md_k45_values16(b, j, h, v); }
+// Q6_K part j (quarter j % 4 of half j / 4): values 0-15 of a part take its
+// first scale, 16-31 its second.
+inline void md_block_values16(device const md_block_q6_k* b, uint j, uint h, thread float* v) {
+  const uint half_index = j / 4, quarter = j % 4;
+  device const md_u8* ql = b->ql + 64 * half_index + (quarter & 1u) * 32u;
+  device const md_u8* qh = b->qh + 32 * half_index;
+  const float d = float(as_type<half>(b->d));
+  const float scales[2] = {float(b->scales[8 * half_index + 2 * quarter]), float(b->scales[8 * half_index + 1 + 2 * quarter])};
+  for (uint i = 0; i < 16; ++i) {
+    const uint l = md_part_column(h, i);
+    const uint q = ((uint(ql[l]) >> ((quarter >> 1) * 4u)) & 0x0fu) | (((uint(qh[l]) >> (2 * quarter)) & 3u) << 4);
+    v[i] = d * scales[i / 8] * float(int(q) - 32);
+  }
+}
+
 // Value j of a row md_row found.
 template <typename Block>
 inline float md_row_value(device const Block* row, uint j) {
   const uint values = md_block_values(row);
   return md_block_value(row + j / values, j % values);
 }
+
+// Thread h's 16 values of the 32-value part of a row md_row found that
+// starts at column k (see md_part_column). A float row, of any length,
+// reads value by value and gives zeros past its end; a quantized row (whole
+// blocks) dequantizes them from their block at once.
+template <typename Block>
+inline void md_row_values16(device const Block* row, uint k, uint h, uint cols, thread float* v) {
+  for (uint i = 0; i < 16; ++i) {
+    const uint column = k + md_part_column(h, i);
+    v[i] = column < cols ? md_row_value(row, column) : 0.0f;
+  }
+}
+#define MD_ROW_VALUES16(Block)                                                         \
+  inline void md_row_values16(device const Block* row, uint k, uint h, uint, thread float* v) { \
+    const uint values = md_block_values(row);                                         \
+    md_block_values16(row + k / values, (k % values) / MD_QK, h, v);                  \
+  }
+MD_ROW_VALUES16(md_block_q4_0)
+MD_ROW_VALUES16(md_block_q4_1)
+MD_ROW_VALUES16(md_block_q5_0)
+MD_ROW_VALUES16(md_block_q8_0)
+MD_ROW_VALUES16(md_block_q4_k)
+MD_ROW_VALUES16(md_block_q5_k)
+MD_ROW_VALUES16(md_block_q6_k)
+#undef MD_ROW_VALUES16
 
 #endif  // MD_BLOCK_VALUES_H

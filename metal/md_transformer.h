@@ -182,11 +182,12 @@ typedef struct md_head_sampling_params {
 // partial for the pick to reduce; past this, SIMD groups loop over rows.
 #define MD_HEAD_MAX_TILES 2048u
 
-// The matrix-matrix kernels' tile: MD_MATMUL_TILE rows of W by
-// MD_MATMUL_TILE tokens per threadgroup of MD_MATMUL_THREADS threads (four
-// SIMD groups of 16 x 16), in steps of MD_QK columns (one block of the 0
-// types, one part of a K type).
-#define MD_MATMUL_TILE 32u
+// The matrix-matrix kernels' tile (llama.cpp's mul_mm shape): MD_MATMUL_ROWS
+// rows of W by MD_MATMUL_TOKENS tokens per threadgroup of MD_MATMUL_THREADS
+// threads (four SIMD groups of 32 rows x 16 tokens), in steps of MD_QK
+// columns (one block of the 0 types, one part of a K type).
+#define MD_MATMUL_ROWS 64u
+#define MD_MATMUL_TOKENS 32u
 #define MD_MATMUL_THREADS 128u
 
 #ifndef __METAL_VERSION__

@@ -13,6 +13,7 @@
 // per batch. Speculative verification (verifyTable) evaluates a pending
 // token and its draft with the matrix-vector kernels' batch form, which
 // gives every row the bits of a one-token step, and samples every row.
+import { integerInRange } from '../errors.js';
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
 import type { Logits } from '../generate/model.js';
@@ -44,7 +45,11 @@ import { rowsParams } from './transformer-params.js';
 export interface ForwardTableOptions {
   /** Threadgroups each (query, head) spreads its positions over. Default: attentionSplitsFor(contextSize). */
   attentionSplits?: number;
-  /** Most tokens one prefill submission evaluates. Default 32 (one tile of the matrix-matrix kernels). */
+  /**
+   * Most tokens one prefill submission (one command buffer) evaluates. Default
+   * 512, as llama.cpp's batches: 16 token tiles of the matrix-matrix kernels,
+   * so a projection is enough threadgroups for every GPU core.
+   */
   prefillBatch?: number;
   /**
    * FlashSampling: greedy and temperature-only chain tables compute the LM
@@ -109,7 +114,8 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.#config = config;
     this.#weights = weights;
     this.#vocabSize = config.vocabSize;
-    this.prefillBatch = options.prefillBatch ?? 32;
+    // No span is longer than the context: a larger batch would only size the activations for tokens that never come.
+    this.prefillBatch = Math.min(integerInRange('prefillBatch', options.prefillBatch ?? 512, 1, 1 << 16), contextSize);
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
     this.#fusedHead = options.fusedHead ?? true;
     const cacheType = options.kvCacheType ?? 'f16';

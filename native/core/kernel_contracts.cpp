@@ -313,6 +313,14 @@ void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
           ("w: rows x cols / " + std::to_string(values) + " blocks").c_str());
   c.needs(1, 4 * uint64_t(p.count) * p.cols, "x: count x cols floats");
   c.needs(3, 4 * uint64_t(p.count) * p.rows, "y: count x rows floats");
+  // Its loads and tiles are laid out for exactly this many threads.
+  c.check(c.threads() == MD_MATMUL_THREADS,
+          std::to_string(c.threads()) + " threads per threadgroup: expected " + std::to_string(MD_MATMUL_THREADS));
+  const uint64_t tiles = (uint64_t(p.rows) + MD_MATMUL_ROWS - 1) / MD_MATMUL_ROWS *
+                         ((uint64_t(p.count) + MD_MATMUL_TOKENS - 1) / MD_MATMUL_TOKENS);
+  c.check(c.groups() == tiles, std::to_string(c.groups()) + " threadgroups: expected one per tile of " +
+                                   std::to_string(MD_MATMUL_ROWS) + " rows x " + std::to_string(MD_MATMUL_TOKENS) +
+                                   " tokens, " + std::to_string(tiles));
 }
 
 // embedding.metal: a vocab_size x dim table of `values`-value blocks of `blockBytes`.

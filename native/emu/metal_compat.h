@@ -295,6 +295,7 @@ struct simdgroup_matrix {
   T e[Rows][Cols];
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 
 template <class T, int Cols, int Rows>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
@@ -304,14 +305,17 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T valu
   return m;
 }
 
-template <class T, int Cols, int Rows, int K>
-inline void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, K, Rows>& a,
-                                          const simdgroup_matrix<T, Cols, K>& b,
-                                          const simdgroup_matrix<T, Cols, Rows>& c) {
-  simdgroup_matrix<T, Cols, Rows> out;
+// The operands may differ in type, as Metal allows (a float accumulator
+// over half and float inputs: each product is a half widened to float
+// times a float, here as there).
+template <class TD, class TA, class TB, class TC, int Cols, int Rows, int K>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, Cols, Rows>& d, const simdgroup_matrix<TA, K, Rows>& a,
+                                          const simdgroup_matrix<TB, Cols, K>& b,
+                                          const simdgroup_matrix<TC, Cols, Rows>& c) {
+  simdgroup_matrix<TD, Cols, Rows> out;
   for (int r = 0; r < Rows; ++r) {
     for (int col = 0; col < Cols; ++col) {
-      T sum = c.e[r][col];
+      TD sum = TD(c.e[r][col]);
       for (int k = 0; k < K; ++k) sum += a.e[r][k] * b.e[k][col];
       out.e[r][col] = sum;
     }

@@ -6,6 +6,7 @@
 #include "attention_counts.h"
 #include "count_dispatch.h"
 #include "emulated_device.h"
+#include "matmul_counts.h"
 #include "matvec_counts.h"
 #include "quant/tensor_types.h"
 #include "random_weights.h"
@@ -157,6 +158,36 @@ TEST(KernelCounters, TheAttentionLoadsEachKvRowAsOneWholeLine) {
     EXPECT_EQ(b->bytesFetched, b->loadInstructions * 128);
   }
   EXPECT_EQ(c.all.deviceBytesWritten, 32u * 64 * 4);
+}
+
+// The prefill's matrix-matrix kernel (matmul.metal), one tile: 64 rows x
+// 32 tokens (each simdgroup matrix op runs per lane on the counting
+// emulator, so a tile takes seconds). Its tile stores, and the reads that take Y out of
+// threadgroup memory, each take one pass of the banks: W's tile is k-major,
+// so a SIMD group stores 32 rows' value side by side, and X's rows are
+// padded and each thread starts its 8 columns at its token's turn (the
+// transposed float stores of the 32 x 32 tiles before took 2-8 passes).
+// The writes to Y are whole lines. X is fetched once, and every byte of W is read; W is fetched once per 32-token tile
+// up to the bytes both threads of a part read: a 0 type's scale (at most 1.3 times its bytes), and for the K types the
+// scales at each of a block's 8 parts and each byte of qs at the two parts its nibbles belong to (Q6_K's qh at four):
+// at most 4.4 times, re-reads of bytes the tile read a step before.
+TEST(KernelCounters, TheMatmulStoresItsTilesInOnePassOfTheBanksAndReadsWOncePerTokenTile) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    const auto c = md::counters::countMatmul(counted, t.type, t.suffix, 64, 256, 32);
+    ASSERT_EQ(c.tokenTiles, 1u);
+    ASSERT_GT(c.all.threadgroupInstructions, 0u) << t.suffix;
+    EXPECT_EQ(c.all.threadgroupWavefronts, c.all.threadgroupInstructions) << t.suffix;
+    EXPECT_EQ(c.y.bytesWritten, 32u * 64 * 4) << t.suffix;
+    EXPECT_DOUBLE_EQ(c.all.storeEfficiency(), 1.0) << t.suffix;
+    EXPECT_EQ(c.x.bytesFetched, 32u * 256 * 4) << t.suffix;
+    EXPECT_EQ(c.weights.distinctBytesRead, c.weightBytes) << t.suffix;
+    const double wFetched = double(c.weights.bytesFetched) / double(c.weightBytes * c.tokenTiles);
+    const bool kType =
+        t.type == md::TensorType::Q4_K || t.type == md::TensorType::Q5_K || t.type == md::TensorType::Q6_K;
+    EXPECT_LE(wFetched, kType ? 4.4 : 1.3) << t.suffix;
+    EXPECT_GE(wFetched, 1.0) << t.suffix;
+  }
 }
 
 }  // namespace

@@ -296,13 +296,20 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
 // Y = X W^T for a batch against the dequantized rows in double. The kernel
 // adds in float32, one product at a time in column order, so each output
 // is within cols roundings of 2^-24 of sum |w x|: the bound allowed.
-// Batches that fill a tile, leave it part empty, and span two.
+// Batches that fill a tile, leave it part empty, and span two. The CPU
+// twin: each dequantized value rounded to the type of W's tile (half; float
+// for f32 and bf16 rows), then the dot in double. The kernel sums those
+// products in float in an order of its matrix units, so it is within cols
+// float roundings of the twin's magnitude; and the twin is within half's
+// rounding of the unrounded dot (checked too, a looser bound: 2^-11 of
+// each product, plus half's subnormal spacing 2^-24 over 2 times |x|).
 TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string name = std::string("md_matmul_") + t.suffix;
+    const bool halfTile = t.type != md::TensorType::F32 && t.type != md::TensorType::BF16;
     // The last three: float rows whose last 32-column step is short.
     for (auto [rows, cols, count] :
-         {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{32u, 256u, 32u}, std::tuple{33u, 96u, 37u},
+         {std::tuple{7u, 256u, 1u}, std::tuple{70u, 512u, 5u}, std::tuple{64u, 256u, 32u}, std::tuple{130u, 96u, 37u},
           std::tuple{9u, 172u, 33u}, std::tuple{5u, 45u, 3u}, std::tuple{4u, 8u, 2u}}) {
       if (!rowsFit(t.type, cols)) continue;
       const auto bytes = randomRows(t.type, rows, cols, rows * 7 + cols + count);
@@ -311,7 +318,7 @@ TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
       std::memcpy(wb->contents(), bytes.data(), bytes.size());
       auto xb = buffer(x), yb = device().newBuffer(size_t(rows) * count * 4);
       const uint32_t groups =
-          ((rows + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE) * ((count + MD_MATMUL_TILE - 1) / MD_MATMUL_TILE);
+          ((rows + MD_MATMUL_ROWS - 1) / MD_MATMUL_ROWS) * ((count + MD_MATMUL_TOKENS - 1) / MD_MATMUL_TOKENS);
       runWith(name.c_str(), {{0, wb.get()}, {1, xb.get()}, {3, yb.get()}}, 2, md_matmul_params{rows, cols, count, 0},
               groups, MD_MATMUL_THREADS);
       const auto y = contents(*yb, size_t(rows) * count);
@@ -324,14 +331,22 @@ TEST(TransformerKernels, MatmulMatchesTheDequantizedRowsForEveryTypeAndBatch) {
       for (uint32_t r = 0; r < rows; ++r) {
         md::dequantizeRow(t.type, bytes.data() + r * rowBytes, w.data(), cols);
         for (uint32_t token = 0; token < count; ++token) {
-          double exact = 0, magnitude = 0;
+          double twin = 0, magnitude = 0, exact = 0, exactMagnitude = 0, xMagnitude = 0;
           for (uint32_t j = 0; j < cols; ++j) {
-            exact += double(w[j]) * x[size_t(token) * cols + j];
-            magnitude += std::fabs(double(w[j]) * x[size_t(token) * cols + j]);
+            const double xj = x[size_t(token) * cols + j];
+            const double tiled = halfTile ? md::halfToFloat(md::halfFromFloat(w[j])) : w[j];
+            twin += tiled * xj;
+            magnitude += std::fabs(tiled * xj);
+            exact += double(w[j]) * xj;
+            exactMagnitude += std::fabs(double(w[j]) * xj);
+            xMagnitude += std::fabs(xj);
           }
-          ASSERT_NEAR(y[size_t(token) * rows + r], exact, cols * std::ldexp(magnitude, -24) + 1e-30)
+          const float got = y[size_t(token) * rows + r];
+          ASSERT_NEAR(got, twin, cols * std::ldexp(magnitude, -24) + 1e-30)
               << name << " rows " << rows << " cols " << cols << " count " << count << " row " << r << " token "
               << token;
+          const double rounding = halfTile ? std::ldexp(exactMagnitude, -11) + std::ldexp(xMagnitude, -25) : 0;
+          ASSERT_NEAR(got, exact, rounding + cols * std::ldexp(magnitude, -24) + 1e-30) << name << " row " << r;
         }
       }
     }

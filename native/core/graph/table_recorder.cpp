@@ -165,7 +165,7 @@ class Recorder {
         p.accumulate = op.accumulate ? 1 : 0;
         c.paramsIndex = 2;
         c.params = bytesOf(p);
-        c.threadgroups = ceilDiv(m.rows, MD_MATMUL_TILE) * ceilDiv(o_.count, MD_MATMUL_TILE);
+        c.threadgroups = ceilDiv(m.rows, MD_MATMUL_ROWS) * ceilDiv(o_.count, MD_MATMUL_TOKENS);
         c.threadsPerThreadgroup = MD_MATMUL_THREADS;
         add(std::move(c));
       }
