@@ -6,7 +6,8 @@
 // The CPU twin is the dequantized row's dot product (the tests compare
 // them).
 //
-// Layout: each SIMD group computes MD_MATVEC_ROWS rows, a window of 32
+// Layout: each SIMD group computes MD_MATVEC_ROWS rows (the batch form
+// MD_MATVEC_BATCH_ROWS), a window of 32
 // parts (1024 values) at a time: lane l takes part l of the window. A
 // row's window is staged in threadgroup memory a 128-byte line of memory
 // per load, then each lane reads its part from there; x's window is loaded
@@ -33,16 +34,17 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
                       device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
                       uint group, uint simd_index, uint lane, uint simdgroups, threadgroup uint* stage) {
   uint s = group * simdgroups + simd_index;  // this SIMD group among all of the grid
+  const uint simd_rows = MD_MATVEC_ROWS_FOR(TOKENS);
   const uint count = min(params.count, TOKENS), cols = params.cols;
-  float totals[MD_MATVEC_ROWS * TOKENS];
+  float totals[MD_MATVEC_ROWS_FOR(TOKENS) * TOKENS];
   if (params.mode == MD_MATVEC_SWIGLU) {
-    const uint rows = params.rows[0], first = s * MD_MATVEC_ROWS;
+    const uint rows = params.rows[0], first = s * simd_rows;
     if (first >= rows) return;  // the whole SIMD group: simd_sum needs every lane or none
-    float up[MD_MATVEC_ROWS * TOKENS];
+    float up[MD_MATVEC_ROWS_FOR(TOKENS) * TOKENS];
     md_matvec_rows<Block, TOKENS>(w0, md_line_phase(params, 0), x, rows, cols, count, first, lane, simd_index, stage, totals);
     md_matvec_rows<Block, TOKENS>(w1, md_line_phase(params, 1), x, rows, cols, count, first, lane, simd_index, stage, up);
     for (uint t = 0; t < count; ++t) {
-      for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+      for (uint r = 0; r < simd_rows; ++r) {
         const float g = totals[r * TOKENS + t];
         if (lane == 0 && first + r < rows) y0[ulong(t) * rows + first + r] = g / (1.0f + exp(-g)) * up[r * TOKENS + t];
       }
@@ -53,8 +55,8 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
   device const Block* w = w0;
   device float* y = y0;
   uint rows = params.rows[0], matrix = 0;
-  const uint groups0 = (params.rows[0] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
-  const uint groups1 = (params.rows[1] + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
+  const uint groups0 = (params.rows[0] + simd_rows - 1) / simd_rows;
+  const uint groups1 = (params.rows[1] + simd_rows - 1) / simd_rows;
   if (s >= groups0) {
     s -= groups0;
     w = w1;
@@ -69,11 +71,11 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
       matrix = 2;
     }
   }
-  const uint first = s * MD_MATVEC_ROWS;
+  const uint first = s * simd_rows;
   if (first >= rows) return;  // the whole SIMD group, as above
   md_matvec_rows<Block, TOKENS>(w, md_line_phase(params, matrix), x, rows, cols, count, first, lane, simd_index, stage, totals);
   for (uint t = 0; t < count; ++t) {
-    for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+    for (uint r = 0; r < simd_rows; ++r) {
       device float* out = y + ulong(t) * rows + first + r;
       if (lane == 0 && first + r < rows) *out = params.mode == MD_MATVEC_ACCUMULATE ? *out + totals[r * TOKENS + t] : totals[r * TOKENS + t];
     }

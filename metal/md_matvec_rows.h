@@ -159,7 +159,7 @@ inline float md_part_dot(thread const float* wr, thread const float* xr) {
   return sum;
 }
 
-// One window of a float matrix's rows first .. first + MD_MATVEC_ROWS - 1
+// One window of a float matrix's rows first .. first + MD_MATVEC_ROWS_FOR(TOKENS) - 1
 // for each token, into sums[r * TOKENS + t]. A float row may have any
 // length: its last part may be short. A full window is read from the stage
 // as x is from memory, lane l value l of each part (conflict-free: lanes
@@ -177,7 +177,7 @@ inline void md_float_window_sums(device const Block* w, uint phase, device const
   const uint window_bytes = (min(cols, (base + MD_SIMD_WIDTH) * MD_QK) - base * MD_QK) * value_bytes;
   const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), MD_QK);
   float xr[MD_QK], wr[MD_QK];
-  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+  for (uint r = 0; r < MD_MATVEC_ROWS_FOR(TOKENS); ++r) {
     if (first + r >= rows) break;  // the same for every lane
     const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
     const ulong begin = row_begin + ulong(base) * MD_QK * value_bytes, end = begin + window_bytes;
@@ -246,7 +246,7 @@ inline void md_window_sums(device const Block* w, uint phase, device const float
   const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), values);
   float xr[MD_QK];
   md_x_sums xs;
-  for (uint r = 0; r < MD_MATVEC_ROWS; ++r) {
+  for (uint r = 0; r < MD_MATVEC_ROWS_FOR(TOKENS); ++r) {
     if (first + r >= rows) break;  // the same for every lane
     const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
     const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block), end = begin + window_bytes;
@@ -270,7 +270,7 @@ inline void md_window_sums(device const Block* w, uint phase, device const float
 
 // ---- the rows ---------------------------------------------------------------
 
-// Rows first .. first + MD_MATVEC_ROWS - 1 (those below `rows`) of W x
+// Rows first .. first + MD_MATVEC_ROWS_FOR(TOKENS) - 1 (those below `rows`) of W x
 // for each of the `count` (at most TOKENS) rows of x, summed over the SIMD
 // group: every lane gets the totals, totals[r * TOKENS + t]. Lane l takes
 // 32-value parts l, l + 32, ... (whole blocks of the 0 types; for the K
@@ -283,11 +283,11 @@ template <typename Block, uint TOKENS>
 inline void md_matvec_rows(device const Block* w, uint phase, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint lane, uint simd_index, threadgroup uint* stage, thread float* totals) {
   const uint parts = (cols + MD_QK - 1) / MD_QK;  // a float row's last part may be short
-  float sums[MD_MATVEC_ROWS * TOKENS];
-  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) sums[i] = 0.0f;
+  float sums[MD_MATVEC_ROWS_FOR(TOKENS) * TOKENS];
+  for (uint i = 0; i < MD_MATVEC_ROWS_FOR(TOKENS) * TOKENS; ++i) sums[i] = 0.0f;
   for (uint base = 0; base < parts; base += MD_SIMD_WIDTH)
     md_window_sums<TOKENS>(w, phase, x, rows, cols, count, first, base, lane, simd_index, stage, sums);
-  for (uint i = 0; i < MD_MATVEC_ROWS * TOKENS; ++i) totals[i] = simd_sum(sums[i]);
+  for (uint i = 0; i < MD_MATVEC_ROWS_FOR(TOKENS) * TOKENS; ++i) totals[i] = simd_sum(sums[i]);
 }
 
 #endif  // MD_MATVEC_ROWS_H

@@ -131,8 +131,14 @@ typedef struct md_attention_params {
 // The floats of one split's partial result: its max, its sum, head_dim outputs.
 #define MD_ATTENTION_PARTIAL_FLOATS(head_dim) (2u + (head_dim))
 
-// Rows of W one SIMD group computes in the matrix-vector kernels.
-#define MD_MATVEC_ROWS 4u
+// Rows of W one SIMD group computes in the matrix-vector kernels. x's
+// window, loaded and transposed once per token, is shared by them: more
+// rows spend fewer operations per weight byte (at 8 every type is
+// memory-bound on an M4 Pro or Max in bench predict's model; at 4 Q4_K was
+// not). The batch kernel keeps 4: its registers hold rows x tokens sums.
+#define MD_MATVEC_ROWS 8u
+#define MD_MATVEC_BATCH_ROWS 4u
+#define MD_MATVEC_ROWS_FOR(tokens) ((tokens) > 1u ? MD_MATVEC_BATCH_ROWS : MD_MATVEC_ROWS)
 
 // The memory line an Apple GPU moves, bytes: the unit the matrix-vector
 // kernels' loads are laid out in (line_phases below).

@@ -13,6 +13,7 @@ import { aluCounts, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/
 import { ALU_OPS_PER_CLOCK_PER_CORE, aluOpsPerSecond, APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
 import { plannedDispatches, type PredictResult } from '../lib/bench/gpu-speed-model.js';
 import { kernelCounts, parseKernelCounts } from '../lib/bench/kernel-counts.js';
+import { loadAddon } from '../lib/native/load-addon.js';
 import { rowBytes } from './gguf/dequantize.js';
 import { tinyShape, writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
@@ -27,6 +28,12 @@ beforeAll(async () => {
   await writeRandomModel(tied, variantSpec('qwen3', 'Q4_0', 1));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Rows one SIMD group of the decode matrix-vector kernels computes (MD_MATVEC_ROWS): they share x's window.
+const MATVEC_ROWS = (() => {
+  const loaded = loadAddon();
+  if (!loaded.ok) throw new Error(loaded.reason);
+  return loaded.addon.layouts.transformer.matvecRows;
+})();
 
 async function predict(path: string, context: number): Promise<PredictResult> {
   const { code, stdout, stderr } = await runCli('bench', 'predict', '--model', path, '--context', String(context), '--json');
@@ -57,8 +64,8 @@ describe('bytes per token', () => {
     const r = await predict(path(), 100);
     expect(r.cost.weightBytes).toBe(expectedWeightBytes(arch, type));
     expect(r.cost.kvBytes).toBe(s.layers * 2 * 100 * s.kvHeads * s.headDim * 2);
-    // FlashSampling: one 16-byte partial per 16 rows of the LM head (at most 2048), written and read.
-    expect(r.cost.logitBytes).toBe(2 * 16 * Math.min(2048, Math.ceil(s.vocab / 16)));
+    // FlashSampling: one 16-byte partial per tile of the LM head (4 SIMD groups' rows; at most 2048 tiles), written and read.
+    expect(r.cost.logitBytes).toBe(2 * 16 * Math.min(2048, Math.ceil(s.vocab / (4 * MATVEC_ROWS))));
     expect(r.cost.unfusedLogitBytes).toBe(s.vocab * 16);
     expect(r.cost.totalBytes).toBe(r.cost.weightBytes + r.cost.kvBytes + r.cost.logitBytes);
     expect(r.cost.weightBytes).toBeLessThan(readFileSync(path()).length);
@@ -101,7 +108,7 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   expect(matrices.map((k) => k.kernel).sort()).toEqual(['LM head + pick (q4_0)', 'md_matvec_q4_0']);
   expect(matrices.reduce((sum, k) => sum + k.memoryBytes, 0)).toBeCloseTo(expectedWeightBytes('qwen3', 'Q4_0') - norms - rowBytes('Q4_0', s.d), 3);
   // Their arithmetic: the recorded operations per weight byte of Q4_0.
-  const q4 = matvecOpsPerWeightByte(aluCounts(), counts, 'q4_0', 4);
+  const q4 = matvecOpsPerWeightByte(aluCounts(), counts, 'q4_0', MATVEC_ROWS);
   for (const k of matrices) expect(k.aluOps).toBeCloseTo(k.memoryBytes * q4, 0);
   // The attention reads each cached K and V value once per token (a threadgroup per KV head).
   const attention = r.kernels.find((k) => k.kernel === 'md_attention_f16')!;
@@ -140,20 +147,28 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
 // The arithmetic the counts give each matrix-vector kernel, per weight
 // byte, against what keeps it bound by memory on a chip (its ALU rate over
 // its bandwidth): on an M1 (8 cores x 128 lanes x 1.278 GHz / 68.25 GB/s =
-// 19.17) every type stays under it (the most, Q4_K, takes 15.0); on the
-// 16-core M4 Pro (11.84) only the float types, Q8_0 and Q4_1 do. A kernel
-// that crosses either way changes these lists.
-it('every matrix-vector kernel is bound by memory on an M1; on the 16-core M4 Pro the float types, Q8_0 and Q4_1', () => {
+// 19.17), an M1 Pro (13.27) and an M4 Max (14.80) every type stays under it
+// (the most, Q4_K, takes 12.3 with 8 rows sharing x's window; with 4 it
+// took 15.0, over the M1 Pro's and the M4 Max's); on the 16-core M4 Pro
+// (11.84) Q5_0, Q4_K and Q5_K do not. A kernel that crosses either way
+// changes these lists.
+it('every matrix-vector kernel is bound by memory on an M1, M1 Pro and M4 Max; on the 16-core M4 Pro all but Q5_0, Q4_K and Q5_K', () => {
+  expect(MATVEC_ROWS).toBe(8);
   const counts = kernelCounts();
   const memoryBound = (chip: string, limit: number) => {
     const c = APPLE_CHIPS.find((x) => x.chip === chip)!;
     expect(aluOpsPerSecond(c) / (c.gbPerSecond * 1e9)).toBeCloseTo(limit, 2);
     return Object.keys(counts.matvec.types)
-      .filter((t) => matvecOpsPerWeightByte(aluCounts(), counts, t, 4) < limit)
+      .filter((t) => matvecOpsPerWeightByte(aluCounts(), counts, t, MATVEC_ROWS) < limit)
       .sort();
   };
-  expect(memoryBound('M1', 19.17)).toEqual(Object.keys(counts.matvec.types).sort());
-  expect(memoryBound('M4 Pro 16', 11.84)).toEqual(['bf16', 'f16', 'f32', 'q4_1', 'q8_0']);
+  const every = Object.keys(counts.matvec.types).sort();
+  expect(memoryBound('M1', 19.17)).toEqual(every);
+  expect(memoryBound('M1 Pro', 13.27)).toEqual(every);
+  expect(memoryBound('M4 Max', 14.8)).toEqual(every);
+  expect(memoryBound('M4 Pro 16', 11.84)).toEqual(['bf16', 'f16', 'f32', 'q4_0', 'q4_1', 'q6_k', 'q8_0']);
+  // Fewer rows per SIMD group would not: with 4, Q4_K crosses the M4 Max's limit.
+  expect(matvecOpsPerWeightByte(aluCounts(), counts, 'q4_k', 4)).toBeGreaterThan(14.8);
 });
 
 it('the recorded arithmetic is checked field by field', () => {

@@ -245,6 +245,8 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
       if (!rowsFit(t.type, cols)) continue;
       const uint32_t rows = 13, simdgroups = 2;
       const uint32_t groups = ((rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS + simdgroups - 1) / simdgroups;
+      const uint32_t batchGroups =
+          ((rows + MD_MATVEC_BATCH_ROWS - 1) / MD_MATVEC_BATCH_ROWS + simdgroups - 1) / simdgroups;
       const auto gateBytes = randomRows(t.type, rows, cols, cols + 11),
                  upBytes = randomRows(t.type, rows, cols, cols + 12);
       auto gate = device().newBuffer(gateBytes.size()), up = device().newBuffer(upBytes.size());
@@ -264,7 +266,7 @@ TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
                    {5, yb.get()},
                    {6, gate.get()},
                    {7, yb.get()}},
-                  2, md_matvec_params{cols, mode, {rows, upRows, 0}, count, 0, 0}, groups, 32 * simdgroups);
+                  2, md_matvec_params{cols, mode, {rows, upRows, 0}, count, 0, 0}, batchGroups, 32 * simdgroups);
           const auto together = contents(*yb, size_t(count) * rows);
           for (uint32_t token = 0; token < count; ++token) {
             auto xt =
@@ -729,6 +731,18 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, vy.get()}}, 2, md_matmul_params{8, 32, 2, 0});
   EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
             "md_matmul_q4_0: buffer 3 (y: count x rows floats) needs 64 bytes from byte 0, but the buffer has 32");
+  // With room for Y: exactly the threads its tiles are laid out for, and one threadgroup per tile.
+  auto wideY = device().newBuffer(64);
+  mm = command("md_matmul_q4_0", {{0, w.get()}, {1, vx.get()}, {3, wideY.get()}}, 2, md_matmul_params{8, 32, 2, 0});
+  mm.threadgroups = 1;
+  mm.threadsPerThreadgroup = 64;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0), "md_matmul_q4_0: 64 threads per threadgroup: expected 128");
+  mm.threadsPerThreadgroup = MD_MATMUL_THREADS;
+  mm.threadgroups = 2;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
+            "md_matmul_q4_0: 2 threadgroups: expected one per tile of 64 rows x 32 tokens, 1");
+  mm.threadgroups = 1;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0), "");
 
   // Attention: the last query of a batch must fit the context, and splits need their partials.
   // A head is at most MD_ATTENTION_MAX_HEAD_DIM values, a threadgroup at most MD_ATTENTION_MAX_THREADS threads.

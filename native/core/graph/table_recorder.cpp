@@ -197,12 +197,13 @@ class Recorder {
   void matvec(const std::string& x, uint32_t cols, const std::vector<Matrix>& group, uint32_t mode, uint32_t tokens) {
     const Matrix* slots[3];
     for (size_t m = 0; m < 3; ++m) slots[m] = &group[m < group.size() ? m : 0];  // Metal wants every argument bound
-    uint32_t simdGroups = 0;
-    for (const Matrix& m : group) simdGroups += ceilDiv(m.rows, MD_MATVEC_ROWS);
     std::string label;
     for (const Matrix& m : group) label += (label.empty() ? "" : " + ") + m.label;
     for (uint32_t first = 0; first < tokens; first += MD_MATVEC_BATCH) {
       const uint32_t n = std::min<uint32_t>(MD_MATVEC_BATCH, tokens - first);
+      const uint32_t simdRows = n > 1 ? MD_MATVEC_ROWS_FOR(MD_MATVEC_BATCH) : MD_MATVEC_ROWS;  // the kernel's
+      uint32_t simdGroups = 0;
+      for (const Matrix& m : group) simdGroups += ceilDiv(m.rows, simdRows);
       RecordedCommand c =
           command(std::string("md_matvec_") + (n > 1 ? "batch_" : "") + group[0].suffix,
                   tokens > 1 ? label + " (tokens " + std::to_string(first) + ".." + std::to_string(first + n - 1) + ")"
@@ -223,7 +224,7 @@ class Recorder {
         c.linePhases.push_back({uint32_t(offsetof(md_matvec_params, line_phases)) + m, kWeightIndex[m]});
       c.paramsIndex = 2;
       c.params = bytesOf(p);
-      c.threadgroups = ceilDiv(mode == MD_MATVEC_SWIGLU ? ceilDiv(group[0].rows, MD_MATVEC_ROWS) : simdGroups, 4);
+      c.threadgroups = ceilDiv(mode == MD_MATVEC_SWIGLU ? ceilDiv(group[0].rows, simdRows) : simdGroups, 4);
       c.threadsPerThreadgroup = 128;
       add(std::move(c));
     }
