@@ -25,10 +25,6 @@ inline float md_query_operand(device const half*, float x) { return float(half(x
 inline float md_query_operand(device const float*, float x) { return x; }
 inline float md_query_operand(device const md_block_q8_0*, float x) { return x; }
 
-// Query heads one threadgroup serves in one pass over its KV head's
-// positions (a larger group takes more passes): each K and V value is
-// loaded once per pass and used by all of them.
-#define MD_ATTENTION_GROUP 8u
 // A lane holds up to MD_ATTENTION_LANE_VALUES values of a cached row (and
 // of each query head and output): head_dim is at most 32 times that. The
 // kernel is compiled for SLOTS of 2, 4 and 8 values per lane and runs the
@@ -134,7 +130,8 @@ inline void md_load_query(device const md_block_q8_0*, device const float* queri
 }
 
 // The dots of the pass's query heads with one cached key row, before the
-// scale: each lane's products summed over its slots, then over the lanes.
+// scale: each lane's products summed over its slots with explicit fma(),
+// then over the lanes.
 // Q8_0 sums integer products per block (exact in any order), times both
 // blocks' scales, block by block (the CPU's dot).
 template <typename Cache, uint SLOTS>
@@ -144,7 +141,7 @@ inline void md_key_dots(device const Cache* key, thread const md_lane_query<Cach
   md_lane_values<SLOTS>(key, head_dim, lane, k);
   for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
     float partial = 0.0f;
-    for (uint s = 0; s < SLOTS; ++s) partial += q.values[i][s] * k[s];
+    for (uint s = 0; s < SLOTS; ++s) partial = fma(q.values[i][s], k[s], partial);
     dots[i] = i < count ? simd_sum(partial) : 0.0f;  // count is the same for every lane
   }
 }
@@ -159,6 +156,95 @@ inline void md_key_dots(device const md_block_q8_0* key, thread const md_lane_qu
     for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
       if (i < count) dots[i] += float(simd_sum(k * q.quants[i][b])) * (scale * q.scales[i][b]);
     }
+  }
+}
+
+// A SIMD group's running softmax for the pass's query heads: the max score
+// m, the sum l of exp(score - m) and the output sum, the lane's slots.
+template <uint SLOTS>
+struct md_online_softmax {
+  float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP], acc[MD_ATTENTION_GROUP][SLOTS];
+};
+template <uint SLOTS>
+inline void md_start_softmax(thread md_online_softmax<SLOTS>& state) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+    state.top[i] = -INFINITY;
+    state.total[i] = 0.0f;
+    for (uint s = 0; s < SLOTS; ++s) state.acc[i][s] = 0.0f;
+  }
+}
+
+// One step of the online softmax over up to MD_ATTENTION_BLOCK of the SIMD
+// group's positions (position p at key_rows + p * row_stride, the same
+// offset into value_rows) for the pass's `count` query heads, as
+// llama.cpp's flash_attn_ext_vec does it per block of the cache:
+// - the scores: the 32 lanes read each key row together and each head's dot
+//   is a SIMD-group sum; lane p keeps position p's score;
+// - the softmax, lane-parallel: the block's max joins the running max m
+//   once per block (one rescale of the sum l and the output per block, not
+//   per position), and lane p takes its position's weight exp(score - m);
+//   the weights' SIMD-group sum joins l;
+// - the values: each value row read together, its weight shuffled from its
+//   lane to all, added into the output slots.
+// Each key and value row is still read once. native/counters/alu_probes.cpp
+// counts the arithmetic of each of the three steps.
+// Position p of a block: its scores against its key row, into lane p's
+// `mine` (the other lanes keep theirs).
+template <typename Cache, uint SLOTS>
+inline void md_score_position(device const Cache* key, thread const md_lane_query<Cache, SLOTS>& q, float scale,
+                              uint head_dim, uint count, uint lane, uint p, thread float* mine) {
+  float dots[MD_ATTENTION_GROUP];
+  md_key_dots(key, q, head_dim, count, lane, dots);
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) mine[i] = lane == p ? dots[i] * scale : mine[i];
+}
+
+// The block's step of the softmax, lane p for position p: the running max
+// m takes the block's, the sum l and the output are rescaled once, and
+// `weights` gets each lane's exp(score - m) (0 past the block's positions).
+template <uint SLOTS>
+inline void md_softmax_block(thread const float* mine, uint count, thread md_online_softmax<SLOTS>& state,
+                             thread float* weights) {
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+    weights[i] = 0.0f;
+    if (i >= count) continue;  // the same for every lane
+    const float grown = max(state.top[i], simd_max(mine[i]));
+    const float rescale = exp(state.top[i] - grown);  // 0 at the first block (top -inf)
+    weights[i] = exp(mine[i] - grown);
+    state.top[i] = grown;
+    state.total[i] = fma(state.total[i], rescale, simd_sum(weights[i]));
+    for (uint s = 0; s < SLOTS; ++s) state.acc[i][s] *= rescale;
+  }
+}
+
+// Position p of a block: its value row times its weight (lane p's, shuffled
+// to all) into the output slots.
+template <typename Cache, uint SLOTS>
+inline void md_add_value(device const Cache* value, thread const float* weights, uint head_dim, uint count, uint lane,
+                         uint p, thread md_online_softmax<SLOTS>& state) {
+  float v[SLOTS];
+  md_lane_values<SLOTS>(value, head_dim, lane, v);
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
+    if (i >= count) continue;
+    const float w = simd_shuffle(weights[i], p);
+    for (uint s = 0; s < SLOTS; ++s) state.acc[i][s] = fma(w, v[s], state.acc[i][s]);
+  }
+}
+
+template <typename Cache, uint SLOTS>
+inline void md_attend_block(device const Cache* key_rows, device const Cache* value_rows, ulong row_stride,
+                            uint positions, thread const md_lane_query<Cache, SLOTS>& q, float scale, uint head_dim,
+                            uint count, uint lane, thread md_online_softmax<SLOTS>& state) {
+  float mine[MD_ATTENTION_GROUP];
+  for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) mine[i] = -INFINITY;  // a lane past the block's positions weighs 0
+  for (uint p = 0; p < MD_ATTENTION_BLOCK; ++p) {
+    if (p >= positions) break;  // the same for every lane
+    md_score_position(md_cache_at(key_rows, p * row_stride), q, scale, head_dim, count, lane, p, mine);
+  }
+  float weights[MD_ATTENTION_GROUP];
+  md_softmax_block(mine, count, state, weights);
+  for (uint p = 0; p < MD_ATTENTION_BLOCK; ++p) {
+    if (p >= positions) break;  // the same for every lane
+    md_add_value(md_cache_at(value_rows, p * row_stride), weights, head_dim, count, lane, p, state);
   }
 }
 
@@ -284,28 +370,18 @@ inline void md_attention(device const float* q, device const Cache* keys, device
     md_lane_query<Cache, SLOTS> lane_query;
     md_load_query(keys, q + first_row * head_dim, head_dim, count, lane, lane_query);
 
-    float top[MD_ATTENTION_GROUP], total[MD_ATTENTION_GROUP], acc[MD_ATTENTION_GROUP][SLOTS];
-    for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-      top[i] = -INFINITY;
-      total[i] = 0.0f;
-      for (uint s = 0; s < SLOTS; ++s) acc[i][s] = 0.0f;
-    }
-    for (uint t = begin + simd_index; t < end; t += simd_groups) {
+    md_online_softmax<SLOTS> state;
+    md_start_softmax(state);
+    // This SIMD group's positions begin + simd_index, + simd_groups, ..., a block of 32 at a time.
+    const ulong row_stride = ulong(simd_groups) * kv_dim;
+    for (uint t = begin + simd_index; t < end; t += MD_ATTENTION_BLOCK * simd_groups) {
       const ulong at = ulong(t) * kv_dim + ulong(g) * head_dim;
-      float dots[MD_ATTENTION_GROUP], v[SLOTS];
-      md_key_dots(md_cache_at(keys, at), lane_query, head_dim, count, lane, dots);
-      md_lane_values<SLOTS>(md_cache_at(values, at), head_dim, lane, v);
-      for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
-        if (i >= count) continue;
-        const float score = dots[i] * params.scale;
-        const float grown = max(top[i], score);
-        const float rescale = exp(top[i] - grown);  // 0 at the first position (top -inf)
-        const float weight = exp(score - grown);
-        top[i] = grown;
-        total[i] = total[i] * rescale + weight;
-        for (uint s = 0; s < SLOTS; ++s) acc[i][s] = acc[i][s] * rescale + weight * v[s];
-      }
+      const uint positions = min(MD_ATTENTION_BLOCK, (end - t + simd_groups - 1) / simd_groups);
+      md_attend_block(md_cache_at(keys, at), md_cache_at(values, at), row_stride, positions, lane_query, params.scale,
+                      head_dim, count, lane, state);
     }
+    thread const float* top = state.top;
+    thread const float* total = state.total;
 
     // The SIMD groups' results, one head at a time, in group order.
     for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
@@ -316,7 +392,7 @@ inline void md_attention(device const float* q, device const Cache* keys, device
       }
       for (uint s = 0; s < SLOTS; ++s) {
         const uint d = md_lane_dim(keys, head_dim, lane, s);
-        if (d < head_dim) outputs[simd_index * head_dim + d] = acc[i][s];
+        if (d < head_dim) outputs[simd_index * head_dim + d] = state.acc[i][s];
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       float best = -INFINITY;

@@ -128,6 +128,14 @@ typedef struct md_attention_params {
 #define MD_ATTENTION_MAX_HEAD_DIM 256u
 #define MD_ATTENTION_MAX_THREADS 256u
 
+// Query heads one attention threadgroup serves in one pass over its KV
+// head's positions (a larger group takes more passes): each K and V value
+// is loaded once per pass and used by all of them.
+#define MD_ATTENTION_GROUP 8u
+// Positions a SIMD group of the attention takes in one step of its online
+// softmax: one per lane.
+#define MD_ATTENTION_BLOCK 32u
+
 // The floats of one split's partial result: its max, its sum, head_dim outputs.
 #define MD_ATTENTION_PARTIAL_FLOATS(head_dim) (2u + (head_dim))
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// count-alu.mjs: the arithmetic of the matrix-vector kernels' per-lane
-// steps, counted from clang's LLVM IR of native/counters/alu_probes.cpp
+// count-alu.mjs: the arithmetic of the matrix-vector kernels' and the
+// decode attention's per-lane steps, counted from clang's LLVM IR of native/counters/alu_probes.cpp
 // (the kernels' own code in check-metal's address-space mode), for
 // `bench predict`'s ALU limit (lib/bench/kernel-time-model.ts).
 //
@@ -58,8 +58,18 @@ const ALU = new Set([
 ]);
 // Intrinsics that are one ALU operation.
 const ALU_INTRINSICS = /@llvm\.(?:fma|fmuladd|umin|umax|smin|smax|fshl|fshr|abs|minnum|maxnum|ctpop)\./;
-// The emulator's SIMD-group collective (a shuffle here): one operation.
+// The emulator's SIMD-group collective: a shuffle is one operation; a
+// reduction over the 32 lanes (simd_sum, simd_max, ...: the op it passes)
+// is charged as the shuffle tree that computes it, log2(32) shuffles and
+// as many operations combining them.
 const SIMD_CALL = /@_ZN2md3emu17ThreadgroupRunner4simd/;
+const SIMD_REDUCTION = /@_ZN2md3emu8simd_ops\d+(?:sum|maximum|minimum|product|butterflySum)I/;
+const REDUCTION_STEPS = 5;
+// A transcendental function (the attention's exp): charged TRANSCENDENTAL_OPS
+// ALU operations, an assumption (a special-function unit at a quarter of
+// the ALU rate; Apple does not publish its rate).
+const TRANSCENDENTAL = /@(?:exp|expf|exp2|exp2f|log|logf|log2|log2f|sin|sinf|cos|cosf)\(/;
+const TRANSCENDENTAL_OPS = 4;
 
 // Each function the IR defines: its own counts and the functions it calls.
 function parseFunctions(ir) {
@@ -85,7 +95,11 @@ function parseFunctions(ir) {
       if (op === 'load') own.loads++;
       else if (op === 'store') own.stores++;
       else if (op === 'call' || op === 'invoke') {
-        if (SIMD_CALL.test(line)) own.simd++;
+        if (SIMD_CALL.test(line) && SIMD_REDUCTION.test(line)) {
+          own.simd += REDUCTION_STEPS;
+          own.alu += REDUCTION_STEPS;
+        } else if (SIMD_CALL.test(line)) own.simd++;
+        else if (TRANSCENDENTAL.test(line)) own.alu += TRANSCENDENTAL_OPS;
         else if (ALU_INTRINSICS.test(line)) own.alu++;
         else {
           const callee = /@([\w.$]+)\(/.exec(line)?.[1];

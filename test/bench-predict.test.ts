@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { aluCounts, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/alu-counts.js';
+import { aluCounts, attentionOpsPerPosition, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/alu-counts.js';
 import { ALU_OPS_PER_CLOCK_PER_CORE, aluOpsPerSecond, APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
 import { plannedDispatches, type PredictResult } from '../lib/bench/gpu-speed-model.js';
 import { kernelCounts, parseKernelCounts } from '../lib/bench/kernel-counts.js';
@@ -28,12 +28,13 @@ beforeAll(async () => {
   await writeRandomModel(tied, variantSpec('qwen3', 'Q4_0', 1));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-// Rows one SIMD group of the decode matrix-vector kernels computes (MD_MATVEC_ROWS): they share x's window.
-const MATVEC_ROWS = (() => {
+const LAYOUTS = (() => {
   const loaded = loadAddon();
   if (!loaded.ok) throw new Error(loaded.reason);
-  return loaded.addon.layouts.transformer.matvecRows;
+  return loaded.addon.layouts.transformer;
 })();
+// Rows one SIMD group of the decode matrix-vector kernels computes (MD_MATVEC_ROWS): they share x's window.
+const MATVEC_ROWS = LAYOUTS.matvecRows;
 
 async function predict(path: string, context: number): Promise<PredictResult> {
   const { code, stdout, stderr } = await runCli('bench', 'predict', '--model', path, '--context', String(context), '--json');
@@ -114,6 +115,9 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   const attention = r.kernels.find((k) => k.kernel === 'md_attention_f16')!;
   expect(attention.dispatches).toBe(s.layers);
   expect(attention.memoryBytes).toBeCloseTo(r.cost.kvBytes, 3);
+  // Its arithmetic: 32 lanes per cached position of each KV head and layer, one pass of its 2 query heads.
+  const perPosition = attentionOpsPerPosition(aluCounts(), s.headDim, s.heads / s.kvHeads, LAYOUTS.attentionBlock);
+  expect(attention.aluOps).toBeCloseTo(s.layers * s.kvHeads * 64 * 32 * perPosition, 3);
   const alu = aluCounts();
   expect(r.assumptions).toEqual({
     l1BytesPerClockPerCore: 64,
@@ -169,6 +173,27 @@ it('every matrix-vector kernel is bound by memory on an M1, M1 Pro and M4 Max; o
   expect(memoryBound('M4 Pro 16', 11.84)).toEqual(['bf16', 'f16', 'f32', 'q4_0', 'q4_1', 'q6_k', 'q8_0']);
   // Fewer rows per SIMD group would not: with 4, Q4_K crosses the M4 Max's limit.
   expect(matvecOpsPerWeightByte(aluCounts(), counts, 'q4_k', 4)).toBeGreaterThan(14.8);
+});
+
+// The decode attention's arithmetic per byte of the F16 KV cache it reads
+// (a position is 2 x head_dim float16 values per KV head), for
+// Llama-3.2-1B's heads (4 query heads per KV head, 64 values: 11.4) and
+// Qwen3-0.6B's (2 per KV head, 128: 5.1): under every modelled chip's
+// limit, the 16-core M4 Pro's 11.84 the lowest. It is the softmax once per
+// block of 32 positions, lane-parallel, that keeps it so: taken at every
+// position (as the kernel did before) Llama-3.2-1B's heads would cost more
+// than even an M1's 19.17.
+it("the decode attention is bound by memory on every modelled chip for Llama-3.2-1B's and Qwen3-0.6B's heads", () => {
+  const perByte = (headDim: number, heads: number, block: number) =>
+    (32 * attentionOpsPerPosition(aluCounts(), headDim, heads, block)) / (2 * headDim * 2);
+  const lowest = Math.min(...APPLE_CHIPS.map((c) => aluOpsPerSecond(c) / (c.gbPerSecond * 1e9)));
+  expect(lowest).toBeCloseTo(11.84, 2);
+  expect(LAYOUTS.attentionBlock).toBe(32);
+  expect(perByte(64, 4, LAYOUTS.attentionBlock)).toBeLessThan(lowest);
+  expect(perByte(128, 2, LAYOUTS.attentionBlock)).toBeLessThan(lowest);
+  expect(perByte(64, 4, 1)).toBeGreaterThan(19.17);
+  // More heads per pass share the key and value rows: the cost per head falls.
+  expect(perByte(64, 8, 32) / 8).toBeLessThan(perByte(64, 1, 32));
 });
 
 it('the recorded arithmetic is checked field by field', () => {

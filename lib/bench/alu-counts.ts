@@ -1,4 +1,5 @@
-// alu-counts.ts: the matrix-vector kernels' arithmetic, from the counts
+// alu-counts.ts: the matrix-vector kernels' and the decode attention's
+// arithmetic, from the counts
 // scripts/count-alu.mjs takes of clang's LLVM IR of their per-lane steps
 // (bench/alu-counts.json; `npm run test:metal-check` fails when the kernels
 // change and the file does not). A proxy, stated as one: no Apple GPU
@@ -15,6 +16,13 @@
 // Divided by the part's bytes, that is operations per weight byte for one
 // lane, which is the SIMD group's operations (32 lanes) per its 32 parts'
 // bytes: what the ALU limit is charged per weight byte.
+//
+// The attention's per-lane work per cached position: its scores (the key
+// row read by the SIMD group, a SIMD-group sum per query head) and its
+// value row (added into each head's output), and a 32nd of the softmax step
+// it takes once per block of 32 positions. The probes count a pass of one
+// query head and of eight (score_f16_s2_h1 ... value_f16_s8_h8, by the
+// kernel's slots per lane): the cost is linear in the heads between.
 import type { KernelCounts } from './kernel-counts.js';
 import { readRecorded } from './recorded-file.js';
 
@@ -31,7 +39,8 @@ export interface AluCounts {
   /**
    * dot_<suffix> (one part's dot); stage_whole_line and stage_line (one lane's share of a staged line
    * inside a row, and at either end of it); window_x (x's window, one token); half_sums (its part's
-   * two half sums, for the quantized dots).
+   * two half sums, for the quantized dots); score_f16_s<slots>_h<heads>, value_f16_s<slots>_h<heads>
+   * and softmax_s<slots>_h<heads> (the attention's steps, F16 cache).
    */
   probes: Record<string, ProbeCounts>;
 }
@@ -76,4 +85,31 @@ export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suf
   const xWindow = ops(alu.probes.window_x!) + (FLOAT_ROWS.has(suffix) ? 0 : ops(alu.probes.half_sums!));
   const perLane = ops(dot) + staging + xWindow / rowsPerSimdGroup;
   return perLane / partBytes;
+}
+
+// The attention kernel's slots per lane for a head (md_lane_slots for an
+// F16 cache, then the smallest compiled SLOTS that holds them: 2, 4 or 8).
+function attentionSlots(headDim: number): number {
+  const slots = headDim % 2 === 0 ? 2 * Math.ceil(headDim / 64) : Math.ceil(headDim / 32);
+  return slots <= 2 ? 2 : slots <= 4 ? 4 : 8;
+}
+
+/**
+ * One lane's ALU operations per cached position of the decode attention
+ * (F16 cache) for a pass of `heads` query heads (1 to 8) of `headDim`, with
+ * a softmax step per `block` positions.
+ */
+export function attentionOpsPerPosition(alu: AluCounts, headDim: number, heads: number, block: number): number {
+  const slots = attentionSlots(headDim);
+  const probe = (name: string): number => {
+    const p = alu.probes[name];
+    if (p === undefined) throw new Error(`bench/alu-counts.json has no probe ${name}; record it again: node scripts/count-alu.mjs`);
+    return ops(p);
+  };
+  const step = (name: string): number => {
+    const one = probe(`${name}_s${slots}_h1`),
+      eight = probe(`${name}_s${slots}_h8`);
+    return one + ((eight - one) * (heads - 1)) / 7;
+  };
+  return step('score_f16') + step('value_f16') + step('softmax') / block;
 }

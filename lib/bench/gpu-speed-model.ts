@@ -28,7 +28,7 @@ import { GpuWeights } from '../models/gpu-weights.js';
 import { headTiles } from '../models/head-sampling.js';
 import { kvCacheTensorType } from '../models/kv-cache-type.js';
 import { ALU_OPS_PER_CLOCK_PER_CORE, APPLE_CHIPS, DISPATCH_US, L1_BYTES_PER_CLOCK_PER_CORE, type AppleChip } from './apple-chips.js';
-import { aluCounts, matvecOpsPerWeightByte } from './alu-counts.js';
+import { aluCounts, attentionOpsPerPosition, matvecOpsPerWeightByte } from './alu-counts.js';
 import { kernelCounts } from './kernel-counts.js';
 import { kernelCosts, kernelTimes, type KernelCost, type KernelTime, type Limit } from './kernel-time-model.js';
 import type { Table } from './tables.js';
@@ -202,6 +202,7 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
   const kernels = kernelCosts(
     recorded.commands,
     {
+      headCount: config.headCount,
       headCountKv: config.headCountKv,
       headDim: config.headDim,
       context: s.context,
@@ -212,7 +213,11 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
           : { suffix: headType.kernelSuffix, bytes: tensorBytes(headTensor.name), dispatches: table.dispatches - recorded.commands.length },
     },
     counts,
-    (suffix) => matvecOpsPerWeightByte(alu, counts, suffix, addon.layouts.transformer.matvecRows),
+    {
+      matvec: (suffix) => matvecOpsPerWeightByte(alu, counts, suffix, addon.layouts.transformer.matvecRows),
+      attention: (heads) => attentionOpsPerPosition(alu, config.headDim, heads, addon.layouts.transformer.attentionBlock),
+      attentionGroup: addon.layouts.transformer.attentionGroup,
+    },
   );
   return {
     settings: s,

@@ -10,8 +10,10 @@
 //           load costs its lines however few bytes it uses;
 //   ALU     the lane operations its arithmetic takes (alu-counts.ts: counted
 //           from clang's IR of the kernels' steps, per weight byte) at the
-//           chip's rate (apple-chips.ts); the matrix-vector kernels only:
-//           the attention's arithmetic is not counted yet;
+//           chip's rate (apple-chips.ts); the matrix-vector kernels per
+//           weight byte, the attention per cached position (each SIMD
+//           group's 32 lanes per position of its KV head, for each pass of
+//           up to attentionGroup query heads);
 //   dispatches  DISPATCH_US each.
 // The row kernels (norms, RoPE, the KV store, adds, the embedding row,
 // the attention merge) move a few KB of activations each: their time is
@@ -49,6 +51,7 @@ export interface KernelTime extends KernelCost {
 export const ROW_KERNELS = 'row kernels (norms, RoPE, KV store, adds, embedding, merge)';
 
 export interface TokenShape {
+  headCount: number;
   headCountKv: number;
   headDim: number;
   /** Positions the token attends to (its own included). */
@@ -61,6 +64,18 @@ export interface TokenShape {
 
 /** One lane's ALU operations per weight byte of a matrix-vector kernel, by type suffix. */
 export type MatvecOpsPerByte = (suffix: string) => number;
+/** One lane's ALU operations per cached position of the attention, for a pass of `heads` query heads. */
+export type AttentionOpsPerPosition = (heads: number) => number;
+
+export interface ArithmeticModel {
+  matvec: MatvecOpsPerByte;
+  attention: AttentionOpsPerPosition;
+  /** Query heads per pass of the attention (MD_ATTENTION_GROUP). */
+  attentionGroup: number;
+}
+
+// Lanes of a SIMD group: each runs the attention's per-position steps.
+const SIMD_WIDTH = 32;
 
 function matvecCost(counts: KernelCounts, opsPerByte: MatvecOpsPerByte, kernel: string, suffix: string, weightBytes: number): KernelCost {
   const c = counts.matvec.types[suffix];
@@ -80,8 +95,9 @@ export function kernelCosts(
   commands: readonly NativeRecordedCommand[],
   shape: TokenShape,
   counts: KernelCounts,
-  opsPerByte: MatvecOpsPerByte,
+  arithmetic: ArithmeticModel,
 ): KernelCost[] {
+  const opsPerByte = arithmetic.matvec;
   const byKernel = new Map<string, KernelCost>();
   const add = (cost: KernelCost): void => {
     const sum = byKernel.get(cost.kernel);
@@ -105,12 +121,17 @@ export function kernelCosts(
       add(matvecCost(counts, opsPerByte, command.kernel, matvec[1]!, weightBytes));
     } else if (command.kernel === a.kernel) {
       const unit = shape.headCountKv * shape.context * shape.headDim;
+      // Each KV head's positions once per pass of up to attentionGroup of its query heads.
+      const group = shape.headCount / shape.headCountKv;
+      let perPosition = 0;
+      for (let done = 0; done < group; done += arithmetic.attentionGroup)
+        perPosition += arithmetic.attention(Math.min(arithmetic.attentionGroup, group - done));
       add({
         kernel: command.kernel,
         dispatches: 1,
         memoryBytes: (unit * a.kvBytesFetched) / attentionUnit,
         l1Lines: (unit * (a.linesLoaded + a.linesStored)) / attentionUnit,
-        aluOps: 0,
+        aluOps: shape.headCountKv * shape.context * SIMD_WIDTH * perPosition,
       });
     } else if (command.kernel.startsWith('md_attention_') && command.kernel !== 'md_attention_merge_f32') {
       throw new Error(`${command.kernel}: only ${a.kernel}'s counts are recorded (bench predict models the F16 cache)`);

@@ -121,6 +121,10 @@ export interface NativeTransformerLayouts {
   headMaxTiles: number;
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
+  /** Query heads the decode attention serves per pass over a KV head's positions. */
+  attentionGroup: number;
+  /** Positions a SIMD group of the attention takes per step of its online softmax. */
+  attentionBlock: number;
   /** The memory line the matrix-vector kernels lay their loads out in, bytes (line phases are offsets mod this). */
   lineBytes: number;
 }

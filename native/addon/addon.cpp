@@ -70,6 +70,8 @@ Napi::Object layouts(Napi::Env env) {
   transformer.Set("headFlags", headFlags);
   transformer.Set("headMaxTiles", n(MD_HEAD_MAX_TILES));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
+  transformer.Set("attentionGroup", n(MD_ATTENTION_GROUP));
+  transformer.Set("attentionBlock", n(MD_ATTENTION_BLOCK));
   transformer.Set("lineBytes", n(MD_LINE_BYTES));
   Napi::Object all = Napi::Object::New(env);
   all.Set("transformer", transformer);
