@@ -178,7 +178,7 @@ it('every matrix-vector kernel is bound by memory on an M1, M1 Pro and M4 Max; o
 // The decode attention's arithmetic per byte of the F16 KV cache it reads
 // (a position is 2 x head_dim float16 values per KV head), for
 // Llama-3.2-1B's heads (4 query heads per KV head, 64 values: 11.4) and
-// Qwen3-0.6B's (2 per KV head, 128: 5.1): under every modelled chip's
+// Qwen3-0.6B's (2 per KV head, 128: 4.7): under every modelled chip's
 // limit, the 16-core M4 Pro's 11.84 the lowest. It is the softmax once per
 // block of 32 positions, lane-parallel, that keeps it so: taken at every
 // position (as the kernel did before) Llama-3.2-1B's heads would cost more

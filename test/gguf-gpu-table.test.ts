@@ -43,7 +43,7 @@ const PROMPT = [1, 17, 42, 99, 7, 250, 3, 128];
 const CONTEXT = 32;
 type GpuBackend = (typeof GPU_BACKENDS)[number];
 
-async function tableFor(backend: GpuBackend, path: string, without?: string, options: ForwardTableOptions = {}) {
+async function tableFor(backend: GpuBackend, path: string, without?: string, options: ForwardTableOptions = {}, context = CONTEXT) {
   const model = await loadModel(path, { threads: 1 });
   const header = await readGgufHeader(path);
   const device = openDevice(backend);
@@ -53,7 +53,7 @@ async function tableFor(backend: GpuBackend, path: string, without?: string, opt
   const types = addon.addon.tensorTypes.filter((t) => t.name !== without);
   try {
     const weights = new GpuWeights(device, { path, tensors: header.tensors, types });
-    const table = new GgufForwardTable(device, model.info.config, weights, CONTEXT, options);
+    const table = new GgufForwardTable(device, model.info.config, weights, context, options);
     return { model, device, table, close: () => (table.dispose(), weights.dispose(), device.dispose(), model.dispose()) };
   } catch (error) {
     device.dispose();
@@ -180,6 +180,28 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
     await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
     await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(
       /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/,
+    );
+  });
+
+  test('a prefill batch is 512 tokens unless the context is shorter, and a count from 1 to 65536', async () => {
+    const path = join(dir, 'prefill-batch.gguf');
+    await writeRandomModel(path, variantSpec('llama2', 'Q8_0', 3));
+    for (const [context, batch] of [
+      [CONTEXT, CONTEXT],
+      [600, 512],
+    ]) {
+      const { table, close } = await tableFor(backend, path, undefined, {}, context);
+      try {
+        expect(table.prefillBatch).toBe(batch);
+      } finally {
+        close();
+      }
+    }
+    await expect(tableFor(backend, path, undefined, { prefillBatch: 0 })).rejects.toThrow(
+      'Expected an integer from 1 to 65536 for prefillBatch but received 0',
+    );
+    await expect(tableFor(backend, path, undefined, { prefillBatch: 2.5 })).rejects.toThrow(
+      'Expected an integer from 1 to 65536 for prefillBatch but received 2.5',
     );
   });
 

@@ -1,6 +1,6 @@
 // kernel-time-model.ts: a decoded token's time on a chip, kernel by kernel,
 // from the one-token table's commands and the kernels' counted accesses
-// (kernel-counts.ts). Each kernel takes the longer of two times, plus its
+// (kernel-counts.ts). Each kernel takes the longest of three times, plus its
 // dispatches' own cost:
 //   memory  the bytes it must bring from DRAM (the weights as often as its
 //           loads fetch them, the KV cache as the attention fetches it) at
@@ -9,7 +9,7 @@
 //           charged whole, at the L1 rate (apple-chips.ts): an uncoalesced
 //           load costs its lines however few bytes it uses;
 //   ALU     the lane operations its arithmetic takes (alu-counts.ts: counted
-//           from clang's IR of the kernels' steps, per weight byte) at the
+//           from clang's IR of the kernels' steps) at the
 //           chip's rate (apple-chips.ts); the matrix-vector kernels per
 //           weight byte, the attention per cached position (each SIMD
 //           group's 32 lanes per position of its KV head, for each pass of

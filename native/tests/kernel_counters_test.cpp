@@ -166,7 +166,8 @@ TEST(KernelCounters, TheAttentionLoadsEachKvRowAsOneWholeLine) {
 // threadgroup memory, each take one pass of the banks: W's tile is k-major,
 // so a SIMD group stores 32 rows' value side by side, and X's rows are
 // padded and each thread starts its 8 columns at its token's turn (the
-// transposed float stores of the 32 x 32 tiles before took 2-8 passes).
+// stores of the 32 x 32 tiles before took 4 passes for W, transposed, and
+// 8 for X).
 // The writes to Y are whole lines. X is fetched once, and every byte of W is read; W is fetched once per 32-token tile
 // up to the bytes both threads of a part read: a 0 type's scale (at most 1.3 times its bytes), and for the K types the
 // scales at each of a block's 8 parts and each byte of qs at the two parts its nibbles belong to (Q6_K's qh at four):
