@@ -28,4 +28,14 @@ AccessCounts countDispatch(Device& device, const std::string& kernel, const std:
   return counts;
 }
 
+MatrixCounts matrixCounts(AccessCounts all, uint64_t weightBytes) {
+  MatrixCounts m;
+  m.weights = all.buffers.at(0);
+  m.x = all.buffers.at(1);
+  m.y = all.buffers.at(2);
+  m.all = std::move(all);
+  m.weightBytes = weightBytes;
+  return m;
+}
+
 }  // namespace md::counters

@@ -25,4 +25,13 @@ AccessCounts countDispatch(Device& device, const std::string& kernel, const std:
                            uint32_t paramsIndex, const void* params, size_t paramsBytes, uint32_t groups,
                            uint32_t threads);
 
+// A matrix kernel's counts (y = W x, Y = X W^T): the whole dispatch, and W's,
+// x's and y's shares, bound in that order.
+struct MatrixCounts {
+  AccessCounts all;
+  BufferCounts weights, x, y;
+  uint64_t weightBytes = 0;  // the matrix's size
+};
+MatrixCounts matrixCounts(AccessCounts all, uint64_t weightBytes);
+
 }  // namespace md::counters

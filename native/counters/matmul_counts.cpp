@@ -21,15 +21,14 @@ MatmulCounts countMatmul(Device& device, TensorType type, const char* kernelSuff
   for (size_t i = 0; i < size_t(count) * cols; ++i) xs[i] = float(i % 7) - 3.0f;
   auto y = device.newBuffer(size_t(count) * rows * 4);
   const md_matmul_params p{rows, cols, count, 0};
+  const uint32_t tokenTiles = (count + MD_MATMUL_TOKENS - 1) / MD_MATMUL_TOKENS;
+  const uint32_t groups = (rows + MD_MATMUL_ROWS - 1) / MD_MATMUL_ROWS * tokenTiles;
   MatmulCounts result;
-  result.tokenTiles = (count + MD_MATMUL_TOKENS - 1) / MD_MATMUL_TOKENS;
-  const uint32_t groups = (rows + MD_MATMUL_ROWS - 1) / MD_MATMUL_ROWS * result.tokenTiles;
-  result.all = countDispatch(device, std::string("md_matmul_") + kernelSuffix,
-                             {{0, w.get()}, {1, x.get()}, {3, y.get()}}, 2, &p, sizeof p, groups, MD_MATMUL_THREADS);
-  result.weights = result.all.buffers.at(0);
-  result.x = result.all.buffers.at(1);
-  result.y = result.all.buffers.at(2);
-  result.weightBytes = bytes.size();
+  static_cast<MatrixCounts&>(result) = matrixCounts(
+      countDispatch(device, std::string("md_matmul_") + kernelSuffix, {{0, w.get()}, {1, x.get()}, {3, y.get()}}, 2, &p,
+                    sizeof p, groups, MD_MATMUL_THREADS),
+      bytes.size());
+  result.tokenTiles = tokenTiles;
   return result;
 }
 

@@ -4,17 +4,14 @@
 #pragma once
 #include <cstdint>
 
-#include "access_recorder.h"
+#include "count_dispatch.h"
 #include "device.h"
 #include "quant/tensor_types.h"
 
 namespace md::counters {
 
-struct MatmulCounts {
-  AccessCounts all;
-  BufferCounts weights, x, y;
-  uint64_t weightBytes = 0;  // the matrix's size
-  uint32_t tokenTiles = 0;   // the batch's tiles of MD_MATMUL_TOKENS: how many times W is read
+struct MatmulCounts : MatrixCounts {
+  uint32_t tokenTiles = 0;  // the batch's tiles of MD_MATMUL_TOKENS: how many times W is read
 };
 
 // Y = X W^T for `rows` x `cols` of `type` and `count` tokens (store mode),

@@ -23,21 +23,16 @@ MatvecCounts countMatvec(Device& device, TensorType type, const char* kernelSuff
   const md_matvec_params p{cols, MD_MATVEC_STORE, {rows, 0, 0}, 1, MD_LINE_PHASES(phase, phase, phase), 0};
   const uint32_t simdGroupsNeeded = (rows + MD_MATVEC_ROWS - 1) / MD_MATVEC_ROWS;
   // The unused matrix slots bound to the first, as the tables bind them.
-  MatvecCounts result;
-  result.all = countDispatch(device, std::string("md_matvec_") + kernelSuffix,
-                             {{0, w.get(), phase},
-                              {1, x.get()},
-                              {3, y.get()},
-                              {4, w.get(), phase},
-                              {5, y.get()},
-                              {6, w.get(), phase},
-                              {7, y.get()}},
-                             2, &p, sizeof p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups);
-  result.weights = result.all.buffers.at(0);
-  result.x = result.all.buffers.at(1);
-  result.y = result.all.buffers.at(2);
-  result.weightBytes = bytes.size();
-  return result;
+  return matrixCounts(countDispatch(device, std::string("md_matvec_") + kernelSuffix,
+                                    {{0, w.get(), phase},
+                                     {1, x.get()},
+                                     {3, y.get()},
+                                     {4, w.get(), phase},
+                                     {5, y.get()},
+                                     {6, w.get(), phase},
+                                     {7, y.get()}},
+                                    2, &p, sizeof p, (simdGroupsNeeded + simdgroups - 1) / simdgroups, 32 * simdgroups),
+                      bytes.size());
 }
 
 }  // namespace md::counters

@@ -4,17 +4,13 @@
 #pragma once
 #include <cstdint>
 
-#include "access_recorder.h"
+#include "count_dispatch.h"
 #include "device.h"
 #include "quant/tensor_types.h"
 
 namespace md::counters {
 
-struct MatvecCounts {
-  AccessCounts all;
-  BufferCounts weights, x, y;
-  uint64_t weightBytes = 0;  // the matrix's size
-};
+using MatvecCounts = MatrixCounts;
 
 // y = W x for `rows` x `cols` of `type` (one matrix, store mode), with the
 // threadgroups of `simdgroups` SIMD groups the tables use, W bound `phase`
