@@ -174,20 +174,6 @@ inline void md_start_softmax(thread md_online_softmax<SLOTS>& state) {
   }
 }
 
-// One step of the online softmax over up to MD_ATTENTION_BLOCK of the SIMD
-// group's positions (position p at key_rows + p * row_stride, the same
-// offset into value_rows) for the pass's `count` query heads, as
-// llama.cpp's flash_attn_ext_vec does it per block of the cache:
-// - the scores: the 32 lanes read each key row together and each head's dot
-//   is a SIMD-group sum; lane p keeps position p's score;
-// - the softmax, lane-parallel: the block's max joins the running max m
-//   once per block (one rescale of the sum l and the output per block, not
-//   per position), and lane p takes its position's weight exp(score - m);
-//   the weights' SIMD-group sum joins l;
-// - the values: each value row read together, its weight shuffled from its
-//   lane to all, added into the output slots.
-// Each key and value row is still read once. native/counters/alu_probes.cpp
-// counts the arithmetic of each of the three steps.
 // Position p of a block: its scores against its key row, into lane p's
 // `mine` (the other lanes keep theirs).
 template <typename Cache, uint SLOTS>
@@ -230,6 +216,20 @@ inline void md_add_value(device const Cache* value, thread const float* weights,
   }
 }
 
+// One step of the online softmax over up to MD_ATTENTION_BLOCK of the SIMD
+// group's positions (position p at key_rows + p * row_stride, the same
+// offset into value_rows) for the pass's `count` query heads, as
+// llama.cpp's flash_attn_ext_vec does it per block of the cache:
+// - the scores: the 32 lanes read each key row together and each head's dot
+//   is a SIMD-group sum; lane p keeps position p's score;
+// - the softmax, lane-parallel: the block's max joins the running max m
+//   once per block (one rescale of the sum l and the output per block, not
+//   per position), and lane p takes its position's weight exp(score - m);
+//   the weights' SIMD-group sum joins l;
+// - the values: each value row read together, its weight shuffled from its
+//   lane to all, added into the output slots.
+// Each key and value row is still read once. native/counters/alu_probes.cpp
+// counts the arithmetic of each of the three steps.
 template <typename Cache, uint SLOTS>
 inline void md_attend_block(device const Cache* key_rows, device const Cache* value_rows, ulong row_stride,
                             uint positions, thread const md_lane_query<Cache, SLOTS>& q, float scale, uint head_dim,
@@ -338,8 +338,9 @@ kernel void md_kv_store_q8_0(device const float* k [[buffer(0)]],
 // groups) as llama.cpp's flash_attn_ext_vec and MLX's sdpa_vector do: the
 // 32 lanes load a K row together (whole lines), each head's score is a
 // SIMD-group sum, and the softmax runs online in registers (a running max
-// m, the sum l of exp(score - m), the output rescaled when m grows), the
-// float32 weights exp(score - m) meeting V.
+// m, the sum l of exp(score - m), the output rescaled when m grows) a block
+// of 32 positions at a time (md_attend_block), the float32 weights
+// exp(score - m) meeting V.
 // Then the S groups' (m, l, output) combine through threadgroup memory in
 // group order: a fixed order, so a query gets the same bits in a batch as
 // alone.
@@ -380,15 +381,13 @@ inline void md_attention(device const float* q, device const Cache* keys, device
       md_attend_block(md_cache_at(keys, at), md_cache_at(values, at), row_stride, positions, lane_query, params.scale,
                       head_dim, count, lane, state);
     }
-    thread const float* top = state.top;
-    thread const float* total = state.total;
 
     // The SIMD groups' results, one head at a time, in group order.
     for (uint i = 0; i < MD_ATTENTION_GROUP; ++i) {
       if (i >= count) break;  // the same for every thread
       if (lane == 0) {
-        stats[2 * simd_index] = top[i];
-        stats[2 * simd_index + 1] = total[i];
+        stats[2 * simd_index] = state.top[i];
+        stats[2 * simd_index + 1] = state.total[i];
       }
       for (uint s = 0; s < SLOTS; ++s) {
         const uint d = md_lane_dim(keys, head_dim, lane, s);
