@@ -256,14 +256,19 @@ inline float md_k45_part_dot(MD_PTR(S, Block) b, uint j, thread const float* x, 
   // Shifts, not branches, on the lane's part: every lane of a SIMD group
   // then runs the same loads (a branch on the lane would split them).
   const uint shift = (j & 1u) * 4u;
-  float sum = 0.0f;
+  // One sum per byte of a word: byte k's value is taken in place, masked
+  // but not shifted down (q times 256^k, exact in a float), and its sum is
+  // scaled by 256^-k once at the end (exact too): an operation less per
+  // value than shifting each byte down (llama.cpp scales x instead).
+  float sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (uint i = 0; i < 8; ++i) {
     // Values 4i .. 4i + 3 a word at a time: their nibbles, and their fifth
     // bits (bit j of each byte of qh's word i) as 16s, one per byte.
     const uint high = fifth_bits ? md_q5_k_high_word<S>(b, i) : 0u;
     const uint q = ((qs[i] >> shift) & 0x0f0f0f0fu) | (((high >> j) & 0x01010101u) << 4);
-    for (uint k = 0; k < 4; ++k) sum = fma(float(md_byte(q, k)), x[4 * i + k], sum);
+    for (uint k = 0; k < 4; ++k) sums[k] = fma(float(q & (0xffu << (8u * k))), x[4 * i + k], sums[k]);
   }
+  const float sum = fma(sums[3], 1.0f / 16777216.0f, fma(sums[2], 1.0f / 65536.0f, fma(sums[1], 1.0f / 256.0f, sums[0])));
   return fma(d1, sum, -m1 * (xs.low + xs.high));
 }
 

@@ -70,6 +70,9 @@ const ops = (p: ProbeCounts) => p.alu + p.simd;
 
 // Float rows sum their products in order; the quantized types fold their offsets into x's half sums.
 const FLOAT_ROWS = new Set(['f32', 'f16', 'bf16']);
+// A part is 32 values, one per lane; a window is a part per lane (MD_QK, MD_SIMD_WIDTH).
+const PART_VALUES = 32;
+const WINDOW_VALUES = 32 * PART_VALUES;
 
 /** One lane's ALU operations per weight byte of the `suffix` matrix-vector kernel, one token, `rowsPerSimdGroup` rows sharing x. */
 export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suffix: string, rowsPerSimdGroup: number): number {
@@ -77,10 +80,10 @@ export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suf
   const m = counts.matvec.types[suffix];
   if (dot === undefined || m === undefined)
     throw new Error(`bench/alu-counts.json or bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
-  const partBytes = m.weightBytes / ((counts.matvec.rows * counts.matvec.cols) / 32);
-  const linesPerWindow = (32 * partBytes) / counts.lineBytes;
+  const partBytes = m.weightBytes / ((counts.matvec.rows * counts.matvec.cols) / PART_VALUES);
+  const linesPerWindow = ((WINDOW_VALUES / PART_VALUES) * partBytes) / counts.lineBytes;
   // A row's first and last lines take the edge step: two per row of the counted shape's windows.
-  const edgeLines = Math.min(linesPerWindow, 2 / (counts.matvec.cols / 1024));
+  const edgeLines = Math.min(linesPerWindow, 2 / (counts.matvec.cols / WINDOW_VALUES));
   const staging = ops(alu.probes.stage_whole_line!) * (linesPerWindow - edgeLines) + ops(alu.probes.stage_line!) * edgeLines;
   const xWindow = ops(alu.probes.window_x!) + (FLOAT_ROWS.has(suffix) ? 0 : ops(alu.probes.half_sums!));
   const perLane = ops(dot) + staging + xWindow / rowsPerSimdGroup;
