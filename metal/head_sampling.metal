@@ -49,8 +49,9 @@ inline void md_head_sample(device const Block* w, device const float* x, constan
   best.key = MD_KEY_NONE;
   best.score = -INFINITY;
   best.index = MD_NO_TOKEN;
-  // SIMD group s of the grid takes rows 4s.., then 4(s + all SIMD groups)..:
-  // uniform per SIMD group, as simd_sum wants.
+  // SIMD group s of the grid takes MD_MATVEC_ROWS rows from s * MD_MATVEC_ROWS,
+  // then those a grid of SIMD groups further on: uniform per SIMD group, as
+  // simd_sum wants.
   for (uint s = group * simdgroups + simd_index; s * MD_MATVEC_ROWS < rows; s += grid_groups * simdgroups) {
     const uint first = s * MD_MATVEC_ROWS;
     float totals[MD_MATVEC_ROWS];

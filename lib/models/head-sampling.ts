@@ -17,7 +17,7 @@ export interface HeadScratch {
   state: GpuBuffer;
 }
 
-/** Threadgroups the tiles run on for a head of `rows` rows: one per 16 rows (4 SIMD groups of MD_MATVEC_ROWS), at most headMaxTiles. */
+/** Threadgroups the tiles run on for a head of `rows` rows: one per 4 SIMD groups of MD_MATVEC_ROWS rows (32), at most headMaxTiles. */
 export function headTiles(device: GpuDevice, rows: number): number {
   const t = device.addon.layouts.transformer;
   return Math.min(t.headMaxTiles, Math.ceil(rows / (t.matvecRows * HEAD_SIMDGROUPS)));

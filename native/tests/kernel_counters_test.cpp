@@ -72,7 +72,7 @@ TEST(KernelCounters, ThreadgroupBankConflictsCountThePassesOfTheBusiestBank) {
 }
 
 // The decode matrix-vector kernel of every weight type, on a 64 x 4096
-// matrix (64 rows: 16 threadgroups of the tables' 4 SIMD groups): every
+// matrix (64 rows: 2 threadgroups of the tables' 4 SIMD groups of 8 rows): every
 // weight byte is fetched by exactly one SIMD-group load (scales and
 // offsets too: the lanes that share a block's scale load it in one
 // instruction), and y is written once per row. (How x's loads are counted
