@@ -205,6 +205,17 @@ typedef struct md_head_sampling_params {
 #define MD_MATMUL_THREADS 128u
 
 #ifndef __METAL_VERSION__
+// The SIMD groups an md_matvec_* dispatch of `p` needs: one per
+// MD_MATVEC_ROWS_FOR(tokens) rows of each matrix (SwiGLU's two share
+// theirs), `tokens` being the kernel's (1, or MD_MATVEC_BATCH for the batch
+// form). The tables size their grids by it; the contract checks it.
+inline uint64_t md_matvec_simd_groups(const md_matvec_params& p, md_u32 tokens) {
+  const uint64_t simd_rows = MD_MATVEC_ROWS_FOR(tokens);
+  uint64_t groups = 0;
+  for (int m = 0; m < (p.mode == MD_MATVEC_SWIGLU ? 1 : 3); ++m) groups += (p.rows[m] + simd_rows - 1) / simd_rows;
+  return groups;
+}
+
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
 static_assert(sizeof(md_head_sampling_params) == 32, "md_head_sampling_params size");
 static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");

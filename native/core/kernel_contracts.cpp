@@ -273,9 +273,7 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount
   c.check((p.line_phases >> 24) == 0, "line_phases: only three bytes (one per matrix)");
   // Enough SIMD groups for every row (fewer would leave rows unwritten, silently).
   const uint32_t simdRows = MD_MATVEC_ROWS_FOR(maxCount);
-  uint64_t needed = 0;
-  for (int m = 0; m < (p.mode == MD_MATVEC_SWIGLU ? 1 : 3); ++m)
-    needed += (uint64_t(p.rows[m]) + simdRows - 1) / simdRows;
+  const uint64_t needed = md_matvec_simd_groups(p, maxCount);
   c.check(c.groups() * (c.threads() / 32) >= needed, std::to_string(c.groups()) + " threadgroups of " +
                                                          std::to_string(c.threads() / 32) +
                                                          " SIMD groups: expected at least " + std::to_string(needed) +

@@ -201,9 +201,6 @@ class Recorder {
     for (const Matrix& m : group) label += (label.empty() ? "" : " + ") + m.label;
     for (uint32_t first = 0; first < tokens; first += MD_MATVEC_BATCH) {
       const uint32_t n = std::min<uint32_t>(MD_MATVEC_BATCH, tokens - first);
-      const uint32_t simdRows = n > 1 ? MD_MATVEC_ROWS_FOR(MD_MATVEC_BATCH) : MD_MATVEC_ROWS;  // the kernel's
-      uint32_t simdGroups = 0;
-      for (const Matrix& m : group) simdGroups += ceilDiv(m.rows, simdRows);
       RecordedCommand c =
           command(std::string("md_matvec_") + (n > 1 ? "batch_" : "") + group[0].suffix,
                   tokens > 1 ? label + " (tokens " + std::to_string(first) + ".." + std::to_string(first + n - 1) + ")"
@@ -224,7 +221,7 @@ class Recorder {
         c.linePhases.push_back({uint32_t(offsetof(md_matvec_params, line_phases)) + m, kWeightIndex[m]});
       c.paramsIndex = 2;
       c.params = bytesOf(p);
-      c.threadgroups = ceilDiv(mode == MD_MATVEC_SWIGLU ? ceilDiv(group[0].rows, simdRows) : simdGroups, 4);
+      c.threadgroups = ceilDiv(md_matvec_simd_groups(p, n > 1 ? MD_MATVEC_BATCH : 1), 4);
       c.threadsPerThreadgroup = 128;
       add(std::move(c));
     }
