@@ -140,6 +140,7 @@
         "native/core/transformer/matmul.cpp",
         "native/core/transformer/transformer.cpp",
         "native/core/transformer/head_pick.cpp",
+        "native/core/transformer/cache_shift.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",

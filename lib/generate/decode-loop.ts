@@ -16,6 +16,7 @@ import type { DecodeModel, DraftGather, DraftVerifier, Logits, ModelSequence } f
 import { keepsDraft, residualDraw, speculativeUniform, verifyByRejection } from './rejection.js';
 import { evaluateRows, openDrafter, type Drafter, type SpeculativeStats } from './speculative.js';
 import { StepSampler } from './step-sampler.js';
+import { defaultShiftSize, planShift } from './context-shift.js';
 import { NO_TOKEN } from '../js/js-sampler.js';
 import { fusedHeadSamples } from '../sampling-options.js';
 import { StopTriggerStream, type TextPiece, type Utf8Carry } from './text-stream.js';
@@ -43,6 +44,8 @@ export interface GenerationStats {
   prefillTokensPerSecond: number;
   /** generatedTokens per second of decode; 0 when nothing was generated. */
   decodeTokensPerSecond: number;
+  /** With the contextShift option, when the context filled: the shifts and the tokens they dropped. */
+  contextShift?: { shifts: number; droppedTokens: number };
   /** With the speculative option: drafts, acceptance and forward passes. */
   speculative?: SpeculativeStats;
   /** On the constrained path (grammar or tokenMask): the masks computed and their time. */
@@ -114,9 +117,12 @@ export class DecodeRun {
   readonly #picksInHead: boolean; // step by step, the sequence's LM head picks each token (FlashSampling)
   #constraint: Constraint | undefined; // the constrained path's grammar or tokenMask, open while the run is
   readonly #maskStats: MaskStats = { masks: 0, maskMs: 0 };
-  #promptEnd = 0; // the sequence's length after the prompt (before it, until it is appended)
+  #promptEnd = 0; // the sequence's length after the prompt (before it, until it is appended; a context shift moves it down, below 0 once it dropped prompt tokens)
   #promptTokens = 0;
   #generated = 0; // tokens accepted from the model this call (kept or held)
+  #generatedIds = new Uint32Array(64); // their ids (what a constraint's mask depends on), #generated of them
+  #shifts = 0; // context shifts this call, and the tokens they dropped
+  #dropped = 0;
   #kept: TextPiece[] = []; // tokens handed out
   #carry: Uint8Array = new Uint8Array(0); // the partial character after the last token handed out
   #stop: Stop | undefined;
@@ -168,6 +174,8 @@ export class DecodeRun {
       if (this.#o.signal?.aborted) {
         this.#stop = { reason: 'abort' }; // before anything: the session is left as it was
       } else {
+        // Room for the prompt and the first token: a shift then comes where it comes on every path, before the last token is evaluated.
+        await this.#makeRoom(this.#prompt.length + (this.#o.maxTokens > 0 ? 1 : 0), this.#prompt.length);
         this.#appendPrompt();
         const logits = await this.#prefill();
         this.#prefillMs = performance.now() - this.#started;
@@ -210,9 +218,9 @@ export class DecodeRun {
     return constraint && timedConstraint(constraint, this.#maskStats);
   }
 
-  // This call's tokens so far: what a constraint's mask depends on.
+  // This call's tokens so far: what a constraint's mask depends on (a context shift may have dropped them from the sequence).
   #generatedTokens(): Uint32Array {
-    return this.#state.tokens.subarray(this.#promptEnd, this.#state.length);
+    return this.#generatedIds.subarray(0, this.#generated);
   }
 
   #appendPrompt(): void {
@@ -277,10 +285,13 @@ export class DecodeRun {
     return answer;
   }
 
+  // One chain run to the end of the context; with contextShift, a shift and another run.
   async *#decodeChained(): AsyncGenerator<GeneratedToken, void, undefined> {
     const state = this.#state;
-    const count = Math.min(this.#o.maxTokens, state.tokens.length - state.length);
-    if (count > 0) {
+    for (;;) {
+      await this.#makeRoom(1);
+      const count = Math.min(this.#o.maxTokens - this.#generated, state.tokens.length - state.length);
+      if (count <= 0) break;
       const chunks = state.sequence.chain!.run(this.#o.chainSampling, state.length - 1, count, this.#o.chunkSize);
       for await (const chunk of chunks) {
         // The chain evaluated every token up to this one and wrote this one
@@ -292,6 +303,7 @@ export class DecodeRun {
           if (this.#stop) return; // leaving the loop waits for the chunk still on the GPU
         }
       }
+      if (this.#o.contextShift === undefined) break;
     }
     yield* this.#stopAtLimit();
   }
@@ -303,6 +315,7 @@ export class DecodeRun {
     for (;;) {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+      await this.#makeRoom(1);
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       // The prefill's logits are sampled; every later token comes from the fused head.
       if (this.#picksInHead && logits === undefined) {
@@ -338,6 +351,7 @@ export class DecodeRun {
       for (;;) {
         await this.#turns.maybeTurn();
         if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+        await this.#makeRoom(1);
         if (this.#atLimit()) return yield* this.#stopAtLimit();
         const position = state.length - 1;
         const maskFor = () => constraint.next(this.#generatedTokens(), state.length);
@@ -413,6 +427,7 @@ export class DecodeRun {
     for (;;) {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+      await this.#makeRoom(1);
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       const room = Math.min(
         spec.draftTokens,
@@ -476,6 +491,9 @@ export class DecodeRun {
     for (;;) {
       await this.#turns.maybeTurn();
       if (this.#o.signal?.aborted) return void (this.#stop = { reason: 'abort' });
+      await this.#makeRoom(1);
+      // Logits are kept only for a sequence that holds every token (a shift may have left some to evaluate again).
+      if (state.synced < state.length) next = undefined;
       if (this.#atLimit()) return yield* this.#stopAtLimit();
       // A draft never runs past maxTokens or the context: the last row's token needs a slot.
       const room = Math.min(spec.draftTokens, this.#o.maxTokens - this.#generated - 1, state.tokens.length - state.length - 1);
@@ -549,9 +567,9 @@ export class DecodeRun {
   async #constrainDraft(proposed: Uint32Array, rejection: boolean): Promise<{ draft: Uint32Array; masks: (Uint32Array | null)[] }> {
     const constraint = this.#constraint!;
     const state = this.#state;
-    const generated = new Uint32Array(state.length - this.#promptEnd + proposed.length);
+    const generated = new Uint32Array(this.#generated + proposed.length);
     generated.set(this.#generatedTokens());
-    const base = state.length - this.#promptEnd;
+    const base = this.#generated;
     const masks: (Uint32Array | null)[] = [await constraint.next(generated.subarray(0, base), state.length)];
     let accepted = 0;
     for (const token of proposed) {
@@ -569,7 +587,50 @@ export class DecodeRun {
   }
 
   #atLimit(): boolean {
-    return this.#generated >= this.#o.maxTokens || this.#state.length >= this.#state.tokens.length;
+    return this.#generated >= this.#o.maxTokens || (this.#state.length >= this.#state.tokens.length && this.#o.contextShift === undefined);
+  }
+
+  // With contextShift: a shift when `needed` more tokens do not fit (a
+  // prompt of promptTokens and the first token, or the next token),
+  // dropping at least what they need. The rule on every path: the shift
+  // comes when the sequence is full and its last token is not evaluated
+  // yet; that token is then evaluated at its new place.
+  async #makeRoom(needed: number, promptTokens = 0): Promise<void> {
+    const shift = this.#o.contextShift;
+    const state = this.#state;
+    const room = state.tokens.length - state.length;
+    if (shift === undefined || needed <= room || this.#generated >= this.#o.maxTokens) return;
+    // Tokens held back for a stop trigger are not handed out yet: they stay.
+    const handedOut = this.#promptEnd + this.#kept.length;
+    const size = Math.max(shift.size ?? defaultShiftSize(state.tokens.length), needed - room);
+    const { keep, discard } = planShift({ keep: shift.keep, size }, state.tokens, handedOut, state.model.bosToken);
+    if (needed - room > discard) {
+      const next = needed - promptTokens;
+      throw invalidParameterError(
+        'prompt',
+        `at most ${state.tokens.length - keep - next} tokens (contextSize ${state.tokens.length}, of which contextShift keeps ${keep}${next > 0 ? ' and the next token needs 1' : ''})`,
+        `${promptTokens} tokens`,
+        'range',
+      );
+    }
+    const sequence = state.sequence;
+    if (sequence.shift !== undefined && state.synced >= keep + discard) {
+      await sequence.shift(keep, discard, state.synced);
+      state.synced -= discard;
+    } else {
+      state.synced = Math.min(state.synced, keep); // the moved tokens are evaluated again
+    }
+    state.tokens.copyWithin(keep, keep + discard, state.length);
+    state.length -= discard;
+    this.#promptEnd -= discard;
+    this.#shifts++;
+    this.#dropped += discard;
+    // The chained paths' next step reads the last token from the GPU's token buffer and evaluates it:
+    // the buffer must hold it at its new place, and the model every token before it.
+    if ((this.#chained || this.#verifiesOnGpu || this.#masksOnGpu) && state.synced < state.length) {
+      await sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
+      state.synced = state.length;
+    }
   }
 
   async *#stopAtLimit(): AsyncGenerator<GeneratedToken, void, undefined> {
@@ -594,7 +655,12 @@ export class DecodeRun {
     }
     const state = this.#state;
     state.tokens[state.length++] = token;
-    this.#generated++;
+    if (this.#generated === this.#generatedIds.length) {
+      const grown = new Uint32Array(this.#generated * 2);
+      grown.set(this.#generatedIds);
+      this.#generatedIds = grown;
+    }
+    this.#generatedIds[this.#generated++] = token;
     const { released, trigger } = this.#stream.push(token, this.#bytesOf(token));
     yield* this.#handOut(released);
     if (trigger !== undefined) this.#stop ??= { reason: 'customStopTrigger', trigger };
@@ -658,6 +724,7 @@ export class DecodeRun {
         decodeMs,
         prefillTokensPerSecond: perSecond(promptTokens, this.#prefillMs),
         decodeTokensPerSecond: perSecond(generatedTokens, decodeMs),
+        ...(this.#shifts > 0 && { contextShift: { shifts: this.#shifts, droppedTokens: this.#dropped } }),
         ...(this.#o.speculative && {
           speculative: {
             drafted: this.#drafted,

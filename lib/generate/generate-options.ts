@@ -17,12 +17,13 @@ import { Grammar } from '../grammar/grammar.js';
 import { resolveGrammarSpec, type GrammarSpec } from '../grammar/grammar-spec.js';
 import type { MaskState, TokenMask } from './constraint.js';
 import { resolveSpeculative, type ResolvedSpeculative, type SpeculativeOptions } from './speculative.js';
+import { resolveContextShift, type ContextShiftOptions, type ResolvedContextShift } from './context-shift.js';
 
 /** One generated token and the text it releases ('' while a character or a possible stop trigger is incomplete). */
 export interface GeneratedToken {
   token: number;
   text: string;
-  /** The token's position in the session's sequence. */
+  /** The token's position in the session's sequence (when it was handed out: a context shift moves tokens down). */
   position: number;
 }
 
@@ -59,6 +60,13 @@ export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'histo
    * drafts are right. true: the defaults (n-gram drafts of 5 tokens).
    */
   speculative?: boolean | SpeculativeOptions;
+  /**
+   * When the sequence fills its context, drop the oldest tokens after the
+   * first `keep` and go on (llama.cpp's context shift: the KV cache moves,
+   * its keys rotated to their new positions) instead of stopping with
+   * 'contextFull'. true: the defaults. Default off.
+   */
+  contextShift?: boolean | ContextShiftOptions;
 }
 
 /** generate(model, ...) also opens the sequence it runs on. */
@@ -83,6 +91,7 @@ export interface ResolvedGenerate {
   grammar: Grammar | GrammarSpec | undefined;
   chunkSize: number;
   speculative: ResolvedSpeculative | undefined;
+  contextShift: ResolvedContextShift | undefined;
 }
 
 const LOOP_OPTION_NAMES = [
@@ -96,6 +105,7 @@ const LOOP_OPTION_NAMES = [
   'grammar',
   'chunkSize',
   'speculative',
+  'contextShift',
 ];
 // A call's position and history are the session's; its masks are tokenMask's or grammar's.
 const SAMPLING_NAMES = [...SAMPLE_OPTION_NAMES].filter((name) => !['position', 'history', 'backend', 'mask'].includes(name));
@@ -167,6 +177,7 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
     grammar,
     chunkSize: resolveChainOptions({ chunkSize: o.chunkSize as number | undefined }).chunkSize,
     speculative,
+    contextShift: resolveContextShift(o.contextShift),
   };
 }
 

@@ -70,6 +70,14 @@ export interface ModelSequence {
    * fusedHeadSamples() accepts. Without it, the loop samples the logits.
    */
   evaluateAndPick?(tokens: Uint32Array, position: number, sampling: ResolvedSampling): Promise<number>;
+  /**
+   * Context shift: the sequence has evaluated positions 0 .. evaluated - 1;
+   * it forgets keep .. keep + discard - 1 and holds the later ones at
+   * positions keep.. as if evaluated there (llama.cpp's shift: the keys
+   * rotated, nothing evaluated again). keep + discard <= evaluated.
+   * Without it, a shift evaluates the moved tokens again.
+   */
+  shift?(keep: number, discard: number, evaluated: number): Promise<void>;
   /** Present when the model's forward pass runs as chained dispatch tables. */
   readonly chain?: SequenceChain;
   dispose(): void;

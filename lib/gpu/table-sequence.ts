@@ -24,6 +24,8 @@ export interface SequenceTables extends VerificationTables {
   readonly tokens: GpuBuffer;
   /** Bytes of the KV caches on the device; none for a model without one. */
   readonly kvCacheBytes?: number;
+  /** ModelSequence.shift() on the tables' KV caches and token buffer, when they can (no table running). */
+  readonly shiftCache?: (keep: number, discard: number, evaluated: number) => Promise<void>;
   /**
    * Evaluates the tokens at positions position .. position + count - 1
    * (already in the token buffer; count may be 0); withLogits: the last
@@ -46,6 +48,8 @@ export class TableSequence implements ModelSequence, SequenceChain {
   readonly contextSize: number;
   /** Present when the tables offer a pick under a mask. */
   readonly openMaskedSteps?: (sampling: ChainSamplingOptions) => MaskedSteps;
+  /** Present when the tables shift their KV caches (a context shift without evaluating again). */
+  readonly shift?: (keep: number, discard: number, evaluated: number) => Promise<void>;
   readonly #tables: SequenceTables;
   readonly #fileProblem: () => string | undefined;
   #disposed = false;
@@ -56,6 +60,13 @@ export class TableSequence implements ModelSequence, SequenceChain {
     this.#fileProblem = fileProblem;
     this.backend = tables.device.kind;
     this.contextSize = tables.contextSize;
+    const shiftCache = tables.shiftCache;
+    if (shiftCache !== undefined) {
+      this.shift = (keep, discard, evaluated) => {
+        this.#checkFile();
+        return shiftCache(keep, discard, evaluated);
+      };
+    }
     if ('maskedPickTable' in tables) {
       this.openMaskedSteps = (sampling) => {
         this.#checkFile();

@@ -36,7 +36,7 @@ import {
   type WideScratch,
 } from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
-import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
+import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions, NativeTransformer } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { headSamplingCommands, headScratch, type HeadScratch } from './head-sampling.js';
 import { checkKvCacheType, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
@@ -60,6 +60,8 @@ export interface ForwardTableOptions {
   fusedHead?: boolean;
   /** The KV cache's type. Default 'f16'. */
   kvCacheType?: KvCacheType;
+  /** The model's native transformer, which shifts the KV caches for a context shift; without it the sequence has no shift(). */
+  cacheShifter?: Pick<NativeTransformer, 'shiftCache'>;
 }
 
 /**
@@ -91,6 +93,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
   readonly #weights: GpuWeights;
   readonly #record: Omit<NativeRecordOptions, 'count' | 'logits' | 'headPick'>;
   readonly #fusedHead: boolean;
+  readonly #shifter: Pick<NativeTransformer, 'shiftCache'> | undefined;
   readonly #batchTables = new Map<string, DispatchTable>();
   readonly #vocabSize: number;
   #halfLogits: GpuBuffer | undefined;
@@ -118,6 +121,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.prefillBatch = Math.min(integerInRange('prefillBatch', options.prefillBatch ?? 512, 1, 1 << 16), contextSize);
     this.attentionSplits = options.attentionSplits ?? attentionSplitsFor(contextSize);
     this.#fusedHead = options.fusedHead ?? true;
+    this.#shifter = options.cacheShifter;
     const cacheType = options.kvCacheType ?? 'f16';
     checkKvCacheType(cacheType, config.headDim);
     this.#record = { contextSize, attentionSplits: this.attentionSplits, cacheType: kvCacheTensorType(cacheType, device.addon.tensorTypes).id };
@@ -246,6 +250,24 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
 
   writeTokens(position: number, tokens: Uint32Array): void {
     this.tokens.write(position * 4, tokens);
+  }
+
+  /**
+   * Context shift of positions 0 .. evaluated - 1 (no table running): the
+   * KV caches by the model's native code on their shared memory (the CPU
+   * cache's code: one definition of the rotation), and the token buffer.
+   */
+  get shiftCache(): ((keep: number, discard: number, evaluated: number) => Promise<void>) | undefined {
+    const shifter = this.#shifter;
+    if (shifter === undefined) return undefined;
+    return async (keep, discard, evaluated) => {
+      const layers = Array.from({ length: this.#config.blockCount }, (_, layer) => layer);
+      const keys = layers.map((layer) => this.#bufferNamed(`keys.${layer}`).native);
+      const values = layers.map((layer) => this.#bufferNamed(`values.${layer}`).native);
+      await shifter.shiftCache(keys, values, this.#record.cacheType, evaluated, keep, discard);
+      const moved = this.tokens.readUint32(keep + discard, evaluated - keep - discard);
+      this.writeTokens(keep, moved);
+    };
   }
 
   /** Tokens position .. position + count - 1 (in the token buffer), one submission per prefillBatch; withLogits: the last batch leaves its logits. */

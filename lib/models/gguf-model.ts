@@ -116,7 +116,10 @@ export class GgufModel implements DecodeModel {
         weights = new GpuWeights(device, { path: this.info.path, model: this.#native, tensors: this.#tensors, types: addon.addon.tensorTypes });
         this.#gpuWeights.set(backend, weights);
       }
-      const table = new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType });
+      const table = new GgufForwardTable(device, this.info.config, weights, contextSize, {
+        kvCacheType: this.info.kvCacheType,
+        cacheShifter: this.#native,
+      });
       const native = this.#native;
       const sequence = new TableSequence(table, () => native.fileProblem());
       this.#gpuSequences.add(sequence);
@@ -236,6 +239,16 @@ export class GgufSequence implements ModelSequence {
     const all = await run;
     const vocab = this.#native.logits.length;
     return Array.from({ length: rows }, (_, r) => all.subarray(r * vocab, (r + 1) * vocab));
+  }
+
+  // The native cache holds at least `evaluated` positions (it may hold more, which the shift moves too).
+  async shift(keep: number, discard: number, evaluated: number): Promise<void> {
+    await this.#inFlight.catch(() => undefined);
+    if (this.#disposed) throw new Error('shift: the sequence was disposed');
+    if (keep + discard > evaluated) throw new RangeError(`shift: keep ${keep} + discard ${discard} is over the ${evaluated} positions evaluated`);
+    const run = this.#native.shift(keep, discard);
+    this.#inFlight = run;
+    await run;
   }
 
   dispose(): void {

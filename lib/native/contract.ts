@@ -206,6 +206,13 @@ export interface NativeTransformer {
   prefetch(begin: number, end: number): Promise<number>;
   /** cacheType: the KV cache's GGUF tensor type id (F16, F32 or Q8_0; see lib/models/kv-cache-type.ts). */
   createSequence(contextSize: number, maxBatch: number, cacheType: number): NativeTransformerSequence;
+  /**
+   * The context shift of a GPU table's KV cache (one shared buffer per layer
+   * for keys and for values, rows laid out as the CPU's), on the model's
+   * thread: positions keep .. keep + discard - 1 of `length` forgotten, the
+   * later ones moved down with their keys rotated (transformer/cache_shift.h).
+   */
+  shiftCache(keys: NativeBuffer[], values: NativeBuffer[], cacheType: number, length: number, keep: number, discard: number): Promise<void>;
   /** Lets go of the model; sequences and work in flight keep it until they end. */
   dispose(): void;
 }
@@ -228,6 +235,8 @@ export interface NativeTransformerSequence {
    * noToken when every logit is -Infinity.
    */
   evaluateAndPick(tokens: Uint32Array, start: number, slots: Float64Array, biasTokens: Uint32Array, biasValues: Float32Array): Promise<number>;
+  /** Context shift: forgets positions keep .. keep + discard - 1 and moves the later ones down, keys rotated (a RangeError when they are over length). */
+  shift(keep: number, discard: number): Promise<void>;
   dispose(): void;
 }
 

@@ -11,6 +11,7 @@
 #include "../core/quant/tensor_types.h"
 #include "../core/transformer/transformer.h"
 #include "addon.h"
+#include "buffer_binding.h"
 #include "device_promise.h"
 #include "sampling_arguments.h"
 #include "job_thread.h"
@@ -102,6 +103,7 @@ Napi::Function TransformerHandle::define(Napi::Env env) {
                          InstanceMethod("prefetch", &TransformerHandle::Prefetch),
                          InstanceMethod("fileProblem", &TransformerHandle::FileProblem),
                          InstanceMethod("createSequence", &TransformerHandle::CreateSequence),
+                         InstanceMethod("shiftCache", &TransformerHandle::ShiftCache),
                          InstanceMethod("dispose", &TransformerHandle::Dispose),
                      });
 }
@@ -185,6 +187,65 @@ Napi::Value TransformerHandle::CreateSequence(const Napi::CallbackInfo& info) {
   return SequenceHandle::create(env, model, contextSize, maxBatch, TensorType(cacheType));
 }
 
+Napi::Value TransformerHandle::ShiftCache(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = live(env, "shiftCache");
+  const ModelConfig& c = model->transformer->config();
+  if (info.Length() != 6 || !info[0].IsArray() || !info[1].IsArray())
+    typeError(env, "shiftCache: expected (keys: GpuBuffer[], values: GpuBuffer[], cacheType, length, keep, discard)");
+  const uint32_t cacheType = uint32Argument(info, 2, "shiftCache", "cacheType", 0, 1u << 16);
+  const TensorType type = TensorType(cacheType);
+  if (type != TensorType::F16 && type != TensorType::F32 && type != TensorType::Q8_0)
+    throw Napi::RangeError::New(
+        env, "shiftCache: cacheType must be F16, F32 or Q8_0, got type " + std::to_string(cacheType));
+  const KvShift shift{uint32Argument(info, 3, "shiftCache", "length", 0, 1u << 24),
+                      uint32Argument(info, 4, "shiftCache", "keep", 0, 1u << 24),
+                      uint32Argument(info, 5, "shiftCache", "discard", 0, 1u << 24)};
+  try {
+    checkKvShift(shift);
+  } catch (const std::out_of_range& e) {
+    throw Napi::RangeError::New(env, std::string("shiftCache: ") + e.what());
+  }
+  const size_t needed = size_t(shift.length) * rowBytes(tensorTypeInfo(type), uint64_t(c.headCountKv) * c.headDim);
+  // The buffers are held until the job ends, so disposing one meanwhile frees nothing under it.
+  std::vector<std::shared_ptr<Buffer>> held;
+  std::vector<KvCacheLayer> layers;
+  auto buffersOf = [&](uint32_t arg, const char* name) {
+    Napi::Array array = info[arg].As<Napi::Array>();
+    if (array.Length() != c.blockCount)
+      throw Napi::RangeError::New(env, std::string("shiftCache: ") + name + " must hold one buffer per layer (" +
+                                           std::to_string(c.blockCount) + "), got " + std::to_string(array.Length()));
+    std::vector<uint8_t*> out;
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      BufferHandle* handle = BufferHandle::unwrap(array.Get(i));
+      if (handle == nullptr || !handle->buffer())
+        typeError(env, std::string("shiftCache: ") + name + "[" + std::to_string(i) + "] is not a live GpuBuffer");
+      if (handle->buffer()->length() < needed)
+        throw Napi::RangeError::New(env, std::string("shiftCache: ") + name + "[" + std::to_string(i) + "] holds " +
+                                             std::to_string(handle->buffer()->length()) + " bytes, under the " +
+                                             std::to_string(needed) + " of " + std::to_string(shift.length) +
+                                             " positions");
+      held.push_back(handle->buffer());
+      out.push_back(static_cast<uint8_t*>(handle->buffer()->contents()));
+    }
+    return out;
+  };
+  const std::vector<uint8_t*> keys = buffersOf(0, "keys"), values = buffersOf(1, "values");
+  for (size_t i = 0; i < keys.size(); ++i) layers.push_back({keys[i], values[i]});
+  DevicePromise promise(env, "metal-decode:shift");
+  model->jobs.post([model, promise, held = std::move(held), layers = std::move(layers), type, shift]() mutable {
+    try {
+      checkFile(*model->file);  // RoPE factors are read from the file
+      model->transformer->shiftCache(layers, type, shift);
+      promise.settle([](Napi::Env env) { return env.Undefined(); });
+    } catch (const std::exception& e) {
+      std::string message = std::string("shiftCache: ") + e.what();
+      promise.settle([message](Napi::Env env) -> Napi::Value { throw Napi::Error::New(env, message); });
+    }
+  });
+  return promise.promise();
+}
+
 Napi::Value TransformerHandle::Dispose(const Napi::CallbackInfo& info) {
   // Sequences and work in flight hold the model until they end.
   shared_.reset();
@@ -202,6 +263,7 @@ Napi::Function SequenceHandle::define(Napi::Env env) {
                          InstanceAccessor("kvCacheBytes", &SequenceHandle::KvCacheBytes, nullptr),
                          InstanceMethod("evaluate", &SequenceHandle::Evaluate),
                          InstanceMethod("evaluateAndPick", &SequenceHandle::EvaluateAndPick),
+                         InstanceMethod("shift", &SequenceHandle::Shift),
                          InstanceMethod("dispose", &SequenceHandle::Dispose),
                      });
 }
@@ -330,6 +392,38 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
       rejectForward(promise, sequence, "evaluateAndPick", e, true);
     } catch (const std::exception& e) {
       rejectForward(promise, sequence, "evaluateAndPick", e, false);
+    }
+  });
+  return promise.promise();
+}
+
+Napi::Value SequenceHandle::Shift(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!shared_) throw Napi::Error::New(env, "shift: the sequence was disposed");
+  if (shared_->busy) throw Napi::Error::New(env, "shift: a forward pass of this sequence is still running");
+  if (info.Length() != 2) typeError(env, "shift: expected (keep, discard)");
+  const uint32_t keep = uint32Argument(info, 0, "shift", "keep", 0, 4294967295u);
+  const uint32_t discard = uint32Argument(info, 1, "shift", "discard", 0, 4294967295u);
+  try {
+    checkKvShift({shared_->state.length(), keep, discard});
+  } catch (const std::out_of_range& e) {
+    throw Napi::RangeError::New(env, std::string("shift: ") + e.what());
+  }
+  shared_->busy = true;
+  DevicePromise promise(env, "metal-decode:shift");
+  auto sequence = shared_;
+  sequence->model->jobs.post([sequence, promise, keep, discard]() mutable {
+    try {
+      checkFile(*sequence->model->file);
+      sequence->model->transformer->shift(sequence->state, keep, discard);
+      promise.settle([sequence](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        return env.Undefined();
+      });
+    } catch (const std::out_of_range& e) {
+      rejectForward(promise, sequence, "shift", e, true);
+    } catch (const std::exception& e) {
+      rejectForward(promise, sequence, "shift", e, false);
     }
   });
   return promise.promise();

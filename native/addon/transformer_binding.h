@@ -39,6 +39,10 @@ class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
   // createSequence(contextSize, maxBatch, cacheType) -> TransformerSequence;
   // cacheType: the KV cache's GGUF tensor type id (F16, F32 or Q8_0)
   Napi::Value CreateSequence(const Napi::CallbackInfo& info);
+  // shiftCache(keys, values, cacheType, length, keep, discard) ->
+  // Promise<void>: the context shift of a GPU table's KV cache (one shared
+  // buffer per layer for keys and values), on the model's job thread.
+  Napi::Value ShiftCache(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<TransformerShared> live(Napi::Env env, const char* method) const;
@@ -67,6 +71,10 @@ class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
   // with those options (temperature and bias only; noToken when every
   // logit is -inf), the logits left as they were.
   Napi::Value EvaluateAndPick(const Napi::CallbackInfo& info);
+  // shift(keep, discard) -> Promise<void>: the context shift of
+  // transformer/cache_shift.h; a RangeError naming the field when
+  // keep + discard is over the positions held.
+  Napi::Value Shift(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<SequenceShared> shared_;

@@ -39,12 +39,12 @@ struct TinyModel {
   }
 };
 
-TinyModel tinyModel(bool qwen3 = false) {
+TinyModel tinyModel(bool qwen3 = false, uint32_t layers = 2) {
   TinyModel m;
   ModelConfig& c = m.config;
   c.vocabSize = 50;
   c.embeddingLength = 64;
-  c.blockCount = 2;
+  c.blockCount = layers;
   c.headCount = 4;
   c.headCountKv = 2;
   c.headDim = 32;
@@ -57,7 +57,7 @@ TinyModel tinyModel(bool qwen3 = false) {
   const uint64_t d = 64, q = 128, kv = 64;
   m.add("token_embd.weight", {d, c.vocabSize}, rng);
   m.add("output_norm.weight", {d}, rng, true);
-  for (int l = 0; l < 2; ++l) {
+  for (uint32_t l = 0; l < layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     m.add(p + "attn_norm.weight", {d}, rng, true);
     m.add(p + "attn_q.weight", {d, q}, rng);
@@ -227,6 +227,66 @@ TEST(Transformer, RewindForgetsThePositionsAfterIt) {
   t.evaluate(fresh, replay.data(), 4, 0, expected.data());
   EXPECT_EQ(maxDifference(rewound, expected), 0.f);
   EXPECT_GT(maxDifference(rewound, before), 0.f);
+}
+
+// Context shift: after shift(keep 3, discard 4) of 12 positions, the next
+// token's logits are those of a fresh sequence of the 8 kept tokens, on a
+// one-layer model (with more layers a kept position's K and V also carry
+// the dropped tokens, which its attention saw: that is what a shift
+// keeps, in llama.cpp too). The keys were rotated, not computed again, so
+// the bits differ: by float32 rounding of the two rotations for an F32
+// cache (seen: 5e-7 of the largest logit; a key left unrotated sits 4
+// positions off: 0.6-1.3), plus a second rounding of each key to the
+// cache's type for F16 (seen: 6e-4) and Q8_0 (1.5e-2), as llama.cpp's
+// shift rounds.
+TEST(Transformer, AShiftedCacheGivesTheLogitsOfTheKeptTokensAtTheirNewPositions) {
+  struct Case {
+    TensorType cache;
+    float tolerance;  // of the logits' largest magnitude
+  };
+  for (bool qwen3 : {false, true}) {
+    TinyModel m = tinyModel(qwen3, 1);
+    Transformer t = makeTransformer(m, 2);
+    for (const Case& k : {Case{TensorType::F32, 1e-5f}, Case{TensorType::F16, 2e-3f}, Case{TensorType::Q8_0, 3e-2f}}) {
+      const std::vector<uint32_t> tokens{3, 17, 42, 8, 8, 0, 49, 12, 5, 33, 21, 7}, next{19};
+      TransformerState s(m.config, 16, 512, k.cache), fresh(m.config, 16, 512, k.cache);
+      std::vector<float> shifted(50), expected(50);
+      t.evaluate(s, tokens.data(), 12, 0, shifted.data());
+      t.shift(s, 3, 4);
+      EXPECT_EQ(s.length(), 8u);
+      t.evaluate(s, next.data(), 1, 8, shifted.data());
+      std::vector<uint32_t> kept(tokens.begin(), tokens.begin() + 3);
+      kept.insert(kept.end(), tokens.begin() + 7, tokens.end());
+      kept.push_back(next[0]);
+      t.evaluate(fresh, kept.data(), int64_t(kept.size()), 0, expected.data());
+      float scale = 0;
+      for (float v : expected) scale = std::fmax(scale, std::fabs(v));
+      const std::string label = std::string("qwen3=") + (qwen3 ? "1 " : "0 ") + tensorTypeInfo(k.cache).name;
+      EXPECT_LE(maxDifference(shifted, expected), k.tolerance * scale) << label;
+    }
+  }
+}
+
+TEST(Transformer, AShiftThatDoesNotFitIsAnErrorNamingItAndLeavesTheStateAlone) {
+  TinyModel m = tinyModel();
+  Transformer t = makeTransformer(m, 1);
+  TransformerState s(m.config, 8, 512);
+  const std::vector<uint32_t> tokens{1, 2, 3, 4, 5};
+  std::vector<float> before(50), after(50);
+  t.evaluate(s, tokens.data(), 5, 0, before.data());
+  auto message = [&](uint32_t keep, uint32_t discard) {
+    try {
+      t.shift(s, keep, discard);
+    } catch (const std::out_of_range& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(2, 4), "keep + discard: must be at most the 5 positions the cache holds, got 2 + 4");
+  EXPECT_EQ(message(1, 0), "discard: must be at least 1, got 0");
+  EXPECT_EQ(s.length(), 5u);
+  t.evaluate(s, tokens.data() + 4, 1, 4, after.data());
+  EXPECT_EQ(maxDifference(before, after), 0.f);
 }
 
 TEST(Transformer, BadArgumentsAreErrorsNamingThemAndLeaveTheStateAlone) {

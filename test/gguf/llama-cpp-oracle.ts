@@ -14,6 +14,13 @@ export function llamaCpp(): Promise<Llama> {
 export interface OracleModel {
   /** Logits after each prefix tokens[0..i] for i in `at` (all positions by default). */
   logits(tokens: readonly number[], at?: readonly number[]): Promise<Float32Array[]>;
+  /**
+   * llama.cpp's context shift: `tokens` evaluated, positions keep .. keep +
+   * discard - 1 erased (node-llama-cpp's eraseContextTokenRanges: the cells
+   * removed, the later ones' positions moved down, their keys rotated at
+   * the next decode), then the logits after `next`.
+   */
+  shiftedLogits(tokens: readonly number[], keep: number, discard: number, next: number): Promise<Float32Array>;
   /** `count` greedy tokens after `prompt`. */
   greedy(prompt: readonly number[], count: number): Promise<number[]>;
   dispose(): Promise<void>;
@@ -52,6 +59,22 @@ export async function oracleModel(path: string, threads = 2, kvCacheType: 'F16' 
           rows.push(full);
         });
         return rows;
+      } finally {
+        await context.dispose();
+      }
+    },
+    async shiftedLogits(tokens, keep, discard, next) {
+      const context = await newContext();
+      try {
+        const sequence = context.getSequence();
+        await sequence.controlledEvaluate(tokens as Token[]);
+        await sequence.eraseContextTokenRanges([{ start: keep, end: keep + discard }]);
+        const out = await sequence.controlledEvaluate([[next as Token, { generateNext: { logits: true } }]] as never);
+        const logits = (out[0] as { next?: { logits?: Map<Token, number> } })?.next?.logits;
+        if (!logits) throw new Error('llama.cpp returned no logits after the shift');
+        const full = new Float32Array(logits.size);
+        for (const [token, value] of logits) full[token] = value;
+        return full;
       } finally {
         await context.dispose();
       }

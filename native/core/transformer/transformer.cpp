@@ -279,4 +279,39 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   });
 }
 
+void Transformer::shift(TransformerState& s, uint32_t keep, uint32_t discard) {
+  const KvShift shift{s.length_, keep, discard};
+  checkKvShift(shift);
+  std::vector<KvCacheLayer> layers;
+  const size_t layerBytes = size_t(s.contextSize_) * s.cacheRowBytes_;
+  for (uint32_t layer = 0; layer < config_.blockCount; ++layer)
+    layers.push_back({s.keys_.get() + layer * layerBytes, s.values_.get() + layer * layerBytes});
+  shiftCache(layers, s.cacheType_, shift);
+  s.length_ -= discard;
+}
+
+void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift) {
+  checkKvShift(shift);
+  const ModelConfig& c = config_;
+  if (layers.size() != c.blockCount)
+    throw std::out_of_range("layers: expected " + std::to_string(c.blockCount) + " KV cache layers, got " +
+                            std::to_string(layers.size()));
+  const size_t cacheRowBytes = rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
+  const ForwardGraph& graph = weights_.graph;
+  const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
+  std::vector<float> cosines(c.ropeDims / 2), sines(c.ropeDims / 2);
+  ropeAngles(c, factors, -int64_t(shift.discard), cosines.data(), sines.data());
+  const int64_t moved = movedPositions(shift), rows = int64_t(layers.size()) * moved;
+  const size_t kvDim = size_t(c.headCountKv) * c.headDim;
+  pool_.run([&](int thread) {
+    std::vector<float> scratch(kvDim);
+    int64_t begin, end;
+    ThreadPool::split(rows, thread, pool_.size(), &begin, &end);
+    for (int64_t r = begin; r < end; ++r)
+      rotateMovedKey(c, cacheType, cacheRowBytes, shift, layers[size_t(r / moved)], uint32_t(r % moved), cosines.data(),
+                     sines.data(), scratch.data());
+  });
+  moveShiftedRows(layers, cacheRowBytes, shift);
+}
+
 }  // namespace md

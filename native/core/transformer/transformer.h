@@ -14,6 +14,7 @@
 
 #include "../quant/dot.h"
 #include "../thread_pool.h"
+#include "cache_shift.h"
 #include "head_pick.h"
 #include "matmul.h"
 #include "model_config.h"
@@ -82,6 +83,15 @@ class Transformer {
   // -inf; no logits are written. The same errors as evaluate().
   uint32_t evaluateAndPick(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start,
                            const HeadPick& pick);
+
+  // Context shift (cache_shift.h): forgets positions keep .. keep +
+  // discard - 1 of the state, moves the later ones down with their keys
+  // rotated, and shortens it by discard. std::out_of_range naming the
+  // field, the state unchanged, when they do not fit its length.
+  void shift(TransformerState& state, uint32_t keep, uint32_t discard);
+  // The same on caches laid out as a state's, held elsewhere (the GPU
+  // tables' shared buffers): one KvCacheLayer per layer, rows of rowBytes.
+  void shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift);
 
  private:
   // Where the last batch's LM head goes: `logits` (rows x vocab), or with
