@@ -47,6 +47,7 @@ transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp nati
              native/core/quant/dot_avx2.cpp native/core/quant/dot_avx_vnni.cpp native/core/quant/dot_avx512.cpp native/core/quant/dot_amx.cpp
              native/core/quant/dot_neon.cpp native/core/graph/forward_graph.cpp native/core/graph/llama_graph.cpp
              native/core/transformer/weights.cpp native/core/transformer/ops.cpp
-             native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp native/core/transformer/head_pick.cpp)
+             native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp native/core/transformer/head_pick.cpp
+             native/core/transformer/cache_shift.cpp)
 echo "== weights_fuzz: the GGUF tensor binder and a forward pass over what it accepts, ${seconds} s"
 run_fuzzer weights_fuzz 8192 "${transformer[@]}"

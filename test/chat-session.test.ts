@@ -17,40 +17,13 @@ import { describeHold, watchEventLoop } from './event-loop-probe.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
+import { chatModel as sharedChatModel, chatModelFile as sharedChatModelFile, GREEDY, words } from './chat-model.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-chat-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function chatModelFile(name: VocabularyName, arch: 'llama' | 'qwen3'): Promise<string> {
-  const vocabulary = realVocabulary(name);
-  const path = join(dir, `${name}.gguf`);
-  await writeRandomModel(path, {
-    arch,
-    type: 'Q8_0',
-    seed: 3,
-    vocabulary: vocabularyMetadata(vocabulary),
-    shape: { vocab: vocabulary.tokens.length, d: 64, layers: 2, heads: 2, kvHeads: 1, headDim: 32, ff: 128 },
-  });
-  return path;
-}
-
-async function chatModel(name: VocabularyName, arch: 'llama' | 'qwen3'): Promise<GgufModel> {
-  return loadModel(await chatModelFile(name, arch), { threads: 1 });
-}
-
-const GREEDY = { temperature: 0, maxTokens: 6 };
-
-// Replies of whole words with a space before each, as a trained model's
-// usually are: templates that strip replies (Llama 2's) then render them
-// as generated, and a turn continues the sequence as it is.
-function words(model: GgufModel): { temperature: number; maxTokens: number; tokenMask: () => Uint32Array } {
-  const t = model.tokenizer as GgufTokenizer;
-  const mask = new Uint32Array(Math.ceil(model.vocabSize / 32));
-  for (let id = 0; id < model.vocabSize; id++) {
-    if (/^(\u2581|\u0120)[A-Za-z]+$/.test(t.tokenText(id) ?? '')) mask[id >>> 5] |= 1 << (id & 31);
-  }
-  return { ...GREEDY, tokenMask: () => mask };
-}
+const chatModelFile = (name: VocabularyName, arch: 'llama' | 'qwen3') => sharedChatModelFile(dir, name, arch);
+const chatModel = (name: VocabularyName, arch: 'llama' | 'qwen3') => sharedChatModel(dir, name, arch);
 
 describe.each([
   ['qwen3', 'qwen3'],
@@ -171,7 +144,7 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
     );
     expect(() => chat.setChatHistory('hi' as never)).toThrow(/^Expected an array of messages/);
     expect(() => new ChatSession(model, { contextsize: 64 } as never)).toThrow(
-      new TypeError('Unknown option contextsize; the options are: backend, contextSize, systemPrompt, chatTemplate, templateVariables'),
+      new TypeError('Unknown option contextsize; the options are: backend, contextSize, systemPrompt, chatTemplate, templateVariables, contextShift'),
     );
     // A sparse array, or an item that is not a message, is refused naming its index, and the history stays as it was.
     chat.setChatHistory([{ role: 'user', content: 'kept' }]);
@@ -306,28 +279,44 @@ test('text prompts on a Session: BOS first when the model adds one, only at the 
 // A history of 10,000 messages rendered for 0.5-0.8 s on the main thread
 // (issue 31): now the template's thread renders it and the encoder's
 // thread encodes it; what is left here is checking the history and
-// comparing texts. A context too small for it is the error at the end.
-test('a 10,000-message history is rendered and encoded off the event loop; too long for the context, it is an error and the history is kept', async () => {
+// comparing texts. Too long for the context, it is shortened to its last
+// turns (the default context shift), or without contextShift it is an
+// error in words, with the numbers; either way the event loop turns.
+test('a 10,000-message history is rendered and encoded off the event loop; too long for the context, its last turns are kept, or it is an error', async () => {
   const model = await chatModel('qwen3', 'qwen3');
-  const chat = new ChatSession(model, { contextSize: 4096 });
-  try {
-    const history = Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i}` }) as const);
-    chat.setChatHistory(history);
-    const probe = watchEventLoop();
-    const error = await chat.prompt('and one more', { maxTokens: 1 }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    const report = probe.stop();
-    expect(error).toBeInstanceOf(RangeError);
-    expect((error as Error).message).toMatch(/contextSize/);
-    expect(report.ticks).toBeGreaterThan(10);
-    expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
-    expect(chat.getChatHistory()).toEqual(history);
-  } finally {
-    chat.dispose();
-    model.dispose();
+  const history = Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i}` }) as const);
+  for (const contextShift of [true, false]) {
+    const chat = new ChatSession(model, { contextSize: 4096, contextShift });
+    try {
+      chat.setChatHistory(history);
+      const probe = watchEventLoop();
+      const outcome = await chat.promptWithMeta('and one more', { maxTokens: 1 }).then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      const report = probe.stop();
+      expect(report.ticks).toBeGreaterThan(10);
+      expect(report.longestHoldMs, describeHold(report)).toBeLessThan(100);
+      if (contextShift) {
+        expect(outcome).not.toBeInstanceOf(Error);
+        const window = chat.getLastEvaluationContextWindow();
+        // The newest turns, as many as fit in contextSize less the 100 tokens left free (each turn is about 14 tokens).
+        expect(window.slice(0, -2)).toEqual(history.slice(history.length - (window.length - 2)));
+        expect(window.length).toBeGreaterThan(200);
+        expect(chat.session.tokens.length).toBeLessThanOrEqual(4096 - 100 + 1);
+        expect(chat.getChatHistory().slice(0, -2)).toEqual(history);
+      } else {
+        expect(outcome).toBeInstanceOf(RangeError);
+        expect((outcome as Error).message).toMatch(
+          /^The conversation renders to \d+ tokens, and contextSize is 4096, which must also hold at least one token of the reply: use a larger contextSize, or contextShift on to drop older turns$/,
+        );
+        expect(chat.getChatHistory()).toEqual(history);
+      }
+    } finally {
+      chat.dispose();
+    }
   }
+  model.dispose();
 });
 
 test('loading a 150,000-token vocabulary and building its encoder leave the event loop turning', async () => {

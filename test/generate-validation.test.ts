@@ -8,7 +8,7 @@ import { scriptedModel } from './generate-helpers.js';
 const model = BigramModel.fromText('hello world');
 const OPTIONS =
   'temperature, topK, topP, minP, seed, repeatPenalty, tokenBias, filterTemperature, maxTokens, signal, ' +
-  'stopOnAbortSignal, customStopTriggers, onToken, onTextChunk, tokenMask, grammar, chunkSize, speculative';
+  'stopOnAbortSignal, customStopTriggers, onToken, onTextChunk, tokenMask, grammar, chunkSize, speculative, contextShift';
 
 describe('generate() options', () => {
   it.each([

@@ -10,6 +10,13 @@
 // template rewrites old turns, as Qwen 3's drops their reasoning), the whole
 // rendering is encoded and the sequence is kept up to the first token that
 // differs.
+//
+// When the conversation no longer fits the context (contextShift, on by
+// default), the model sees a shorter one: the strategy drops the oldest
+// turns after the system prompt, and the sequence keeps the tokens that
+// still match, moved to their new places by a context shift (nothing is
+// evaluated twice). A reply that fills the context shifts it too, keeping
+// the system prompt. The history keeps every message.
 import { invalidParameterError, SessionBusyError } from '../errors.js';
 import { checkKnownKeys } from '../sampling-options.js';
 import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
@@ -18,7 +25,9 @@ import type { DecodeModel } from '../generate/model.js';
 import { Session, type SessionOptions } from '../generate/session.js';
 import { isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
+import { defaultShiftSize } from '../generate/context-shift.js';
 import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
+import { checkStrategyResult, resolveChatContextShift, type ChatContextShiftOptions, type ResolvedChatContextShift } from './context-window.js';
 import type { ChatTokenizer } from './chat-tokenizer.js';
 import { encodePieces, piecesFrom, renderPrompt, type RenderedPrompt } from './render-prompt.js';
 
@@ -36,6 +45,22 @@ export interface ChatSessionOptions extends SessionOptions {
   chatTemplate?: string;
   /** More variables for the template, e.g. Qwen 3's { enable_thinking: false }. */
   templateVariables?: Readonly<Record<string, unknown>>;
+  /**
+   * What happens when the conversation outgrows contextSize: on by default
+   * (the oldest turns after the system prompt are dropped from what the
+   * model sees), false to make it an error, or { size, strategy }.
+   */
+  contextShift?: boolean | ChatContextShiftOptions;
+}
+
+// What a prompt appends: the sequence is cut to `from` tokens (after
+// erasing `erase` when set), then `tokens` are evaluated.
+interface PromptPlan {
+  erase?: { start: number; end: number };
+  from: number;
+  tokens: Uint32Array;
+  // Whether the sequence's text is still known after it (the prompt continues the held text).
+  continues: boolean;
 }
 
 export interface ChatPromptResult {
@@ -50,7 +75,8 @@ export interface ChatPromptResult {
   result: GenerationResult;
 }
 
-const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate', 'templateVariables']);
+const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate', 'templateVariables', 'contextShift']);
+const PLACEHOLDER_MESSAGE = '\u{F0002}'; // a private-use character: where the first turn's text starts
 
 export class ChatSession {
   readonly model: ChatModel;
@@ -61,6 +87,9 @@ export class ChatSession {
   readonly #systemPrompt: string | undefined;
   readonly #variables: Readonly<Record<string, unknown>> | undefined;
   #history: ChatMessage[];
+  // What the model saw at the last prompt: the history, or its end after a context shift.
+  #window: ChatMessage[];
+  readonly #contextShift: ResolvedChatContextShift | undefined;
   // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
   #heldText: string | undefined = '';
   // A prompt is being encoded (before its generation holds the session).
@@ -69,7 +98,7 @@ export class ChatSession {
   constructor(model: ChatModel, options: ChatSessionOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
     checkKnownKeys(options, SESSION_OPTION_NAMES, '');
-    const { systemPrompt, chatTemplate, templateVariables, ...sessionOptions } = options;
+    const { systemPrompt, chatTemplate, templateVariables, contextShift, ...sessionOptions } = options;
     if (templateVariables !== undefined && !isPlainObject(templateVariables)) {
       throw invalidParameterError('templateVariables', 'a plain object of template variables', templateVariables, 'type');
     }
@@ -91,7 +120,9 @@ export class ChatSession {
     this.#ownTemplate = chatTemplate !== undefined;
     this.#systemPrompt = systemPrompt;
     this.#variables = templateVariables && { ...templateVariables };
+    this.#contextShift = resolveChatContextShift(contextShift);
     this.#history = this.#initialHistory();
+    this.#window = this.#initialHistory();
     this.#session = new Session(model, sessionOptions);
   }
 
@@ -117,29 +148,61 @@ export class ChatSession {
   async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
-    resolveGenerate(options); // bad options are errors before the sequence is touched
-    const history = [...this.#history, { role: 'user' as const, content: text }];
+    if (isPlainObject(options) && options.contextShift !== undefined) {
+      throw new TypeError('contextShift belongs to the ChatSession: pass it to new ChatSession(model, { contextShift })');
+    }
+    const { maxTokens } = resolveGenerate(options); // bad options are errors before the sequence is touched
+    const message = { role: 'user' as const, content: text };
+    let window = [...this.#window, message];
     let result: GenerationResult;
     let rendered: RenderedPrompt;
+    let plan: PromptPlan;
     this.#encoding = true;
     try {
       // The signal ends a long rendering too, but with stopOnAbortSignal an
       // abort is a reply that stops (the generation's rule): the rendering
       // then runs to its end or its time limit.
-      rendered = await this.#render(history, options?.stopOnAbortSignal === true ? undefined : options?.signal);
-      const tokens = await this.#tokensToEvaluate(rendered);
+      const signal = options?.stopOnAbortSignal === true ? undefined : options?.signal;
+      rendered = await this.#render(window, signal);
+      plan = await this.#plan(rendered);
+      const contextSize = this.#session.contextSize;
+      const shift = this.#contextShift;
+      const free = shift?.size ?? defaultShiftSize(contextSize);
+      if (shift !== undefined && plan.from + plan.tokens.length > contextSize - free) {
+        const maxTokensCount = contextSize - free;
+        const tokenCount = async (history: readonly ChatMessage[]) => (await this.#encodeWhole(await this.#render(history, signal))).length;
+        window = checkStrategyResult(await shift.strategy({ chatHistory: window.map((m) => ({ ...m })), maxTokensCount, tokenCount }), message);
+        rendered = await this.#render(window, signal);
+        plan = this.#reusing(await this.#encodeWhole(rendered));
+      }
+      const needed = plan.from + plan.tokens.length;
+      if (needed >= contextSize) throw this.#tooLong(needed, window.filter((m) => m.role !== 'system').length === 1);
+      if (plan.erase) await this.#session.eraseTokens(plan.erase.start, plan.erase.end);
+      this.#session.rewind(plan.from);
+      if (!plan.continues) this.#heldText = undefined;
+      // A reply that may fill the context shifts it, keeping the system prompt.
+      const replyShift =
+        shift !== undefined && needed + maxTokens > contextSize
+          ? { keep: await this.#systemTokens(window, rendered, signal), size: shift.size }
+          : undefined;
       this.#encoding = false;
-      result = await this.#session.generate(tokens, options);
+      result = await this.#session.generate(plan.tokens, { ...options, ...(replyShift && { contextShift: replyShift }) });
     } catch (error) {
       this.#heldText = undefined; // the sequence may hold part of a reply
       throw error;
     } finally {
       this.#encoding = false;
     }
-    this.#history = [...history, { role: 'assistant', content: result.text }];
+    const reply = { role: 'assistant' as const, content: result.text };
+    this.#history = [...this.#history, message, reply];
+    this.#window = [...window, reply];
     // The sequence now holds the rendering and the reply's tokens, whose
-    // bytes may run past result.text (a stop trigger's start is kept).
-    this.#heldText = rendered.text + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8');
+    // bytes may run past result.text (a stop trigger's start is kept),
+    // unless the reply shifted the context.
+    this.#heldText =
+      result.stats.contextShift === undefined
+        ? rendered.text + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8')
+        : undefined;
     return {
       response: [result.text],
       responseText: result.text,
@@ -163,7 +226,13 @@ export class ChatSession {
   setChatHistory(history: readonly ChatHistoryInput[]): void {
     if (this.#busy) throw new SessionBusyError('This ChatSession is replying; set the history after the reply ends');
     this.#history = checkChatHistory(history);
+    this.#window = this.#history.map((m) => ({ ...m }));
     this.#heldText = undefined;
+  }
+
+  /** What the model saw at the last prompt and its reply (a copy): the history, or its end when a context shift dropped older turns. */
+  getLastEvaluationContextWindow(): ChatMessage[] {
+    return this.#window.map((m) => ({ ...m }));
   }
 
   /** Back to the system prompt alone. */
@@ -193,22 +262,76 @@ export class ChatSession {
     return renderPrompt(this.#template, history, this.#tokenizer, this.#variables, signal);
   }
 
-  // The tokens to append to the sequence for `rendered`, rewinding it first
-  // when it holds text the rendering does not start with.
-  async #tokensToEvaluate(rendered: RenderedPrompt): Promise<Uint32Array> {
+  // What to append to the sequence for `rendered`: only the new text when
+  // the sequence holds the start of it, else every token after the first
+  // that differs.
+  async #plan(rendered: RenderedPrompt): Promise<PromptPlan> {
     const held = this.#session.tokens;
     const heldText = this.#heldText;
     if (heldText !== undefined && held.length > 0 && rendered.text.startsWith(heldText)) {
       // Only the turn markers and the new message.
-      return Uint32Array.from(await encodePieces(this.#tokenizer, piecesFrom(rendered, heldText.length), held[held.length - 1]));
+      const tokens = Uint32Array.from(await encodePieces(this.#tokenizer, piecesFrom(rendered, heldText.length), held[held.length - 1]));
+      return { from: held.length, tokens, continues: true };
     }
+    const all = await this.#encodeWhole(rendered);
+    const same = commonPrefix(held, all, 0, 0, all.length - 1);
+    return { from: same, tokens: all.slice(same), continues: false };
+  }
+
+  // The plan for a shortened conversation: after the tokens that stay (the
+  // system prompt), the turns it still has are usually in the sequence
+  // further on; erasing the dropped turns between moves them to their new
+  // places without evaluating them again.
+  #reusing(all: Uint32Array): PromptPlan {
+    const held = this.#session.tokens;
+    const same = commonPrefix(held, all, 0, 0, all.length - 1);
+    let best = { gap: 0, matched: 0 };
+    for (let gap = 1; same + gap < held.length; gap++) {
+      if (held[same + gap] !== all[same]) continue;
+      const matched = commonPrefix(held, all, same + gap, same, all.length - 1 - same);
+      if (matched > best.matched) best = { gap, matched };
+    }
+    if (best.matched === 0) return { from: same, tokens: all.slice(same), continues: false };
+    return {
+      erase: { start: same, end: same + best.gap },
+      from: same + best.matched,
+      tokens: all.slice(same + best.matched),
+      continues: false,
+    };
+  }
+
+  // The rendering's tokens as one text, with the model's BOS first.
+  async #encodeWhole(rendered: RenderedPrompt): Promise<Uint32Array> {
     const encoded = await encodePieces(this.#tokenizer, rendered.pieces, undefined);
     const bos = this.model.bosToken;
-    const all = bos !== undefined && encoded[0] !== bos ? [bos, ...encoded] : encoded;
-    let same = 0;
-    while (same < held.length && same < all.length - 1 && held[same] === all[same]) same++;
-    this.#session.rewind(same);
-    this.#heldText = undefined;
-    return Uint32Array.from(all.slice(same));
+    return Uint32Array.from(bos !== undefined && encoded[0] !== bos ? [bos, ...encoded] : encoded);
   }
+
+  // The tokens of the system prompt's turn (and whatever opens the next
+  // one): where the window's rendering parts from that of the system
+  // prompt and a placeholder message. Without a system prompt, undefined
+  // (the generation's default: the BOS token).
+  async #systemTokens(window: readonly ChatMessage[], rendered: RenderedPrompt, signal: AbortSignal | undefined): Promise<number | undefined> {
+    if (window[0]?.role !== 'system') return undefined;
+    const all = await this.#encodeWhole(rendered);
+    const probe = await this.#encodeWhole(await this.#render([window[0], { role: 'user', content: PLACEHOLDER_MESSAGE }], signal));
+    return commonPrefix(all, probe, 0, 0, Math.min(all.length, probe.length));
+  }
+
+  #tooLong(needed: number, minimal: boolean): RangeError {
+    const contextSize = this.#session.contextSize;
+    const what = minimal ? 'The system prompt and the last message alone render' : 'The conversation renders';
+    const advice =
+      this.#contextShift === undefined ? 'a larger contextSize, or contextShift on to drop older turns' : 'a larger contextSize or a shorter message';
+    return new RangeError(
+      `${what} to ${needed} tokens, and contextSize is ${contextSize}, which must also hold at least one token of the reply: use ${advice}`,
+    );
+  }
+}
+
+// How many tokens a[aFrom..] and b[bFrom..] share from their start, at most `limit`.
+function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>, aFrom: number, bFrom: number, limit: number): number {
+  let n = 0;
+  while (n < limit && aFrom + n < a.length && bFrom + n < b.length && a[aFrom + n] === b[bFrom + n]) n++;
+  return n;
 }

@@ -98,6 +98,23 @@ export class SequenceState {
     this.length = length;
     this.synced = Math.min(this.synced, length);
   }
+
+  /**
+   * Context shift: tokens keep .. keep + discard - 1 dropped and the later
+   * ones moved down; the model's cache is shifted when it can be (the
+   * evaluated tokens stay evaluated), else the moved tokens count as unseen.
+   */
+  async shift(keep: number, discard: number): Promise<void> {
+    const sequence = this.sequence;
+    if (sequence.shift !== undefined && this.synced >= keep + discard) {
+      await sequence.shift(keep, discard, this.synced);
+      this.synced -= discard;
+    } else {
+      this.synced = Math.min(this.synced, keep);
+    }
+    this.tokens.copyWithin(keep, keep + discard, this.length);
+    this.length -= discard;
+  }
 }
 
 type Stop = { reason: StopReason; trigger?: string };
@@ -613,22 +630,14 @@ export class DecodeRun {
         'range',
       );
     }
-    const sequence = state.sequence;
-    if (sequence.shift !== undefined && state.synced >= keep + discard) {
-      await sequence.shift(keep, discard, state.synced);
-      state.synced -= discard;
-    } else {
-      state.synced = Math.min(state.synced, keep); // the moved tokens are evaluated again
-    }
-    state.tokens.copyWithin(keep, keep + discard, state.length);
-    state.length -= discard;
+    await state.shift(keep, discard);
     this.#promptEnd -= discard;
     this.#shifts++;
     this.#dropped += discard;
     // The chained paths' next step reads the last token from the GPU's token buffer and evaluates it:
     // the buffer must hold it at its new place, and the model every token before it.
     if ((this.#chained || this.#verifiesOnGpu || this.#masksOnGpu) && state.synced < state.length) {
-      await sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
+      await state.sequence.chain!.prefill(state.tokens.slice(state.synced, state.length), state.synced);
       state.synced = state.length;
     }
   }

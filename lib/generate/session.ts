@@ -91,6 +91,40 @@ export class Session {
     this.#state.utf8.reset();
   }
 
+  /**
+   * Forgets tokens start .. end - 1; the tokens after them move down (as
+   * node-llama-cpp's eraseContextTokenRanges). A model with a KV cache
+   * shifts it (llama.cpp's context shift: the keys rotated to their new
+   * positions), so nothing is evaluated again; other models evaluate the
+   * moved tokens at the next generate().
+   */
+  async eraseTokens(start: number, end: number): Promise<void> {
+    const length = this.#state.length;
+    if (!isInteger(start) || start < 0 || start > length) {
+      throw invalidParameterError(
+        'start',
+        `an integer from 0 to ${length} (the tokens the session holds)`,
+        start,
+        isInteger(start) ? 'range' : 'type',
+      );
+    }
+    if (!isInteger(end) || end < start || end > length) {
+      throw invalidParameterError(
+        'end',
+        `an integer from start (${start}) to ${length} (the tokens the session holds)`,
+        end,
+        isInteger(end) ? 'range' : 'type',
+      );
+    }
+    if (end === start) return;
+    this.#acquire();
+    try {
+      await this.#state.shift(start, end - start);
+    } finally {
+      this.#release();
+    }
+  }
+
   /** Frees the sequence. Throws while a generation runs (stop it, or use `await using` / Symbol.asyncDispose). */
   dispose(): void {
     if (this.#disposed) return;
