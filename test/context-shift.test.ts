@@ -205,6 +205,26 @@ describe('generate() with contextShift', () => {
     }
   });
 
+  test('Session.eraseTokens moves the later tokens down, and checks its range', async () => {
+    const session = new Session(model, { backend: 'native', contextSize: 64 });
+    try {
+      await session.generate(TOKENS.slice(0, 20), { maxTokens: 0 });
+      await session.eraseTokens(4, 9);
+      expect(Array.from(session.tokens)).toEqual([...TOKENS.slice(0, 4), ...TOKENS.slice(9, 20)]);
+      const next = await session.generate([NEXT], { maxTokens: 1 });
+      expect(next.stats.promptTokens).toBe(1);
+      await expect(session.eraseTokens(5, 3)).rejects.toThrow(
+        'Expected an integer from start (5) to 17 (the tokens the session holds) for end but received 3',
+      );
+      await expect(session.eraseTokens(-1, 3)).rejects.toThrow(
+        'Expected an integer from 0 to 17 (the tokens the session holds) for start but received -1',
+      );
+      await expect(session.eraseTokens(0, 1.5)).rejects.toThrow(TypeError);
+    } finally {
+      session.dispose();
+    }
+  });
+
   test('bad options are errors naming the field', () => {
     expect(() => generate(model, PROMPT, { contextShift: 'yes' as never })).toThrow(
       'Expected true, false or { keep, size } for contextShift but received "yes" (string)',
