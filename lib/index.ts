@@ -36,7 +36,12 @@ export { GgufTokenizer, type DecodeOptions, type EncodeOptions } from './gguf/gg
 export { createGrammar, createGrammarForJsonSchema, Grammar, type CreateGrammarOptions } from './grammar/grammar.js';
 export type { GrammarSpec, JsonSchema } from './grammar/grammar-spec.js';
 export { GrammarError } from './grammar/grammar-error.js';
-export { ChatTemplate, type ChatMessage, type RenderOptions } from './tokenizers/chat-template.js';
-export { ChatSession, type ChatModel, type ChatPromptResult, type ChatSessionOptions } from './chat/chat-session.js';
+export { ChatTemplate, type ChatMessage, type ChatToolCall, type RenderOptions } from './tokenizers/chat-template.js';
+export { ChatSession, type ChatModel, type ChatPromptOptions, type ChatPromptResult, type ChatSessionOptions } from './chat/chat-session.js';
+export { defineChatSessionFunction, type ChatSessionFunction, type ChatSessionFunctions } from './chat/chat-functions.js';
+export type { FunctionCallItem } from './chat/function-calls.js';
+export type { ChatContextShiftOptions, ChatContextShiftStrategy, ChatContextShiftStrategyOptions } from './chat/context-window.js';
+export type { ContextShiftOptions } from './generate/context-shift.js';
+export type { SchemaType } from './grammar/schema-type.js';
 export type { ChatTokenizer } from './chat/chat-tokenizer.js';
 export type { ChatHistoryInput, NodeLlamaCppHistoryItem } from './chat/chat-history.js';

@@ -140,7 +140,7 @@ test('node-llama-cpp history items, errors naming the field, one reply at a time
       "Expected 'system', 'user', 'assistant', 'tool' for history[0].role but received \"robot\" (string)",
     );
     expect(() => chat.setChatHistory([{ type: 'model', response: [{ type: 'functionCall' }] } as never])).toThrow(
-      /^Expected a string for history\[0\]\.response\[0\]/,
+      /^Expected a string or a function call \{ type: 'functionCall', name, params, result \} for history\[0\]\.response\[0\]/,
     );
     expect(() => chat.setChatHistory('hi' as never)).toThrow(/^Expected an array of messages/);
     expect(() => new ChatSession(model, { contextsize: 64 } as never)).toThrow(

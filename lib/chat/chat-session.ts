@@ -27,6 +27,18 @@ import { isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
 import { defaultShiftSize } from '../generate/context-shift.js';
 import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
+import { detectCallSyntax, genericFunctionsText, genericResultText, type CallSyntax } from './call-syntax.js';
+import { checkFunctions, templateTools, type ChatSessionFunctions } from './chat-functions.js';
+import {
+  anotherCall,
+  callMessages,
+  callOptions,
+  mergeGenericCalls,
+  resultText,
+  runCalls,
+  writeCall,
+  type FunctionCallItem,
+} from './function-calls.js';
 import { checkStrategyResult, resolveChatContextShift, type ChatContextShiftOptions, type ResolvedChatContextShift } from './context-window.js';
 import type { ChatTokenizer } from './chat-tokenizer.js';
 import { encodePieces, piecesFrom, renderPrompt, type RenderedPrompt } from './render-prompt.js';
@@ -53,6 +65,12 @@ export interface ChatSessionOptions extends SessionOptions {
   contextShift?: boolean | ChatContextShiftOptions;
 }
 
+// The conversation as the template renders it for a prompt: the messages and the variables.
+type RenderView = (messages: readonly ChatMessage[]) => {
+  messages: readonly ChatMessage[];
+  variables: Readonly<Record<string, unknown>> | undefined;
+};
+
 // What a prompt appends: the sequence is cut to `from` tokens (after
 // erasing `erase` when set), then `tokens` are evaluated.
 interface PromptPlan {
@@ -63,17 +81,30 @@ interface PromptPlan {
   continues: boolean;
 }
 
+/** prompt()'s options: a generation's, and the functions the model may call. */
+export interface ChatPromptOptions extends GenerateOptions {
+  /**
+   * Functions the model may call while it replies (defineChatSessionFunction):
+   * each call is written under a grammar, its handler run, and its result
+   * given back to the model, which then goes on with its reply.
+   */
+  functions?: ChatSessionFunctions;
+}
+
 export interface ChatPromptResult {
-  /** The reply, as node-llama-cpp's promptWithMeta gives it: a list of text parts (one here). */
-  response: string[];
-  /** The reply's text. */
+  /** The reply, as node-llama-cpp's promptWithMeta gives it: its text parts, and its function calls where they were made. */
+  response: (string | FunctionCallItem)[];
+  /** The reply's text (every text part). */
   responseText: string;
   stopReason: StopReason;
   /** The trigger that stopped the reply (stopReason 'customStopTrigger'). */
   customStopTrigger?: string;
-  /** Everything the generation reports: tokens, backend, seed, timings. */
+  /** Everything the last generation of the reply reports: tokens, backend, seed, timings. */
   result: GenerationResult;
 }
+
+/** How many rounds of calls one reply may make before it is ended (a model that calls forever). */
+export const MAX_CALL_ROUNDS = 16;
 
 const SESSION_OPTION_NAMES = new Set(['backend', 'contextSize', 'systemPrompt', 'chatTemplate', 'templateVariables', 'contextShift']);
 const PLACEHOLDER_MESSAGE = '\u{F0002}'; // a private-use character: where the first turn's text starts
@@ -92,8 +123,10 @@ export class ChatSession {
   readonly #contextShift: ResolvedChatContextShift | undefined;
   // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
   #heldText: string | undefined = '';
-  // A prompt is being encoded (before its generation holds the session).
-  #encoding = false;
+  // A reply is being prepared or made (its generations hold the session only while they run).
+  #replying = false;
+  // How the model writes function calls (read from the template when first needed).
+  #syntax: Promise<CallSyntax> | undefined;
 
   constructor(model: ChatModel, options: ChatSessionOptions = {}) {
     if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
@@ -127,7 +160,7 @@ export class ChatSession {
   }
 
   get #busy(): boolean {
-    return this.#encoding || this.#session.busy;
+    return this.#replying || this.#session.busy;
   }
 
   /** The session the conversation runs on: its tokens, backend and contextSize. */
@@ -136,7 +169,7 @@ export class ChatSession {
   }
 
   /** Sends `text` as the user's message and resolves with the model's reply, which joins the history. */
-  async prompt(text: string, options?: GenerateOptions): Promise<string> {
+  async prompt(text: string, options?: ChatPromptOptions): Promise<string> {
     return (await this.promptWithMeta(text, options)).responseText;
   }
 
@@ -145,76 +178,164 @@ export class ChatSession {
    * that fails or is aborted (without stopOnAbortSignal) leaves the
    * history as it was.
    */
-  async promptWithMeta(text: string, options?: GenerateOptions): Promise<ChatPromptResult> {
+  async promptWithMeta(text: string, options?: ChatPromptOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
     if (isPlainObject(options) && options.contextShift !== undefined) {
       throw new TypeError('contextShift belongs to the ChatSession: pass it to new ChatSession(model, { contextShift })');
     }
-    const { maxTokens } = resolveGenerate(options); // bad options are errors before the sequence is touched
-    const message = { role: 'user' as const, content: text };
+    if (options !== undefined && !isPlainObject(options)) resolveGenerate(options); // its error for options that are not an object
+    const { functions: functionsOption, ...generateOptions }: ChatPromptOptions = options ?? {};
+    const functions = checkFunctions(functionsOption);
+    const { maxTokens, customStopTriggers } = resolveGenerate(generateOptions); // bad options are errors before the sequence is touched
+    const message: ChatMessage = { role: 'user', content: text };
     let window = [...this.#window, message];
+    const added: ChatMessage[] = []; // the reply's messages before its last text: calls and results
+    const response: (string | FunctionCallItem)[] = [];
     let result: GenerationResult;
-    let rendered: RenderedPrompt;
-    let plan: PromptPlan;
-    this.#encoding = true;
+    let heldText: string | undefined;
+    this.#replying = true;
     try {
       // The signal ends a long rendering too, but with stopOnAbortSignal an
       // abort is a reply that stops (the generation's rule): the rendering
       // then runs to its end or its time limit.
-      const signal = options?.stopOnAbortSignal === true ? undefined : options?.signal;
-      rendered = await this.#render(window, signal);
-      plan = await this.#plan(rendered);
-      const contextSize = this.#session.contextSize;
-      const shift = this.#contextShift;
-      const free = shift?.size ?? defaultShiftSize(contextSize);
-      if (shift !== undefined && plan.from + plan.tokens.length > contextSize - free) {
-        const maxTokensCount = contextSize - free;
-        const tokenCount = async (history: readonly ChatMessage[]) => (await this.#encodeWhole(await this.#render(history, signal))).length;
-        window = checkStrategyResult(await shift.strategy({ chatHistory: window.map((m) => ({ ...m })), maxTokensCount, tokenCount }), message);
-        rendered = await this.#render(window, signal);
-        plan = this.#reusing(await this.#encodeWhole(rendered));
+      const signal = generateOptions.stopOnAbortSignal === true ? undefined : generateOptions.signal;
+      const syntax = functions !== undefined ? await this.#callSyntax() : undefined;
+      const view = this.#view(functions, syntax);
+      const triggers = syntax ? { customStopTriggers: [...customStopTriggers, syntax.trigger] } : {};
+      const calling = (r: GenerationResult) => syntax !== undefined && r.stopReason === 'customStopTrigger' && r.stopTrigger === syntax.trigger;
+      let rounds = 0;
+      for (;;) {
+        const prepared = await this.#prepare(window, view, signal, maxTokens);
+        window = prepared.window;
+        result = await this.#session.generate(prepared.tokens, { ...generateOptions, ...triggers, ...prepared.shift });
+        heldText = prepared.heldText;
+        // The model started a call: write it (and any after it in the same
+        // message), run them, and give it the results: in the next turn the
+        // template renders, or (the generic syntax) in the reply's text.
+        while (calling(result) && rounds++ < MAX_CALL_ROUNDS) {
+          heldText = undefined;
+          const callOnly = callOptions(generateOptions);
+          const calls = [];
+          for (let call = await writeCall(this.#session, this.#tokenizer, syntax!, functions!, callOnly, result); call;) {
+            calls.push(call);
+            const another = syntax!.parallel ? await anotherCall(this.#session, syntax!, callOnly) : undefined;
+            call = another && (await writeCall(this.#session, this.#tokenizer, syntax!, functions!, callOnly, another));
+          }
+          if (calls.length === 0) {
+            // Stopped by the signal (stopOnAbortSignal) while writing the call.
+            const { stopTrigger: _trigger, ...rest } = result;
+            result = { ...rest, stopReason: 'abort' };
+            break;
+          }
+          const items = await runCalls(calls, functions!);
+          if (result.text !== '') response.push(result.text);
+          response.push(...items);
+          const messages = callMessages(result.text, items);
+          added.push(...messages);
+          window = [...window, ...messages];
+          if (syntax!.kind === 'template') break;
+          const results = items.map((i) => genericResultText(resultText(i.result))).join('');
+          const resultTokens = await this.#tokenizer.encodePieces([{ text: results, special: false }], { afterText: true });
+          result = await this.#session.generate(Uint32Array.from(resultTokens), { ...generateOptions, ...triggers });
+        }
+        if (!calling(result) || rounds > MAX_CALL_ROUNDS) break;
       }
-      const needed = plan.from + plan.tokens.length;
-      if (needed >= contextSize) throw this.#tooLong(needed, window.filter((m) => m.role !== 'system').length === 1);
-      if (plan.erase) await this.#session.eraseTokens(plan.erase.start, plan.erase.end);
-      this.#session.rewind(plan.from);
-      if (!plan.continues) this.#heldText = undefined;
-      // A reply that may fill the context shifts it, keeping the system prompt.
-      const replyShift =
-        shift !== undefined && needed + maxTokens > contextSize
-          ? { keep: await this.#systemTokens(window, rendered, signal), size: shift.size }
-          : undefined;
-      this.#encoding = false;
-      result = await this.#session.generate(plan.tokens, { ...options, ...(replyShift && { contextShift: replyShift }) });
     } catch (error) {
       this.#heldText = undefined; // the sequence may hold part of a reply
       throw error;
     } finally {
-      this.#encoding = false;
+      this.#replying = false;
     }
-    const reply = { role: 'assistant' as const, content: result.text };
-    this.#history = [...this.#history, message, reply];
+    const reply: ChatMessage = { role: 'assistant', content: result.text };
+    this.#history = [...this.#history, message, ...added, reply];
     this.#window = [...window, reply];
     // The sequence now holds the rendering and the reply's tokens, whose
     // bytes may run past result.text (a stop trigger's start is kept),
-    // unless the reply shifted the context.
+    // unless the reply shifted the context or made calls.
     this.#heldText =
-      result.stats.contextShift === undefined
-        ? rendered.text + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8')
+      heldText !== undefined && result.stats.contextShift === undefined
+        ? heldText + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8')
         : undefined;
+    if (result.text !== '' || response.length === 0) response.push(result.text);
     return {
-      response: [result.text],
-      responseText: result.text,
+      response,
+      responseText: response.filter((r): r is string => typeof r === 'string').join(''),
       stopReason: result.stopReason,
       ...(result.stopTrigger !== undefined && { customStopTrigger: result.stopTrigger }),
       result,
     };
   }
 
+  // Renders `window` as the model sees it, shortened when it does not fit
+  // (contextShift), and leaves the sequence at the tokens that stay: what
+  // is left is `tokens`, to evaluate. heldText: the sequence's text after
+  // them (the rendering).
+  async #prepare(
+    initial: ChatMessage[],
+    view: RenderView,
+    signal: AbortSignal | undefined,
+    maxTokens: number,
+  ): Promise<{
+    window: ChatMessage[];
+    tokens: Uint32Array;
+    heldText: string;
+    shift: { contextShift?: { keep: number | undefined; size: number | undefined } };
+  }> {
+    let window = initial;
+    const message = window[window.length - 1];
+    let rendered = await this.#render(view(window), signal);
+    let plan = await this.#plan(rendered);
+    const contextSize = this.#session.contextSize;
+    const shift = this.#contextShift;
+    const free = shift?.size ?? defaultShiftSize(contextSize);
+    if (shift !== undefined && plan.from + plan.tokens.length > contextSize - free) {
+      const maxTokensCount = contextSize - free;
+      const tokenCount = async (history: readonly ChatMessage[]) => (await this.#encodeWhole(await this.#render(view(history), signal))).length;
+      window = checkStrategyResult(await shift.strategy({ chatHistory: window.map((m) => ({ ...m })), maxTokensCount, tokenCount }), message);
+      rendered = await this.#render(view(window), signal);
+      plan = this.#reusing(await this.#encodeWhole(rendered));
+    }
+    const needed = plan.from + plan.tokens.length;
+    if (needed >= contextSize) throw this.#tooLong(needed, window.filter((m) => m.role !== 'system').length === 1);
+    if (plan.erase) await this.#session.eraseTokens(plan.erase.start, plan.erase.end);
+    this.#session.rewind(plan.from);
+    if (!plan.continues) this.#heldText = undefined;
+    // A reply that may fill the context shifts it, keeping the system prompt.
+    const keep = shift !== undefined && needed + maxTokens > contextSize ? await this.#systemTokens(view(window), rendered, signal) : undefined;
+    return {
+      window,
+      tokens: plan.tokens,
+      heldText: rendered.text,
+      shift: shift !== undefined && needed + maxTokens > contextSize ? { contextShift: { keep, size: shift.size } } : {},
+    };
+  }
+
+  // How the conversation is rendered for this prompt: with the functions
+  // as the template's tools, or (the generic syntax) explained in a system
+  // message and the calls written in the replies' text.
+  #view(functions: ChatSessionFunctions | undefined, syntax: CallSyntax | undefined): RenderView {
+    if (syntax?.kind !== 'generic' || functions === undefined) {
+      const variables = functions !== undefined ? { ...this.#variables, tools: templateTools(functions) } : this.#variables;
+      return (messages) => ({ messages, variables });
+    }
+    const explained: ChatMessage = { role: 'system', content: genericFunctionsText(templateTools(functions)) };
+    return (messages) => {
+      const merged = mergeGenericCalls(messages, syntax);
+      const at = merged[0]?.role === 'system' ? 1 : 0;
+      return { messages: [...merged.slice(0, at), explained, ...merged.slice(at)], variables: this.#variables };
+    };
+  }
+
+  #callSyntax(): Promise<CallSyntax> {
+    const endTexts = this.model.eosTokens.map((t) => this.#tokenizer.tokenText(t)).filter((t): t is string => t !== undefined && t !== '');
+    this.#syntax ??= detectCallSyntax(this.#template, this.#variables, endTexts);
+    return this.#syntax;
+  }
+
   /** The conversation so far (a copy): the system prompt, then user and assistant turns. */
   getChatHistory(): ChatMessage[] {
-    return this.#history.map((m) => ({ ...m }));
+    return structuredClone(this.#history);
   }
 
   /**
@@ -232,7 +353,7 @@ export class ChatSession {
 
   /** What the model saw at the last prompt and its reply (a copy): the history, or its end when a context shift dropped older turns. */
   getLastEvaluationContextWindow(): ChatMessage[] {
-    return this.#window.map((m) => ({ ...m }));
+    return structuredClone(this.#window);
   }
 
   /** Back to the system prompt alone. */
@@ -258,8 +379,11 @@ export class ChatSession {
     return this.#systemPrompt === undefined ? [] : [{ role: 'system', content: this.#systemPrompt }];
   }
 
-  #render(history: readonly ChatMessage[], signal: AbortSignal | undefined): Promise<RenderedPrompt> {
-    return renderPrompt(this.#template, history, this.#tokenizer, this.#variables, signal);
+  #render(
+    { messages, variables }: { messages: readonly ChatMessage[]; variables: Readonly<Record<string, unknown>> | undefined },
+    signal: AbortSignal | undefined,
+  ): Promise<RenderedPrompt> {
+    return renderPrompt(this.#template, messages, this.#tokenizer, variables, signal);
   }
 
   // What to append to the sequence for `rendered`: only the new text when
@@ -311,10 +435,16 @@ export class ChatSession {
   // one): where the window's rendering parts from that of the system
   // prompt and a placeholder message. Without a system prompt, undefined
   // (the generation's default: the BOS token).
-  async #systemTokens(window: readonly ChatMessage[], rendered: RenderedPrompt, signal: AbortSignal | undefined): Promise<number | undefined> {
-    if (window[0]?.role !== 'system') return undefined;
+  async #systemTokens(
+    { messages, variables }: { messages: readonly ChatMessage[]; variables: Readonly<Record<string, unknown>> | undefined },
+    rendered: RenderedPrompt,
+    signal: AbortSignal | undefined,
+  ): Promise<number | undefined> {
+    if (messages[0]?.role !== 'system') return undefined;
     const all = await this.#encodeWhole(rendered);
-    const probe = await this.#encodeWhole(await this.#render([window[0], { role: 'user', content: PLACEHOLDER_MESSAGE }], signal));
+    const probe = await this.#encodeWhole(
+      await this.#render({ messages: [messages[0], { role: 'user', content: PLACEHOLDER_MESSAGE }], variables }, signal),
+    );
     return commonPrefix(all, probe, 0, 0, Math.min(all.length, probe.length));
   }
 

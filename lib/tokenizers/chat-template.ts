@@ -14,9 +14,19 @@ export const RENDER_TIMEOUT_MS = 10_000;
 /** The rendering thread's heap: a template that builds strings past it ends its thread, not the process. */
 const RENDER_HEAP_MB = 512;
 
+/** A function call an assistant message makes, as chat templates read it (OpenAI's shape). */
+export interface ChatToolCall {
+  type: 'function';
+  function: { name: string; arguments: Record<string, unknown> };
+}
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant message's function calls (absent when it made none: templates test for the key). */
+  tool_calls?: ChatToolCall[];
+  /** A tool message's function name. */
+  name?: string;
 }
 
 export interface RenderOptions {
