@@ -286,3 +286,28 @@ test('bad functions are errors naming the field, before anything runs', async ()
   );
   expect(chat.getChatHistory()).toEqual([]);
 });
+
+test("schemas written inline type a handler's parameters and a grammar's parse() (checked by the type tests)", async () => {
+  const grammar = await qwen.createGrammarForJsonSchema({
+    type: 'object',
+    properties: { n: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, mode: { enum: ['a', 'b'] } },
+    required: ['n'],
+  });
+  const value = grammar.parse('{"n": 3, "tags": ["x"], "mode": "b"}');
+  const n: number = value.n;
+  const tags: string[] | undefined = value.tags;
+  const mode: 'a' | 'b' | undefined = value.mode;
+  // @ts-expect-error: not a property of the schema
+  void value.other;
+  expect([n, tags, mode]).toEqual([3, ['x'], 'b']);
+  const fn = defineChatSessionFunction({
+    params: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+    handler: (params) => {
+      const city: string = params.city;
+      // @ts-expect-error: days is optional
+      const days: number = params.days;
+      return [city, days];
+    },
+  });
+  expect(fn.handler({ city: 'Paris', days: 2 })).toEqual(['Paris', 2]);
+});

@@ -6,6 +6,7 @@ import type { DecodeModel } from '../generate/model.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
 import { GrammarError } from './grammar-error.js';
+import type { SchemaType } from './schema-type.js';
 import { resolveGrammarSpec, type GrammarSpec, type JsonSchema, type ResolvedGrammarSpec } from './grammar-spec.js';
 import type { GrammarMatcherHandle, GrammarThread } from './grammar-thread.js';
 import { compiledGrammar, type CompileLimits } from './model-grammars.js';
@@ -111,8 +112,15 @@ export async function createGrammar<T = unknown>(model: DecodeModel, spec: Gramm
   return new Grammar<T>(owner, model, resolved, await compiledGrammar(model, resolved, limits));
 }
 
-/** As node-llama-cpp's createGrammarForJsonSchema: JSON that validates against `schema`; parse() returns the value. */
-export function createGrammarForJsonSchema<T = unknown>(model: DecodeModel, schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>> {
+/** As node-llama-cpp's createGrammarForJsonSchema: JSON that validates against `schema`; parse() returns the value, typed from the schema when it is written inline. */
+export function createGrammarForJsonSchema<const S extends JsonSchema>(
+  model: DecodeModel,
+  schema: S,
+  options?: CreateGrammarOptions,
+): Promise<Grammar<SchemaType<S>>>;
+/** The same, with parse()'s type given: createGrammarForJsonSchema<MyType>(model, schema). */
+export function createGrammarForJsonSchema<T>(model: DecodeModel, schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>>;
+export function createGrammarForJsonSchema<T>(model: DecodeModel, schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>> {
   if (schema === undefined) throw invalidParameterError('schema', 'a JSON schema (a plain object or a boolean)', schema, 'type');
   return createGrammar<T>(model, { type: 'json', schema }, options);
 }

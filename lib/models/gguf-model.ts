@@ -10,6 +10,7 @@ import type { DecodeModel, Logits, ModelSequence } from '../generate/model.js';
 import type { GgufTokenizer } from '../gguf/gguf-tokenizer.js';
 import { sharedDevice } from '../gpu/device.js';
 import { createGrammar, createGrammarForJsonSchema, type CreateGrammarOptions, type Grammar } from '../grammar/grammar.js';
+import type { SchemaType } from '../grammar/schema-type.js';
 import { disposeModelGrammars } from '../grammar/model-grammars.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
@@ -153,7 +154,10 @@ export class GgufModel implements DecodeModel {
   }
 
   /** As node-llama-cpp's llama.createGrammarForJsonSchema: JSON that validates against `schema`; parse() reads the reply. */
-  async createGrammarForJsonSchema<T = unknown>(schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>> {
+  createGrammarForJsonSchema<const S extends JsonSchema>(schema: S, options?: CreateGrammarOptions): Promise<Grammar<SchemaType<S>>>;
+  /** The same, with parse()'s type given: model.createGrammarForJsonSchema<MyType>(schema). */
+  createGrammarForJsonSchema<T>(schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>>;
+  async createGrammarForJsonSchema<T>(schema: JsonSchema, options?: CreateGrammarOptions): Promise<Grammar<T>> {
     if (this.#disposed) throw new Error('createGrammarForJsonSchema: the model was disposed');
     return createGrammarForJsonSchema<T>(this, schema, options);
   }
