@@ -23,11 +23,11 @@ export function invalidParameterError(name: string, expected: string, actual: un
   return kind === 'type' ? new TypeError(message) : new RangeError(message);
 }
 
-/** Thrown when every logit is -Infinity (after tokenBias and penalties): no token can be sampled. */
+/** Thrown when every logit is -Infinity (after logitBias, tokenBias and penalties): no token can be sampled. */
 export class NoTokenError extends Error {
   readonly code = 'ERR_MD_NO_TOKEN';
   constructor() {
-    super('Every logit is -Infinity after tokenBias and penalties: no token can be sampled');
+    super('Every logit is -Infinity after logitBias, tokenBias and penalties: no token can be sampled');
     this.name = 'NoTokenError';
   }
 }

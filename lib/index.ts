@@ -6,9 +6,10 @@ export {
   type BackendChoice,
   type FilterTemperature,
   type RepeatPenaltyOptions,
+  type LogitBias,
   type SampleOptions,
-  type TokenBias,
 } from './sampling-options.js';
+export { TokenBias, type TokenBiasValue } from './token-bias.js';
 export { AbortError, BackendUnavailableError, NoTokenError, SessionBusyError } from './errors.js';
 export { float16FromNumber, numberFromFloat16, toFloat16Array } from './float16.js';
 export { DispatchTable, GpuBuffer, GpuDevice, openDevice, openDeviceAsync, type GpuDeviceKind } from './gpu/device.js';

@@ -1,5 +1,6 @@
 // sampling-options.ts: the options of one sampling step, their defaults,
 // and their validation into the exact values every backend uses.
+import { TokenBias } from './token-bias.js';
 import { invalidParameterError } from './errors.js';
 import { isFiniteFloat32, isNumber, isPlainObject, isUint32, UINT32_MAX } from './predicates.js';
 
@@ -17,7 +18,8 @@ export interface RepeatPenaltyOptions {
   presencePenalty?: number;
 }
 
-export type TokenBias = ReadonlyMap<number, number> | Readonly<Record<number, number>>;
+/** Raw logit additions by token id: a finite number, or -Infinity (a ban). */
+export type LogitBias = ReadonlyMap<number, number> | Readonly<Record<number, number>>;
 
 export interface SampleOptions {
   /** 0 is greedy (argmax). Default 0. */
@@ -37,7 +39,13 @@ export interface SampleOptions {
   /** Penalties on recent tokens, or false (default) for none. */
   repeatPenalty?: false | RepeatPenaltyOptions;
   /** Added to logits before anything else: token id -> finite bias or -Infinity (a ban). */
-  tokenBias?: TokenBias;
+  logitBias?: LogitBias;
+  /**
+   * node-llama-cpp's TokenBias (new TokenBias(model).set(text or ids, bias)),
+   * or a function that returns one: its biases join logitBias's (a token
+   * both name gets tokenBias's).
+   */
+  tokenBias?: TokenBias | (() => TokenBias);
   /** Whether top-p and min-p see the tempered distribution ('sampling', default) or T = 1 ('unit'). */
   filterTemperature?: FilterTemperature;
   /**
@@ -129,6 +137,7 @@ export const SAMPLE_OPTION_NAMES = new Set([
   'position',
   'history',
   'repeatPenalty',
+  'logitBias',
   'tokenBias',
   'filterTemperature',
   'mask',
@@ -197,23 +206,40 @@ function resolveHistoryWindow(history: unknown, lastTokens: number): Uint32Array
 // token and a typo would bias a real one.
 function tokenIdFromKey(key: string): number {
   if (/^(0|[1-9][0-9]{0,9})$/.test(key) && Number(key) <= UINT32_MAX) return Number(key);
-  throw invalidParameterError('tokenBias key', `a token id in decimal (0, 1, 2, ... up to ${UINT32_MAX})`, key, 'range');
+  throw invalidParameterError('logitBias key', `a token id in decimal (0, 1, 2, ... up to ${UINT32_MAX})`, key, 'range');
 }
 
-function resolveTokenBias(tokenBias: unknown): { biasTokens: Uint32Array; biasValues: Float32Array } {
-  if (tokenBias === undefined) return { biasTokens: new Uint32Array(0), biasValues: new Float32Array(0) };
+const TOKEN_BIAS_EXPECTED = 'a TokenBias (new TokenBias(model).set(text or token ids, bias)) or a function that returns one';
+
+// tokenBias's logits by token id: a TokenBias, or what a function returns.
+function tokenBiasEntries(tokenBias: unknown): [number, number][] {
+  if (tokenBias === undefined) return [];
+  const value: unknown = typeof tokenBias === 'function' ? (tokenBias as () => unknown)() : tokenBias;
+  if (value instanceof TokenBias) return [...value.logits().entries()];
+  if (value instanceof Map || isPlainObject(value)) {
+    throw invalidParameterError('tokenBias', `${TOKEN_BIAS_EXPECTED} (raw logit additions by token id are logitBias)`, value, 'type');
+  }
+  throw invalidParameterError(typeof tokenBias === 'function' ? "tokenBias's result" : 'tokenBias', TOKEN_BIAS_EXPECTED, value, 'type');
+}
+
+function resolveTokenBias(logitBias: unknown, tokenBias: unknown): { biasTokens: Uint32Array; biasValues: Float32Array } {
+  const fromTokenBias = tokenBiasEntries(tokenBias);
+  if (logitBias === undefined && fromTokenBias.length === 0) return { biasTokens: new Uint32Array(0), biasValues: new Float32Array(0) };
   let entries: [unknown, unknown][];
-  if (tokenBias instanceof Map) entries = [...tokenBias.entries()];
-  else if (isPlainObject(tokenBias)) entries = Object.entries(tokenBias).map(([k, v]) => [tokenIdFromKey(k), v]);
-  else throw invalidParameterError('tokenBias', 'a Map or a plain object of token id -> bias', tokenBias, 'type');
+  if (logitBias === undefined) entries = [];
+  else if (logitBias instanceof Map) entries = [...logitBias.entries()];
+  else if (isPlainObject(logitBias)) entries = Object.entries(logitBias).map(([k, v]) => [tokenIdFromKey(k), v]);
+  else throw invalidParameterError('logitBias', 'a Map or a plain object of token id -> bias', logitBias, 'type');
+  // The sampler keeps a repeated token's first bias: tokenBias's go first.
+  entries = [...fromTokenBias, ...entries];
 
   const biasTokens = new Uint32Array(entries.length);
   const biasValues = new Float32Array(entries.length);
   entries.forEach(([token, bias], i) => {
     if (!isUint32(token)) {
-      throw invalidParameterError('tokenBias key', `a token id (an integer from 0 to ${UINT32_MAX})`, token, isNumber(token) ? 'range' : 'type');
+      throw invalidParameterError('logitBias key', `a token id (an integer from 0 to ${UINT32_MAX})`, token, isNumber(token) ? 'range' : 'type');
     }
-    const name = `tokenBias[${token}]`;
+    const name = `logitBias[${token}]`;
     const expected = 'a finite number or -Infinity';
     if (!isNumber(bias)) throw invalidParameterError(name, expected, bias, 'type');
     if (!(isFiniteFloat32(bias) || bias === -Infinity)) throw invalidParameterError(name, expected, bias, 'range');
@@ -279,7 +305,7 @@ export function resolveSampling(options: SampleOptions | undefined): ResolvedSam
     presencePenalty,
     lastTokens,
     window,
-    ...resolveTokenBias(o.tokenBias),
+    ...resolveTokenBias(o.logitBias, o.tokenBias),
     mask,
     backend,
   };

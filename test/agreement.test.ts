@@ -50,7 +50,7 @@ function randomCase(random: () => number, index: number): { logits: Float32Array
     options.history = Array.from({ length: 80 }, () => Math.floor(random() * (vocab + 10)) % (random() < 0.5 ? 10 : vocab + 10));
   }
   if (random() < 0.3) {
-    options.tokenBias = new Map(Array.from({ length: 4 }, () => [Math.floor(random() * (vocab + 4)), random() < 0.2 ? -Infinity : 4 * random() - 2]));
+    options.logitBias = new Map(Array.from({ length: 4 }, () => [Math.floor(random() * (vocab + 4)), random() < 0.2 ? -Infinity : 4 * random() - 2]));
   }
   if (random() < 0.25) {
     // A grammar's mask: most tokens refused, or most allowed; sometimes one token or none.
@@ -170,7 +170,7 @@ describe('native and js samplers on float16 rows with special values', () => {
         position: c * 7,
       };
       if (c % 5 === 0)
-        options.tokenBias = new Map([
+        options.logitBias = new Map([
           [Math.floor(random() * vocab), 3],
           [Math.floor(random() * vocab), -Infinity],
         ]);
@@ -232,15 +232,15 @@ describe.each(GPU_BACKENDS)('long penalty windows and bias lists on %s', (backen
     const random = seededRandom(7);
     const logits = toFloat16Array(Array.from({ length: vocab }, () => normal(random) * 3));
     const history = Uint32Array.from({ length: 200_000 }, () => Math.floor(random() * (vocab + 100)));
-    const tokenBias = new Map<number, number>();
-    for (let i = 0; i < 50_000; i++) tokenBias.set(Math.floor(random() * vocab * 2), random() < 0.1 ? -Infinity : normal(random));
+    const logitBias = new Map<number, number>();
+    for (let i = 0; i < 50_000; i++) logitBias.set(Math.floor(random() * vocab * 2), random() < 0.1 ? -Infinity : normal(random));
     const options: SampleOptions = {
       temperature: 0.8,
       topK: 0,
       topP: 0.9,
       seed: 3,
       history,
-      tokenBias,
+      logitBias,
       repeatPenalty: { penalty: 1.2, lastTokens: 200_000, frequencyPenalty: 0.01, presencePenalty: 0.1 },
     };
     const started = performance.now();

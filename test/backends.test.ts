@@ -58,7 +58,7 @@ describe('backends', () => {
   it('the kernels refuse float32 rows they cannot sample, naming logits', () => {
     expect(() => sample(new Float32Array([1, 2]), { backend: 'emulated', temperature: 1 })).toThrow(
       new TypeError(
-        'Expected a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty) for logits but received a Float32Array',
+        'Expected a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no logitBias or repeatPenalty) for logits but received a Float32Array',
       ),
     );
     expect(sample(new Float32Array([1, 2]), { backend: 'emulated' })).toBe(1); // greedy: the float32 argmax kernel

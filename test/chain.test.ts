@@ -26,7 +26,7 @@ const SAMPLED: ChainSamplingOptions = {
   minP: 0.02,
   seed: 1234,
   repeatPenalty: { penalty: 1.3, lastTokens: 6, frequencyPenalty: 0.1, presencePenalty: 0.05 },
-  tokenBias: { 3: 1.5, 7: -Infinity },
+  logitBias: { 3: 1.5, 7: -Infinity },
 };
 
 async function collect(chain: BigramChain, table: DispatchTable, start: number, count: number, chunkSize: number, doubleBuffered = true) {
@@ -157,7 +157,7 @@ describe.each(GPU_BACKENDS)('%s device', (kind) => {
     const ban = { 0: -Infinity, 1: -Infinity, 2: -Infinity, 3: -Infinity };
     const seen: number[] = [];
     await expect(async () => {
-      for await (const chunk of chain.run(chain.sampledTable({ temperature: 1, seed: 1, tokenBias: ban }), 0, 5)) seen.push(...chunk.tokens);
+      for await (const chunk of chain.run(chain.sampledTable({ temperature: 1, seed: 1, logitBias: ban }), 0, 5)) seen.push(...chunk.tokens);
     }).rejects.toThrow(NoTokenError);
     expect(seen).toEqual([]);
   });

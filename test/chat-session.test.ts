@@ -99,7 +99,7 @@ describe.each([
   test('every end-of-generation token ends the reply', async () => {
     for (const eog of model.eosTokens) {
       using chat = new ChatSession(model);
-      const reply = await chat.promptWithMeta('Hi', { ...GREEDY, tokenBias: { [eog]: 1000 } });
+      const reply = await chat.promptWithMeta('Hi', { ...GREEDY, logitBias: { [eog]: 1000 } });
       expect(reply).toMatchObject({ responseText: '', stopReason: 'eogToken' });
     }
   });

@@ -56,7 +56,7 @@ describe('fuzz: sample() on every backend', () => {
           false,
           { penalty: 1.3, lastTokens: 64, frequencyPenalty: 0.5, presencePenalty: -0.25 },
         ]),
-        tokenBias: pick([
+        logitBias: pick([
           undefined,
           new Map([
             [0, -Infinity],

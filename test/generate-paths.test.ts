@@ -33,8 +33,8 @@ const lettersOnly = () => {
 const CASES: [string, GenerateOptions, 'greedy' | 'sampled' | 'constrained'][] = [
   ['greedy', { maxTokens: 40 }, 'greedy'],
   [
-    'greedy with tokenBias and penalties',
-    { maxTokens: 40, tokenBias: { 0x65: -Infinity, 0x20: 1.5 }, repeatPenalty: { penalty: 1.3, lastTokens: 10 } },
+    'greedy with logitBias and penalties',
+    { maxTokens: 40, logitBias: { 0x65: -Infinity, 0x20: 1.5 }, repeatPenalty: { penalty: 1.3, lastTokens: 10 } },
     'greedy',
   ],
   [

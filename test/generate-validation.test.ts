@@ -7,7 +7,7 @@ import { scriptedModel } from './generate-helpers.js';
 
 const model = BigramModel.fromText('hello world');
 const OPTIONS =
-  'temperature, topK, topP, minP, seed, repeatPenalty, tokenBias, filterTemperature, maxTokens, signal, ' +
+  'temperature, topK, topP, minP, seed, repeatPenalty, logitBias, filterTemperature, maxTokens, signal, ' +
   'stopOnAbortSignal, customStopTriggers, onToken, onTextChunk, tokenMask, grammar, chunkSize, speculative, contextShift';
 
 describe('generate() options', () => {
@@ -36,7 +36,7 @@ describe('generate() options', () => {
       RangeError,
       'Expected an integer from 0 to 4294967295 for repeatPenalty.lastTokens but received -2 (number)',
     ],
-    [{ tokenBias: { 3: NaN } }, RangeError, 'Expected a finite number or -Infinity for tokenBias[3] but received NaN (number)'],
+    [{ logitBias: { 3: NaN } }, RangeError, 'Expected a finite number or -Infinity for logitBias[3] but received NaN (number)'],
     [{ filterTemperature: 'hot' }, RangeError, "Expected one of 'sampling', 'unit' for filterTemperature but received \"hot\" (string)"],
     [{ backend: 'gpu' }, RangeError, "Expected one of 'auto', 'metal', 'emulated', 'native', 'js' for backend but received \"gpu\" (string)"],
     [{ contextSize: 1 }, RangeError, 'Expected an integer from 2 to 16777216 for contextSize but received 1 (number)'],

@@ -66,7 +66,7 @@ function withoutMaskedSteps(inner: DecodeModel): DecodeModel {
 const SETTINGS: Record<string, GenerateOptions> = {
   greedy: { temperature: 0 },
   sampled: { temperature: 1, topK: 50, seed: 3 },
-  'sampled with bias and penalties': { temperature: 0.8, topP: 0.9, seed: 9, tokenBias: { 48: 2 }, repeatPenalty: { penalty: 1.3 } },
+  'sampled with bias and penalties': { temperature: 0.8, topP: 0.9, seed: 9, logitBias: { 48: 2 }, repeatPenalty: { penalty: 1.3 } },
 };
 const PROMPT = [1, 17, 42, 99, 7];
 
@@ -104,11 +104,11 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
     return generated >= 6 ? null : new Uint32Array(Math.ceil(300 / 32)).fill(0x55555555);
   }
 
-  test('a mask that allows only tokens whose logits are -Infinity (all banned by tokenBias) is a NoTokenError after the tokens before it', async () => {
+  test('a mask that allows only tokens whose logits are -Infinity (all banned by logitBias) is a NoTokenError after the tokens before it', async () => {
     const onlyZero = new Uint32Array(10);
     onlyZero[0] = 1;
-    const run = generate(model, PROMPT, { tokenMask: () => onlyZero, tokenBias: { 0: -Infinity }, maxTokens: 4, contextSize: 64, backend });
-    await expect(run).rejects.toThrow('Every logit is -Infinity after tokenBias and penalties');
+    const run = generate(model, PROMPT, { tokenMask: () => onlyZero, logitBias: { 0: -Infinity }, maxTokens: 4, contextSize: 64, backend });
+    await expect(run).rejects.toThrow('Every logit is -Infinity after logitBias and penalties');
   });
 
   test('an abort mid-generation stops at a token; the session continues as if the call had stopped there', async () => {

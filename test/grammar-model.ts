@@ -26,9 +26,9 @@ export async function grammarModel(dir: string, name: VocabularyName = 'qwen3'):
 /** +`bias` for every token whose bytes hold one of `chars`. */
 export function biasTowards(model: GgufModel, chars: string, bias: number): Record<string, number> {
   const wanted = new Set([...Buffer.from(chars, 'latin1')]);
-  const tokenBias: Record<string, number> = {};
+  const logitBias: Record<string, number> = {};
   for (let id = 0; id < model.vocabSize; id++) {
-    if (model.tokenizer.tokenBytes(id).some((b) => wanted.has(b))) tokenBias[id] = bias;
+    if (model.tokenizer.tokenBytes(id).some((b) => wanted.has(b))) logitBias[id] = bias;
   }
-  return tokenBias;
+  return logitBias;
 }

@@ -119,7 +119,7 @@ describe.each(Object.entries(SCHEMAS))('JSON schema: %s', (name, schema) => {
           ...settings,
           seed,
           grammar,
-          tokenBias: endValues,
+          logitBias: endValues,
           maxTokens: 400,
           backend: 'native',
           contextSize: 512,
@@ -153,13 +153,13 @@ describe.each(['llama2', 'llama3'] as const)('the %s vocabulary', (name) => {
       };
       const grammar = await other.createGrammarForJsonSchema(schema);
       const validate = new Ajv({ strict: false }).compile(schema);
-      const tokenBias = biasTowards(other, '"\\,}]', 5);
+      const logitBias = biasTowards(other, '"\\,}]', 5);
       for (const seed of SEEDS) {
         const result = await generate(other, 'JSON:', {
           seed,
           temperature: 1,
           grammar,
-          tokenBias,
+          logitBias,
           maxTokens: 300,
           backend: 'native',
           contextSize: 512,
@@ -215,14 +215,14 @@ describe('regex and EBNF', () => {
     return expr() && at === text.length;
   }
   test('EBNF: every output is derived by the grammar (checked by a recursive parser)', async () => {
-    const tokenBias = biasTowards(model, ')', 4);
+    const logitBias = biasTowards(model, ')', 4);
     const texts: string[] = [];
     for (const seed of [...SEEDS, 4, 5, 6]) {
       const result = await generate(model, 'Sum:', {
         temperature: 1,
         seed,
         grammar: { type: 'ebnf', grammar: EBNF },
-        tokenBias,
+        logitBias,
         maxTokens: 200,
         backend: 'native',
         contextSize: 512,
@@ -246,7 +246,7 @@ describe('with speculative decoding', () => {
       let drafted = 0,
         accepted = 0;
       for (const seed of SEEDS) {
-        const options = { ...settings, seed, grammar, tokenBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512 } as const;
+        const options = { ...settings, seed, grammar, logitBias: endValues, maxTokens: 200, backend: 'native', contextSize: 512 } as const;
         const plain = await generate(model, PROMPT, options);
         expect(plain.stopReason).toBe('grammarComplete');
         for (const draft of ['ngram', model] as const) {
@@ -270,7 +270,7 @@ describe('with speculative decoding', () => {
         temperature: 1,
         seed,
         grammar,
-        tokenBias: endValues,
+        logitBias: endValues,
         maxTokens: 200,
         backend: 'native',
         contextSize: 512,

@@ -32,10 +32,10 @@ const PROMPT = [1, 17, 42, 99, 7];
 const OFF = { topK: 0, topP: 1, minP: 0, repeatPenalty: false } as const;
 const OPTION_SETS: [string, SampleOptions][] = [
   ['greedy', { temperature: 0 }],
-  ['greedy with a bias', { temperature: 0, tokenBias: { 5: 2, 17: -Infinity, 42: 0.5 } }],
+  ['greedy with a bias', { temperature: 0, logitBias: { 5: 2, 17: -Infinity, 42: 0.5 } }],
   ['temperature only', { temperature: 0.9, seed: 11, ...OFF }],
   ['hot temperature', { temperature: 2.5, seed: 12, ...OFF }],
-  ['temperature and a bias', { temperature: 1, seed: 13, tokenBias: { 5: 2, 17: -Infinity }, ...OFF }],
+  ['temperature and a bias', { temperature: 1, seed: 13, logitBias: { 5: 2, 17: -Infinity }, ...OFF }],
 ];
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {

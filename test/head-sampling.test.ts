@@ -35,10 +35,10 @@ const TOKENS = 6;
 const OFF = { topK: 0, topP: 1, minP: 0, repeatPenalty: false } as const;
 const OPTION_SETS: [string, ChainSamplingOptions | undefined][] = [
   ['greedy', undefined],
-  ['greedy with a bias', { tokenBias: { 5: 2, 17: -Infinity, 42: 0.5 } }],
+  ['greedy with a bias', { logitBias: { 5: 2, 17: -Infinity, 42: 0.5 } }],
   ['temperature only', { temperature: 0.9, seed: 11, ...OFF }],
   ['hot temperature', { temperature: 2.5, seed: 12, ...OFF }],
-  ['temperature and a bias', { temperature: 1, seed: 13, tokenBias: { 5: 2, 17: -Infinity }, ...OFF }],
+  ['temperature and a bias', { temperature: 1, seed: 13, logitBias: { 5: 2, 17: -Infinity }, ...OFF }],
 ];
 
 async function tables(backend: (typeof GPU_BACKENDS)[number], path: string) {
@@ -101,7 +101,7 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
         { temperature: 0.9, seed: 1 },
         { temperature: 0.9, seed: 1, ...OFF, topK: 5 },
         { temperature: 0.9, seed: 1, ...OFF, minP: 0.1 },
-        { temperature: 0, tokenBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } },
+        { temperature: 0, logitBias: { 3: 1 }, repeatPenalty: { penalty: 1.2 } },
       ] as ChainSamplingOptions[]) {
         const table = fused.tableFor(options);
         try {

@@ -249,7 +249,7 @@ describe("rejection verification on the GPU: every row's logits in one submissio
     const position = prompt.length - 1;
     const optionSets = [
       { temperature: 0.8 },
-      { temperature: 1.3, topK: 40, topP: 0.9, minP: 0.01, tokenBias: { 99: 2, 3: -1 } },
+      { temperature: 1.3, topK: 40, topP: 0.9, minP: 0.01, logitBias: { 99: 2, 3: -1 } },
       { temperature: 0.7, repeatPenalty: { penalty: 1.3, lastTokens: 5, frequencyPenalty: 0.2, presencePenalty: 0.1 } },
       { temperature: 0 },
     ];

@@ -42,7 +42,7 @@ const OPTION_SETS: [string, GenerateOptions][] = [
   ['greedy', {}],
   [
     'greedy with bias and penalties',
-    { tokenBias: { 0x65: -2, 0x20: 1.5 }, repeatPenalty: { penalty: 1.2, lastTokens: 12, frequencyPenalty: 0.1, presencePenalty: 0.1 } },
+    { logitBias: { 0x65: -2, 0x20: 1.5 }, repeatPenalty: { penalty: 1.2, lastTokens: 12, frequencyPenalty: 0.1, presencePenalty: 0.1 } },
   ],
   ['sampled', { temperature: 0.7, seed: 5 }],
   [

@@ -34,22 +34,22 @@ describe.each(BACKEND_FORMATS)('%s backend', (backend, format: Format) => {
 
     it('throws NoTokenError when every logit is -Infinity', () => {
       expect(() => greedy([-Infinity, NaN])).toThrow(NoTokenError);
-      expect(() => greedy([1, 2], { temperature: 1, tokenBias: { 0: -Infinity, 1: -Infinity } })).toThrow(
-        'Every logit is -Infinity after tokenBias and penalties: no token can be sampled',
+      expect(() => greedy([1, 2], { temperature: 1, logitBias: { 0: -Infinity, 1: -Infinity } })).toThrow(
+        'Every logit is -Infinity after logitBias and penalties: no token can be sampled',
       );
     });
 
     it('adds token bias, from a Map or an object, ignoring ids outside the vocabulary', () => {
       expect(
         greedy([1, 2], {
-          tokenBias: new Map([
+          logitBias: new Map([
             [0, 1.5],
             [7, 100],
           ]),
         }),
       ).toBe(0);
-      expect(greedy([1, 2], { tokenBias: { 0: 0.5 } })).toBe(1);
-      expect(greedy([1, 2], { tokenBias: { 1: -Infinity } })).toBe(0);
+      expect(greedy([1, 2], { logitBias: { 0: 0.5 } })).toBe(1);
+      expect(greedy([1, 2], { logitBias: { 1: -Infinity } })).toBe(0);
     });
 
     it('repeat penalty divides positive and multiplies negative logits in the window', () => {

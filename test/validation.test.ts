@@ -37,7 +37,7 @@ describe('sample() validation', () => {
     ['backend', 1, TypeError, `Expected one of 'auto', 'metal', 'emulated', 'native', 'js' for backend but received 1 (number)`],
     ['repeatPenalty', true, TypeError, 'Expected false or an object for repeatPenalty but received true (boolean)'],
     ['history', 'abc', TypeError, 'Expected an array or integer typed array of token ids for history but received "abc" (string)'],
-    ['tokenBias', [1, 2], TypeError, 'Expected a Map or a plain object of token id -> bias for tokenBias but received an array of length 2'],
+    ['logitBias', [1, 2], TypeError, 'Expected a Map or a plain object of token id -> bias for logitBias but received an array of length 2'],
   ])('%s = %s', (name, value, ErrorClass, message) => {
     const e = error({ [name]: value });
     expect(e).toBeInstanceOf(ErrorClass);
@@ -66,29 +66,29 @@ describe('sample() validation', () => {
   });
 
   it('checks token bias keys and values', () => {
-    expect(error({ tokenBias: new Map([[-1, 1]]) }).message).toBe(
-      'Expected a token id (an integer from 0 to 4294967295) for tokenBias key but received -1 (number)',
+    expect(error({ logitBias: new Map([[-1, 1]]) }).message).toBe(
+      'Expected a token id (an integer from 0 to 4294967295) for logitBias key but received -1 (number)',
     );
-    expect(error({ tokenBias: { 3: Infinity } }).message).toBe(
-      'Expected a finite number or -Infinity for tokenBias[3] but received Infinity (number)',
+    expect(error({ logitBias: { 3: Infinity } }).message).toBe(
+      'Expected a finite number or -Infinity for logitBias[3] but received Infinity (number)',
     );
-    expect(error({ tokenBias: { 3: NaN } })).toBeInstanceOf(RangeError);
-    expect(error({ tokenBias: { 3: 'x' } })).toBeInstanceOf(TypeError);
+    expect(error({ logitBias: { 3: NaN } })).toBeInstanceOf(RangeError);
+    expect(error({ logitBias: { 3: 'x' } })).toBeInstanceOf(TypeError);
     for (const key of ['abc', '', '0x5', ' 4 ', '1e3', '1.0', '-1', '01', '4294967296']) {
-      const e = error({ tokenBias: { [key]: 1 } });
+      const e = error({ logitBias: { [key]: 1 } });
       expect(e).toBeInstanceOf(RangeError);
       expect(e.message).toBe(
-        `Expected a token id in decimal (0, 1, 2, ... up to 4294967295) for tokenBias key but received ${JSON.stringify(key)} (string)`,
+        `Expected a token id in decimal (0, 1, 2, ... up to 4294967295) for logitBias key but received ${JSON.stringify(key)} (string)`,
       );
     }
-    expect(error({ tokenBias: { '1.0': 50, 1: -Infinity } }).message).toMatch(/for tokenBias key but received "1\.0"/);
+    expect(error({ logitBias: { '1.0': 50, 1: -Infinity } }).message).toMatch(/for logitBias key but received "1\.0"/);
   });
 
   it('rejects unknown options, so a typo is not silently ignored', () => {
     const e = error({ topk: 3 });
     expect(e).toBeInstanceOf(TypeError);
     expect(e.message).toBe(
-      'Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, tokenBias, filterTemperature, mask, backend',
+      'Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, logitBias, filterTemperature, mask, backend',
     );
     expect(error({ repeatPenalty: { lastN: 3 } }).message).toMatch(/^Unknown option repeatPenalty\.lastN; /);
   });

@@ -39,7 +39,7 @@ export async function benchConstrained(
   s: Settings,
   model: GgufModel,
   prompt: number[],
-  tokenBias: Record<string, number>,
+  logitBias: Record<string, number>,
 ): Promise<ConstrainedResult> {
   const grammar = await createGrammarForJsonSchema(model, SCHEMA);
   const contextSize = prompt.length + s.generatedTokens + 8;
@@ -52,7 +52,7 @@ export async function benchConstrained(
         temperature: 0,
         maxTokens: s.generatedTokens,
         contextSize,
-        tokenBias,
+        logitBias,
         backend: s.backend,
         ...(constrained && { grammar }),
       },

@@ -44,7 +44,7 @@ interface Settings {
   runs: number;
 }
 
-export async function benchFusedHead(s: Settings, model: GgufModel, prompt: number[], tokenBias: Record<string, number>): Promise<FusedHeadResult[]> {
+export async function benchFusedHead(s: Settings, model: GgufModel, prompt: number[], logitBias: Record<string, number>): Promise<FusedHeadResult[]> {
   const contextSize = prompt.length + s.generatedTokens + 8;
   const configs: [FusedHeadResult['config'], SampleOptions][] = [
     ['greedy', { temperature: 0 }],
@@ -52,7 +52,7 @@ export async function benchFusedHead(s: Settings, model: GgufModel, prompt: numb
   ];
   const results: FusedHeadResult[] = [];
   for (const [config, sampling] of configs) {
-    const options = { ...sampling, tokenBias, maxTokens: s.generatedTokens, contextSize, backend: 'native' as const };
+    const options = { ...sampling, logitBias, maxTokens: s.generatedTokens, contextSize, backend: 'native' as const };
     const unfused = await timedDecode(withoutHeadPick(model), prompt, options, s.runs);
     const fused = await timedDecode(model, prompt, options, s.runs);
     const tokens = (t: typeof fused) => t.results.map((r) => r.tokens.join(','));

@@ -117,7 +117,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   const contextSize = s.promptTokens + s.generatedTokens + 8;
   const prompt = promptOf(s.promptTokens, model.vocabSize);
   // End-of-text tokens are biased away: every run generates the same count.
-  const tokenBias = Object.fromEntries(model.eosTokens.map((t) => [String(t), -Infinity]));
+  const logitBias = Object.fromEntries(model.eosTokens.map((t) => [String(t), -Infinity]));
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   let kvCacheBytes = 0;
   try {
@@ -134,7 +134,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
         temperature: 0,
         maxTokens: s.generatedTokens,
         contextSize,
-        tokenBias,
+        logitBias,
         backend: s.backend,
         onToken: () => void stamps.push(performance.now()),
       });
@@ -144,9 +144,9 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
       t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
     }
     const residentBytes = process.memoryUsage().rss - before;
-    const speculation = s.speculative ? await benchSpeculation(s, model, prompt, tokenBias) : null;
-    const constrained = s.constrained ? await benchConstrained(s, model, prompt, tokenBias) : null;
-    const fusedHead = s.fusedHead ? await benchFusedHead(s, model, prompt, tokenBias) : null;
+    const speculation = s.speculative ? await benchSpeculation(s, model, prompt, logitBias) : null;
+    const constrained = s.constrained ? await benchConstrained(s, model, prompt, logitBias) : null;
+    const fusedHead = s.fusedHead ? await benchFusedHead(s, model, prompt, logitBias) : null;
     const note =
       s.backend === 'native'
         ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
@@ -180,7 +180,7 @@ async function benchSpeculation(
   s: ModelBenchSettings,
   model: GgufModel,
   varied: number[],
-  tokenBias: Record<string, number>,
+  logitBias: Record<string, number>,
 ): Promise<SpeculationResult[]> {
   const tokenizer: Tokenizer = model.tokenizer;
   const summarise = Array.from(await (tokenizer.encodeAsync?.(SUMMARISE) ?? tokenizer.encode(SUMMARISE)));
@@ -195,7 +195,7 @@ async function benchSpeculation(
       const timed = await timedDecode(
         model,
         prompt,
-        { temperature: 0, maxTokens: s.generatedTokens, contextSize, tokenBias, backend: s.backend, speculative },
+        { temperature: 0, maxTokens: s.generatedTokens, contextSize, logitBias, backend: s.backend, speculative },
         s.runs,
       );
       return { msPerToken: timed.msPerToken, result: timed.results[timed.results.length - 1] };

@@ -52,5 +52,5 @@ export function openGpu(kind: DeviceKind): OpenedDevice {
 export function kernelInputProblem(logits: Float32Array | Uint16Array, s: ResolvedSampling): string | undefined {
   if (logits instanceof Uint16Array) return undefined;
   if (plainGreedy(s)) return undefined;
-  return 'a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no tokenBias or repeatPenalty)';
+  return 'a Uint16Array of float16 bits (the GPU sampling kernel reads float16 logits; a Float32Array works only greedily, with temperature 0 and no logitBias or repeatPenalty)';
 }

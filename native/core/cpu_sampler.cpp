@@ -84,10 +84,10 @@ const char* checkSamplingInputs(const LogitsRow& row, const SamplingInputs& in) 
   if (p.flags & ~MD_KNOWN_FLAGS) return "flags: unknown flag bits";
   if ((p.flags & MD_FLAG_TOKEN_MASK) && in.mask == nullptr) return "mask: no data";
   if (p.history_count > 0 && in.history == nullptr) return "history: no data";
-  if (p.bias_count > 0 && (in.biasTokens == nullptr || in.biasValues == nullptr)) return "tokenBias: no data";
+  if (p.bias_count > 0 && (in.biasTokens == nullptr || in.biasValues == nullptr)) return "logitBias: no data";
   for (uint32_t i = 0; i < p.bias_count; ++i) {
     float b = in.biasValues[i];
-    if (!(isFinite(b) || b == -INFINITY)) return "tokenBias: every bias must be finite or -Infinity";
+    if (!(isFinite(b) || b == -INFINITY)) return "logitBias: every bias must be finite or -Infinity";
   }
   return nullptr;
 }
