@@ -4,7 +4,12 @@
 // keeps the process open only while a request is pending. A worker that
 // dies fails the requests in flight with its error; the next request
 // starts a new one. The worker side is serveRequests().
-import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
+//
+// requestSync() blocks the calling thread until the worker answers (for a
+// synchronous API over the worker's state, as the tokenizer's encode()):
+// the request goes over a port of its own, and the caller sleeps in
+// Atomics.wait until the worker flags the answer.
+import { MessageChannel, parentPort, receiveMessageOnPort, Worker, type MessagePort, type ResourceLimits } from 'node:worker_threads';
 
 import { AbortError } from './errors.js';
 import { workerScript } from './worker-script.js';
@@ -35,6 +40,8 @@ export class RequestWorker {
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
   #disposed = false;
+  // requestSync's port to the current worker, and the flag the worker raises when it has answered.
+  #sync: { port: MessagePort; flag: Int32Array } | undefined;
 
   /**
    * `script`: the compiled worker's path from lib/; `rebuild`: the error to
@@ -94,12 +101,44 @@ export class RequestWorker {
     });
   }
 
+  /**
+   * request(), answered before it returns: the calling thread sleeps until
+   * the worker answers (at most `timeoutMs`; past it the thread is ended
+   * and this throws).
+   */
+  requestSync<T>(message: unknown, timeoutMs = 60_000): T {
+    if (this.#disposed) throw new Error('The worker thread was ended (its model was disposed)');
+    const worker = this.#start();
+    if (this.#sync === undefined) {
+      const { port1, port2 } = new MessageChannel();
+      const flag = new Int32Array(new SharedArrayBuffer(4));
+      worker.postMessage({ sync: { port: port2, flag } }, [port2]);
+      port1.unref();
+      this.#sync = { port: port1, flag };
+    }
+    const { port, flag } = this.#sync;
+    Atomics.store(flag, 0, 0);
+    port.postMessage({ message });
+    if (Atomics.wait(flag, 0, 0, timeoutMs) === 'timed-out') {
+      this.#sync = undefined;
+      this.#worker = undefined;
+      this.#fail(new Error(`A worker thread (${this.#script}) was ended: a synchronous request on it ran out of time`));
+      void worker.terminate();
+      throw new Error(`A worker thread (${this.#script}) did not answer a synchronous request in ${timeoutMs} ms`);
+    }
+    const answer = receiveMessageOnPort(port)?.message as { value?: unknown; error?: WorkerError } | undefined;
+    if (answer === undefined) throw new Error(`A worker thread (${this.#script}) flagged an answer it did not send`);
+    if (answer.error !== undefined) throw this.#rebuild(answer.error);
+    return answer.value as T;
+  }
+
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#fail(new Error('The worker thread was ended (its model was disposed) before it answered'));
     void this.#worker?.terminate();
     this.#worker = undefined;
+    this.#sync = undefined;
   }
 
   // Ends the thread for request `id` (out of time, or aborted): it rejects
@@ -111,6 +150,7 @@ export class RequestWorker {
     if (worker === undefined || pending === undefined) return;
     this.#pending.delete(id);
     this.#worker = undefined;
+    this.#sync = undefined;
     this.#fail(new Error(`A worker thread (${this.#script}) was ended: another request on it ran out of time or was aborted`));
     pending.reject(error);
     void worker.terminate();
@@ -131,6 +171,7 @@ export class RequestWorker {
     const lost = (error: Error) => {
       if (this.#worker !== worker) return;
       this.#worker = undefined;
+      this.#sync = undefined;
       this.#fail(error);
     };
     worker.on('error', (error) => lost(new Error(`A worker thread (${this.#script}) failed: ${error.message}`, { cause: error })));
@@ -148,14 +189,29 @@ export class RequestWorker {
 
 /** The worker side: answers each request with `handle`'s value (transferring `transfer(value)`) or its error. */
 export function serveRequests<T>(handle: (message: T) => Promise<unknown> | unknown, transfer: (value: unknown) => ArrayBuffer[] = () => []): void {
-  parentPort!.on('message', async ({ id, message }: { id: number; message: T }) => {
+  const answer = async (message: T, send: (reply: { value?: unknown; error?: WorkerError }, transfer?: ArrayBuffer[]) => void) => {
     try {
       const value = await handle(message);
-      parentPort!.postMessage({ id, value }, transfer(value));
+      send({ value }, transfer(value));
     } catch (error) {
       const e = error instanceof Error ? error : new Error(String(error));
       const fields = Object.fromEntries(Object.entries(e).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
-      parentPort!.postMessage({ id, error: { name: e.name, message: e.message, fields } satisfies WorkerError });
+      send({ error: { name: e.name, message: e.message, fields } satisfies WorkerError });
     }
+  };
+  parentPort!.on('message', (data: { id: number; message: T } | { sync: { port: MessagePort; flag: Int32Array } }) => {
+    if ('sync' in data) {
+      // requestSync's port: each answer is posted, then flagged, and the caller woken.
+      const { port, flag } = data.sync;
+      port.on('message', ({ message }: { message: T }) =>
+        answer(message, (reply, list) => {
+          port.postMessage(reply, list);
+          Atomics.store(flag, 0, 1);
+          Atomics.notify(flag, 0);
+        }),
+      );
+      return;
+    }
+    void answer(data.message, (reply, list) => parentPort!.postMessage({ id: data.id, ...reply }, list));
   });
 }

@@ -39,8 +39,8 @@ describe('generate() options', () => {
     [{ logitBias: { 3: NaN } }, RangeError, 'Expected a finite number or -Infinity for logitBias[3] but received NaN (number)'],
     [{ filterTemperature: 'hot' }, RangeError, "Expected one of 'sampling', 'unit' for filterTemperature but received \"hot\" (string)"],
     [{ backend: 'gpu' }, RangeError, "Expected one of 'auto', 'metal', 'emulated', 'native', 'js' for backend but received \"gpu\" (string)"],
-    [{ contextSize: 1 }, RangeError, 'Expected an integer from 2 to 16777216 for contextSize but received 1 (number)'],
-    [{ contextSize: 'big' }, TypeError, 'Expected an integer from 2 to 16777216 for contextSize but received "big" (string)'],
+    [{ contextSize: 1 }, RangeError, "Expected 'auto' or an integer from 2 to 16777216 for contextSize but received 1 (number)"],
+    [{ contextSize: 'big' }, TypeError, `Expected 'auto' or an integer from 2 to 16777216 for contextSize but received "big" (string)`],
     ['opts', TypeError, 'Expected a plain object for options but received "opts" (string)'],
     [{ temprature: 1 }, TypeError, `Unknown option temprature; the options are: ${OPTIONS}, backend, contextSize`],
     // A generation sets the position and the history of each token itself.
@@ -66,7 +66,7 @@ describe('Session options', () => {
       new TypeError('Unknown option foo; the options are: backend, contextSize'),
     );
     expect(() => new Session(model, { contextSize: 2 ** 25 })).toThrow(
-      new RangeError('Expected an integer from 2 to 16777216 for contextSize but received 33554432 (number)'),
+      new RangeError("Expected 'auto' or an integer from 2 to 16777216 for contextSize but received 33554432 (number)"),
     );
     expect(() => session.generate('x', { temprature: 1 } as never)).toThrow(new TypeError(`Unknown option temprature; the options are: ${OPTIONS}`));
   });

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 import { loadModel, Session } from '../lib/index.js';
-import { checkKvCacheFits } from '../lib/models/kv-cache-type.js';
+import { autoContextSize, checkKvCacheFits } from '../lib/models/kv-cache-type.js';
 import { loadAddon } from '../lib/native/load-addon.js';
 import { describeHold, watchEventLoop } from './event-loop-probe.js';
 import { oracleModel, type OracleModel } from './gguf/llama-cpp-oracle.js';
@@ -137,6 +137,39 @@ describe("the KV cache's memory", () => {
       ),
     );
     model.dispose();
+  });
+});
+
+describe("contextSize 'auto'", () => {
+  test('the trained context when it fits in half of the free memory, else a multiple of 256 that does; the session says which', async () => {
+    const path = join(dir, 'auto.gguf');
+    await writeRandomModel(path, { arch: 'llama', type: 'F32', seed: 1, shape: tinyShape('llama', 'F32') });
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      const addon = loadAddon();
+      if (!addon.ok) throw new Error(addon.reason);
+      const types = addon.addon.tensorTypes;
+      // 2 layers x 2 KV heads x 32 values x 2 bytes x (K and V): 512 bytes a position in f16.
+      expect(autoContextSize(model.info.config, 'f16', types, 4096, 1e9)).toEqual({
+        contextSize: 4096,
+        reason: 'the trained context length 4096, which fits in half of the 1000000000 bytes of free memory',
+      });
+      expect(autoContextSize(model.info.config, 'f16', types, 4096, 1_000_000)).toEqual({
+        contextSize: 768,
+        reason: '768 positions: the most that fit in half of the 1000000 bytes of free memory (the trained context length 4096 does not)',
+      });
+      expect(autoContextSize(model.info.config, 'f32', types, undefined, 1e9).contextSize).toBe(4096);
+      expect(autoContextSize(model.info.config, 'f16', types, 4096, 1000).contextSize).toBe(256); // never below 256
+      const session = new Session(model, { backend: 'native' });
+      expect(session.contextSize).toBe(4096); // the file's context_length
+      expect(session.contextSizeReason).toMatch(/^auto: the trained context length 4096, which fits in half of the \d+ bytes of free memory$/);
+      session.dispose();
+      const given = new Session(model, { backend: 'native', contextSize: 100 });
+      expect([given.contextSize, given.contextSizeReason]).toEqual([100, 'given']);
+      given.dispose();
+    } finally {
+      model.dispose();
+    }
   });
 });
 

@@ -23,7 +23,7 @@ import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
 import { resolveGenerate, type GenerateOptions } from '../generate/generate-options.js';
 import type { DecodeModel } from '../generate/model.js';
 import { Session, type SessionOptions } from '../generate/session.js';
-import { isPlainObject } from '../predicates.js';
+import { isInteger, isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
 import { defaultShiftSize } from '../generate/context-shift.js';
 import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
@@ -39,6 +39,7 @@ import {
   writeCall,
   type FunctionCallItem,
 } from './function-calls.js';
+import { opensThought, thoughtTagsOf, ThoughtSplitter, type ResponseChunk, type ThoughtSegment, type ThoughtTags } from './thought-segments.js';
 import { checkStrategyResult, resolveChatContextShift, type ChatContextShiftOptions, type ResolvedChatContextShift } from './context-window.js';
 import type { ChatTokenizer } from './chat-tokenizer.js';
 import { encodePieces, piecesFrom, renderPrompt, type RenderedPrompt } from './render-prompt.js';
@@ -65,6 +66,34 @@ export interface ChatSessionOptions extends SessionOptions {
   contextShift?: boolean | ChatContextShiftOptions;
 }
 
+// One generation of a reply: its result, its text as generated (thoughts
+// and any closing tag written for the budget included: what the history
+// keeps), and that text split.
+interface ReplyPart {
+  result: GenerationResult;
+  raw: string;
+  injected: boolean;
+  text: string;
+  thought?: ThoughtSegment;
+}
+
+interface ReplyOptions {
+  onResponseChunk: ((chunk: ResponseChunk) => void) | undefined;
+  thoughtTokens: number;
+}
+
+function checkReplyOptions(onResponseChunk: unknown, budgets: unknown): ReplyOptions {
+  if (onResponseChunk !== undefined && typeof onResponseChunk !== 'function')
+    throw invalidParameterError('onResponseChunk', 'a function', onResponseChunk, 'type');
+  if (budgets !== undefined && !isPlainObject(budgets)) throw invalidParameterError('budgets', 'an object { thoughtTokens }', budgets, 'type');
+  if (budgets !== undefined) checkKnownKeys(budgets, new Set(['thoughtTokens']), 'budgets.');
+  const thoughtTokens = budgets?.thoughtTokens;
+  if (thoughtTokens !== undefined && !(isInteger(thoughtTokens) && thoughtTokens >= 0)) {
+    throw invalidParameterError('budgets.thoughtTokens', 'an integer >= 0', thoughtTokens, isInteger(thoughtTokens) ? 'range' : 'type');
+  }
+  return { onResponseChunk: onResponseChunk as ReplyOptions['onResponseChunk'], thoughtTokens: (thoughtTokens as number | undefined) ?? Infinity };
+}
+
 // The conversation as the template renders it for a prompt: the messages and the variables.
 type RenderView = (messages: readonly ChatMessage[]) => {
   messages: readonly ChatMessage[];
@@ -83,6 +112,10 @@ interface PromptPlan {
 
 /** prompt()'s options: a generation's, and the functions the model may call. */
 export interface ChatPromptOptions extends GenerateOptions {
+  /** Every piece of the reply as it streams: its text, and its thinking (segmentType 'thought'), as node-llama-cpp's. */
+  onResponseChunk?: (chunk: ResponseChunk) => void;
+  /** thoughtTokens: the most tokens a thought may take before it is closed and the reply goes on (0: closed at once). */
+  budgets?: { thoughtTokens?: number };
   /**
    * Functions the model may call while it replies (defineChatSessionFunction):
    * each call is written under a grammar, its handler run, and its result
@@ -92,9 +125,9 @@ export interface ChatPromptOptions extends GenerateOptions {
 }
 
 export interface ChatPromptResult {
-  /** The reply, as node-llama-cpp's promptWithMeta gives it: its text parts, and its function calls where they were made. */
-  response: (string | FunctionCallItem)[];
-  /** The reply's text (every text part). */
+  /** The reply, as node-llama-cpp's promptWithMeta gives it: its text parts, its thoughts and its function calls, in order. */
+  response: (string | ThoughtSegment | FunctionCallItem)[];
+  /** The reply's text (every text part; not the thoughts). */
   responseText: string;
   stopReason: StopReason;
   /** The trigger that stopped the reply (stopReason 'customStopTrigger'). */
@@ -121,6 +154,8 @@ export class ChatSession {
   // What the model saw at the last prompt: the history, or its end after a context shift.
   #window: ChatMessage[];
   readonly #contextShift: ResolvedChatContextShift | undefined;
+  // Where a reasoning model's thinking starts and ends (undefined: its template has none).
+  readonly #thoughtTags: ThoughtTags | undefined;
   // The text the sequence holds, when it is known exactly (undefined: compare tokens instead).
   #heldText: string | undefined = '';
   // A reply is being prepared or made (its generations hold the session only while they run).
@@ -154,6 +189,7 @@ export class ChatSession {
     this.#systemPrompt = systemPrompt;
     this.#variables = templateVariables && { ...templateVariables };
     this.#contextShift = resolveChatContextShift(contextShift);
+    this.#thoughtTags = thoughtTagsOf(template.source, this.#tokenizer.specialTexts());
     this.#history = this.#initialHistory();
     this.#window = this.#initialHistory();
     this.#session = new Session(model, sessionOptions);
@@ -185,13 +221,19 @@ export class ChatSession {
       throw new TypeError('contextShift belongs to the ChatSession: pass it to new ChatSession(model, { contextShift })');
     }
     if (options !== undefined && !isPlainObject(options)) resolveGenerate(options); // its error for options that are not an object
-    const { functions: functionsOption, ...generateOptions }: ChatPromptOptions = options ?? {};
+    const { functions: functionsOption, onResponseChunk, budgets, ...generateOptions }: ChatPromptOptions = options ?? {};
     const functions = checkFunctions(functionsOption);
     const { maxTokens, customStopTriggers } = resolveGenerate(generateOptions); // bad options are errors before the sequence is touched
+    const reply = checkReplyOptions(onResponseChunk, budgets);
     const message: ChatMessage = { role: 'user', content: text };
     let window = [...this.#window, message];
     const added: ChatMessage[] = []; // the reply's messages before its last text: calls and results
-    const response: (string | FunctionCallItem)[] = [];
+    const response: ChatPromptResult['response'] = [];
+    const record = (part: ReplyPart) => {
+      if (part.thought && part.thought.text !== '') response.push(part.thought);
+      if (part.text !== '') response.push(part.text);
+    };
+    let part: ReplyPart;
     let result: GenerationResult;
     let heldText: string | undefined;
     this.#replying = true;
@@ -208,8 +250,9 @@ export class ChatSession {
       for (;;) {
         const prepared = await this.#prepare(window, view, signal, maxTokens);
         window = prepared.window;
-        result = await this.#session.generate(prepared.tokens, { ...generateOptions, ...triggers, ...prepared.shift });
-        heldText = prepared.heldText;
+        part = await this.#generateReply(prepared.tokens, generateOptions, reply, { ...triggers, ...prepared.shift }, prepared.heldText);
+        result = part.result;
+        heldText = part.injected ? undefined : prepared.heldText;
         // The model started a call: write it (and any after it in the same
         // message), run them, and give it the results: in the next turn the
         // template renders, or (the generic syntax) in the reply's text.
@@ -229,15 +272,16 @@ export class ChatSession {
             break;
           }
           const items = await runCalls(calls, functions!);
-          if (result.text !== '') response.push(result.text);
+          record(part);
           response.push(...items);
-          const messages = callMessages(result.text, items);
+          const messages = callMessages(part.raw, items);
           added.push(...messages);
           window = [...window, ...messages];
           if (syntax!.kind === 'template') break;
           const results = items.map((i) => genericResultText(resultText(i.result))).join('');
           const resultTokens = await this.#tokenizer.encodePieces([{ text: results, special: false }], { afterText: true });
-          result = await this.#session.generate(Uint32Array.from(resultTokens), { ...generateOptions, ...triggers });
+          part = await this.#generateReply(Uint32Array.from(resultTokens), generateOptions, reply, triggers, undefined);
+          result = part.result;
         }
         if (!calling(result) || rounds > MAX_CALL_ROUNDS) break;
       }
@@ -247,9 +291,9 @@ export class ChatSession {
     } finally {
       this.#replying = false;
     }
-    const reply: ChatMessage = { role: 'assistant', content: result.text };
-    this.#history = [...this.#history, message, ...added, reply];
-    this.#window = [...window, reply];
+    const last: ChatMessage = { role: 'assistant', content: part!.raw };
+    this.#history = [...this.#history, message, ...added, last];
+    this.#window = [...window, last];
     // The sequence now holds the rendering and the reply's tokens, whose
     // bytes may run past result.text (a stop trigger's start is kept),
     // unless the reply shifted the context or made calls.
@@ -257,13 +301,87 @@ export class ChatSession {
       heldText !== undefined && result.stats.contextShift === undefined
         ? heldText + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8')
         : undefined;
-    if (result.text !== '' || response.length === 0) response.push(result.text);
+    record(part!);
+    if (response.length === 0) response.push('');
     return {
       response,
       responseText: response.filter((r): r is string => typeof r === 'string').join(''),
       stopReason: result.stopReason,
       ...(result.stopTrigger !== undefined && { customStopTrigger: result.stopTrigger }),
       result,
+    };
+  }
+
+  // One generation of the reply (up to a call, after results, or to its
+  // end). With a template that has thoughts, the text streams split: the
+  // thinking to onResponseChunk only, the rest to onTextChunk too; a
+  // thought past budgets.thoughtTokens is closed (the template's tag
+  // written) and the reply goes on. `rendered`: the prompt's text, whose
+  // generation prompt may open a thought (undefined: the reply goes on
+  // outside one).
+  async #generateReply(
+    tokens: Uint32Array,
+    options: GenerateOptions,
+    reply: ReplyOptions,
+    extra: GenerateOptions,
+    rendered: string | undefined,
+  ): Promise<ReplyPart> {
+    const tags = this.#thoughtTags;
+    const splitter = tags && new ThoughtSplitter(tags, rendered !== undefined && opensThought(rendered, tags));
+    const thought: string[] = [],
+      text: string[] = [];
+    let stopped = false; // by the user's onTextChunk
+    const route = (chunks: readonly ResponseChunk[]) => {
+      for (const chunk of chunks) {
+        (chunk.type === 'text' ? text : thought).push(chunk.text);
+        reply.onResponseChunk?.(chunk);
+        if (chunk.type === 'text' && options.onTextChunk?.(chunk.text) === false) stopped = true;
+      }
+    };
+    let thoughtTokens = 0,
+      overBudget = false;
+    const budget = reply.thoughtTokens;
+    const streamed: GenerateOptions = {
+      ...options,
+      ...extra,
+      onTextChunk: (chunk) => (route(splitter ? splitter.push(chunk) : [{ type: 'text', text: chunk }]), stopped ? false : undefined),
+      onToken: (token) => {
+        const answer = options.onToken?.(token);
+        if (splitter?.inThought && ++thoughtTokens >= budget) overBudget = true;
+        return overBudget ? false : answer;
+      },
+    };
+    const closing = async (text: string) => Uint32Array.from(await this.#tokenizer.encodePieces([{ text, special: true }], { afterText: true }));
+    let raw = '';
+    let injected = false;
+    if (budget === 0 && splitter?.inThought) {
+      // No thinking at all: the thought the generation prompt opened is closed before the first token.
+      raw = `${tags!.close}\n\n`;
+      splitter.push(raw);
+      tokens = Uint32Array.from([...tokens, ...(await closing(raw))]);
+      injected = true;
+    }
+    let result = await this.#session.generate(tokens, streamed);
+    raw += result.text;
+    while (overBudget && result.stopReason === 'callback' && splitter?.inThought && !stopped) {
+      // The thought is closed as the template writes it, and the reply goes on.
+      const close = `${raw.endsWith('\n') ? '' : '\n'}${tags!.close}\n\n`;
+      splitter.push(close);
+      raw += close;
+      injected = true;
+      overBudget = false;
+      const left = (options.maxTokens ?? Infinity) - thoughtTokens;
+      result = await this.#session.generate(await closing(close), { ...streamed, maxTokens: Math.max(0, left) });
+      raw += result.text;
+    }
+    if (splitter) route(splitter.flush());
+    const state = splitter?.state;
+    return {
+      result,
+      raw,
+      injected,
+      text: text.join(''),
+      ...(state?.seen && { thought: { type: 'segment', segmentType: 'thought', text: thought.join(''), ended: state.ended } }),
     };
   }
 

@@ -73,8 +73,8 @@ export interface GenerateOptions extends Omit<SampleOptions, 'position' | 'histo
 export interface OneShotGenerateOptions extends GenerateOptions {
   /** Where the model and sampler run. Default 'auto' (the model's choice: metal when it runs here, else native, else js). */
   backend?: BackendChoice;
-  /** Tokens the sequence holds, prompt and generated. Default 4096. */
-  contextSize?: number;
+  /** Tokens the sequence holds, prompt and generated; 'auto' (the default): see SessionOptions. */
+  contextSize?: number | 'auto';
 }
 
 export interface ResolvedGenerate {
@@ -182,18 +182,22 @@ export function resolveGenerate(options: unknown, names: Set<string> = GENERATE_
 }
 
 /** The options of generate(model, ...): a Session's options and a call's. */
-export function resolveOneShot(options: unknown): { backend: BackendChoice; contextSize: number; generate: ResolvedGenerate } {
+export function resolveOneShot(options: unknown): { backend: BackendChoice; contextSize: number | 'auto'; generate: ResolvedGenerate } {
   const generate = resolveGenerate(options, ONE_SHOT_NAMES);
   const o = (options ?? {}) as Record<string, unknown>;
   return { ...resolveSessionOptions({ backend: o.backend, contextSize: o.contextSize }), generate };
 }
 
 /** A Session's options: where the model runs and how many tokens its sequence holds. */
-export function resolveSessionOptions(options: unknown): { backend: BackendChoice; contextSize: number } {
+export function resolveSessionOptions(options: unknown): { backend: BackendChoice; contextSize: number | 'auto' } {
   if (options === undefined) options = {};
   if (!isPlainObject(options)) throw invalidParameterError('options', 'a plain object', options, 'type');
   checkKnownKeys(options, new Set(['backend', 'contextSize']), '');
   const backend = enumOption('backend', options.backend, 'auto', ['auto', 'metal', 'emulated', 'native', 'js'] as const);
-  const contextSize = integerInRange('contextSize', options.contextSize ?? DEFAULT_CONTEXT_SIZE, 2, MAX_CONTEXT_SIZE);
+  const given = options.contextSize ?? 'auto';
+  const expected = `'auto' or an integer from 2 to ${MAX_CONTEXT_SIZE}`;
+  if (given !== 'auto' && !isInteger(given)) throw invalidParameterError('contextSize', expected, given, 'type');
+  if (given !== 'auto' && (given < 2 || given > MAX_CONTEXT_SIZE)) throw invalidParameterError('contextSize', expected, given, 'range');
+  const contextSize = given;
   return { backend, contextSize };
 }

@@ -41,6 +41,11 @@ export interface DecodeModel {
    * fallback.
    */
   openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
+  /**
+   * contextSize 'auto': the size to use and why (a GGUF model's trained
+   * context, or what fits in free memory). Without it, 'auto' is 4096.
+   */
+  autoContextSize?(): { contextSize: number; reason: string };
 }
 
 /** One sequence's state: the tokens the model has seen, on one backend. */

@@ -7,6 +7,7 @@ import { invalidParameterError, SessionBusyError } from '../errors.js';
 import { isInteger } from '../predicates.js';
 import { DecodeRun, SequenceState } from './decode-loop.js';
 import {
+  DEFAULT_CONTEXT_SIZE,
   resolveGenerate,
   resolveOneShot,
   resolveSessionOptions,
@@ -24,20 +25,33 @@ export type Prompt = string | ArrayLike<number>;
 export interface SessionOptions {
   /** Where the model and the sampler run. Default 'auto': the model's choice (metal when it runs here, else native, else js). */
   backend?: 'auto' | BackendName;
-  /** Tokens the sequence holds, prompt and generated. Default 4096. */
-  contextSize?: number;
+  /**
+   * Tokens the sequence holds, prompt and generated. 'auto' (the default):
+   * the model's choice (a GGUF model's trained context, less when that
+   * does not fit in half of the free memory; 4096 for other models);
+   * session.contextSizeReason says which.
+   */
+  contextSize?: number | 'auto';
 }
 
 export class Session {
   readonly model: DecodeModel;
   readonly #state: SequenceState;
+  /** Why the context has its size: given, or what 'auto' picked and why. */
+  readonly contextSizeReason: string;
   #running: Promise<void> | undefined; // settles when the running generation ends
   #done: () => void = () => {};
   #disposed = false;
 
   constructor(model: DecodeModel, options?: SessionOptions) {
     checkModel(model);
-    const { backend, contextSize } = resolveSessionOptions(options);
+    const { backend, contextSize: given } = resolveSessionOptions(options);
+    const auto =
+      given === 'auto'
+        ? (model.autoContextSize?.() ?? { contextSize: DEFAULT_CONTEXT_SIZE, reason: 'the default 4096 (the model does not choose)' })
+        : undefined;
+    const contextSize = auto?.contextSize ?? (given as number);
+    this.contextSizeReason = auto ? `auto: ${auto.reason}` : 'given';
     this.model = model;
     this.#state = new SequenceState(model, model.openSequence({ backend, contextSize }), new Utf8Carry());
   }

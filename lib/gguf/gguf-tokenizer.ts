@@ -11,7 +11,7 @@ import { isPlainObject } from '../predicates.js';
 import { bytesOfByteLevel } from '../tokenizers/byte-level.js';
 import { cleanSpaces } from '../tokenizers/clean-spaces.js';
 import { readVocabulary, type GgufVocabulary } from '../tokenizers/gguf-vocabulary.js';
-import { VocabularyEncoder, type EncodeRequest } from '../tokenizers/encoder.js';
+import type { EncodeRequest } from '../tokenizers/encoder.js';
 import { EncoderThread } from '../tokenizers/encoder-thread.js';
 import { specialTokens } from '../tokenizers/special-tokens.js';
 import { isSpecial, TOKEN_TYPE } from '../tokenizers/token-types.js';
@@ -55,7 +55,6 @@ export class GgufTokenizer implements Tokenizer {
   readonly #v: GgufVocabulary;
   readonly #cache: (Uint8Array | undefined)[];
   #specialTexts: string[] | undefined;
-  #encoder: VocabularyEncoder | undefined;
   #thread: EncoderThread | undefined;
 
   private constructor(vocabulary: GgufVocabulary) {
@@ -108,12 +107,12 @@ export class GgufTokenizer implements Tokenizer {
 
   /**
    * The ids of `text`, without BOS (a Session adds it at the start of a
-   * sequence), on the calling thread: the first call builds the encoder (a
-   * few hundred milliseconds for a large vocabulary), and encoding takes
-   * about 0.5 ms per KB. encodeAsync() does both on a worker thread.
+   * sequence), before it returns: by the tokenizer's worker thread, whose
+   * encoder loadModel built, while this thread waits (about 0.5 ms per KB
+   * of text). encodeAsync() gives the same ids without waiting.
    */
   encode(text: string, options?: EncodeOptions): number[] {
-    return (this.#encoder ??= new VocabularyEncoder(this.#v)).encode(this.#request(text, options));
+    return Array.from((this.#thread ??= new EncoderThread(this.#v)).encodeSync(this.#request(text, options)));
   }
 
   /** encode() on the tokenizer's worker thread: the same ids, and the event loop never waits. */

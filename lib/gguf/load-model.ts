@@ -204,9 +204,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (o.signal?.aborted) throw aborted();
 
   const native = o.vocabOnly ? undefined : openTransformer(addon, header, arch.name, config, o);
-  // The tokenizer's worker builds its encoders while the weights load; a
-  // failure there is reported by the first encodeAsync.
-  vocabulary?.prepare().catch(() => undefined);
+  // The tokenizer's worker builds its encoders while the weights load, and
+  // the model is ready only with them: its first encode() or encodeAsync()
+  // waits for nothing but the encoding. A failure there is reported by the
+  // first encode.
+  const encoderReady = vocabulary?.prepare().catch(() => undefined);
   if (native === undefined) o.onLoadProgress?.(1);
   else {
     try {
@@ -219,6 +221,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     }
   }
   await metalOpening;
+  await encoderReady;
   const name = header.metadata['general.name'];
   return new GgufModel(
     native,

@@ -17,7 +17,8 @@ import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransform
 import { SamplingPacker } from '../native/native-sampler.js';
 import { loadAddon } from '../native/load-addon.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
-import { checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
+import { autoContextSize, checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
+import { DEFAULT_CONTEXT_SIZE, resolveSessionOptions } from '../generate/generate-options.js';
 import { GpuWeights } from './gpu-weights.js';
 import { TableSequence } from '../gpu/table-sequence.js';
 import type { BackendChoice, ResolvedSampling } from '../sampling-options.js';
@@ -97,16 +98,26 @@ export class GgufModel implements DecodeModel {
    * emulator, never run on a Mac). 'js' is an error: there is no
    * TypeScript transformer.
    */
+  /** contextSize 'auto': the trained context length, or what fits in half of the free memory when that is less. */
+  autoContextSize(): { contextSize: number; reason: string } {
+    const addon = loadAddon();
+    if (!addon.ok) return { contextSize: DEFAULT_CONTEXT_SIZE, reason: `the default 4096 (the addon did not load: ${addon.reason})` };
+    return autoContextSize(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, this.info.trainedContextLength);
+  }
+
   openSequence(options: { backend: 'native' | 'auto'; contextSize: number }): GgufSequence;
-  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence;
-  openSequence(options: { backend: BackendChoice; contextSize: number }): ModelSequence {
+  openSequence(options?: { backend?: BackendChoice; contextSize?: number }): ModelSequence;
+  /** A sequence of this model: Session's options, checked the same way (defaults 'auto' and contextSize 'auto'). */
+  openSequence(options: { backend?: BackendChoice; contextSize?: number } = {}): ModelSequence {
     if (this.#disposed) throw new Error('openSequence: the model was disposed');
     if (this.#native === undefined) {
       throw new Error(
         `openSequence: ${this.info.path} was loaded with { vocabOnly: true }: it has a tokenizer but no weights; load it without vocabOnly to generate`,
       );
     }
-    const { backend, contextSize } = options;
+    const resolved = resolveSessionOptions(options);
+    const backend = resolved.backend;
+    const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
     if (runsKernels(backend)) {
       const addon = loadAddon();
       if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
@@ -128,7 +139,9 @@ export class GgufModel implements DecodeModel {
     }
     if (backend === 'js')
       throw new BackendUnavailableError('js', "a GGUF model's forward pass runs in the native addon; there is no TypeScript transformer");
-    if (backend !== 'native' && backend !== 'auto') throw invalidParameterError('backend', "'auto' or 'native' for a GGUF model", backend, 'range');
+    if (backend !== 'native' && backend !== 'auto') {
+      throw invalidParameterError('backend', "'auto', 'native', 'metal' or 'emulated' for a GGUF model", backend, 'range');
+    }
     const addon = loadAddon(); // loaded: the model is the addon's
     if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
     checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);

@@ -4,7 +4,7 @@
 // 'q8_0' (half the memory of f16: blocks of 32 values, so each head must
 // be whole blocks, as llama.cpp's cache views need). The bytes of a type
 // come from the addon's tensor types, the one definition of each block.
-import { totalmem } from 'node:os';
+import { freemem, totalmem } from 'node:os';
 
 import { invalidParameterError } from '../errors.js';
 import type { NativeModelConfig, NativeTensorType } from '../native/contract.js';
@@ -62,4 +62,25 @@ export function checkKvCacheFits(
     );
   }
   return bytes;
+}
+
+/**
+ * contextSize 'auto' for a model: the context it was trained with, or as
+ * many positions as fit in half of the memory free now when that is less
+ * (a multiple of 256, at least 256), as node-llama-cpp's 'auto' adapts to
+ * free memory. `reason` says which.
+ */
+export function autoContextSize(
+  config: NativeModelConfig,
+  type: KvCacheType,
+  types: readonly NativeTensorType[],
+  trained: number | undefined,
+  free = freemem(),
+): { contextSize: number; reason: string } {
+  const perPosition = 2 * config.blockCount * kvCacheBytes(type, types, config.headCountKv * config.headDim);
+  const fits = Math.max(256, Math.floor(free / 2 / perPosition / 256) * 256);
+  const wanted = trained ?? 4096;
+  const source = trained === undefined ? 'the default 4096 (the file has no context_length)' : `the trained context length ${trained}`;
+  if (wanted <= fits) return { contextSize: wanted, reason: `${source}, which fits in half of the ${free} bytes of free memory` };
+  return { contextSize: fits, reason: `${fits} positions: the most that fit in half of the ${free} bytes of free memory (${source} does not)` };
 }

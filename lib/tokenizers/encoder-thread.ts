@@ -42,6 +42,11 @@ export class EncoderThread {
     return this.#worker.request<Uint32Array>({ request });
   }
 
+  /** encode(), answered before it returns (the calling thread waits for the worker's encoder). */
+  encodeSync(request: EncodeRequest): Uint32Array {
+    return this.#worker.requestSync<Uint32Array>({ request });
+  }
+
   dispose(): void {
     this.#worker.dispose();
   }
