@@ -1,7 +1,7 @@
 // generate-options.ts: the options of one generate() call, validated before
 // any work with the same error shape as sample()'s. Names follow
 // node-llama-cpp's.
-import { integerInRange, invalidParameterError } from '../errors.js';
+import { invalidParameterError } from '../errors.js';
 import { resolveChainOptions } from '../gpu/chain.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import {
