@@ -7,7 +7,7 @@ import { scriptedModel } from './generate-helpers.js';
 
 const model = BigramModel.fromText('hello world');
 const OPTIONS =
-  'temperature, topK, topP, minP, seed, repeatPenalty, logitBias, filterTemperature, maxTokens, signal, ' +
+  'temperature, topK, topP, minP, seed, repeatPenalty, logitBias, tokenBias, filterTemperature, maxTokens, signal, ' +
   'stopOnAbortSignal, customStopTriggers, onToken, onTextChunk, tokenMask, grammar, chunkSize, speculative, contextShift';
 
 describe('generate() options', () => {

@@ -108,7 +108,7 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
     const onlyZero = new Uint32Array(10);
     onlyZero[0] = 1;
     const run = generate(model, PROMPT, { tokenMask: () => onlyZero, logitBias: { 0: -Infinity }, maxTokens: 4, contextSize: 64, backend });
-    await expect(run).rejects.toThrow('Every logit is -Infinity after logitBias and penalties');
+    await expect(run).rejects.toThrow('Every logit is -Infinity after logitBias, tokenBias and penalties');
   });
 
   test('an abort mid-generation stops at a token; the session continues as if the call had stopped there', async () => {

@@ -35,7 +35,7 @@ describe.each(BACKEND_FORMATS)('%s backend', (backend, format: Format) => {
     it('throws NoTokenError when every logit is -Infinity', () => {
       expect(() => greedy([-Infinity, NaN])).toThrow(NoTokenError);
       expect(() => greedy([1, 2], { temperature: 1, logitBias: { 0: -Infinity, 1: -Infinity } })).toThrow(
-        'Every logit is -Infinity after logitBias and penalties: no token can be sampled',
+        'Every logit is -Infinity after logitBias, tokenBias and penalties: no token can be sampled',
       );
     });
 

@@ -88,7 +88,7 @@ describe('sample() validation', () => {
     const e = error({ topk: 3 });
     expect(e).toBeInstanceOf(TypeError);
     expect(e.message).toBe(
-      'Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, logitBias, filterTemperature, mask, backend',
+      'Unknown option topk; the options are: temperature, topK, topP, minP, seed, position, history, repeatPenalty, logitBias, tokenBias, filterTemperature, mask, backend',
     );
     expect(error({ repeatPenalty: { lastN: 3 } }).message).toMatch(/^Unknown option repeatPenalty\.lastN; /);
   });

@@ -20,6 +20,54 @@ export class UsageError extends Error {
   }
 }
 
+export const MODEL_BENCH_USAGE = `Usage: metal-decode bench model --model FILE [options]
+
+  model     a GGUF model: prefill and decode tokens/s and the time to the first
+            token, and llama.cpp's (node-llama-cpp, when installed) on the same
+            file, threads and kind of device, with the ratios and the resident memory
+  --model FILE       the .gguf file (required)
+  --backend NAME     native (the CPU forward pass, default), metal (the dispatch tables
+                     on the Mac's GPU; llama.cpp then runs on Metal too) or emulated
+                     (the same tables on CPU fibers: for checking, its speed means nothing)
+  --speculative      also decode with n-gram speculation (exact: the same tokens) and show
+                     its decode tokens/s, the share of drafts kept and forward passes per token
+  --constrained      also decode under a JSON schema (the grammar's mask every token) and show
+                     its decode tokens/s against unconstrained and the mask time per token
+  --fused-head       also decode greedy and temperature-only with the logits written and
+                     sampled, against the LM head fused with the pick (native only: the
+                     GPU tables always fuse); the tokens must be the same
+  --threads N        forward-pass threads for both engines (default: the physical cores)
+  --prompt N         prompt tokens (default 128)
+  --tokens N         generated tokens (default 64)
+  --runs N           timed runs after one warm-up; medians are reported (default 3)
+  --compare WHAT     llama.cpp (an error if node-llama-cpp is missing), none, or auto
+                     (default: llama.cpp when installed, else a line saying why not)
+  --json             print the result as JSON`;
+
+export const TOKENIZER_BENCH_USAGE = `Usage: metal-decode bench tokenizer --model FILE [options]
+
+  tokenizer a GGUF model's tokenizer: encoding and decoding 100 KB of varied text,
+            llama.cpp's tokenizer on the same text (when node-llama-cpp is
+            installed), and what a chat turn's template rendering and encoding
+            add before its first token
+  --model FILE       the .gguf file (required; it needs a vocabulary)
+  --bytes N          text to encode (default 102400)
+  --runs N           timed runs after one warm-up; medians are reported (default 10)
+  --compare WHAT     llama.cpp, none or auto (as for model)
+  --json             print the result as JSON`;
+
+export const PREDICT_USAGE = `Usage: metal-decode bench predict --model FILE [--context N] [--chip NAME] [--json]
+
+  predict   a GGUF model's one-token decode on the GPU, modelled: bytes of weights,
+            KV cache and logits read per token, the dispatches, and for each Apple
+            silicon chip the tokens/s its bandwidth allows and the tokens/s the
+            kernels' counted loads and stores are modelled to reach, with the
+            limit that binds each kernel
+  --model FILE       the .gguf file (required)
+  --context N        tokens in the KV cache (default 1024)
+  --chip NAME        the chip of the per-kernel table (default M1; one of ${APPLE_CHIPS.map((c) => c.chip).join(', ')})
+  --json             print the result as JSON (every chip's kernels)`;
+
 export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
        metal-decode bench model --model FILE [options]
        metal-decode bench tokenizer --model FILE [options]
@@ -51,47 +99,11 @@ Options:
   --no-progress      no progress bar (it is drawn only on a terminal anyway)
   -h, --help         this text
 
-  model     a GGUF model: prefill and decode tokens/s and the time to the first
-            token, and llama.cpp's (node-llama-cpp, when installed) on the same
-            file, threads and kind of device, with the ratios and the resident memory
-  --model FILE       the .gguf file (required)
-  --backend NAME     native (the CPU forward pass, default), metal (the dispatch tables
-                     on the Mac's GPU; llama.cpp then runs on Metal too) or emulated
-                     (the same tables on CPU fibers: for checking, its speed means nothing)
-  --speculative      also decode with n-gram speculation (exact: the same tokens) and show
-                     its decode tokens/s, the share of drafts kept and forward passes per token
-  --constrained      also decode under a JSON schema (the grammar's mask every token) and show
-                     its decode tokens/s against unconstrained and the mask time per token
-  --fused-head       also decode greedy and temperature-only with the logits written and
-                     sampled, against the LM head fused with the pick (native only: the
-                     GPU tables always fuse); the tokens must be the same
-  --threads N        forward-pass threads for both engines (default: the physical cores)
-  --prompt N         prompt tokens (default 128)
-  --tokens N         generated tokens (default 64)
-  --runs N           timed runs after one warm-up; medians are reported (default 3)
-  --compare WHAT     llama.cpp (an error if node-llama-cpp is missing), none, or auto
-                     (default: llama.cpp when installed, else a line saying why not)
-  --json             print the result as JSON
+${MODEL_BENCH_USAGE.slice(MODEL_BENCH_USAGE.indexOf('\n\n') + 2)}
 
-  tokenizer a GGUF model's tokenizer: encoding and decoding 100 KB of varied text,
-            llama.cpp's tokenizer on the same text (when node-llama-cpp is
-            installed), and what a chat turn's template rendering and encoding
-            add before its first token
-  --model FILE       the .gguf file (required; it needs a vocabulary)
-  --bytes N          text to encode (default 102400)
-  --runs N           timed runs after one warm-up; medians are reported (default 10)
-  --compare WHAT     llama.cpp, none or auto (as for model)
-  --json             print the result as JSON
+${TOKENIZER_BENCH_USAGE.slice(TOKENIZER_BENCH_USAGE.indexOf('\n\n') + 2)}
 
-  predict   a GGUF model's one-token decode on the GPU, modelled: bytes of weights,
-            KV cache and logits read per token, the dispatches, and for each Apple
-            silicon chip the tokens/s its bandwidth allows and the tokens/s the
-            kernels' counted loads and stores are modelled to reach, with the
-            limit that binds each kernel
-  --model FILE       the .gguf file (required)
-  --context N        tokens in the KV cache (default 1024)
-  --chip NAME        the chip of the per-kernel table (default M1; one of ${APPLE_CHIPS.map((c) => c.chip).join(', ')})
-  --json             print the result as JSON (every chip's kernels)`;
+${PREDICT_USAGE.slice(PREDICT_USAGE.indexOf('\n\n') + 2)}`;
 
 export interface ModelBenchArgs {
   help: boolean;

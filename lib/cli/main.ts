@@ -1,216 +1,80 @@
-// main.ts: the `metal-decode` command. `metal-decode bench` measures what
-// the package costs here: it prints the machine, every backend that cannot
-// run with its reason, a progress bar on a terminal, and the tables (or
-// the JSON report), and can write the results as an SVG or HTML chart.
-import { writeFileSync } from 'node:fs';
+// main.ts: the `metal-decode` command: the subcommands, --version, and
+// help per command. A usage error prints what was wrong and where the help
+// is (exit code 2); a failure prints its message (exit code 1).
+import { existsSync, readFileSync } from 'node:fs';
 
-import cliProgress from 'cli-progress';
+import { UsageError } from './bench-args.js';
+import { benchCommand } from './bench-command.js';
+import { CHAT_USAGE, chatCommand } from './chat-command.js';
+import { COMPLETE_USAGE, completeCommand } from './complete-command.js';
+import { INSPECT_USAGE, inspectCommand } from './inspect-command.js';
+import type { Output } from './output.js';
+import { PULL_USAGE, pullCommand } from './pull-command.js';
 
-import { getBackends, type BackendInfo, type BackendName } from '../backends.js';
-import { reportHtml, reportSvg } from '../bench/charts.js';
-import { planDecode, planSpeculativeDecode } from '../bench/decode-scenario.js';
-import { describeMachine, machineInfo } from '../bench/machine.js';
-import {
-  REPORT_SCHEMA_VERSION,
-  type BenchReport,
-  type BenchSettings,
-  type DecodeResult,
-  type SamplerResult,
-  type SpeculativeDecodeResult,
-} from '../bench/report.js';
-import { findLlamaSampler } from '../bench/llama-cpp-sampler.js';
-import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
-import { reportTables, tableText, type Table } from '../bench/tables.js';
-import type { BenchTask } from '../bench/tasks.js';
-import { benchModel, modelBenchTables, type ModelBenchResult, type ModelBenchSettings } from '../bench/model-bench.js';
-import { benchTokenizer, tokenizerBenchTables, type TokenizerBenchResult, type TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
-import { predictSpeed, predictTables, type PredictResult, type PredictSettings } from '../bench/gpu-speed-model.js';
-import {
-  BENCH_USAGE,
-  parseBenchArgs,
-  parseModelBenchArgs,
-  parsePredictArgs,
-  parseTokenizerBenchArgs,
-  UsageError,
-  type BenchArgs,
-} from './bench-args.js';
+export type { Output } from './output.js';
 
-export interface Output {
-  write(text: string): void;
-  isTTY?: boolean;
-}
-
-const USAGE = `Usage: metal-decode <command>
+const USAGE = `Usage: metal-decode <command> [options]
 
 Commands:
-  bench     measure the samplers, the decode loop, GGUF models and their tokenizers on this machine (metal-decode bench --help)`;
+  chat      talk to a model in the terminal (metal-decode chat --model FILE)
+  complete  the model's continuation of a text
+  pull      download a model (a URL or hf:user/repo/file.gguf) into the models directory
+  inspect   what a GGUF file holds and what would run it here
+  bench     measure the samplers, the decode loop, GGUF models and their tokenizers here
+
+Run metal-decode <command> --help for a command's options; --version for the version.`;
+
+type Command = (argv: string[], stdout: Output, stderr: Output, input: NodeJS.ReadableStream) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; usage?: string }> = {
+  chat: { run: chatCommand, usage: CHAT_USAGE },
+  complete: { run: completeCommand, usage: COMPLETE_USAGE },
+  pull: { run: pullCommand, usage: PULL_USAGE },
+  inspect: { run: inspectCommand, usage: INSPECT_USAGE },
+  bench: { run: benchCommand },
+};
+
+/** The package's version, from its package.json. */
+export function packageVersion(): string {
+  // lib/cli/ in the sources, dist/lib/cli/ built: the first package.json up is the package's.
+  for (const up of ['../../package.json', '../../../package.json']) {
+    const url = new URL(up, import.meta.url);
+    if (existsSync(url)) return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
+  }
+  throw new Error("metal-decode's package.json was not found");
+}
 
 /** Runs the command line `argv` (without node and the script); resolves to the exit code. */
-export async function main(argv: string[], stdout: Output = process.stdout, stderr: Output = process.stderr): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h') {
+export async function main(
+  argv: string[],
+  stdout: Output = process.stdout,
+  stderr: Output = process.stderr,
+  input: NodeJS.ReadableStream = process.stdin,
+): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    const topic = name === 'help' ? rest[0] : undefined;
+    if (topic !== undefined && COMMANDS[topic] !== undefined) return COMMANDS[topic].run(['--help'], stdout, stderr, input);
     stdout.write(`${USAGE}\n`);
-    return command === undefined ? 2 : 0;
+    return name === undefined ? 2 : 0;
   }
-  if (command !== 'bench') {
-    stderr.write(`metal-decode: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (rest[0] === 'model') return fileBench(MODEL_BENCH, rest.slice(1), stdout, stderr);
-  if (rest[0] === 'tokenizer') return fileBench(TOKENIZER_BENCH, rest.slice(1), stdout, stderr);
-  if (rest[0] === 'predict') return fileBench(PREDICT, rest.slice(1), stdout, stderr);
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(rest);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    stderr.write(`metal-decode bench: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
-    return 2;
-  }
-  if (args.help) {
-    stdout.write(`${BENCH_USAGE}\n`);
+  if (name === '--version' || name === '-v') {
+    stdout.write(`${packageVersion()}\n`);
     return 0;
   }
-  return bench(args, stdout, stderr);
-}
-
-interface FileBench<Settings, Result> {
-  name: string;
-  parse: (argv: string[]) => { help: boolean; json: boolean; settings: Settings };
-  run: (settings: Settings) => Promise<Result>;
-  tables: (result: Result) => Table[];
-}
-
-const MODEL_BENCH: FileBench<ModelBenchSettings, ModelBenchResult> = {
-  name: 'model',
-  parse: parseModelBenchArgs,
-  run: benchModel,
-  tables: modelBenchTables,
-};
-const TOKENIZER_BENCH: FileBench<TokenizerBenchSettings, TokenizerBenchResult> = {
-  name: 'tokenizer',
-  parse: parseTokenizerBenchArgs,
-  run: benchTokenizer,
-  tables: tokenizerBenchTables,
-};
-
-const PREDICT: FileBench<PredictSettings, PredictResult> = { name: 'predict', parse: parsePredictArgs, run: predictSpeed, tables: predictTables };
-
-// `bench model`, `bench tokenizer` and `bench predict`: one file, one result, tables or JSON.
-async function fileBench<S, R>(bench: FileBench<S, R>, argv: string[], stdout: Output, stderr: Output): Promise<number> {
-  let args: ReturnType<FileBench<S, R>['parse']>;
-  try {
-    args = bench.parse(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    stderr.write(`metal-decode bench ${bench.name}: ${error.message}\n\nRun metal-decode bench --help for the options.\n`);
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    stderr.write(`metal-decode: unknown command ${JSON.stringify(name)} (the commands are ${Object.keys(COMMANDS).join(', ')})\n\n${USAGE}\n`);
     return 2;
   }
-  if (args.help) {
-    stdout.write(`${BENCH_USAGE}\n`);
-    return 0;
-  }
-  (args.json ? stderr : stdout).write(`machine: ${describeMachine(machineInfo())}\n`);
-  let result: R;
   try {
-    result = await bench.run(args.settings);
+    return await command.run(rest, stdout, stderr, input);
   } catch (error) {
-    stderr.write(`metal-decode bench ${bench.name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (error instanceof UsageError) {
+      stderr.write(`metal-decode ${name}: ${error.message}\n\nRun metal-decode ${name} --help for the options.\n`);
+      return 2;
+    }
+    stderr.write(`metal-decode ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
-  if (args.json) stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else for (const table of bench.tables(result)) stdout.write(`\n${tableText(table)}\n`);
-  return 0;
-}
-
-async function bench(args: BenchArgs, stdout: Output, stderr: Output): Promise<number> {
-  const log = args.json ? stderr : stdout; // with --json, stdout holds the JSON alone
-  const machine = machineInfo();
-  const backends = getBackends();
-  const chosen = chooseBackends(backends, args.backends);
-  if (typeof chosen === 'string') {
-    stderr.write(`metal-decode bench: ${chosen}\n`);
-    return 1;
-  }
-  log.write(`machine: ${describeMachine(machine)}\n`);
-  for (const b of backends.filter((b) => !b.available)) log.write(`backend ${b.name}: not available: ${b.reason.split('\n')[0]}\n`);
-
-  const settings: BenchSettings = { ...args.settings, backends: chosen };
-  const sampling = settings.scenarios.includes('sampler');
-  const llamaCppSampler = settings.compare === 'none' ? { library: null, reason: '--compare none' } : findLlamaSampler();
-  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'llama.cpp') {
-    stderr.write(`metal-decode bench: --compare llama.cpp: ${llamaCppSampler.reason}\n`);
-    return 1;
-  }
-  if (sampling && llamaCppSampler.reason !== null && settings.compare === 'auto')
-    log.write(`llama.cpp sampler: not compared: ${llamaCppSampler.reason}\n`);
-  const samplerTasks = sampling ? planSampler(settings, llamaCppSampler) : [];
-  const decodeTasks = settings.scenarios.includes('decode') ? planDecode(settings) : [];
-  const speculativeTasks = settings.scenarios.includes('decode') ? planSpeculativeDecode(settings) : [];
-  const startedAt = new Date();
-  const progress = progressBar(args.progress && stderr.isTTY === true, samplerTasks.length + decodeTasks.length + speculativeTasks.length);
-  const sampler = withSpeedups(await runTasks(samplerTasks, progress));
-  const decode = await runTasks(decodeTasks, progress);
-  const speculative = await runTasks(speculativeTasks, progress);
-  progress.stop();
-
-  const report: BenchReport = {
-    schemaVersion: REPORT_SCHEMA_VERSION,
-    machine,
-    settings,
-    backends,
-    sampler,
-    llamaCppSampler,
-    decode,
-    ...(speculativeTasks.length > 0 && { speculative }),
-    startedAt: startedAt.toISOString(),
-    durationMs: Date.now() - startedAt.getTime(),
-  };
-  if (args.json) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else for (const table of reportTables(report)) stdout.write(`\n${tableText(table)}\n`);
-  if (args.out) {
-    writeFileSync(args.out, args.out.toLowerCase().endsWith('.html') ? reportHtml(report) : reportSvg(report));
-    log.write(`\nwrote ${args.out}\n`);
-  }
-  return 0;
-}
-
-// The backends to measure: the ones named (each must run here), or every available one.
-function chooseBackends(all: BackendInfo[], named: BackendName[] | null): BackendName[] | string {
-  if (named === null) return all.filter((b) => b.available).map((b) => b.name);
-  for (const name of named) {
-    const info = all.find((b) => b.name === name)!;
-    if (!info.available) return `--backend ${name}: the ${name} backend is not available: ${info.reason}`;
-  }
-  return named;
-}
-
-interface Progress {
-  step(label: string): void;
-  stop(): void;
-}
-
-function progressBar(enabled: boolean, total: number): Progress {
-  if (!enabled) return { step: () => {}, stop: () => {} };
-  const bar = new cliProgress.SingleBar(
-    {
-      format: '{bar} {value}/{total} {task}',
-      stream: process.stderr,
-      hideCursor: true,
-      clearOnComplete: true,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  bar.start(total, 0, { task: '' });
-  return { step: (task) => bar.increment(1, { task }), stop: () => bar.stop() };
-}
-
-async function runTasks<T extends SamplerResult | DecodeResult | SpeculativeDecodeResult>(tasks: BenchTask<T>[], progress: Progress): Promise<T[]> {
-  const results: T[] = [];
-  for (const task of tasks) {
-    progress.step(task.label);
-    await new Promise((resolve) => setImmediate(resolve)); // let the bar draw before a long synchronous cell
-    results.push(await task.run());
-  }
-  return results;
 }
