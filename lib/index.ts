@@ -44,5 +44,7 @@ export type { FunctionCallItem } from './chat/function-calls.js';
 export type { ChatContextShiftOptions, ChatContextShiftStrategy, ChatContextShiftStrategyOptions } from './chat/context-window.js';
 export type { ContextShiftOptions } from './generate/context-shift.js';
 export type { SchemaType } from './grammar/schema-type.js';
+export { defaultModelsDirectory, resolveModelFile, type DownloadProgress, type ResolveModelFileOptions } from './models/resolve-model-file.js';
+export type { ResponseChunk, ThoughtSegment } from './chat/thought-segments.js';
 export type { ChatTokenizer } from './chat/chat-tokenizer.js';
 export type { ChatHistoryInput, NodeLlamaCppHistoryItem } from './chat/chat-history.js';
