@@ -46,5 +46,6 @@ export type { ContextShiftOptions } from './generate/context-shift.js';
 export type { SchemaType } from './grammar/schema-type.js';
 export { defaultModelsDirectory, resolveModelFile, type DownloadProgress, type ResolveModelFileOptions } from './models/resolve-model-file.js';
 export type { ResponseChunk, ThoughtSegment } from './chat/thought-segments.js';
+export { Embedding, EmbeddingContext, type EmbeddingPooling } from './models/embedding-context.js';
 export type { ChatTokenizer } from './chat/chat-tokenizer.js';
 export type { ChatHistoryInput, NodeLlamaCppHistoryItem } from './chat/chat-history.js';

@@ -83,6 +83,11 @@ export class GgufTokenizer implements Tokenizer {
     return this.#v.addBos;
   }
 
+  /** Whether an embedding's input ends with eosToken (tokenizer.ggml.add_eos_token), as llama.cpp's tokenizer adds it. */
+  get addEosToken(): boolean {
+    return this.#v.addEos;
+  }
+
   /** The end-of-sequence token (tokenizer.ggml.eos_token_id); endOfGenerationTokens has every token that ends a reply. */
   get eosToken(): number | undefined {
     return this.#v.eos;

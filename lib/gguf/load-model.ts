@@ -233,6 +233,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       tensorTypes: Object.freeze(counts),
       fileSize: header.fileSize,
       trainedContextLength: trainedContextLength(header, arch),
+      poolingType: poolingTypeOf(header, arch.name),
       threads: native?.threads ?? 0,
       cpuKernels: native?.isa ?? 'none',
       vocabOnly: native === undefined,
@@ -244,6 +245,19 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     header.tensors,
     chatTemplate,
   );
+}
+
+const POOLING_TYPES = ['none', 'mean', 'cls', 'last', 'rank'] as const;
+
+/** <arch>.pooling_type, as llama.cpp numbers it; 'none' when absent (llama.cpp's default for these architectures). */
+function poolingTypeOf(header: GgufHeader, arch: string): (typeof POOLING_TYPES)[number] {
+  const key = `${arch}.pooling_type`;
+  const value = header.metadata[key];
+  if (value === undefined) return 'none';
+  if (typeof value !== 'number' || !Number.isInteger(value) || POOLING_TYPES[value] === undefined) {
+    throw new GgufError(header.path, key, `expected 0 (none), 1 (mean), 2 (cls), 3 (last) or 4 (rank), got ${JSON.stringify(value)}`);
+  }
+  return POOLING_TYPES[value];
 }
 
 /** The file's chat template, parsed; undefined when it has none. */

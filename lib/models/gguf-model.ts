@@ -15,7 +15,10 @@ import { disposeModelGrammars } from '../grammar/model-grammars.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { SamplingPacker } from '../native/native-sampler.js';
+import { isPlainObject } from '../predicates.js';
+import { checkKnownKeys } from '../sampling-options.js';
 import { loadAddon } from '../native/load-addon.js';
+import { Embedding, EmbeddingContext } from './embedding-context.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
 import { autoContextSize, checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
 import { DEFAULT_CONTEXT_SIZE, resolveSessionOptions } from '../generate/generate-options.js';
@@ -36,6 +39,8 @@ export interface GgufModelInfo {
   fileSize: number;
   /** The context length the model was trained with, when the file says. */
   trainedContextLength?: number;
+  /** <arch>.pooling_type: how createEmbeddingContext() pools a text's hidden states ('none': the last token's, as llama.cpp). */
+  poolingType: 'none' | 'mean' | 'cls' | 'last' | 'rank';
   /** Threads of the forward pass (0 when vocabOnly). */
   threads: number;
   /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon' or 'portable' ('none' when vocabOnly). */
@@ -98,6 +103,54 @@ export class GgufModel implements DecodeModel {
    * emulator, never run on a Mac). 'js' is an error: there is no
    * TypeScript transformer.
    */
+  /**
+   * node-llama-cpp's createEmbeddingContext(): texts' embeddings on a
+   * sequence of their own, on the CPU, pooled as the file declares
+   * (poolingType). contextSize: the longest text in tokens, plus one
+   * (default 'auto').
+   */
+  createEmbeddingContext(options: { contextSize?: number | 'auto' } = {}): EmbeddingContext {
+    if (this.#disposed) throw new Error('createEmbeddingContext: the model was disposed');
+    if (!isPlainObject(options)) throw invalidParameterError('options', 'an object { contextSize }', options, 'type');
+    checkKnownKeys(options, new Set(['contextSize']), '');
+    const pooling = this.info.poolingType;
+    if (pooling === 'rank')
+      throw new Error(`createEmbeddingContext: ${this.info.path} declares pooling_type rank (a reranker), which is not supported`);
+    if (this.#native === undefined)
+      throw new Error(`createEmbeddingContext: ${this.info.path} was loaded with { vocabOnly: true }: it has no weights`);
+    const resolved = resolveSessionOptions({ contextSize: options.contextSize });
+    const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
+    const addon = loadAddon();
+    if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
+    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+    const sequence = this.#native.createSequence(contextSize, this.#batchSize, kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id);
+    const tokenizer = this.tokenizer;
+    const bos = this.bosToken;
+    const eos = 'addEosToken' in tokenizer && tokenizer.addEosToken ? tokenizer.eosToken : undefined;
+    return new EmbeddingContext({
+      contextSize,
+      pooling,
+      embeddingLength: this.info.config.embeddingLength,
+      sequence,
+      tokens: async (text) => {
+        const ids: number[] = Array.from('encodeAsync' in tokenizer ? await tokenizer.encodeAsync(text) : tokenizer.encode(text));
+        if (bos !== undefined && ids[0] !== bos) ids.unshift(bos);
+        if (eos !== undefined && ids.at(-1) !== eos) ids.push(eos);
+        return ids;
+      },
+    });
+  }
+
+  /** The embedding of one text: createEmbeddingContext().getEmbeddingFor(text), the context disposed after. */
+  async getEmbeddingFor(input: string | readonly number[]): Promise<Embedding> {
+    const context = this.createEmbeddingContext();
+    try {
+      return await context.getEmbeddingFor(input);
+    } finally {
+      await context.dispose();
+    }
+  }
+
   /** contextSize 'auto': the trained context length, or what fits in half of the free memory when that is less. */
   autoContextSize(): { contextSize: number; reason: string } {
     const addon = loadAddon();

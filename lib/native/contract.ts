@@ -235,6 +235,8 @@ export interface NativeTransformerSequence {
    * noToken when every logit is -Infinity.
    */
   evaluateAndPick(tokens: Uint32Array, start: number, slots: Float64Array, biasTokens: Uint32Array, biasValues: Float32Array): Promise<number>;
+  /** The tokens evaluated from position 0, and the last `rows` hidden states after the output norm (rows x embeddingLength). */
+  embed(tokens: Uint32Array, rows: number): Promise<Float32Array>;
   /** Context shift: forgets positions keep .. keep + discard - 1 and moves the later ones down, keys rotated (a RangeError when they are over length). */
   shift(keep: number, discard: number): Promise<void>;
   dispose(): void;

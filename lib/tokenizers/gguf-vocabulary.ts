@@ -30,6 +30,8 @@ export interface GgufVocabulary {
   bos: number | undefined;
   /** Whether a text prompt starts with it (tokenizer.ggml.add_bos_token). */
   addBos: boolean;
+  /** tokenizer.ggml.add_eos_token (default false): whether an embedding's input ends with the EOS token, as llama.cpp's. */
+  addEos: boolean;
   /** The end-of-sequence token (tokenizer.ggml.eos_token_id). */
   eos: number | undefined;
   /** SentencePiece: a space is put before the text (tokenizer.ggml.add_space_prefix, default true). */
@@ -109,6 +111,7 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
   const addBos = flag(path, metadata, 'tokenizer.ggml.add_bos_token', model === 'llama' || pre === 'llama-bpe');
   if (addBosFlag && addBos && bos === undefined)
     throw new GgufError(path, 'tokenizer.ggml.bos_token_id', 'missing, but tokenizer.ggml.add_bos_token is true');
+  const eos = tokenId(path, metadata, 'tokenizer.ggml.eos_token_id', vocabSize) ?? (model === 'llama' ? 2 : undefined);
 
   return {
     model,
@@ -120,7 +123,8 @@ export function readVocabulary(path: string, metadata: Readonly<Record<string, M
     pre,
     bos,
     addBos: addBos && bos !== undefined,
-    eos: tokenId(path, metadata, 'tokenizer.ggml.eos_token_id', vocabSize) ?? (model === 'llama' ? 2 : undefined),
+    addEos: flag(path, metadata, 'tokenizer.ggml.add_eos_token', false) && eos !== undefined,
+    eos,
     addSpacePrefix: model === 'llama' && flag(path, metadata, 'tokenizer.ggml.add_space_prefix', true),
     cleanSpaces: model === 'gpt2' && !KEEPS_SPACES.has(pre),
     endOfGeneration: endOfGenerationTokens(path, metadata, looking, vocabSize),

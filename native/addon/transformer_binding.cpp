@@ -264,6 +264,7 @@ Napi::Function SequenceHandle::define(Napi::Env env) {
                          InstanceMethod("evaluate", &SequenceHandle::Evaluate),
                          InstanceMethod("evaluateAndPick", &SequenceHandle::EvaluateAndPick),
                          InstanceMethod("shift", &SequenceHandle::Shift),
+                         InstanceMethod("embed", &SequenceHandle::Embed),
                          InstanceMethod("dispose", &SequenceHandle::Dispose),
                      });
 }
@@ -392,6 +393,50 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
       rejectForward(promise, sequence, "evaluateAndPick", e, true);
     } catch (const std::exception& e) {
       rejectForward(promise, sequence, "evaluateAndPick", e, false);
+    }
+  });
+  return promise.promise();
+}
+
+Napi::Value SequenceHandle::Embed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!shared_) throw Napi::Error::New(env, "embed: the sequence was disposed");
+  if (shared_->busy) throw Napi::Error::New(env, "embed: a forward pass of this sequence is still running");
+  if (info.Length() != 2 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    typeError(env, "embed: expected (tokens: Uint32Array, rows)");
+  Napi::Uint32Array array = info[0].As<Napi::Uint32Array>();
+  std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
+  const uint32_t rows = uint32Argument(info, 1, "embed", "rows", 1, 4294967295u);
+  if (rows > tokens.size())
+    throw Napi::RangeError::New(env,
+                                "embed: rows must be at most the " + std::to_string(tokens.size()) + " tokens given");
+  std::shared_ptr<std::vector<float>> out;
+  try {
+    out = std::make_shared<std::vector<float>>(size_t(rows) * shared_->model->transformer->config().embeddingLength);
+  } catch (const std::bad_alloc&) {
+    throw Napi::RangeError::New(env, "embed: not enough memory for " + std::to_string(rows) + " rows");
+  }
+  shared_->busy = true;
+  DevicePromise promise(env, "metal-decode:embed");
+  auto sequence = shared_;
+  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), rows, out]() mutable {
+    try {
+      checkFile(*sequence->model->file);
+      sequence->model->transformer->embed(sequence->state, tokens.data(), int64_t(tokens.size()), 0, out->data(),
+                                          int64_t(rows));
+      promise.settle([sequence, out](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        auto* keep = new std::shared_ptr<std::vector<float>>(out);
+        Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+            env, out->data(), out->size() * sizeof(float),
+            [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
+        return Napi::Float32Array::New(env, out->size(), buffer, 0);
+      });
+    } catch (const std::out_of_range& e) {
+      rejectForward(promise, sequence, "embed", e, true);
+    } catch (const std::exception& e) {
+      rejectForward(promise, sequence, "embed", e, false);
     }
   });
   return promise.promise();

@@ -75,6 +75,10 @@ class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
   // transformer/cache_shift.h; a RangeError naming the field when
   // keep + discard is over the positions held.
   Napi::Value Shift(const Napi::CallbackInfo& info);
+  // embed(tokens, rows) -> Promise<Float32Array>: the tokens evaluated from
+  // position 0, and the last `rows` hidden states after the output norm
+  // (rows x embeddingLength): the embeddings llama.cpp gives.
+  Napi::Value Embed(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<SequenceShared> shared_;

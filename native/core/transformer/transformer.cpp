@@ -64,6 +64,13 @@ void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t 
   forward(s, tokens, count, start, rows, HeadOutput{logits, nullptr, nullptr});
 }
 
+void Transformer::embed(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* hidden,
+                        int64_t rows) {
+  HeadOutput out;
+  out.hidden = hidden;
+  forward(s, tokens, count, start, rows, out);
+}
+
 uint32_t Transformer::evaluateAndPick(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
                                       const HeadPick& pick) {
   uint32_t picked = MD_NO_TOKEN;
@@ -93,7 +100,9 @@ void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t c
     // The rows of this batch among the last `rows` of the call, and where they go.
     const int64_t firstRow = std::max<int64_t>(0, count - rows - done);
     HeadOutput out = head;
-    if (head.logits) out.logits += size_t(std::max<int64_t>(0, done + firstRow - (count - rows))) * config_.vocabSize;
+    const size_t before = size_t(std::max<int64_t>(0, done + firstRow - (count - rows)));  // rows earlier batches wrote
+    if (head.logits) out.logits += before * config_.vocabSize;
+    if (head.hidden) out.hidden += before * config_.embeddingLength;
     if (firstRow < n)
       evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
     else
@@ -165,8 +174,10 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
       case OpKind::OutputNorm: {
         if (wanted <= 0) return;  // no logits wanted from this batch
         const float* weight = floats(weights_[op.weight]);
+        float* normed = head.hidden ? head.hidden : out;
         for (int64_t t = 0; t < wanted; ++t)
-          rmsNorm(in + (firstRow + t) * op.width, weight, out + t * op.width, op.width, c.normEps);
+          rmsNorm(in + (firstRow + t) * op.width, weight, normed + t * op.width, op.width, c.normEps);
+        if (head.hidden) return;  // the embeddings: no LM head
         break;
       }
       case OpKind::LmHead:

@@ -84,6 +84,12 @@ class Transformer {
   uint32_t evaluateAndPick(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start,
                            const HeadPick& pick);
 
+  // evaluate() up to the LM head: `hidden` gets the last `rows` tokens'
+  // hidden states after the output norm (rows x embeddingLength), what
+  // llama.cpp returns as a decoder model's embeddings. The same errors.
+  void embed(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* hidden,
+             int64_t rows = 1);
+
   // Context shift (cache_shift.h): forgets positions keep .. keep +
   // discard - 1 of the state, moves the later ones down with their keys
   // rotated, and shortens it by discard. std::out_of_range naming the
@@ -100,6 +106,7 @@ class Transformer {
     float* logits = nullptr;
     const HeadPick* pick = nullptr;
     uint32_t* picked = nullptr;
+    float* hidden = nullptr;  // set: the output norm's rows go here, and the LM head is skipped
   };
   void forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows,
                HeadOutput head);
