@@ -118,6 +118,22 @@ describe("Qwen 3's template", () => {
       { role: 'tool', name: 'getWeather', content: '{"city":"Paris","temperature":21}' },
       { role: 'assistant', content: 'It is 21 degrees in Paris.' },
     ]);
+    // node-llama-cpp's shape, and back.
+    const items = chat.getChatHistory('node-llama-cpp');
+    expect(items).toEqual([
+      { type: 'system', text: 'Be brief.' },
+      { type: 'user', text: 'What is the weather in Paris?' },
+      {
+        type: 'model',
+        response: [
+          { type: 'functionCall', name: 'getWeather', params: { city: 'Paris' }, result: { city: 'Paris', temperature: 21 } },
+          'It is 21 degrees in Paris.',
+        ],
+      },
+    ]);
+    using restored = new ChatSession(model);
+    restored.setChatHistory(items);
+    expect(restored.getChatHistory()).toEqual(history);
     // The sequence: the conversation with the call and its result as the template renders them, then the reply.
     const tokenizer = qwen.tokenizer as GgufTokenizer;
     expect(Array.from(chat.session.tokens)).toEqual([

@@ -103,3 +103,37 @@ export function checkChatHistory(history: unknown): ChatMessage[] {
     }
   }).flat();
 }
+
+/**
+ * The history as node-llama-cpp's items: a reply with its calls is one
+ * { type: 'model', response } item of its text parts and { type:
+ * 'functionCall', name, params, result } parts (a result written as JSON
+ * is read back as its value).
+ */
+export function toNodeLlamaCppHistory(history: readonly ChatMessage[]): NodeLlamaCppHistoryItem[] {
+  const out: NodeLlamaCppHistoryItem[] = [];
+  let model: (string | Omit<FunctionCallItem, 'rawCall'>)[] | undefined; // the reply being gathered
+  const resultOf = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  for (let i = 0; i < history.length; i++) {
+    const m = history[i];
+    if (m.role === 'system' || m.role === 'user') {
+      model = undefined;
+      out.push({ type: m.role, text: m.content });
+      continue;
+    }
+    if (model === undefined) out.push({ type: 'model', response: (model = []) });
+    if (m.role === 'tool') continue; // read with its call
+    if (m.content !== '') model.push(m.content);
+    for (const call of m.tool_calls ?? []) {
+      const result = history[i + 1]?.role === 'tool' ? resultOf(history[++i].content) : undefined;
+      model.push({ type: 'functionCall', name: call.function.name, params: call.function.arguments, result });
+    }
+  }
+  return out;
+}

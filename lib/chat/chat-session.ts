@@ -26,7 +26,7 @@ import { Session, type SessionOptions } from '../generate/session.js';
 import { isInteger, isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
 import { defaultShiftSize } from '../generate/context-shift.js';
-import { checkChatHistory, type ChatHistoryInput } from './chat-history.js';
+import { checkChatHistory, toNodeLlamaCppHistory, type ChatHistoryInput, type NodeLlamaCppHistoryItem } from './chat-history.js';
 import { detectCallSyntax, genericFunctionsText, genericResultText, type CallSyntax } from './call-syntax.js';
 import { checkFunctions, templateTools, type ChatSessionFunctions } from './chat-functions.js';
 import {
@@ -451,8 +451,16 @@ export class ChatSession {
     return this.#syntax;
   }
 
-  /** The conversation so far (a copy): the system prompt, then user and assistant turns. */
-  getChatHistory(): ChatMessage[] {
+  /**
+   * The conversation so far (a copy): the system prompt, then user and
+   * assistant turns, calls and their results; as node-llama-cpp's items
+   * with 'node-llama-cpp'.
+   */
+  getChatHistory(): ChatMessage[];
+  getChatHistory(format: 'node-llama-cpp'): NodeLlamaCppHistoryItem[];
+  getChatHistory(format?: 'node-llama-cpp'): ChatMessage[] | NodeLlamaCppHistoryItem[] {
+    if (format === 'node-llama-cpp') return toNodeLlamaCppHistory(this.#history);
+    if (format !== undefined) throw invalidParameterError('format', "'node-llama-cpp' or nothing", format, 'range');
     return structuredClone(this.#history);
   }
 
