@@ -72,6 +72,41 @@ uint32_t uint32Argument(const Napi::CallbackInfo& info, size_t i, const char* me
   return uint32_t(x);
 }
 
+// A Float32Array over `values`, which it keeps alive (the sequence may
+// write the next ones elsewhere meanwhile, or be disposed).
+Napi::Float32Array floatArrayOver(Napi::Env env, const std::shared_ptr<std::vector<float>>& values) {
+  auto* keep = new std::shared_ptr<std::vector<float>>(values);
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+      env, values->data(), values->size() * sizeof(float),
+      [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
+  return Napi::Float32Array::New(env, values->size(), buffer, 0);
+}
+
+// Runs `work` (a forward pass, a shift) on the model's job thread with the
+// sequence busy, after checking the file; `result` makes the promise's
+// value on the JavaScript thread. std::out_of_range is a RangeError.
+template <class Work, class Result>
+Napi::Value runOnSequence(Napi::Env env, const std::shared_ptr<SequenceShared>& sequence, const char* method,
+                          const char* resource, Work work, Result result) {
+  sequence->busy = true;
+  DevicePromise promise(env, resource);
+  sequence->model->jobs.post([sequence, promise, method, work = std::move(work), result = std::move(result)]() mutable {
+    try {
+      checkFile(*sequence->model->file);
+      auto value = work();
+      promise.settle([sequence, value, result](Napi::Env env) -> Napi::Value {
+        sequence->busy = false;
+        return result(env, value);
+      });
+    } catch (const std::out_of_range& e) {
+      rejectForward(promise, sequence, method, e, true);
+    } catch (const std::exception& e) {
+      rejectForward(promise, sequence, method, e, false);
+    }
+  });
+  return promise.promise();
+}
+
 }  // namespace
 
 Napi::Array tensorTypeTable(Napi::Env env) {
@@ -288,11 +323,7 @@ Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerSh
   }
   Napi::Object object = env.GetInstanceData<MetalDecodeAddon>()->sequenceConstructor().New({});
   SequenceHandle* handle = Napi::ObjectWrap<SequenceHandle>::Unwrap(object);
-  auto* keep = new std::shared_ptr<std::vector<float>>(shared->logits);
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-      env, shared->logits->data(), shared->logits->size() * sizeof(float),
-      [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
-  handle->logits_ = Napi::Persistent(Napi::Float32Array::New(env, shared->logits->size(), buffer, 0));
+  handle->logits_ = Napi::Persistent(floatArrayOver(env, shared->logits));
   Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(shared->state.kvCacheBytes()));
   handle->shared_ = std::move(shared);
   return object;
@@ -338,30 +369,16 @@ Napi::Value SequenceHandle::Evaluate(const Napi::CallbackInfo& info) {
   } catch (const std::bad_alloc&) {
     throw Napi::RangeError::New(env, "evaluate: not enough memory for " + std::to_string(rows) + " rows of logits");
   }
-  shared_->busy = true;
-  DevicePromise promise(env, "metal-decode:forward");
-  auto sequence = shared_;
-  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, rows, out]() mutable {
-    try {
-      checkFile(*sequence->model->file);
-      sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start, out->data(),
-                                             int64_t(rows));
-      promise.settle([sequence, rows, out](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        if (rows == 1) return env.Undefined();
-        auto* keep = new std::shared_ptr<std::vector<float>>(out);
-        Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-            env, out->data(), out->size() * sizeof(float),
-            [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
-        return Napi::Float32Array::New(env, out->size(), buffer, 0);
+  return runOnSequence(
+      env, shared_, "evaluate", "metal-decode:forward",
+      [sequence = shared_, tokens = std::move(tokens), start, rows, out]() {
+        sequence->model->transformer->evaluate(sequence->state, tokens.data(), int64_t(tokens.size()), start,
+                                               out->data(), int64_t(rows));
+        return out;
+      },
+      [rows](Napi::Env env, const std::shared_ptr<std::vector<float>>& values) -> Napi::Value {
+        return rows == 1 ? env.Undefined() : Napi::Value(floatArrayOver(env, values));
       });
-    } catch (const std::out_of_range& e) {
-      rejectForward(promise, sequence, "evaluate", e, true);
-    } catch (const std::exception& e) {
-      rejectForward(promise, sequence, "evaluate", e, false);
-    }
-  });
-  return promise.promise();
 }
 
 Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
@@ -377,25 +394,13 @@ Napi::Value SequenceHandle::EvaluateAndPick(const Napi::CallbackInfo& info) {
   std::vector<uint32_t> tokens(array.Data(), array.Data() + array.ElementLength());
   const uint32_t start = uint32Argument(info, 1, "evaluateAndPick", "start", 0, 4294967295u);
   HeadPick pick = parseHeadPick(info, 2, shared_->model->transformer->config().vocabSize, "evaluateAndPick");
-  shared_->busy = true;
-  DevicePromise promise(env, "metal-decode:forward");
-  auto sequence = shared_;
-  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), start, pick = std::move(pick)]() mutable {
-    try {
-      checkFile(*sequence->model->file);
-      const uint32_t token = sequence->model->transformer->evaluateAndPick(sequence->state, tokens.data(),
-                                                                           int64_t(tokens.size()), start, pick);
-      promise.settle([sequence, token](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        return Napi::Number::New(env, token);
-      });
-    } catch (const std::out_of_range& e) {
-      rejectForward(promise, sequence, "evaluateAndPick", e, true);
-    } catch (const std::exception& e) {
-      rejectForward(promise, sequence, "evaluateAndPick", e, false);
-    }
-  });
-  return promise.promise();
+  return runOnSequence(
+      env, shared_, "evaluateAndPick", "metal-decode:forward",
+      [sequence = shared_, tokens = std::move(tokens), start, pick = std::move(pick)]() {
+        return sequence->model->transformer->evaluateAndPick(sequence->state, tokens.data(), int64_t(tokens.size()),
+                                                             start, pick);
+      },
+      [](Napi::Env env, uint32_t token) -> Napi::Value { return Napi::Number::New(env, token); });
 }
 
 Napi::Value SequenceHandle::Embed(const Napi::CallbackInfo& info) {
@@ -417,29 +422,16 @@ Napi::Value SequenceHandle::Embed(const Napi::CallbackInfo& info) {
   } catch (const std::bad_alloc&) {
     throw Napi::RangeError::New(env, "embed: not enough memory for " + std::to_string(rows) + " rows");
   }
-  shared_->busy = true;
-  DevicePromise promise(env, "metal-decode:embed");
-  auto sequence = shared_;
-  sequence->model->jobs.post([sequence, promise, tokens = std::move(tokens), rows, out]() mutable {
-    try {
-      checkFile(*sequence->model->file);
-      sequence->model->transformer->embed(sequence->state, tokens.data(), int64_t(tokens.size()), 0, out->data(),
-                                          int64_t(rows));
-      promise.settle([sequence, out](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        auto* keep = new std::shared_ptr<std::vector<float>>(out);
-        Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-            env, out->data(), out->size() * sizeof(float),
-            [](Napi::Env, void*, std::shared_ptr<std::vector<float>>* hint) { delete hint; }, keep);
-        return Napi::Float32Array::New(env, out->size(), buffer, 0);
+  return runOnSequence(
+      env, shared_, "embed", "metal-decode:embed",
+      [sequence = shared_, tokens = std::move(tokens), rows, out]() {
+        sequence->model->transformer->embed(sequence->state, tokens.data(), int64_t(tokens.size()), 0, out->data(),
+                                            int64_t(rows));
+        return out;
+      },
+      [](Napi::Env env, const std::shared_ptr<std::vector<float>>& values) -> Napi::Value {
+        return floatArrayOver(env, values);
       });
-    } catch (const std::out_of_range& e) {
-      rejectForward(promise, sequence, "embed", e, true);
-    } catch (const std::exception& e) {
-      rejectForward(promise, sequence, "embed", e, false);
-    }
-  });
-  return promise.promise();
 }
 
 Napi::Value SequenceHandle::Shift(const Napi::CallbackInfo& info) {
@@ -454,24 +446,13 @@ Napi::Value SequenceHandle::Shift(const Napi::CallbackInfo& info) {
   } catch (const std::out_of_range& e) {
     throw Napi::RangeError::New(env, std::string("shift: ") + e.what());
   }
-  shared_->busy = true;
-  DevicePromise promise(env, "metal-decode:shift");
-  auto sequence = shared_;
-  sequence->model->jobs.post([sequence, promise, keep, discard]() mutable {
-    try {
-      checkFile(*sequence->model->file);
-      sequence->model->transformer->shift(sequence->state, keep, discard);
-      promise.settle([sequence](Napi::Env env) -> Napi::Value {
-        sequence->busy = false;
-        return env.Undefined();
-      });
-    } catch (const std::out_of_range& e) {
-      rejectForward(promise, sequence, "shift", e, true);
-    } catch (const std::exception& e) {
-      rejectForward(promise, sequence, "shift", e, false);
-    }
-  });
-  return promise.promise();
+  return runOnSequence(
+      env, shared_, "shift", "metal-decode:shift",
+      [sequence = shared_, keep, discard]() {
+        sequence->model->transformer->shift(sequence->state, keep, discard);
+        return true;
+      },
+      [](Napi::Env env, bool) -> Napi::Value { return env.Undefined(); });
 }
 
 Napi::Value SequenceHandle::Dispose(const Napi::CallbackInfo& info) {
