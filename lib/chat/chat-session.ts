@@ -23,7 +23,7 @@ import type { GenerationResult, StopReason } from '../generate/decode-loop.js';
 import { resolveGenerate, type GenerateOptions } from '../generate/generate-options.js';
 import type { DecodeModel } from '../generate/model.js';
 import { Session, type SessionOptions } from '../generate/session.js';
-import { isInteger, isPlainObject } from '../predicates.js';
+import { isPlainObject } from '../predicates.js';
 import { ChatTemplate, type ChatMessage } from '../tokenizers/chat-template.js';
 import { defaultShiftSize } from '../generate/context-shift.js';
 import { checkChatHistory, toNodeLlamaCppHistory, type ChatHistoryInput, type NodeLlamaCppHistoryItem } from './chat-history.js';
@@ -39,7 +39,9 @@ import {
   writeCall,
   type FunctionCallItem,
 } from './function-calls.js';
-import { opensThought, thoughtTagsOf, ThoughtSplitter, type ResponseChunk, type ThoughtSegment, type ThoughtTags } from './thought-segments.js';
+import { thoughtTagsOf, type ResponseChunk, type ThoughtSegment, type ThoughtTags } from './thought-segments.js';
+import { checkReplyOptions, generateReply, type ReplyPart } from './reply-generation.js';
+import { commonPrefix, planReusing, type PromptPlan } from './prompt-plan.js';
 import { checkStrategyResult, resolveChatContextShift, type ChatContextShiftOptions, type ResolvedChatContextShift } from './context-window.js';
 import type { ChatTokenizer } from './chat-tokenizer.js';
 import { encodePieces, piecesFrom, renderPrompt, type RenderedPrompt } from './render-prompt.js';
@@ -66,49 +68,11 @@ export interface ChatSessionOptions extends SessionOptions {
   contextShift?: boolean | ChatContextShiftOptions;
 }
 
-// One generation of a reply: its result, its text as generated (thoughts
-// and any closing tag written for the budget included: what the history
-// keeps), and that text split.
-interface ReplyPart {
-  result: GenerationResult;
-  raw: string;
-  injected: boolean;
-  text: string;
-  thought?: ThoughtSegment;
-}
-
-interface ReplyOptions {
-  onResponseChunk: ((chunk: ResponseChunk) => void) | undefined;
-  thoughtTokens: number;
-}
-
-function checkReplyOptions(onResponseChunk: unknown, budgets: unknown): ReplyOptions {
-  if (onResponseChunk !== undefined && typeof onResponseChunk !== 'function')
-    throw invalidParameterError('onResponseChunk', 'a function', onResponseChunk, 'type');
-  if (budgets !== undefined && !isPlainObject(budgets)) throw invalidParameterError('budgets', 'an object { thoughtTokens }', budgets, 'type');
-  if (budgets !== undefined) checkKnownKeys(budgets, new Set(['thoughtTokens']), 'budgets.');
-  const thoughtTokens = budgets?.thoughtTokens;
-  if (thoughtTokens !== undefined && !(isInteger(thoughtTokens) && thoughtTokens >= 0)) {
-    throw invalidParameterError('budgets.thoughtTokens', 'an integer >= 0', thoughtTokens, isInteger(thoughtTokens) ? 'range' : 'type');
-  }
-  return { onResponseChunk: onResponseChunk as ReplyOptions['onResponseChunk'], thoughtTokens: (thoughtTokens as number | undefined) ?? Infinity };
-}
-
 // The conversation as the template renders it for a prompt: the messages and the variables.
 type RenderView = (messages: readonly ChatMessage[]) => {
   messages: readonly ChatMessage[];
   variables: Readonly<Record<string, unknown>> | undefined;
 };
-
-// What a prompt appends: the sequence is cut to `from` tokens (after
-// erasing `erase` when set), then `tokens` are evaluated.
-interface PromptPlan {
-  erase?: { start: number; end: number };
-  from: number;
-  tokens: Uint32Array;
-  // Whether the sequence's text is still known after it (the prompt continues the held text).
-  continues: boolean;
-}
 
 /** prompt()'s options: a generation's, and the functions the model may call. */
 export interface ChatPromptOptions extends GenerateOptions {
@@ -250,7 +214,7 @@ export class ChatSession {
       for (;;) {
         const prepared = await this.#prepare(window, view, signal, maxTokens);
         window = prepared.window;
-        part = await this.#generateReply(prepared.tokens, generateOptions, reply, { ...triggers, ...prepared.shift }, prepared.heldText);
+        part = await generateReply(this.#replyOn, prepared.tokens, generateOptions, reply, { ...triggers, ...prepared.shift }, prepared.heldText);
         result = part.result;
         heldText = part.injected ? undefined : prepared.heldText;
         // The model started a call: write it (and any after it in the same
@@ -280,7 +244,7 @@ export class ChatSession {
           if (syntax!.kind === 'template') break;
           const results = items.map((i) => genericResultText(resultText(i.result))).join('');
           const resultTokens = await this.#tokenizer.encodePieces([{ text: results, special: false }], { afterText: true });
-          part = await this.#generateReply(Uint32Array.from(resultTokens), generateOptions, reply, triggers, undefined);
+          part = await generateReply(this.#replyOn, Uint32Array.from(resultTokens), generateOptions, reply, triggers, undefined);
           result = part.result;
         }
         if (!calling(result) || rounds > MAX_CALL_ROUNDS) break;
@@ -312,79 +276,6 @@ export class ChatSession {
     };
   }
 
-  // One generation of the reply (up to a call, after results, or to its
-  // end). With a template that has thoughts, the text streams split: the
-  // thinking to onResponseChunk only, the rest to onTextChunk too; a
-  // thought past budgets.thoughtTokens is closed (the template's tag
-  // written) and the reply goes on. `rendered`: the prompt's text, whose
-  // generation prompt may open a thought (undefined: the reply goes on
-  // outside one).
-  async #generateReply(
-    tokens: Uint32Array,
-    options: GenerateOptions,
-    reply: ReplyOptions,
-    extra: GenerateOptions,
-    rendered: string | undefined,
-  ): Promise<ReplyPart> {
-    const tags = this.#thoughtTags;
-    const splitter = tags && new ThoughtSplitter(tags, rendered !== undefined && opensThought(rendered, tags));
-    const thought: string[] = [],
-      text: string[] = [];
-    let stopped = false; // by the user's onTextChunk
-    const route = (chunks: readonly ResponseChunk[]) => {
-      for (const chunk of chunks) {
-        (chunk.type === 'text' ? text : thought).push(chunk.text);
-        reply.onResponseChunk?.(chunk);
-        if (chunk.type === 'text' && options.onTextChunk?.(chunk.text) === false) stopped = true;
-      }
-    };
-    let thoughtTokens = 0,
-      overBudget = false;
-    const budget = reply.thoughtTokens;
-    const streamed: GenerateOptions = {
-      ...options,
-      ...extra,
-      onTextChunk: (chunk) => (route(splitter ? splitter.push(chunk) : [{ type: 'text', text: chunk }]), stopped ? false : undefined),
-      onToken: (token) => {
-        const answer = options.onToken?.(token);
-        if (splitter?.inThought && ++thoughtTokens >= budget) overBudget = true;
-        return overBudget ? false : answer;
-      },
-    };
-    const closing = async (text: string) => Uint32Array.from(await this.#tokenizer.encodePieces([{ text, special: true }], { afterText: true }));
-    let raw = '';
-    let injected = false;
-    if (budget === 0 && splitter?.inThought) {
-      // No thinking at all: the thought the generation prompt opened is closed before the first token.
-      raw = `${tags!.close}\n\n`;
-      splitter.push(raw);
-      tokens = Uint32Array.from([...tokens, ...(await closing(raw))]);
-      injected = true;
-    }
-    let result = await this.#session.generate(tokens, streamed);
-    raw += result.text;
-    while (overBudget && result.stopReason === 'callback' && splitter?.inThought && !stopped) {
-      // The thought is closed as the template writes it, and the reply goes on.
-      const close = `${raw.endsWith('\n') ? '' : '\n'}${tags!.close}\n\n`;
-      splitter.push(close);
-      raw += close;
-      injected = true;
-      overBudget = false;
-      const left = (options.maxTokens ?? Infinity) - thoughtTokens;
-      result = await this.#session.generate(await closing(close), { ...streamed, maxTokens: Math.max(0, left) });
-      raw += result.text;
-    }
-    if (splitter) route(splitter.flush());
-    const state = splitter?.state;
-    return {
-      result,
-      raw,
-      injected,
-      text: text.join(''),
-      ...(state?.seen && { thought: { type: 'segment', segmentType: 'thought', text: thought.join(''), ended: state.ended } }),
-    };
-  }
-
   // Renders `window` as the model sees it, shortened when it does not fit
   // (contextShift), and leaves the sequence at the tokens that stay: what
   // is left is `tokens`, to evaluate. heldText: the sequence's text after
@@ -412,7 +303,7 @@ export class ChatSession {
       const tokenCount = async (history: readonly ChatMessage[]) => (await this.#encodeWhole(await this.#render(view(history), signal))).length;
       window = checkStrategyResult(await shift.strategy({ chatHistory: window.map((m) => ({ ...m })), maxTokensCount, tokenCount }), message);
       rendered = await this.#render(view(window), signal);
-      plan = this.#reusing(await this.#encodeWhole(rendered));
+      plan = planReusing(this.#session.tokens, await this.#encodeWhole(rendered));
     }
     const needed = plan.from + plan.tokens.length;
     if (needed >= contextSize) throw this.#tooLong(needed, window.filter((m) => m.role !== 'system').length === 1);
@@ -443,6 +334,10 @@ export class ChatSession {
       const at = merged[0]?.role === 'system' ? 1 : 0;
       return { messages: [...merged.slice(0, at), explained, ...merged.slice(at)], variables: this.#variables };
     };
+  }
+
+  get #replyOn(): { session: Session; tokenizer: ChatTokenizer; tags: ThoughtTags | undefined } {
+    return { session: this.#session, tokenizer: this.#tokenizer, tags: this.#thoughtTags };
   }
 
   #callSyntax(): Promise<CallSyntax> {
@@ -528,28 +423,6 @@ export class ChatSession {
     return { from: same, tokens: all.slice(same), continues: false };
   }
 
-  // The plan for a shortened conversation: after the tokens that stay (the
-  // system prompt), the turns it still has are usually in the sequence
-  // further on; erasing the dropped turns between moves them to their new
-  // places without evaluating them again.
-  #reusing(all: Uint32Array): PromptPlan {
-    const held = this.#session.tokens;
-    const same = commonPrefix(held, all, 0, 0, all.length - 1);
-    let best = { gap: 0, matched: 0 };
-    for (let gap = 1; same + gap < held.length; gap++) {
-      if (held[same + gap] !== all[same]) continue;
-      const matched = commonPrefix(held, all, same + gap, same, all.length - 1 - same);
-      if (matched > best.matched) best = { gap, matched };
-    }
-    if (best.matched === 0) return { from: same, tokens: all.slice(same), continues: false };
-    return {
-      erase: { start: same, end: same + best.gap },
-      from: same + best.matched,
-      tokens: all.slice(same + best.matched),
-      continues: false,
-    };
-  }
-
   // The rendering's tokens as one text, with the model's BOS first.
   async #encodeWhole(rendered: RenderedPrompt): Promise<Uint32Array> {
     const encoded = await encodePieces(this.#tokenizer, rendered.pieces, undefined);
@@ -583,11 +456,4 @@ export class ChatSession {
       `${what} to ${needed} tokens, and contextSize is ${contextSize}, which must also hold at least one token of the reply: use ${advice}`,
     );
   }
-}
-
-// How many tokens a[aFrom..] and b[bFrom..] share from their start, at most `limit`.
-function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>, aFrom: number, bFrom: number, limit: number): number {
-  let n = 0;
-  while (n < limit && aFrom + n < a.length && bFrom + n < b.length && a[aFrom + n] === b[bFrom + n]) n++;
-  return n;
 }
