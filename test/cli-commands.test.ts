@@ -97,7 +97,8 @@ describe('chat', () => {
     expect(out.stdout).not.toContain('never sent');
   });
 
-  test.runIf(existsSync('/usr/bin/script'))('in a pseudo-terminal: the prompt, the streamed reply, Ctrl-D leaves', () => {
+  test('in a pseudo-terminal: the prompt, the streamed reply, Ctrl-D leaves', () => {
+    expect(existsSync('/usr/bin/script'), "util-linux's script (/usr/bin/script) gives chat its pseudo-terminal: install util-linux").toBe(true);
     args[3] = modelPath;
     const command = ['node', ...args.slice(0, 1), ...args.slice(1).map((a) => JSON.stringify(a))].join(' ');
     const out = run(['-qfec', command, '/dev/null'], 'Hello\n\u0004', '/usr/bin/script');
