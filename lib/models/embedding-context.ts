@@ -6,7 +6,6 @@
 // decoder models, and 'last'), their mean ('mean'), or the first token's
 // ('cls'). The vectors are not normalized, as node-llama-cpp returns them.
 import { invalidParameterError } from '../errors.js';
-import type { NativeTransformerSequence } from '../native/contract.js';
 
 /** One text's embedding: node-llama-cpp's LlamaEmbedding. */
 export class Embedding {
@@ -35,13 +34,22 @@ export class Embedding {
 
 export type EmbeddingPooling = 'none' | 'mean' | 'cls' | 'last';
 
+/** Where the hidden states come from: a CPU sequence, or a GPU forward table. */
+export interface EmbeddingSequence {
+  /** `tokens` from position 0; the last `rows` hidden states after the output norm (1, or every token). */
+  embed(tokens: Uint32Array, rows: number): Promise<Float32Array>;
+  dispose(): void;
+}
+
 /** What an embedding context needs of its model. */
 export interface EmbeddingSource {
   readonly contextSize: number;
   readonly pooling: EmbeddingPooling;
   readonly embeddingLength: number;
+  /** Where the forward pass runs. */
+  readonly backend: 'native' | 'metal' | 'emulated';
   tokens(text: string): Promise<number[]>;
-  readonly sequence: NativeTransformerSequence;
+  readonly sequence: EmbeddingSequence;
 }
 
 export class EmbeddingContext {
@@ -56,6 +64,11 @@ export class EmbeddingContext {
 
   get pooling(): EmbeddingPooling {
     return this.#source.pooling;
+  }
+
+  /** Where the forward pass runs. */
+  get backend(): 'native' | 'metal' | 'emulated' {
+    return this.#source.backend;
   }
 
   /** The embedding of `input`: a text, or token ids used as given. */

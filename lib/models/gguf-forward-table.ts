@@ -278,6 +278,32 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     }
   }
 
+  /**
+   * Embeddings: `tokens` evaluated from position 0, and the hidden states
+   * after the output norm of the last token (rows 1) or of every token
+   * (rows tokens.length), rows x embeddingLength, read from the `normed`
+   * activation the LM head reads: the last-token batch leaves that row
+   * there, and the verification tables every row of their span.
+   */
+  async embedRows(tokens: Uint32Array, rows: number): Promise<Float32Array> {
+    const n = tokens.length,
+      d = this.#config.embeddingLength;
+    if (rows !== 1 && rows !== n) throw new RangeError(`embedRows: rows must be 1 or the ${n} tokens, got ${rows}`);
+    const normed = this.#bufferNamed('normed');
+    this.writeTokens(0, tokens);
+    if (rows === 1) {
+      await this.evaluateSpan(0, n, true);
+      return new Float32Array(normed.read(0, d * 4));
+    }
+    const out = new Float32Array(n * d);
+    for (let at = 0; at < n; at += this.maxVerifyTokens) {
+      const k = Math.min(this.maxVerifyTokens, n - at);
+      await this.device.runChain(this.rowsTable(k), at, 1);
+      out.set(new Float32Array(normed.read(0, k * d * 4)), at * d);
+    }
+    return out;
+  }
+
   /** The float32 logits the last table with logits left. */
   readLogits(): Logits {
     return new Float32Array(this.logits.read(0, this.#vocabSize * 4));

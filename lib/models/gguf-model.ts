@@ -18,7 +18,7 @@ import { SamplingPacker } from '../native/native-sampler.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
 import { loadAddon } from '../native/load-addon.js';
-import { Embedding, EmbeddingContext } from './embedding-context.js';
+import { Embedding, EmbeddingContext, type EmbeddingSequence } from './embedding-context.js';
 import { GgufForwardTable } from './gguf-forward-table.js';
 import { autoContextSize, checkKvCacheFits, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
 import { DEFAULT_CONTEXT_SIZE, resolveSessionOptions } from '../generate/generate-options.js';
@@ -67,6 +67,7 @@ export class GgufModel implements DecodeModel {
   // GPU sequences hold device buffers (their KV caches), freed with the
   // model; the weights are made once per device and shared by them.
   readonly #gpuSequences = new Set<TableSequence>();
+  readonly #gpuTables = new Set<GgufForwardTable>(); // embedding contexts' tables
   readonly #gpuWeights = new Map<string, GpuWeights>();
   #disposed = false;
 
@@ -105,14 +106,19 @@ export class GgufModel implements DecodeModel {
    */
   /**
    * node-llama-cpp's createEmbeddingContext(): texts' embeddings on a
-   * sequence of their own, on the CPU, pooled as the file declares
-   * (poolingType). contextSize: the longest text in tokens, plus one
+   * sequence of their own, pooled as the file declares (poolingType), on
+   * the CPU ('native', the default) or the GPU tables ('metal',
+   * 'emulated'). contextSize: the longest text in tokens, plus one
    * (default 'auto').
    */
-  createEmbeddingContext(options: { contextSize?: number | 'auto' } = {}): EmbeddingContext {
+  createEmbeddingContext(options: { contextSize?: number | 'auto'; backend?: 'native' | 'metal' | 'emulated' } = {}): EmbeddingContext {
     if (this.#disposed) throw new Error('createEmbeddingContext: the model was disposed');
-    if (!isPlainObject(options)) throw invalidParameterError('options', 'an object { contextSize }', options, 'type');
-    checkKnownKeys(options, new Set(['contextSize']), '');
+    if (!isPlainObject(options)) throw invalidParameterError('options', 'an object { contextSize, backend }', options, 'type');
+    checkKnownKeys(options, new Set(['contextSize', 'backend']), '');
+    const backend = options.backend ?? 'native';
+    if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
+      throw invalidParameterError('backend', "'native', 'metal' or 'emulated'", backend, 'range');
+    }
     const pooling = this.info.poolingType;
     if (pooling === 'rank')
       throw new Error(`createEmbeddingContext: ${this.info.path} declares pooling_type rank (a reranker), which is not supported`);
@@ -120,16 +126,35 @@ export class GgufModel implements DecodeModel {
       throw new Error(`createEmbeddingContext: ${this.info.path} was loaded with { vocabOnly: true }: it has no weights`);
     const resolved = resolveSessionOptions({ contextSize: options.contextSize });
     const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
-    const addon = loadAddon();
-    if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
-    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
-    const sequence = this.#native.createSequence(contextSize, this.#batchSize, kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id);
+    let sequence: EmbeddingSequence;
+    if (backend === 'native') {
+      const addon = loadAddon();
+      if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
+      checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+      sequence = this.#native.createSequence(contextSize, this.#batchSize, kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id);
+    } else {
+      const table = this.#forwardTable(backend, contextSize);
+      const native = this.#native;
+      const tables = this.#gpuTables;
+      tables.add(table);
+      sequence = {
+        embed: async (tokens, rows) => {
+          const problem = native.fileProblem();
+          if (problem !== undefined) throw new Error(problem);
+          return table.embedRows(tokens, rows);
+        },
+        dispose: () => {
+          if (tables.delete(table)) table.dispose();
+        },
+      };
+    }
     const tokenizer = this.tokenizer;
     const bos = this.bosToken;
     const eos = 'addEosToken' in tokenizer && tokenizer.addEosToken ? tokenizer.eosToken : undefined;
     return new EmbeddingContext({
       contextSize,
       pooling,
+      backend,
       embeddingLength: this.info.config.embeddingLength,
       sequence,
       tokens: async (text) => {
@@ -139,6 +164,20 @@ export class GgufModel implements DecodeModel {
         return ids;
       },
     });
+  }
+
+  // A GPU forward table of this model on `backend` (its weights uploaded once per backend).
+  #forwardTable(backend: 'metal' | 'emulated', contextSize: number): GgufForwardTable {
+    const addon = loadAddon();
+    if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
+    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+    const device = sharedDevice(backend);
+    let weights = this.#gpuWeights.get(backend);
+    if (weights === undefined) {
+      weights = new GpuWeights(device, { path: this.info.path, model: this.#native, tensors: this.#tensors, types: addon.addon.tensorTypes });
+      this.#gpuWeights.set(backend, weights);
+    }
+    return new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType, cacheShifter: this.#native });
   }
 
   /** The embedding of one text: createEmbeddingContext().getEmbeddingFor(text), the context disposed after. */
@@ -172,21 +211,8 @@ export class GgufModel implements DecodeModel {
     const backend = resolved.backend;
     const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
     if (runsKernels(backend)) {
-      const addon = loadAddon();
-      if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
-      checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
-      const device = sharedDevice(backend);
-      let weights = this.#gpuWeights.get(backend);
-      if (weights === undefined) {
-        weights = new GpuWeights(device, { path: this.info.path, model: this.#native, tensors: this.#tensors, types: addon.addon.tensorTypes });
-        this.#gpuWeights.set(backend, weights);
-      }
-      const table = new GgufForwardTable(device, this.info.config, weights, contextSize, {
-        kvCacheType: this.info.kvCacheType,
-        cacheShifter: this.#native,
-      });
       const native = this.#native;
-      const sequence = new TableSequence(table, () => native.fileProblem());
+      const sequence = new TableSequence(this.#forwardTable(backend, contextSize), () => native.fileProblem());
       this.#gpuSequences.add(sequence);
       return sequence;
     }
@@ -234,6 +260,8 @@ export class GgufModel implements DecodeModel {
     this.#disposed = true;
     for (const s of [...this.#sequences]) s.dispose();
     for (const s of this.#gpuSequences) s.dispose();
+    for (const t of this.#gpuTables) t.dispose();
+    this.#gpuTables.clear();
     for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();
     this.chatTemplate?.dispose();
