@@ -100,11 +100,12 @@ describe('chat', () => {
   test('in a pseudo-terminal: the prompt, the streamed reply, Ctrl-D leaves', () => {
     expect(existsSync('/usr/bin/script'), "util-linux's script (/usr/bin/script) gives chat its pseudo-terminal: install util-linux").toBe(true);
     args[3] = modelPath;
-    const command = ['node', ...args.slice(0, 1), ...args.slice(1).map((a) => JSON.stringify(a))].join(' ');
+    const command = ['node', ...args.slice(0, 1), ...args.slice(1).map((a) => JSON.stringify(a)), '--stats'].join(' ');
     const out = run(['-qfec', command, '/dev/null'], 'Hello\n\u0004', '/usr/bin/script');
     expect(out.status).toBe(0);
-    // The prompt, shown on a terminal only: before the reply and after it (the banner, on standard error, may come anywhere).
-    expect(out.stdout.split('> ').length).toBeGreaterThanOrEqual(3);
+    // The prompt (on a terminal only), the reply to its end (its stats line), and Ctrl-D leaving; the banner is on standard error, which the terminal merges anywhere.
+    expect(out.stdout).toContain('> ');
+    expect(out.stdout).toMatch(/\(4 tokens, [\d.]+ tokens\/s; prompt \d+ tokens in \d+ ms\)/);
     expect(out.stdout).toContain('/exit to leave');
   });
 });
