@@ -311,12 +311,12 @@ export class ChatSession {
     this.#session.rewind(plan.from);
     if (!plan.continues) this.#heldText = undefined;
     // A reply that may fill the context shifts it, keeping the system prompt.
-    const keep = shift !== undefined && needed + maxTokens > contextSize ? await this.#systemTokens(view(window), rendered, signal) : undefined;
+    const mayFill = shift !== undefined && needed + maxTokens > contextSize;
     return {
       window,
       tokens: plan.tokens,
       heldText: rendered.text,
-      shift: shift !== undefined && needed + maxTokens > contextSize ? { contextShift: { keep, size: shift.size } } : {},
+      shift: mayFill ? { contextShift: { keep: await this.#systemTokens(view(window), rendered, signal), size: shift.size } } : {},
     };
   }
 

@@ -128,10 +128,7 @@ export class GgufModel implements DecodeModel {
     const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
     let sequence: EmbeddingSequence;
     if (backend === 'native') {
-      const addon = loadAddon();
-      if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
-      checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
-      sequence = this.#native.createSequence(contextSize, this.#batchSize, kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id);
+      sequence = this.#nativeSequence(contextSize).native;
     } else {
       const table = this.#forwardTable(backend, contextSize);
       const native = this.#native;
@@ -164,6 +161,15 @@ export class GgufModel implements DecodeModel {
         return ids;
       },
     });
+  }
+
+  // A CPU sequence of this model: its KV cache checked against the machine's memory, then made.
+  #nativeSequence(contextSize: number): { native: NativeTransformerSequence; addon: NativeAddon } {
+    const addon = loadAddon(); // loaded: the model is the addon's
+    if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
+    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+    const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
+    return { native: this.#native!.createSequence(contextSize, this.#batchSize, cacheType), addon: addon.addon };
   }
 
   // A GPU forward table of this model on `backend` (its weights uploaded once per backend).
@@ -221,16 +227,8 @@ export class GgufModel implements DecodeModel {
     if (backend !== 'native' && backend !== 'auto') {
       throw invalidParameterError('backend', "'auto', 'native', 'metal' or 'emulated' for a GGUF model", backend, 'range');
     }
-    const addon = loadAddon(); // loaded: the model is the addon's
-    if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
-    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
-    const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
-    const sequence = new GgufSequence(
-      this.#native.createSequence(contextSize, this.#batchSize, cacheType),
-      contextSize,
-      (s) => this.#sequences.delete(s),
-      addon.addon,
-    );
+    const { native, addon } = this.#nativeSequence(contextSize);
+    const sequence = new GgufSequence(native, contextSize, (s) => this.#sequences.delete(s), addon);
     this.#sequences.add(sequence);
     return sequence;
   }
