@@ -66,3 +66,28 @@ kernel void md_embed_rows_q5_0(device const uint* token [[buffer(0)]], device co
                                constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
   md_embed(token, table, params, out, group * threads + tid);
 }
+
+kernel void md_embed_rows_q5_1(device const uint* token [[buffer(0)]], device const md_block_q5_1* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_iq4_nl(device const uint* token [[buffer(0)]], device const md_block_iq4_nl* table [[buffer(1)]],
+                                 constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q2_k(device const uint* token [[buffer(0)]], device const md_block_q2_k* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_q3_k(device const uint* token [[buffer(0)]], device const md_block_q3_k* table [[buffer(1)]],
+                               constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}
+
+kernel void md_embed_rows_iq4_xs(device const uint* token [[buffer(0)]], device const md_block_iq4_xs* table [[buffer(1)]],
+                                 constant md_embed_params& params [[buffer(2)]], device float* out [[buffer(3)]], MD_THREAD_IDS) {
+  md_embed(token, table, params, out, group * threads + tid);
+}

@@ -140,6 +140,21 @@ kernel void md_head_sample_q5_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_k), MD_THREAD
 kernel void md_head_sample_q6_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q6_k), MD_THREAD_IDS) {
   MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K));
 }
+kernel void md_head_sample_q5_1(MD_HEAD_SAMPLE_BUFFERS(md_block_q5_1), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q5_1, MD_QK));
+}
+kernel void md_head_sample_iq4_nl(MD_HEAD_SAMPLE_BUFFERS(md_block_iq4_nl), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK));
+}
+kernel void md_head_sample_q2_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q2_k), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K));
+}
+kernel void md_head_sample_q3_k(MD_HEAD_SAMPLE_BUFFERS(md_block_q3_k), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K));
+}
+kernel void md_head_sample_iq4_xs(MD_HEAD_SAMPLE_BUFFERS(md_block_iq4_xs), MD_THREAD_IDS) {
+  MD_HEAD_SAMPLE_BODY(MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K));
+}
 
 // The best of the tiles' partials, on one threadgroup: the token to
 // tokens[0], MD_NO_TOKEN when every logit is -inf (or every score is).

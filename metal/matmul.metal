@@ -173,3 +173,33 @@ kernel void md_matmul_q6_k(device const md_block_q6_k* w [[buffer(0)]], device c
   MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_q6_k>::type));
   md_matmul(w, x, y, params, group, tid, simd_index, memory);
 }
+
+kernel void md_matmul_q5_1(device const md_block_q5_1* w [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matmul_params& params [[buffer(2)]], device float* y [[buffer(3)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_q5_1>::type));
+  md_matmul(w, x, y, params, group, tid, simd_index, memory);
+}
+
+kernel void md_matmul_iq4_nl(device const md_block_iq4_nl* w [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matmul_params& params [[buffer(2)]], device float* y [[buffer(3)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_iq4_nl>::type));
+  md_matmul(w, x, y, params, group, tid, simd_index, memory);
+}
+
+kernel void md_matmul_q2_k(device const md_block_q2_k* w [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matmul_params& params [[buffer(2)]], device float* y [[buffer(3)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_q2_k>::type));
+  md_matmul(w, x, y, params, group, tid, simd_index, memory);
+}
+
+kernel void md_matmul_q3_k(device const md_block_q3_k* w [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matmul_params& params [[buffer(2)]], device float* y [[buffer(3)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_q3_k>::type));
+  md_matmul(w, x, y, params, group, tid, simd_index, memory);
+}
+
+kernel void md_matmul_iq4_xs(device const md_block_iq4_xs* w [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matmul_params& params [[buffer(2)]], device float* y [[buffer(3)]], MD_THREAD_IDS) {
+  MD_THREADGROUP_ARRAY(float, memory, MD_MATMUL_FLOATS(md_matmul_tile<md_block_iq4_xs>::type));
+  md_matmul(w, x, y, params, group, tid, simd_index, memory);
+}

@@ -1,6 +1,7 @@
 // matvec.metal: y = W x for one activation vector, the one-token forward
 // pass's projections and LM head, with W in a GGUF type read in place
-// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K: every type
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_XS: every type
 // the CPU reads; the block layouts are metal/md_blocks.h's), for up to
 // three matrices that read the same x in one dispatch (md_matvec_params).
 // The CPU twin is the dequantized row's dot product (the tests compare
@@ -162,6 +163,46 @@ kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device 
   md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
+kernel void md_matvec_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q5_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q5_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
+  md_matvec<md_block_q5_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                             device const md_block_iq4_nl* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                             device const md_block_iq4_nl* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
+  md_matvec<md_block_iq4_nl, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q2_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q2_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
+  md_matvec<md_block_q2_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                           device const md_block_q3_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                           device const md_block_q3_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
+  md_matvec<md_block_q3_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                             device const md_block_iq4_xs* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                             device const md_block_iq4_xs* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
+  md_matvec<md_block_iq4_xs, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
 // The same for up to MD_MATVEC_BATCH tokens (params.count).
 kernel void md_matvec_batch_f32(device const md_block_f32* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
@@ -241,4 +282,44 @@ kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], d
                                  device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
   md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_batch_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q5_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q5_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
+  md_matvec<md_block_q5_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_batch_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                   constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                   device const md_block_iq4_nl* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                   device const md_block_iq4_nl* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
+  md_matvec<md_block_iq4_nl, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_batch_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q2_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q2_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
+  md_matvec<md_block_q2_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_batch_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                 constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                 device const md_block_q3_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                 device const md_block_q3_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
+  md_matvec<md_block_q3_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_batch_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                   constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
+                                   device const md_block_iq4_xs* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
+                                   device const md_block_iq4_xs* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
+  md_matvec<md_block_iq4_xs, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }

@@ -44,6 +44,21 @@ inline float md_block_value(device const md_block_q4_0* b, uint j) {
   return float(int(q) - 8) * float(as_type<half>(b->d));
 }
 
+// Q5_1: Q5_0's bits, the value q * d + m.
+inline float md_block_value(device const md_block_q5_1* b, uint j) {
+  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  const uint low = j < MD_QK / 2 ? (b->qs[j] & 0x0fu) : (uint(b->qs[j - MD_QK / 2]) >> 4);
+  return float(low | (((qh >> j) & 1u) << 4)) * float(as_type<half>(b->d)) + float(as_type<half>(b->m));
+}
+
+// What an IQ4 nibble stands for (md_blocks.h's list, as the CPU's table).
+constant md_i8 md_iq4nl_values[16] = MD_IQ4NL_VALUES;
+
+inline float md_block_value(device const md_block_iq4_nl* b, uint j) {
+  const uint q = j < MD_QK / 2 ? (b->qs[j] & 0x0fu) : (uint(b->qs[j - MD_QK / 2]) >> 4);
+  return float(as_type<half>(b->d)) * float(md_iq4nl_values[q]);
+}
+
 // The dot of one 32-value part of a block with the part's x, which the
 // caller has loaded into registers once for all its rows. Each dot reads
 // its block's bytes once (scales and offsets into registers first). A
@@ -180,12 +195,48 @@ inline float md_block_dot(MD_PTR(S, md_block_q5_0) b, uint, thread const float* 
   return float(as_type<half>(b->d)) * (sum - 16.0f * (xs.low + xs.high));
 }
 
+// Q5_1: Q5_0's bits; q * d + m summed as d * sum q x + m * sum x.
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q5_1) b, uint, thread const float* x, md_x_sums xs) {
+  const uint qh = md_words32<S>(b->qh)[0];    // 4 bytes into the block
+  MD_PTR(S, uint) qs = md_words32<S>(b->qs);  // 8 bytes in
+  float sum = 0.0f;
+  for (uint i = 0; i < MD_QK / 8; ++i) {
+    const uint w = qs[i];  // values 4i + k (low nibbles) and 4i + k + 16 (high)
+    for (uint k = 0; k < 4; ++k) {
+      const uint j = 4 * i + k, q = md_byte(w, k);
+      sum = fma(float((q & 0x0fu) | (((qh >> j) & 1u) << 4)), x[j], sum);
+      sum = fma(float((q >> 4) | (((qh >> (j + MD_QK / 2)) & 1u) << 4)), x[j + MD_QK / 2], sum);
+    }
+  }
+  return fma(float(as_type<half>(b->d)), sum, float(as_type<half>(b->m)) * (xs.low + xs.high));
+}
+
+// IQ4_NL: d * sum(codebook[q] * x).
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_iq4_nl) b, uint, thread const float* x, md_x_sums) {
+  MD_PTR(S, md_u16) qs = md_words16<S>(b->qs);  // 2 bytes into the block
+  float sum = 0.0f;
+  for (uint i = 0; i < MD_QK / 4; ++i) {
+    const uint w = qs[i];
+    for (uint k = 0; k < 2; ++k) {
+      const uint q = md_byte(w, k), j = 2 * i + k;
+      sum = fma(float(md_iq4nl_values[q & 0x0fu]), x[j], sum);
+      sum = fma(float(md_iq4nl_values[q >> 4]), x[j + MD_QK / 2], sum);
+    }
+  }
+  return float(as_type<half>(b->d)) * sum;
+}
+
 // Values per block, by type (the pointer only picks the overload).
 template <typename Block>
 inline uint md_block_values(device const Block*) { return MD_QK; }
 inline uint md_block_values(device const md_block_q4_k*) { return MD_QK_K; }
 inline uint md_block_values(device const md_block_q5_k*) { return MD_QK_K; }
 inline uint md_block_values(device const md_block_q6_k*) { return MD_QK_K; }
+inline uint md_block_values(device const md_block_q2_k*) { return MD_QK_K; }
+inline uint md_block_values(device const md_block_q3_k*) { return MD_QK_K; }
+inline uint md_block_values(device const md_block_iq4_xs*) { return MD_QK_K; }
 
 // ---- the K types: super-blocks of 256 values in 8 parts of 32 ----------------
 
@@ -240,6 +291,44 @@ inline float md_k_value(device const md_block_q6_k* b, uint j, uint l) {
   return float(as_type<half>(b->d)) * scale * float(int(q) - 32);
 }
 
+// Q2_K part j: 2-bit field j % 4 of qs[32 (j / 4) + l]; scale byte 2j + l / 16
+// holds the scale (low 4 bits) and the min (high 4).
+inline float md_k_value(device const md_block_q2_k* b, uint j, uint l) {
+  const uint q = (uint(b->qs[32 * (j / 4) + l]) >> (2 * (j % 4))) & 3u;
+  const uint sc = b->scales[2 * j + l / 16];
+  return float(as_type<half>(b->d)) * float(sc & 0x0fu) * float(q) - float(as_type<half>(b->dmin)) * float(sc >> 4);
+}
+
+// Q3_K's 6-bit scale i (0-15), minus 32 (md_blocks.h has the bits).
+template <typename S>
+inline int md_q3_k_scale(MD_PTR(S, md_block_q3_k) b, uint i) {
+  const uint low = (uint(b->scales[i % 8]) >> (4 * (i / 8))) & 0x0fu;
+  const uint high = (uint(b->scales[8 + i % 4]) >> (2 * (i / 4))) & 3u;
+  return int(low | (high << 4)) - 32;
+}
+
+// Q3_K part j: Q2_K's field, minus 4 when bit j of hmask[l] is clear.
+inline float md_k_value(device const md_block_q3_k* b, uint j, uint l) {
+  const int q = int((uint(b->qs[32 * (j / 4) + l]) >> (2 * (j % 4))) & 3u) - (((b->hmask[l] >> j) & 1u) != 0 ? 0 : 4);
+  return float(as_type<half>(b->d)) * float(md_q3_k_scale<md_device_space>(b, 2 * j + l / 16)) * float(q);
+}
+
+// IQ4_XS part j's 6-bit scale, minus 32.
+template <typename S>
+inline int md_iq4_xs_scale(MD_PTR(S, md_block_iq4_xs) b, uint j) {
+  return int(((uint(b->scales_l[j / 2]) >> (4 * (j % 2))) & 0x0fu) | (((uint(b->scales_h) >> (2 * j)) & 3u) << 4)) - 32;
+}
+
+// IQ4_XS part j: the nibbles of qs[16 j ..], low for values 0-15, high for 16-31.
+inline float md_k_value(device const md_block_iq4_xs* b, uint j, uint l) {
+  const uint byte = b->qs[16 * j + l % 16];
+  const uint q = l < 16 ? (byte & 0x0fu) : (byte >> 4);
+  return float(as_type<half>(b->d)) * float(md_iq4_xs_scale<md_device_space>(b, j)) * float(md_iq4nl_values[q]);
+}
+
+inline float md_block_value(device const md_block_q2_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
+inline float md_block_value(device const md_block_q3_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
+inline float md_block_value(device const md_block_iq4_xs* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 inline float md_block_value(device const md_block_q4_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 inline float md_block_value(device const md_block_q5_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
 inline float md_block_value(device const md_block_q6_k* b, uint j) { return md_k_value(b, j / 32, j % 32); }
@@ -301,6 +390,57 @@ inline float md_block_dot(MD_PTR(S, md_block_q5_k) b, uint part, thread const fl
   return md_k45_part_dot<S, md_block_q5_k>(b, part, x, xs, true);
 }
 
+// Q2_K part j: each 16 values' scale and min (one byte) read once;
+// d * sc * q - dmin * m summed per half as d * sc * sum q x - dmin * m * sum x.
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q2_k) b, uint j, thread const float* x, md_x_sums xs) {
+  const uint shift = 2 * (j % 4);
+  MD_PTR(S, uint) qs = md_words32<S>(b->qs + 32 * (j / 4));  // 16 bytes into the block, plus 32s
+  float sums[2] = {0.0f, 0.0f};
+  for (uint i = 0; i < 8; ++i) {
+    const uint w = qs[i] >> shift;  // values 4i .. 4i + 3, one per byte
+    for (uint k = 0; k < 4; ++k) sums[i / 4] = fma(float(md_byte(w, k) & 3u), x[4 * i + k], sums[i / 4]);
+  }
+  const uint sc0 = b->scales[2 * j], sc1 = b->scales[2 * j + 1];
+  const float d = float(as_type<half>(b->d)), dmin = float(as_type<half>(b->dmin));
+  return d * fma(float(sc0 & 0x0fu), sums[0], float(sc1 & 0x0fu) * sums[1]) -
+         dmin * fma(float(sc0 >> 4), xs.low, float(sc1 >> 4) * xs.high);
+}
+
+// Q3_K part j: the unsigned value u = q + 4 h (h: bit j of hmask[l]) is
+// summed, and its offset of 4 taken out per half: d * s * (sum u x - 4 sum x).
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_q3_k) b, uint j, thread const float* x, md_x_sums xs) {
+  const uint shift = 2 * (j % 4);
+  MD_PTR(S, md_u16) qs = md_words16<S>(b->qs + 32 * (j / 4));  // 32 bytes into the block, plus 32s
+  MD_PTR(S, md_u16) hm = md_words16<S>(b->hmask);
+  float sums[2] = {0.0f, 0.0f};
+  for (uint i = 0; i < 16; ++i) {
+    const uint q = (uint(qs[i]) >> shift) & 0x0303u, h = ((uint(hm[i]) >> j) & 0x0101u) << 2;
+    const uint u = q | h;  // values 2i and 2i + 1, one per byte
+    sums[i / 8] = fma(float(u & 0xffu), x[2 * i], sums[i / 8]);
+    sums[i / 8] = fma(float(u >> 8), x[2 * i + 1], sums[i / 8]);
+  }
+  const float s0 = float(md_q3_k_scale<S>(b, 2 * j)), s1 = float(md_q3_k_scale<S>(b, 2 * j + 1));
+  return float(as_type<half>(b->d)) * fma(s0, sums[0] - 4.0f * xs.low, s1 * (sums[1] - 4.0f * xs.high));
+}
+
+// IQ4_XS part j: d * s * sum(codebook[q] * x).
+template <typename S>
+inline float md_block_dot(MD_PTR(S, md_block_iq4_xs) b, uint j, thread const float* x, md_x_sums) {
+  MD_PTR(S, uint) qs = md_words32<S>(b->qs + 16 * j);  // 8 bytes into the block, plus 16s
+  float sum = 0.0f;
+  for (uint i = 0; i < 4; ++i) {
+    const uint w = qs[i];  // values 4i + k (low nibbles) and 4i + k + 16 (high)
+    for (uint k = 0; k < 4; ++k) {
+      const uint q = md_byte(w, k);
+      sum = fma(float(md_iq4nl_values[q & 0x0fu]), x[4 * i + k], sum);
+      sum = fma(float(md_iq4nl_values[q >> 4]), x[4 * i + k + 16], sum);
+    }
+  }
+  return float(as_type<half>(b->d)) * float(md_iq4_xs_scale<S>(b, j)) * sum;
+}
+
 // ---- rows -------------------------------------------------------------------
 
 // Where row `row` of a matrix of `cols` values per row starts. A row's
@@ -350,6 +490,23 @@ inline void md_block_values16(device const md_block_q5_0* b, uint, uint h, threa
     v[8 + i] = float(int((q >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16) * d;
   }
 }
+inline void md_block_values16(device const md_block_q5_1* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d)), m = float(as_type<half>(b->m));
+  const uint qh = uint(b->qh[0]) | (uint(b->qh[1]) << 8) | (uint(b->qh[2]) << 16) | (uint(b->qh[3]) << 24);
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[8 * h + i], j = 8 * h + i;  // values j and j + 16
+    v[i] = float((q & 0x0fu) | (((qh >> j) & 1u) << 4)) * d + m;
+    v[8 + i] = float((q >> 4) | (((qh >> (j + 16)) & 1u) << 4)) * d + m;
+  }
+}
+inline void md_block_values16(device const md_block_iq4_nl* b, uint, uint h, thread float* v) {
+  const float d = float(as_type<half>(b->d));
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[8 * h + i];
+    v[i] = d * float(md_iq4nl_values[q & 0x0fu]);
+    v[8 + i] = d * float(md_iq4nl_values[q >> 4]);
+  }
+}
 inline void md_block_values16(device const md_block_q8_0* b, uint, uint h, thread float* v) {
   const float d = float(as_type<half>(b->d));
   for (uint i = 0; i < 16; ++i) v[i] = float(b->qs[md_part_column(h, i)]) * d;
@@ -387,6 +544,39 @@ inline void md_block_values16(device const md_block_q6_k* b, uint j, uint h, thr
   }
 }
 
+// Q2_K, Q3_K and IQ4_XS part j, each value as md_k_value computes it, the
+// scales read once: values 0-15 of a part take its first scale, 16-31 its
+// second (IQ4_XS: one scale per part).
+inline void md_block_values16(device const md_block_q2_k* b, uint j, uint h, thread float* v) {
+  device const md_u8* qs = b->qs + 32 * (j / 4);
+  const uint shift = 2 * (j % 4);
+  const float d = float(as_type<half>(b->d)), dmin = float(as_type<half>(b->dmin));
+  const uint sc[2] = {b->scales[2 * j], b->scales[2 * j + 1]};
+  for (uint i = 0; i < 16; ++i) {
+    const uint l = md_part_column(h, i), s = sc[i / 8];
+    v[i] = d * float(s & 0x0fu) * float((uint(qs[l]) >> shift) & 3u) - dmin * float(s >> 4);
+  }
+}
+inline void md_block_values16(device const md_block_q3_k* b, uint j, uint h, thread float* v) {
+  device const md_u8* qs = b->qs + 32 * (j / 4);
+  const uint shift = 2 * (j % 4);
+  const float d = float(as_type<half>(b->d));
+  const float scales[2] = {float(md_q3_k_scale<md_device_space>(b, 2 * j)), float(md_q3_k_scale<md_device_space>(b, 2 * j + 1))};
+  for (uint i = 0; i < 16; ++i) {
+    const uint l = md_part_column(h, i);
+    const int q = int((uint(qs[l]) >> shift) & 3u) - (((b->hmask[l] >> j) & 1u) != 0 ? 0 : 4);
+    v[i] = d * scales[i / 8] * float(q);
+  }
+}
+inline void md_block_values16(device const md_block_iq4_xs* b, uint j, uint h, thread float* v) {
+  const float dl = float(as_type<half>(b->d)) * float(md_iq4_xs_scale<md_device_space>(b, j));
+  for (uint i = 0; i < 8; ++i) {
+    const uint q = b->qs[16 * j + 8 * h + i];  // values 8h + i and 16 + 8h + i
+    v[i] = dl * float(md_iq4nl_values[q & 0x0fu]);
+    v[8 + i] = dl * float(md_iq4nl_values[q >> 4]);
+  }
+}
+
 // Value j of a row md_row found.
 template <typename Block>
 inline float md_row_value(device const Block* row, uint j) {
@@ -414,6 +604,11 @@ MD_ROW_VALUES16(md_block_q4_0)
 MD_ROW_VALUES16(md_block_q4_1)
 MD_ROW_VALUES16(md_block_q5_0)
 MD_ROW_VALUES16(md_block_q8_0)
+MD_ROW_VALUES16(md_block_q5_1)
+MD_ROW_VALUES16(md_block_iq4_nl)
+MD_ROW_VALUES16(md_block_q2_k)
+MD_ROW_VALUES16(md_block_q3_k)
+MD_ROW_VALUES16(md_block_iq4_xs)
 MD_ROW_VALUES16(md_block_q4_k)
 MD_ROW_VALUES16(md_block_q5_k)
 MD_ROW_VALUES16(md_block_q6_k)

@@ -46,6 +46,8 @@ std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
         break;
       }
       case TensorType::Q4_0: reinterpret_cast<blocks::Q4_0*>(p)->d = half(scale(rng)); break;
+      case TensorType::IQ4_NL: reinterpret_cast<blocks::IQ4_NL*>(p)->d = half(scale(rng) / 16); break;
+      case TensorType::IQ4_XS: reinterpret_cast<blocks::IQ4_XS*>(p)->d = half(scale(rng) / 256); break;
       case TensorType::Q5_0: reinterpret_cast<blocks::Q5_0*>(p)->d = half(scale(rng)); break;
       case TensorType::Q8_0: reinterpret_cast<blocks::Q8_0*>(p)->d = half(scale(rng)); break;
       case TensorType::Q4_1: {
@@ -54,6 +56,19 @@ std::vector<uint8_t> randomRow(TensorType type, int64_t n, std::mt19937& rng) {
         b->m = half(-scale(rng) * 8);
         break;
       }
+      case TensorType::Q5_1: {
+        auto* b = reinterpret_cast<blocks::Q5_1*>(p);
+        b->d = half(scale(rng));
+        b->m = half(-scale(rng) * 16);
+        break;
+      }
+      case TensorType::Q2_K: {
+        auto* b = reinterpret_cast<blocks::Q2_K*>(p);
+        b->d = half(scale(rng) / 4);
+        b->dmin = half(scale(rng) / 4);
+        break;
+      }
+      case TensorType::Q3_K: reinterpret_cast<blocks::Q3_K*>(p)->d = half(scale(rng) / 16); break;
       case TensorType::Q4_K:
       case TensorType::Q5_K: {
         auto* b = reinterpret_cast<blocks::Q4_K*>(p);  // d and dmin lead both layouts
@@ -152,10 +167,18 @@ TEST_P(DotKernelTest, EveryTileShapeGivesTheBitsOfItsRowDots) {
     expectTilesAreRowDots(*table, type, w.data(), wBytes, a.data(), aBytes, n);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest,
-                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q4_0,
-                                           TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
-                                           TensorType::Q5_K, TensorType::Q6_K),
+// Every weight type of the one list (metal/md_blocks.h).
+#define MD_DOT_TEST_TYPE(NAME, suffix, id, values, bytes) TensorType::NAME,
+constexpr TensorType kWeightTypes[] = {MD_WEIGHT_TYPES(MD_DOT_TEST_TYPE)};
+#undef MD_DOT_TEST_TYPE
+
+TEST(DotTables, EveryWeightTypeHasADotProductOnEveryIsa) {
+  for (const DotTable* table : availableTables())
+    for (TensorType type : kWeightTypes)
+      EXPECT_NE(table->forType(type), nullptr) << table->isa << " " << tensorTypeInfo(type).name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, DotKernelTest, ::testing::ValuesIn(kWeightTypes),
                          [](const auto& info) { return std::string(tensorTypeInfo(info.param).name); });
 
 // Float rows have no blocks: a model's head dimension (8, 80...) or FFN

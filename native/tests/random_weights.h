@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -24,7 +25,8 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
     auto* bytes = reinterpret_cast<uint8_t*>(&block);
     for (size_t i = 0; i < sizeof block; ++i) bytes[i] = uint8_t(byte(rng));
     block.d = md::halfFromFloat(std::fabs(normal(rng)) / 16);
-    if constexpr (!std::is_same_v<decltype(block), md_block_q6_k>)
+    if constexpr (std::is_same_v<decltype(block), md_block_q2_k> || std::is_same_v<decltype(block), md_block_q4_k> ||
+                  std::is_same_v<decltype(block), md_block_q5_k>)
       block.dmin = md::halfFromFloat(std::fabs(normal(rng)) / 16);
     append(&block, sizeof block);
   };
@@ -50,6 +52,25 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
         append(&q, sizeof q);
         break;
       }
+      case md::TensorType::Q5_1: {
+        md_block_q5_1 q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 8);
+        q.m = md::halfFromFloat(normal(rng));
+        for (auto& v : q.qh) v = uint8_t(byte(rng));
+        for (auto& v : q.qs) v = uint8_t(byte(rng));
+        append(&q, sizeof q);
+        break;
+      }
+      case md::TensorType::IQ4_NL: {
+        md_block_iq4_nl q;
+        q.d = md::halfFromFloat(std::fabs(normal(rng)) / 64);
+        for (auto& v : q.qs) v = uint8_t(byte(rng));
+        append(&q, sizeof q);
+        break;
+      }
+      case md::TensorType::Q2_K: kBlock(md_block_q2_k{}); break;
+      case md::TensorType::Q3_K: kBlock(md_block_q3_k{}); break;
+      case md::TensorType::IQ4_XS: kBlock(md_block_iq4_xs{}); break;
       case md::TensorType::Q4_K: kBlock(md_block_q4_k{}); break;
       case md::TensorType::Q5_K: kBlock(md_block_q5_k{}); break;
       case md::TensorType::Q6_K: kBlock(md_block_q6_k{}); break;
@@ -68,12 +89,14 @@ inline std::vector<uint8_t> randomRows(md::TensorType type, uint32_t rows, uint3
         append(&q, sizeof q);
         break;
       }
-      default: {
+      case md::TensorType::Q4_0: {
         md_block_q4_0 q;
         q.d = md::halfFromFloat(std::fabs(normal(rng)) / 4);
         for (auto& v : q.qs) v = uint8_t(byte(rng));
         append(&q, sizeof q);
+        break;
       }
+      default: throw std::logic_error("randomRows: no random blocks for this type");
     }
   }
   return out;

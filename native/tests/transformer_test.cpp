@@ -348,10 +348,11 @@ TEST(BindWeights, NamesTheTensorAndTheField) {
   }
   {
     TinyModel x = m;
-    x.entries[3].type = 7;  // Q5_1
-    EXPECT_EQ(bindError(x),
-              "tensor blk.0.attn_q.weight: type 7 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, "
-              "Q5_K, Q6_K, BF16)");
+    x.entries[3].type = 16;  // IQ2_XXS
+    EXPECT_EQ(
+        bindError(x),
+        "tensor blk.0.attn_q.weight: type 16 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16)");
   }
   {
     TinyModel x = m;

@@ -50,6 +50,76 @@ void dequantizeQ5_0(const Q5_0* b, float* y, int64_t nb) {
   }
 }
 
+void dequantizeQ5_1(const Q5_1* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kBlock) {
+    const float d = h(b[i].d), m = h(b[i].m);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, 4);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      const int lo = (b[i].qs[j] & 0xF) | int(((qh >> j) & 1u) << 4);
+      const int hi = (b[i].qs[j] >> 4) | int(((qh >> (j + 16)) & 1u) << 4);
+      y[j] = float(lo) * d + m;
+      y[j + kBlock / 2] = float(hi) * d + m;
+    }
+  }
+}
+
+void dequantizeIQ4_NL(const IQ4_NL* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kBlock) {
+    const float d = h(b[i].d);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      y[j] = d * float(kIq4Values[b[i].qs[j] & 0xF]);
+      y[j + kBlock / 2] = d * float(kIq4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void dequantizeIQ4_XS(const IQ4_XS* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d);
+    for (int j = 0; j < kSuperBlock / kBlock; ++j, y += kBlock) {
+      const float dl = d * float(iq4xsScale(b[i], j));
+      const uint8_t* qs = b[i].qs + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dl * float(kIq4Values[qs[l] & 0xF]);
+        y[l + 16] = dl * float(kIq4Values[qs[l] >> 4]);
+      }
+    }
+  }
+}
+
+// Q2_K and Q3_K: part j (32 values) is the 2-bit field j % 4 of the 32
+// bytes qs[32 (j / 4) ..]; each 16 values have a scale of their own.
+void dequantizeQ2_K(const Q2_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d), dmin = h(b[i].dmin);
+    for (int j = 0; j < kSuperBlock / kBlock; ++j) {
+      const uint8_t* q = b[i].qs + 32 * (j / 4);
+      const int shift = 2 * (j % 4);
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t sc = b[i].scales[2 * j + l / 16];
+        *y++ = d * float(sc & 0xF) * float((q[l] >> shift) & 3) - dmin * float(sc >> 4);
+      }
+    }
+  }
+}
+
+void dequantizeQ3_K(const Q3_K* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = h(b[i].d);
+    int8_t scales[16];
+    scalesQ3K(b[i].scales, scales);
+    for (int j = 0; j < kSuperBlock / kBlock; ++j) {
+      const uint8_t* q = b[i].qs + 32 * (j / 4);
+      const int shift = 2 * (j % 4);
+      for (int l = 0; l < 32; ++l) {
+        const int value = int((q[l] >> shift) & 3) - (((b[i].hmask[l] >> j) & 1) != 0 ? 0 : 4);
+        *y++ = d * float(scales[2 * j + l / 16]) * float(value);
+      }
+    }
+  }
+}
+
 void dequantizeQ8_0(const Q8_0* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kBlock) {
     const float d = h(b[i].d);
@@ -169,8 +239,13 @@ TensorType activationTypeFor(TensorType weights) {
     case TensorType::BF16: return weights;
     case TensorType::Q4_0:
     case TensorType::Q5_0:
-    case TensorType::Q8_0: return TensorType::Q8_0;
-    case TensorType::Q4_1: return TensorType::Q8_1;
+    case TensorType::Q8_0:
+    case TensorType::IQ4_NL: return TensorType::Q8_0;
+    case TensorType::Q4_1:
+    case TensorType::Q5_1: return TensorType::Q8_1;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::IQ4_XS:
     case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::Q6_K: return TensorType::Q8_K;
@@ -195,7 +270,12 @@ void dequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
     case TensorType::Q4_0: return dequantizeQ4_0(static_cast<const Q4_0*>(src), dst, nb);
     case TensorType::Q4_1: return dequantizeQ4_1(static_cast<const Q4_1*>(src), dst, nb);
     case TensorType::Q5_0: return dequantizeQ5_0(static_cast<const Q5_0*>(src), dst, nb);
+    case TensorType::Q5_1: return dequantizeQ5_1(static_cast<const Q5_1*>(src), dst, nb);
     case TensorType::Q8_0: return dequantizeQ8_0(static_cast<const Q8_0*>(src), dst, nb);
+    case TensorType::IQ4_NL: return dequantizeIQ4_NL(static_cast<const IQ4_NL*>(src), dst, nb);
+    case TensorType::IQ4_XS: return dequantizeIQ4_XS(static_cast<const IQ4_XS*>(src), dst, nb);
+    case TensorType::Q2_K: return dequantizeQ2_K(static_cast<const Q2_K*>(src), dst, nb);
+    case TensorType::Q3_K: return dequantizeQ3_K(static_cast<const Q3_K*>(src), dst, nb);
     case TensorType::Q4_K: return dequantizeK45<Q4_K, false>(static_cast<const Q4_K*>(src), dst, nb);
     case TensorType::Q5_K: return dequantizeK45<Q5_K, true>(static_cast<const Q5_K*>(src), dst, nb);
     case TensorType::Q6_K: return dequantizeQ6_K(static_cast<const Q6_K*>(src), dst, nb);

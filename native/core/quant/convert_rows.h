@@ -12,8 +12,8 @@
 namespace md {
 
 // The type an activation row is converted to before a dot product with a
-// row of `weights`: Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1, Q8_K for the K
-// types, and the float type itself for F32/F16/BF16.
+// row of `weights`: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the K
+// types and IQ4_XS, and the float type itself for F32/F16/BF16.
 TensorType activationTypeFor(TensorType weights);
 
 // n must be a whole number of `type`'s blocks. dequantizeRow also reads

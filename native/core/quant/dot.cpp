@@ -16,10 +16,15 @@ TileDot DotTable::forType(TensorType weights) const {
     case TensorType::Q4_0: return q4_0;
     case TensorType::Q4_1: return q4_1;
     case TensorType::Q5_0: return q5_0;
+    case TensorType::Q5_1: return q5_1;
     case TensorType::Q8_0: return q8_0;
+    case TensorType::Q2_K: return q2_k;
+    case TensorType::Q3_K: return q3_k;
     case TensorType::Q4_K: return q4_k;
     case TensorType::Q5_K: return q5_k;
     case TensorType::Q6_K: return q6_k;
+    case TensorType::IQ4_NL: return iq4_nl;
+    case TensorType::IQ4_XS: return iq4_xs;
     default: return nullptr;
   }
 }

@@ -33,7 +33,7 @@ using MatrixProduct = bool (*)(TensorType type, const uint8_t* weights, size_t w
 
 struct DotTable {
   const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon" or "portable"
-  TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k, q6_k;
+  TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
 
   // nullptr for a type without a dot product (activation-only types).

@@ -10,6 +10,7 @@
 // linker cannot hand AVX2 code to the portable path.
 #pragma once
 #include <cstring>
+#include <type_traits>
 
 #include "blocks.h"
 #include "dot.h"
@@ -61,6 +62,13 @@ struct DotKernels {
     }
   };
 
+  // IQ4_NL: each nibble stands for a signed codebook value (the sign trick, as Q8_0).
+  struct IQ4_NLFormat {
+    using Block = blocks::IQ4_NL;
+    static constexpr uint8_t kOffset = 0;
+    static V unpack(const Block& b) { return S::codebook16(blocks::kIq4Values, S::nibbles16(b.qs)); }
+  };
+
   template <class Format, int R, int T>
   static void q8Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     using Block = typename Format::Block;
@@ -93,8 +101,23 @@ struct DotKernels {
       for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
   }
 
-  template <int R, int T>
-  static void q4_1Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  // Q4_1 and Q5_1 against Q8_1: q * d + m, the m term from Q8_1's sum.
+  struct Q4_1Format {
+    using Block = blocks::Q4_1;
+    static V unpack(const Block& b) { return S::nibbles16(b.qs); }
+  };
+  struct Q5_1Format {
+    using Block = blocks::Q5_1;
+    static V unpack(const Block& b) {
+      uint32_t qh;
+      std::memcpy(&qh, b.qh, 4);
+      return S::orV(S::nibbles16(b.qs), S::andV(S::bitsToMask(qh), S::splat(0x10)));
+    }
+  };
+
+  template <class Format, int R, int T>
+  static void minTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using Block = typename Format::Block;
     F acc[R][T];
     float mins[R][T] = {};
     for (int r = 0; r < R; ++r)
@@ -103,9 +126,9 @@ struct DotKernels {
       V wv[R];
       float wd[R], wm[R];
       for (int r = 0; r < R; ++r) {
-        const blocks::Q4_1& b = block<blocks::Q4_1>(w, ws, r)[i];
+        const Block& b = block<Block>(w, ws, r)[i];
         prefetch(&b, 2 * R * ws);
-        wv[r] = S::nibbles16(b.qs);
+        wv[r] = Format::unpack(b);
         wd[r] = S::half(b.d);
         wm[r] = S::half(b.m);
       }
@@ -229,6 +252,105 @@ struct DotKernels {
       for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
+  // Q2_K and Q3_K: part j is the 2-bit field j % 4 of the 32 bytes at
+  // qs + 32 (j / 4), a scale per 16 values. Q2_K's are 4-bit scales and
+  // mins (the mins term from Q8_K's 16-value sums); Q3_K's are signed 6-bit
+  // scales, and its third bit (hmask) makes the unsigned value u = q + 4h,
+  // whose offset of 4 comes off through the sums as Q6_K's 32 does.
+  template <bool kThree, int R, int T>
+  static void k23Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using Block = std::conditional_t<kThree, blocks::Q3_K, blocks::Q2_K>;
+    float sum[R][T] = {};
+    const V three = S::splat(3), four = S::splat(4);
+    for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+      int8_t sc[R][16];  // each 16 values' scale (Q2_K: its 4 low bits)
+      for (int r = 0; r < R; ++r) {
+        const Block& b = block<Block>(w, ws, r)[i];
+        if constexpr (kThree)
+          blocks::scalesQ3K(b.scales, sc[r]);
+        else
+          for (int k = 0; k < 16; ++k) sc[r][k] = int8_t(b.scales[k] & 0xF);
+      }
+      I isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int half = 0; half < 2; ++half) {
+        V q[R][4];
+        for (int r = 0; r < R; ++r) {
+          const Block& b = block<Block>(w, ws, r)[i];
+          prefetch(b.qs + 32 * half, 2 * R * ws);
+          const V raw = S::load(b.qs + 32 * half);
+          q[r][0] = S::andV(raw, three);
+          q[r][1] = S::andV(S::template shiftRight<2>(raw), three);
+          q[r][2] = S::andV(S::template shiftRight<4>(raw), three);
+          q[r][3] = S::template shiftRight<6>(raw);
+          if constexpr (kThree) {
+            const V hm = S::load(b.hmask);
+            for (int k = 0; k < 4; ++k)
+              q[r][k] = S::orV(q[r][k], S::andV(S::testMask(hm, uint8_t(1u << (4 * half + k))), four));
+          }
+        }
+        for (int t = 0; t < T; ++t) {
+          const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
+          for (int k = 0; k < 4; ++k) {
+            const V av = S::load(q8 + 32 * k);
+            const int j = 4 * half + k;
+            for (int r = 0; r < R; ++r)
+              isum[r][t] = S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const Block& b = block<Block>(w, ws, r)[i];
+        const float d = S::half(b.d);
+        for (int t = 0; t < T; ++t) {
+          const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+          int32_t byScale = 0;  // sum of each 16 values' scale (Q2_K: min) times its Q8_K sum
+          for (int k = 0; k < 16; ++k) byScale += int32_t(kThree ? sc[r][k] : int8_t(b.scales[k] >> 4)) * y.bsums[k];
+          if constexpr (kThree) {
+            sum[r][t] += y.d * d * float(S::hsumI(isum[r][t]) - 4 * byScale);
+          } else {
+            const float dmin = S::half(b.dmin);
+            sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(byScale);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+  }
+
+  // IQ4_XS: IQ4_NL's codebook in super-blocks, a signed 6-bit scale per part.
+  template <int R, int T>
+  static void iq4_xsTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    float sum[R][T] = {};
+    for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+      I isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int j = 0; j < blocks::kSuperBlock / blocks::kBlock; ++j) {
+        V wv[R];
+        int32_t scale[R];
+        for (int r = 0; r < R; ++r) {
+          const blocks::IQ4_XS& b = block<blocks::IQ4_XS>(w, ws, r)[i];
+          prefetch(b.qs + 16 * j, 2 * R * ws);
+          wv[r] = S::codebook16(blocks::kIq4Values, S::nibbles16(b.qs + 16 * j));
+          scale[r] = blocks::iq4xsScale(b, j);
+        }
+        for (int t = 0; t < T; ++t) {
+          const V av = S::load(block<blocks::Q8_K>(a, as, t)[i].qs + 32 * j);
+          for (int r = 0; r < R; ++r) isum[r][t] = S::addScaled(isum[r][t], S::dotS8S8(wv[r], av), scale[r]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const float d = S::half(block<blocks::IQ4_XS>(w, ws, r)[i].d);
+        for (int t = 0; t < T; ++t) sum[r][t] += block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+  }
+
   // ---- Float rows: one row dot per pair ----
 
   template <int Kind, int R, int T>
@@ -310,7 +432,37 @@ struct DotKernels {
   template <int R, int T>
   struct Q4_1K {
     static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q4_1Tile<R, T>(w, ws, a, as, n, o, os);
+      minTile<Q4_1Format, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q5_1K {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      minTile<Q5_1Format, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct IQ4_NLK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q8Tile<IQ4_NLFormat, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q2_KK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k23Tile<false, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct Q3_KK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k23Tile<true, R, T>(w, ws, a, as, n, o, os);
+    }
+  };
+  template <int R, int T>
+  struct IQ4_XSK {
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      iq4_xsTile<R, T>(w, ws, a, as, n, o, os);
     }
   };
   template <int R, int T>
@@ -351,8 +503,24 @@ struct DotKernels {
   };
 
   static DotTable table() {
-    return {S::kName,         &dispatch<F32K>,  &dispatch<F16K>,  &dispatch<BF16K>, &dispatch<Q4_0K>, &dispatch<Q4_1K>,
-            &dispatch<Q5_0K>, &dispatch<Q8_0K>, &dispatch<Q4_KK>, &dispatch<Q5_KK>, &dispatch<Q6_KK>};
+    DotTable t{};
+    t.isa = S::kName;
+    t.f32 = &dispatch<F32K>;
+    t.f16 = &dispatch<F16K>;
+    t.bf16 = &dispatch<BF16K>;
+    t.q4_0 = &dispatch<Q4_0K>;
+    t.q4_1 = &dispatch<Q4_1K>;
+    t.q5_0 = &dispatch<Q5_0K>;
+    t.q5_1 = &dispatch<Q5_1K>;
+    t.q8_0 = &dispatch<Q8_0K>;
+    t.q2_k = &dispatch<Q2_KK>;
+    t.q3_k = &dispatch<Q3_KK>;
+    t.q4_k = &dispatch<Q4_KK>;
+    t.q5_k = &dispatch<Q5_KK>;
+    t.q6_k = &dispatch<Q6_KK>;
+    t.iq4_nl = &dispatch<IQ4_NLK>;
+    t.iq4_xs = &dispatch<IQ4_XSK>;
+    return t;
   }
 };
 

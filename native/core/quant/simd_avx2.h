@@ -48,6 +48,10 @@ struct Avx2 {
   static V shiftLeft(V x) {
     return _mm256_and_si256(_mm256_slli_epi16(x, N), _mm256_set1_epi8(char((0xFF << N) & 0xFF)));
   }
+  static V codebook16(const int8_t* table, V indices) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+    return _mm256_shuffle_epi8(t, indices);
+  }
 
   static I izero() { return _mm256_setzero_si256(); }
   static F fzero() { return _mm256_setzero_ps(); }
@@ -62,6 +66,9 @@ struct Avx2 {
   }
   static I negatedOffset(V s, uint8_t k) {
     return _mm256_sub_epi32(_mm256_setzero_si256(), dotU8S8Add(_mm256_setzero_si256(), splat(k), s));
+  }
+  static I addScaled(I acc, I x, int32_t scale) {
+    return _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(scale)));
   }
   static I dotS8S8(V a, V c) {
     // maddubs needs an unsigned first operand: |a| times c with a's sign.

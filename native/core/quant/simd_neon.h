@@ -53,6 +53,10 @@ struct Neon {
   static V shiftLeft(V x) {
     return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)};
   }
+  static V codebook16(const int8_t* table, V indices) {
+    const uint8x16_t t = vreinterpretq_u8_s8(vld1q_s8(table));
+    return {vqtbl1q_u8(t, indices.lo), vqtbl1q_u8(t, indices.hi)};
+  }
 
   static I izero() { return vdupq_n_s32(0); }
   static F fzero() { return vdupq_n_f32(0); }
@@ -81,6 +85,7 @@ struct Neon {
     const int8x16_t minusK = vdupq_n_s8(int8_t(-int(k)));
     return dot16(dot16(vdupq_n_s32(0), minusK, vreinterpretq_s8_u8(s.lo)), minusK, vreinterpretq_s8_u8(s.hi));
   }
+  static I addScaled(I acc, I x, int32_t scale) { return vmlaq_n_s32(acc, x, scale); }
   static I dotS8S8(V a, V c) {
     const int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo));
     return dot16(lo, vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi));

@@ -77,6 +77,11 @@ struct Portable {
     for (auto& b : x.b) b = uint8_t(b >> N);
     return x;
   }
+  // Byte i = table[indices[i]] (indices below 16): the IQ4 codebook.
+  static V codebook16(const int8_t* table, V indices) {
+    for (auto& b : indices.b) b = uint8_t(table[b]);
+    return indices;
+  }
   template <int N>
   static V shiftLeft(V x) {
     for (auto& b : x.b) b = uint8_t(b << N);
@@ -98,6 +103,8 @@ struct Portable {
     for (int i = 0; i < 32; ++i) acc += int32_t(u.b[i]) * int8_t(s.b[i]);
     return acc;
   }
+  // acc + x * scale, lane by lane.
+  static I addScaled(I acc, I x, int32_t scale) { return acc + x * scale; }
   // -k * sum(s[i]), in the lanes dotU8S8Add adds to.
   static I negatedOffset(V s, uint8_t k) {
     int32_t sum = 0;
