@@ -72,13 +72,13 @@ describe('a file loadModel cannot run is a GgufError naming the file and the fie
       m.metadata['general.architecture'] = { type: 'string', value: 'gemma' };
     });
     expect((await loadError(gemma)).message).toBe(`${gemma}: general.architecture: "gemma" is not supported (supported: llama, qwen2, qwen3)`);
-    const q5_1 = await variant('q5_1', (m) => {
+    const iq2 = await variant('iq2_xxs', (m) => {
       const t = m.tensors.find((x) => x.name === 'blk.0.attn_q.weight')!;
-      t.type = 7; // Q5_1: 24 bytes per 32 values
-      t.data = new Uint8Array((t.dims[0] / 32) * 24 * t.dims[1]);
+      t.type = 16; // IQ2_XXS: 66 bytes per 256 values
+      t.data = new Uint8Array((t.dims[0] / 256) * 66 * t.dims[1]);
     });
-    expect((await loadError(q5_1)).message).toBe(
-      `${q5_1}: tensor blk.0.attn_q.weight: type Q5_1 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16)`,
+    expect((await loadError(iq2)).message).toBe(
+      `${iq2}: tensor blk.0.attn_q.weight: type IQ2_XXS is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16)`,
     );
   });
 

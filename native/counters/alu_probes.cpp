@@ -23,6 +23,11 @@ MD_PROBE_DOT(q5_0)
 MD_PROBE_DOT(q4_k)
 MD_PROBE_DOT(q5_k)
 MD_PROBE_DOT(q6_k)
+MD_PROBE_DOT(q5_1)
+MD_PROBE_DOT(iq4_nl)
+MD_PROBE_DOT(q2_k)
+MD_PROBE_DOT(q3_k)
+MD_PROBE_DOT(iq4_xs)
 #undef MD_PROBE_DOT
 
 // A float part of a full window: read from the stage, transposed, dotted.

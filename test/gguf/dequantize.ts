@@ -3,7 +3,23 @@
 // weight writer; the addon's own dequantizers are C++).
 import { float16FromNumber, numberFromFloat16 } from '../../lib/float16.js';
 
-export const TYPE = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30 } as const;
+export const TYPE = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
+  BF16: 30,
+} as const;
 export type TypeName = keyof typeof TYPE;
 
 /** [values per block, bytes per block] */
@@ -14,7 +30,12 @@ export const BLOCK: Record<TypeName, [number, number]> = {
   Q4_0: [32, 18],
   Q4_1: [32, 20],
   Q5_0: [32, 22],
+  Q5_1: [32, 24],
   Q8_0: [32, 34],
+  IQ4_NL: [32, 18],
+  Q2_K: [256, 84],
+  Q3_K: [256, 110],
+  IQ4_XS: [256, 136],
   Q4_K: [256, 144],
   Q5_K: [256, 176],
   Q6_K: [256, 210],
@@ -30,6 +51,16 @@ function bf16ToNumber(bits: number): number {
 }
 
 const half = (b: Uint8Array, at: number) => numberFromFloat16(b[at] | (b[at + 1] << 8));
+
+/** What an IQ4 nibble stands for (llama.cpp's kvalues_iq4nl). */
+const IQ4_VALUES = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/** Q3_K's 6-bit scale i, minus 32: 4 low bits from nibble i % 8 of bytes 0-7, 2 high from byte 8 + i % 4. */
+function scaleQ3K(i: number, b: Uint8Array, at: number): number {
+  const low = (b[at + (i % 8)] >> (4 * Math.floor(i / 8))) & 0xf;
+  const high = (b[at + 8 + (i % 4)] >> (2 * Math.floor(i / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
 
 function scaleMinK4(j: number, q: Uint8Array, at: number): [number, number] {
   if (j < 4) return [q[at + j] & 63, q[at + j + 4] & 63];
@@ -73,6 +104,59 @@ export function dequantize(type: TypeName, b: Uint8Array, at: number, values: nu
         for (let j = 0; j < 16; j++) {
           y[j] = (((b[p + 6 + j] & 0xf) | (((qh >>> j) & 1) << 4)) - 16) * d;
           y[j + 16] = (((b[p + 6 + j] >> 4) | (((qh >>> (j + 16)) & 1) << 4)) - 16) * d;
+        }
+        break;
+      }
+      case 'Q5_1': {
+        const d = half(b, p),
+          m = half(b, p + 2);
+        const qh = view.getUint32(p + 4, true);
+        for (let j = 0; j < 16; j++) {
+          y[j] = ((b[p + 8 + j] & 0xf) | (((qh >>> j) & 1) << 4)) * d + m;
+          y[j + 16] = ((b[p + 8 + j] >> 4) | (((qh >>> (j + 16)) & 1) << 4)) * d + m;
+        }
+        break;
+      }
+      case 'IQ4_NL': {
+        const d = half(b, p);
+        for (let j = 0; j < 16; j++) {
+          y[j] = d * IQ4_VALUES[b[p + 2 + j] & 0xf];
+          y[j + 16] = d * IQ4_VALUES[b[p + 2 + j] >> 4];
+        }
+        break;
+      }
+      case 'IQ4_XS': {
+        const d = half(b, p);
+        const scalesH = view.getUint16(p + 2, true);
+        for (let j = 0; j < 8; j++) {
+          const ls = ((b[p + 4 + (j >> 1)] >> (4 * (j % 2))) & 0xf) | (((scalesH >> (2 * j)) & 3) << 4);
+          const dl = d * (ls - 32);
+          for (let l = 0; l < 16; l++) {
+            y[32 * j + l] = dl * IQ4_VALUES[b[p + 8 + 16 * j + l] & 0xf];
+            y[32 * j + l + 16] = dl * IQ4_VALUES[b[p + 8 + 16 * j + l] >> 4];
+          }
+        }
+        break;
+      }
+      case 'Q2_K':
+      case 'Q3_K': {
+        // Part j (32 values): the 2-bit field j % 4 of the 32 bytes at qs + 32 (j / 4); a scale per 16 values.
+        const three = type === 'Q3_K';
+        const qs = p + (three ? 32 : 16);
+        const d = half(b, p + (three ? 108 : 80));
+        const dmin = three ? 0 : half(b, p + 82);
+        for (let j = 0; j < 8; j++) {
+          for (let l = 0; l < 32; l++) {
+            const q = (b[qs + 32 * (j >> 2) + l] >> (2 * (j % 4))) & 3;
+            const i = 2 * j + (l >> 4);
+            if (three) {
+              const high = (b[p + l] >> j) & 1;
+              y[32 * j + l] = d * scaleQ3K(i, b, p + 96) * (q - (high ? 0 : 4));
+            } else {
+              const sc = b[p + i];
+              y[32 * j + l] = d * (sc & 0xf) * q - dmin * (sc >> 4);
+            }
+          }
         }
         break;
       }
@@ -131,7 +215,12 @@ export const SCALE_FIELDS: Partial<Record<TypeName, number[]>> = {
   Q4_0: [0],
   Q4_1: [0, 2],
   Q5_0: [0],
+  Q5_1: [0, 2],
   Q8_0: [0],
+  IQ4_NL: [0],
+  IQ4_XS: [0],
+  Q2_K: [80, 82],
+  Q3_K: [108],
   Q4_K: [0, 2],
   Q5_K: [0, 2],
   Q6_K: [208],

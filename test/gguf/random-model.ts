@@ -72,10 +72,13 @@ export function randomMatrix(type: TypeName, cols: number, rows: number, sigma: 
   const [, size] = BLOCK[type];
   for (let p = 0; p < bytes.length; p += size) {
     const set = (at: number, v: number) => view.setUint16(p + at, float16FromNumber(v), true);
-    if (type === 'Q6_K') set(208, 1);
-    else set(0, 1);
+    const scaleAt = { Q6_K: 208, Q2_K: 80, Q3_K: 108 }[type as string] ?? 0;
+    set(scaleAt, 1);
     if (type === 'Q4_1') set(2, -7.5);
+    if (type === 'Q5_1') set(2, -15.5);
     if (type === 'Q4_K' || type === 'Q5_K') set(2, type === 'Q4_K' ? 7.5 : 15.5);
+    // Q2_K's values are d * s * q - dmin * m with random 4-bit s and m: a dmin of 1.5 centres them.
+    if (type === 'Q2_K') set(82, 1.5);
   }
   const sampleRows = Math.min(rows, 8);
   const sample = dequantize(type, bytes, 0, sampleRows * cols);

@@ -6,8 +6,18 @@ import { isMix, mixBlockType, type MixName } from './quant-mix.js';
 import { tinyShape, type RandomModelSpec } from './random-model.js';
 
 export const TENSOR_TYPES: readonly TypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q5_K', 'Q6_K'];
+/**
+ * The types of the community's low-bit files (Q2_K and Q3_K mixes, IQ4_NL, IQ4_XS) and Q5_1: a
+ * type's arithmetic does not depend on the architecture, so these run on the llama variants only.
+ */
+export const LLAMA_ONLY_TYPES: readonly TypeName[] = ['Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'IQ4_XS'];
 /** Every type, and the mixes users download (quant-mix.ts): a tiny model's layers already get different types. */
 export const TYPES_AND_MIXES: readonly (TypeName | MixName)[] = [...TENSOR_TYPES, 'Q4_K_M'];
+
+/** The types a correctness test runs on `variant`'s files. */
+export function typesFor<T extends TypeName | MixName>(variant: VariantName, types: readonly T[]): readonly (T | TypeName)[] {
+  return VARIANTS[variant].arch === 'llama' ? [...types, ...LLAMA_ONLY_TYPES] : types;
+}
 
 export const VARIANTS = {
   llama3: { arch: 'llama', tied: true, ropeFactors: true },
