@@ -53,36 +53,39 @@ function maxDifference(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(typesFor(variant, TENSOR_TYPES))('%s: one batch, token by token, batches of 3 and 2 threads give the same logits; a rewind forgets', async (type) => {
-    const path = join(dir, `${variant}-${type}.gguf`);
-    await writeRandomModel(path, variantSpec(variant, type, 5));
-    // The vector kernels, where AMX would take the batches: the exact
-    // equalities below are theirs (AMX sums a block in another order; its
-    // own test is further down).
-    const cpuKernels = EXACT_KERNELS;
-    const one = await loadModel(path, { threads: 1, cpuKernels });
-    const split = await loadModel(path, { threads: 2, batchSize: 3, cpuKernels });
-    try {
-      const batch = await rowsOf(one, [PROMPT]);
-      const stepwise = await rowsOf(
-        one,
-        PROMPT.map((t) => [t]),
-      );
-      const threaded = await rowsOf(split, [PROMPT]);
-      // The same float operations in the same order: the same bits.
-      expect(maxDifference(batch, stepwise)).toBe(0);
-      expect(maxDifference(batch, threaded)).toBe(0);
+  test.each(typesFor(variant, TENSOR_TYPES))(
+    '%s: one batch, token by token, batches of 3 and 2 threads give the same logits; a rewind forgets',
+    async (type) => {
+      const path = join(dir, `${variant}-${type}.gguf`);
+      await writeRandomModel(path, variantSpec(variant, type, 5));
+      // The vector kernels, where AMX would take the batches: the exact
+      // equalities below are theirs (AMX sums a block in another order; its
+      // own test is further down).
+      const cpuKernels = EXACT_KERNELS;
+      const one = await loadModel(path, { threads: 1, cpuKernels });
+      const split = await loadModel(path, { threads: 2, batchSize: 3, cpuKernels });
+      try {
+        const batch = await rowsOf(one, [PROMPT]);
+        const stepwise = await rowsOf(
+          one,
+          PROMPT.map((t) => [t]),
+        );
+        const threaded = await rowsOf(split, [PROMPT]);
+        // The same float operations in the same order: the same bits.
+        expect(maxDifference(batch, stepwise)).toBe(0);
+        expect(maxDifference(batch, threaded)).toBe(0);
 
-      const sequence = one.openSequence({ backend: 'native', contextSize: 64 });
-      await sequence.evaluate(Uint32Array.from([...PROMPT.slice(0, 12), 1, 2, 3]), 0);
-      const rewound = Float32Array.from(await sequence.evaluate(Uint32Array.from(PROMPT.slice(12)), 12));
-      expect(maxDifference(rewound, batch)).toBe(0);
-      sequence.dispose();
-    } finally {
-      one.dispose();
-      split.dispose();
-    }
-  });
+        const sequence = one.openSequence({ backend: 'native', contextSize: 64 });
+        await sequence.evaluate(Uint32Array.from([...PROMPT.slice(0, 12), 1, 2, 3]), 0);
+        const rewound = Float32Array.from(await sequence.evaluate(Uint32Array.from(PROMPT.slice(12)), 12));
+        expect(maxDifference(rewound, batch)).toBe(0);
+        sequence.dispose();
+      } finally {
+        one.dispose();
+        split.dispose();
+      }
+    },
+  );
 });
 
 describe('the float64 reference forward', () => {
@@ -91,7 +94,23 @@ describe('the float64 reference forward', () => {
   // 2.4e-4 of the logits' spread, max |logit|), the activations rounded to
   // F16 / BF16 (3e-4 / 3e-3) or quantized to Q8 (4e-3 to 1.8e-2). The
   // bounds are about twice the worst measured.
-  const RELATIVE = { F32: 5e-4, F16: 1e-3, BF16: 6e-3, Q8_0: 3e-2, Q4_0: 3e-2, Q4_1: 3e-2, Q5_0: 3e-2, Q4_K: 3e-2, Q5_K: 3e-2, Q6_K: 3e-2, Q5_1: 3e-2, IQ4_NL: 3e-2, Q2_K: 3e-2, Q3_K: 3e-2, IQ4_XS: 3e-2 } as const;
+  const RELATIVE = {
+    F32: 5e-4,
+    F16: 1e-3,
+    BF16: 6e-3,
+    Q8_0: 3e-2,
+    Q4_0: 3e-2,
+    Q4_1: 3e-2,
+    Q5_0: 3e-2,
+    Q4_K: 3e-2,
+    Q5_K: 3e-2,
+    Q6_K: 3e-2,
+    Q5_1: 3e-2,
+    IQ4_NL: 3e-2,
+    Q2_K: 3e-2,
+    Q3_K: 3e-2,
+    IQ4_XS: 3e-2,
+  } as const;
   test.each(Object.keys(VARIANTS) as VariantName[])('%s: every type within its stated distance of the reference', async (variant) => {
     for (const type of typesFor(variant, TENSOR_TYPES)) {
       const spec = variantSpec(variant, type, 9);

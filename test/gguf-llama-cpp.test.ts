@@ -71,53 +71,56 @@ function argmax(row: ArrayLike<number>): number {
 }
 
 describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
-  test.each(typesFor(variant, TYPES_AND_MIXES))('%s: logits at every position within the tolerance of llama.cpp, and 64 greedy tokens the same', async (type) => {
-    const path = join(dir, `${variant}-${type}.gguf`);
-    const spec = variantSpec(variant, type);
-    await writeRandomModel(path, spec);
-    const model = await loadModel(path, { threads: 2 });
-    const oracle = await oracleModel(path);
-    try {
-      expect(model.info.architecture).toBe(VARIANTS[variant].arch);
-      // A mix's file holds each of its types (a tiny model's two layers: Q4_K, then Q6_K for attn_v and ffn_down).
-      const types = isMix(type)
-        ? ['blk.0.attn_v.weight', 'blk.1.attn_v.weight'].map((name) => mixType(type, name, spec.shape.layers, false))
-        : [type];
-      if (isMix(type)) expect(types).toEqual(['Q4_K', 'Q6_K']);
-      for (const t of types) expect(model.info.tensorTypes[t]).toBeGreaterThan(0);
-      const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
-      const expected = await oracle.logits(PROMPT);
-      for (let i = 0; i < PROMPT.length; i++) {
-        const ours = await sequence.evaluate(Uint32Array.of(PROMPT[i]), i);
-        expect(maxDifference(ours, expected[i]), `position ${i}`).toBeLessThanOrEqual(TOLERANCE[type]);
-      }
-      sequence.dispose();
+  test.each(typesFor(variant, TYPES_AND_MIXES))(
+    '%s: logits at every position within the tolerance of llama.cpp, and 64 greedy tokens the same',
+    async (type) => {
+      const path = join(dir, `${variant}-${type}.gguf`);
+      const spec = variantSpec(variant, type);
+      await writeRandomModel(path, spec);
+      const model = await loadModel(path, { threads: 2 });
+      const oracle = await oracleModel(path);
+      try {
+        expect(model.info.architecture).toBe(VARIANTS[variant].arch);
+        // A mix's file holds each of its types (a tiny model's two layers: Q4_K, then Q6_K for attn_v and ffn_down).
+        const types = isMix(type)
+          ? ['blk.0.attn_v.weight', 'blk.1.attn_v.weight'].map((name) => mixType(type, name, spec.shape.layers, false))
+          : [type];
+        if (isMix(type)) expect(types).toEqual(['Q4_K', 'Q6_K']);
+        for (const t of types) expect(model.info.tensorTypes[t]).toBeGreaterThan(0);
+        const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
+        const expected = await oracle.logits(PROMPT);
+        for (let i = 0; i < PROMPT.length; i++) {
+          const ours = await sequence.evaluate(Uint32Array.of(PROMPT[i]), i);
+          expect(maxDifference(ours, expected[i]), `position ${i}`).toBeLessThanOrEqual(TOLERANCE[type]);
+        }
+        sequence.dispose();
 
-      const prompt = PROMPT.slice(0, 4);
-      const ours = (await generate(model, prompt, { temperature: 0, maxTokens: 64 })).tokens;
-      const theirs = await oracle.greedy(prompt, 64);
-      const parted = ours.findIndex((t, i) => t !== theirs[i]);
-      if (parted === -1) {
-        expect(ours).toEqual(theirs);
-        expect(ours.length).toBe(64);
-      } else {
-        const prefix = [...prompt, ...ours.slice(0, parted)];
-        const [row] = await oracle.logits(prefix, [prefix.length - 1]);
-        const check = model.openSequence({ backend: 'native', contextSize: 128 });
-        const mine = Float32Array.from(await check.evaluate(Uint32Array.from(prefix), 0));
-        check.dispose();
-        const gapOurs = mine[ours[parted]] - mine[theirs[parted]];
-        const gapTheirs = row[theirs[parted]] - row[ours[parted]];
-        console.log(`${variant} ${type}: greedy parted at step ${parted} on a near tie (gaps ${gapOurs.toFixed(4)} / ${gapTheirs.toFixed(4)})`);
-        expect(argmax(mine)).toBe(ours[parted]);
-        expect(Math.abs(gapOurs)).toBeLessThanOrEqual(TOLERANCE[type]);
-        expect(Math.abs(gapTheirs)).toBeLessThanOrEqual(TOLERANCE[type]);
+        const prompt = PROMPT.slice(0, 4);
+        const ours = (await generate(model, prompt, { temperature: 0, maxTokens: 64 })).tokens;
+        const theirs = await oracle.greedy(prompt, 64);
+        const parted = ours.findIndex((t, i) => t !== theirs[i]);
+        if (parted === -1) {
+          expect(ours).toEqual(theirs);
+          expect(ours.length).toBe(64);
+        } else {
+          const prefix = [...prompt, ...ours.slice(0, parted)];
+          const [row] = await oracle.logits(prefix, [prefix.length - 1]);
+          const check = model.openSequence({ backend: 'native', contextSize: 128 });
+          const mine = Float32Array.from(await check.evaluate(Uint32Array.from(prefix), 0));
+          check.dispose();
+          const gapOurs = mine[ours[parted]] - mine[theirs[parted]];
+          const gapTheirs = row[theirs[parted]] - row[ours[parted]];
+          console.log(`${variant} ${type}: greedy parted at step ${parted} on a near tie (gaps ${gapOurs.toFixed(4)} / ${gapTheirs.toFixed(4)})`);
+          expect(argmax(mine)).toBe(ours[parted]);
+          expect(Math.abs(gapOurs)).toBeLessThanOrEqual(TOLERANCE[type]);
+          expect(Math.abs(gapTheirs)).toBeLessThanOrEqual(TOLERANCE[type]);
+        }
+      } finally {
+        await oracle.dispose();
+        model.dispose();
       }
-    } finally {
-      await oracle.dispose();
-      model.dispose();
-    }
-  });
+    },
+  );
 });
 
 test("the tolerance catches a wrong op: the default RoPE base (10000) instead of the file's 500000 is far outside it", async () => {
