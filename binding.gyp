@@ -134,6 +134,7 @@
         "native/core/quant/dot_neon.cpp",
         "native/core/graph/forward_graph.cpp",
         "native/core/graph/llama_graph.cpp",
+        "native/core/graph/gemma3_graph.cpp",
         "native/core/graph/table_recorder.cpp",
         "native/core/transformer/weights.cpp",
         "native/core/transformer/ops.cpp",

@@ -360,9 +360,11 @@ inline void md_attention(device const float* q, device const Cache* keys, device
   if (query >= params.count) return;
   const uint head_dim = params.head_dim, kv_dim = params.kv_heads * head_dim;
   const uint group_heads = params.heads / params.kv_heads, simd_groups = threads / MD_SIMD_WIDTH;
+  // Positions first .. length - 1: the last `window` of them on a windowed layer.
   const uint length = params.kv_length + query;
-  const uint chunk = (length + params.splits - 1) / params.splits;
-  const uint begin = min(length, split * chunk), end = min(length, begin + chunk);
+  const uint first = params.window != 0 && length > params.window ? length - params.window : 0u;
+  const uint chunk = (length - first + params.splits - 1) / params.splits;
+  const uint begin = min(length, first + split * chunk), end = min(length, begin + chunk);
   const bool whole = params.splits == 1;
 
   for (uint pass = 0; pass < group_heads; pass += MD_ATTENTION_GROUP) {

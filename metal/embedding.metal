@@ -14,7 +14,7 @@ inline void md_embed(device const uint* token, device const Block* table, consta
                      device float* out, uint i) {
   if (i >= params.dim * params.count) return;
   const uint t = token[i / params.dim];
-  out[i] = t < params.vocab_size ? md_row_value(md_row(table, t, params.dim), i % params.dim) : 0.0f;
+  out[i] = t < params.vocab_size ? md_row_value(md_row(table, t, params.dim), i % params.dim) * params.scale : 0.0f;
 }
 
 kernel void md_embed_rows_f32(device const uint* token [[buffer(0)]], device const md_block_f32* table [[buffer(1)]],

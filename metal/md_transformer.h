@@ -65,12 +65,13 @@ typedef struct md_matmul_params {
 
 // The embedding lookup: rows token[0 .. count) of a vocab_size x dim table
 // (a chain binds `token` with the token-offset patch, so step p reads
-// tokens p .. p + count - 1), into count x dim floats.
+// tokens p .. p + count - 1), each value times `scale` (1 but for gemma's
+// sqrt(dim)), into count x dim floats.
 typedef struct md_embed_params {
   md_u32 vocab_size;
   md_u32 dim;
   md_u32 count;
-  md_u32 reserved;
+  float scale;
 } md_embed_params;
 
 // Rotary embedding of `count` tokens, token i at position + i (the
@@ -110,7 +111,8 @@ typedef struct md_kv_store_params {
 // (query, KV head) (flash decoding, for long
 // contexts): each leaves its maximum score, its sum of exponentials and
 // its unnormalised output in `partials`, and md_attention_merge_f32 adds
-// them. context is the cache's length in positions.
+// them. context is the cache's length in positions. A window (a sliding-
+// window layer's) limits query i to its last `window` positions; 0: all.
 typedef struct md_attention_params {
   md_u32 heads;
   md_u32 kv_heads;
@@ -120,6 +122,8 @@ typedef struct md_attention_params {
   float scale;
   md_u32 count;
   md_u32 splits;
+  md_u32 window;
+  md_u32 reserved;
 } md_attention_params;
 
 // The attention kernels' limits: a head of at most 256 values (8 per lane
@@ -220,7 +224,7 @@ static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
 static_assert(sizeof(md_head_sampling_params) == 32, "md_head_sampling_params size");
 static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");
 static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
-              sizeof(md_attention_params) == 32, "transformer params sizes");
+              sizeof(md_attention_params) == 40, "transformer params sizes");
 #endif
 
 #endif  // MD_TRANSFORMER_H

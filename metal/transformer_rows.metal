@@ -1,5 +1,5 @@
 // transformer_rows.metal: the per-row and element-wise ops of the
-// transformer's forward pass on float32 activations: RMSNorm, SwiGLU, the
+// transformer's forward pass on float32 activations: RMSNorm, SwiGLU, GeGLU, the
 // residual add, and the logits row rounded to float16 for the sampler. native/core/transformer/ops.h is their CPU twin, and
 // the tests compare each with it (transformer_kernels_test.cpp).
 //
@@ -40,6 +40,26 @@ kernel void md_swiglu_f32(device float* gate [[buffer(0)]],
   if (i >= ulong(params.rows) * params.n) return;
   const float g = gate[i];
   gate[i] = g / (1.0f + exp(-g)) * up[i];
+}
+
+// GELU's tanh approximation as llama.cpp's CPU backend takes it from its
+// float16 table: the input rounded to half, the result rounded to half; 0
+// at or below -10 and x at or above 10 (the CPU twin: ops.cpp's geluTanh).
+inline float md_gelu_tanh(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float h = float(half(x));
+  return float(half(0.5f * h * (1.0f + tanh(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)))));
+}
+
+// One thread per value: gate = gelu(gate) * up, over rows x n values (gemma's GeGLU).
+kernel void md_geglu_f32(device float* gate [[buffer(0)]],
+                         device const float* up [[buffer(1)]],
+                         constant md_rows_params& params [[buffer(2)]],
+                         MD_THREAD_IDS) {
+  const ulong i = ulong(group) * threads + tid;
+  if (i >= ulong(params.rows) * params.n) return;
+  gate[i] = md_gelu_tanh(gate[i]) * up[i];
 }
 
 // One thread per value: x += y, over rows x n values (the residual add),

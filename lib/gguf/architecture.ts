@@ -10,15 +10,37 @@ import type { GgufHeader } from './read-header.js';
 export interface Architecture {
   /** general.architecture */
   readonly name: string;
+  /** The native graph builder that runs it (model_config.h's GraphFamily): 0 llama, 1 gemma3. */
+  readonly graph: 0 | 1;
   /** 0: RoPE rotates adjacent pairs (llama's layout); 2: the two halves of each head (neox). */
   readonly ropeMode: 0 | 2;
   /** Q, K and V projections have biases (attn_q.bias...). */
   readonly qkvBias: boolean;
   /** Each head of Q and K is RMS-normalised before RoPE (attn_q_norm, attn_k_norm). */
   readonly qkNorm: boolean;
+  /** The fields its graph reads beyond the shared ones (gemma3's window, scales, GeGLU), from the metadata. */
+  readonly extraConfig?: (m: MetadataReader, shared: SharedConfig) => ArchitectureConfig;
 }
 
-class MetadataReader {
+/** The config fields every architecture reads the same way. */
+export type SharedConfig = Omit<NativeModelConfig, keyof ArchitectureConfig>;
+/** The fields an architecture may set; a llama-family default otherwise. */
+export type ArchitectureConfig = Pick<
+  NativeModelConfig,
+  'ffnActivation' | 'embeddingScale' | 'attentionScale' | 'slidingWindow' | 'slidingWindowPattern' | 'ropeBaseLocal'
+>;
+
+const LLAMA_DEFAULTS: ArchitectureConfig = {
+  ffnActivation: 0,
+  embeddingScale: 1,
+  attentionScale: 0,
+  slidingWindow: 0,
+  slidingWindowPattern: 0,
+  ropeBaseLocal: 0,
+};
+
+/** Reads `${arch}.key` metadata, failing with a GgufError that names the key. */
+export class MetadataReader {
   constructor(
     readonly header: GgufHeader,
     readonly prefix: string,
@@ -90,7 +112,8 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
   if (scaling === 'linear') ropeFreqScale = 1 / m.float('rope.scaling.factor');
   else if (scaling !== 'none')
     m.fail('rope.scaling.type', `"${scaling}" is not supported (supported: none, linear; llama3 factors come as the rope_freqs tensor)`);
-  return {
+  const shared: SharedConfig = {
+    graph: arch.graph,
     vocabSize: embedding.dims[1],
     embeddingLength,
     blockCount: m.integer('block_count'),
@@ -106,6 +129,7 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
     qkvBias: arch.qkvBias,
     qkNorm: arch.qkNorm,
   };
+  return { ...shared, ...(arch.extraConfig?.(m, shared) ?? LLAMA_DEFAULTS) };
 }
 
 /** The model's training context length, when the file says. */
@@ -127,6 +151,7 @@ const CONFIG_SOURCES: Partial<Record<keyof NativeModelConfig, string>> = {
   ropeDims: 'rope.dimension_count',
   ropeBase: 'rope.freq_base',
   normEps: 'attention.layer_norm_rms_epsilon',
+  slidingWindow: 'attention.sliding_window',
 };
 
 /** The GGUF key a config field is read from (`${arch}.feed_forward_length` for ffnLength), or the field when it has none. */

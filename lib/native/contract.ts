@@ -167,8 +167,10 @@ export interface NativeTensorType {
   kernelSuffix: string | null;
 }
 
-/** The shape of a Llama-family model (native/core/transformer/model_config.h). */
+/** The shape of a model (native/core/transformer/model_config.h). */
 export interface NativeModelConfig {
+  /** The graph builder: 0 llama (llama, qwen2, qwen3), 1 gemma3. */
+  graph: 0 | 1;
   vocabSize: number;
   embeddingLength: number;
   blockCount: number;
@@ -184,6 +186,18 @@ export interface NativeModelConfig {
   normEps: number;
   qkvBias: boolean;
   qkNorm: boolean;
+  /** 0: SwiGLU; 1: GeGLU (GELU's tanh approximation). */
+  ffnActivation: 0 | 1;
+  /** The embedding rows' factor (gemma: sqrt(embeddingLength)). */
+  embeddingScale: number;
+  /** The attention scores' scale; 0: 1 / sqrt(headDim). */
+  attentionScale: number;
+  /** Positions a windowed layer's query sees; 0: no window. */
+  slidingWindow: number;
+  /** With a window, layer l is windowed when l % n < n - 1; 0: every layer. */
+  slidingWindowPattern: number;
+  /** A windowed layer's RoPE base (frequency scale 1); 0: ropeBase. */
+  ropeBaseLocal: number;
 }
 
 /** One tensor of a GGUF file: dims as GGUF's ne[0], ne[1]; offset from the start of the file. */

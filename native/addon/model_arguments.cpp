@@ -50,6 +50,13 @@ ModelConfig parseConfig(Napi::Value value) {
   c.normEps = float(numberField(o, "config", "normEps"));
   c.qkvBias = boolField(o, "config", "qkvBias");
   c.qkNorm = boolField(o, "config", "qkNorm");
+  c.graph = GraphFamily(uint32_t(integerField(o, "config", "graph", u32)));
+  c.ffnActivation = FfnActivation(uint32_t(integerField(o, "config", "ffnActivation", u32)));
+  c.embeddingScale = float(numberField(o, "config", "embeddingScale"));
+  c.attentionScale = float(numberField(o, "config", "attentionScale"));
+  c.slidingWindow = uint32_t(integerField(o, "config", "slidingWindow", u32));
+  c.slidingWindowPattern = uint32_t(integerField(o, "config", "slidingWindowPattern", u32));
+  c.ropeBaseLocal = float(numberField(o, "config", "ropeBaseLocal"));
   return c;
 }
 

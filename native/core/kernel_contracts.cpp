@@ -455,6 +455,7 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_noise_cells", noiseCells},
       {"md_rms_norm_f32", rmsNorm},
       {"md_swiglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
+      {"md_geglu_f32", [](Contract& c) { elementwise(c, 4, "up: rows x n floats"); }},
       {"md_add_f32", add},
       {"md_half_from_f32", [](Contract& c) { elementwise(c, 2, "out: rows x n halves"); }},
       {"md_rope_f32", rope},

@@ -58,6 +58,7 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_exp_values),
     MD_EMULATED_KERNEL(md_rms_norm_f32),
     MD_EMULATED_KERNEL(md_swiglu_f32),
+    MD_EMULATED_KERNEL(md_geglu_f32),
     MD_EMULATED_KERNEL(md_add_f32),
     MD_EMULATED_KERNEL(md_half_from_f32),
     MD_EMULATED_KERNEL(md_head_sample_pick),

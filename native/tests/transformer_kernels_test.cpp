@@ -109,6 +109,37 @@ TEST(TransformerKernels, SwigluAndTheResidualAddMatchTheCpu) {
   EXPECT_EQ(contents(*xb, total), sum);  // one float addition each: the same bits
 }
 
+// Gemma's GeGLU: the GPU's GELU rounds through half as the CPU's table does,
+// with its own tanh: within a half's rounding step of the CPU's (its
+// subnormal steps near 0), and exact
+// past the +-10 cut-offs (inputs spread to +-16 to reach them).
+TEST(TransformerKernels, GegluMatchesTheCpu) {
+  const uint32_t n = 1000, rows = 2, total = n * rows;
+  const auto gate = normals(total, 4, 6.0f), up = normals(total, 5, 1.0f);
+  auto gb = buffer(gate), ub = buffer(up);
+  const md_rows_params p{n, rows, 0.0f, 0};
+  run("md_geglu_f32", {{0, gb.get()}, {1, ub.get()}}, p, (total + 255) / 256, 256);
+  auto cpu = gate;
+  md::geglu(cpu.data(), up.data(), total);
+  const auto geglu = contents(*gb, total);
+  int pastCutOff = 0;
+  for (uint32_t i = 0; i < total; ++i) {
+    if (std::fabs(gate[i]) >= 10.0f) {
+      ++pastCutOff;
+      EXPECT_EQ(geglu[i], cpu[i]) << i;
+    }
+    // A half's relative step, or two of its smallest (subnormal) steps near 0, times up.
+    ASSERT_NEAR(geglu[i], cpu[i], std::ldexp(std::fabs(cpu[i]), -10) + std::ldexp(std::fabs(up[i]), -23))
+        << i << " gate " << gate[i];
+  }
+  EXPECT_GT(pastCutOff, 0);
+  // GELU itself: 0 at 0, x for large x, the tanh curve's known value at 1 (0.8412, to half precision).
+  EXPECT_EQ(md::geluTanh(0.0f), 0.0f);
+  EXPECT_EQ(md::geluTanh(12.0f), 12.0f);
+  EXPECT_EQ(md::geluTanh(-12.0f), 0.0f);
+  EXPECT_NEAR(md::geluTanh(1.0f), 0.841192f, 1e-3f);
+}
+
 // Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
 template <class Params>
 void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
@@ -367,7 +398,7 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
   std::memcpy(tokenBuffer->contents(), tokens, sizeof tokens);
   auto out = device().newBuffer(count * 256 * 4);
   runWith("md_embed_rows_q4_k", {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2,
-          md_embed_params{vocab, 256, count, 0}, (count * 256 + 127) / 128, 128);
+          md_embed_params{vocab, 256, count, 1.0f}, (count * 256 + 127) / 128, 128);
   const auto batch = contents(*out, count * 256);
   for (uint32_t i = 0; i < count; ++i) {
     std::vector<float> expected(256, 0.0f);
@@ -440,7 +471,7 @@ TEST(TransformerKernels, EmbeddingRowsAreTheDequantizedRowsBitForBit) {
         auto tokenBuffer = device().newBuffer(4);
         std::memcpy(tokenBuffer->contents(), &token, 4);
         runWith(kernel, {{0, tokenBuffer.get()}, {1, table.get()}, {3, out.get()}}, 2,
-                md_embed_params{vocab, dim, 1, 0}, (dim + 127) / 128, 128);
+                md_embed_params{vocab, dim, 1, 1.0f}, (dim + 127) / 128, 128);
         std::vector<float> expected(dim, 0.0f);  // a token outside the vocabulary reads as zeros
         if (token < vocab)
           md::dequantizeRow(t.type, bytes.data() + token * (bytes.size() / vocab), expected.data(), dim);
@@ -482,7 +513,8 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
                                  0};
           runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}, {3, xb.get()}}, 2, p, 1, 128);
           std::vector<float> cosines(pairs), sines(pairs), cpu = x;
-          md::ropeAngles(c, withFactors ? factors.data() : nullptr, position, cosines.data(), sines.data());
+          md::ropeAngles(c, md::RopeFrequencies{c.ropeBase, c.ropeFreqScale}, withFactors ? factors.data() : nullptr,
+                         position, cosines.data(), sines.data());
           for (uint32_t h = 0; h < heads; ++h)
             md::applyRope(mode, int(ropeDims), cosines.data(), sines.data(), cpu.data() + h * c.headDim);
           const auto gpu = contents(*xb, x.size());
@@ -559,15 +591,17 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
       auto operand = [&](float x) { return cc.rounds ? md::halfToFloat(md::halfFromFloat(x)) : x; };
       const float scale = 1.0f / std::sqrt(float(headDim));
       // Query i of a batch attends over the first length + i positions.
+      // With a window, query i sees only the last `window` of them.
       auto expectAttention = [&](const std::vector<float>& q, const std::vector<float>& gpu, uint32_t count,
-                                 uint32_t length, const std::string& what) {
+                                 uint32_t length, const std::string& what, uint32_t window = 0) {
         for (uint32_t i = 0; i < count; ++i) {
           for (uint32_t h = 0; h < heads; ++h) {
             const uint32_t g = h / (heads / kvHeads), n = length + i;
+            const uint32_t from = window != 0 && n > window ? n - window : 0;
             const float* qh = q.data() + (size_t(i) * heads + h) * headDim;
-            std::vector<double> p(n);
+            std::vector<double> p(n, -INFINITY);
             double max = -INFINITY, sum = 0;
-            for (uint32_t t = 0; t < n; ++t) {
+            for (uint32_t t = from; t < n; ++t) {
               double dot = 0;
               if (cc.type == md::TensorType::Q8_0) {
                 // The query in Q8_0 blocks, as the CPU's dot takes it.
@@ -586,7 +620,7 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
             for (double& x : p) sum += (x = std::exp(x - max));
             for (uint32_t d = 0; d < headDim; ++d) {
               double expected = 0, magnitude = 0;
-              for (uint32_t t = 0; t < n; ++t) {
+              for (uint32_t t = from; t < n; ++t) {
                 const double weight = p[t] / sum;
                 const double v = cachedValues[t * kvDim + g * headDim + d];
                 expected += weight * v;
@@ -603,7 +637,8 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
           const auto q = normals(heads * headDim, length, 1.0f);
           auto qb = buffer(q), out = device().newBuffer(heads * headDim * 4);
           runWith(kernel.c_str(), {{0, qb.get()}, {1, keys.get()}, {2, values.get()}, {4, out.get()}, {5, out.get()}},
-                  3, md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1}, kvHeads, threads);
+                  3, md_attention_params{heads, kvHeads, headDim, length, context, scale, 1, 1, 0, 0}, kvHeads,
+                  threads);
           expectAttention(q, contents(*out, heads * headDim), 1, length,
                           "length " + std::to_string(length) + " threads " + std::to_string(threads));
         }
@@ -611,13 +646,17 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
       // A batch of queries (causal), and the positions split over threadgroups
       // and merged: splits that leave some threadgroups empty (length < splits)
       // and uneven ranges.
-      for (auto [count, length, splits] : {std::tuple{1u, 3u, 8u}, std::tuple{1u, 37u, 3u}, std::tuple{6u, 1u, 1u},
-                                           std::tuple{6u, 30u, 4u}, std::tuple{4u, 34u, 5u}}) {
+      // Sliding windows (gemma's): shorter than the positions, split or not,
+      // and longer than them (every position seen).
+      for (auto [count, length, splits, window] :
+           {std::tuple{1u, 3u, 8u, 0u}, std::tuple{1u, 37u, 3u, 0u}, std::tuple{6u, 1u, 1u, 0u},
+            std::tuple{6u, 30u, 4u, 0u}, std::tuple{4u, 34u, 5u, 0u}, std::tuple{4u, 34u, 3u, 7u},
+            std::tuple{6u, 30u, 1u, 10u}, std::tuple{1u, 37u, 2u, 40u}, std::tuple{3u, 5u, 1u, 1u}}) {
         const auto q = normals(size_t(count) * heads * headDim, 100 + count * length, 1.0f);
         const size_t outFloats = size_t(count) * heads * headDim;
         auto qb = buffer(q), out = device().newBuffer(outFloats * 4);
         auto partials = device().newBuffer(size_t(count) * heads * splits * MD_ATTENTION_PARTIAL_FLOATS(headDim) * 4);
-        const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits};
+        const md_attention_params p{heads, kvHeads, headDim, length, context, scale, count, splits, window, 0};
         auto cb = device().newCommandBuffer();
         cb->setPipeline(device().pipeline(kernel.c_str()));
         for (auto [index, b] : std::initializer_list<std::pair<uint32_t, md::Buffer*>>{
@@ -636,7 +675,8 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
         cb->wait();
         expectAttention(q, contents(*out, outFloats), count, length,
                         "count " + std::to_string(count) + " length " + std::to_string(length) + " splits " +
-                            std::to_string(splits));
+                            std::to_string(splits) + " window " + std::to_string(window),
+                        window);
       }
     }
   }
@@ -751,18 +791,18 @@ TEST(TransformerKernels, ContractsNameTheBufferThatIsTooSmall) {
   auto partials = device().newBuffer(4);
   const std::vector<std::pair<uint32_t, md::Buffer*>> attentionBuffers = {
       {0, q.get()}, {1, cache.get()}, {2, cache.get()}, {4, o.get()}, {5, partials.get()}};
-  auto at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1});
+  auto at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 15, 16, 0.125f, 3, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
             "md_attention_f16: kv_length 15 + count 3 - 1 is past the context 16");
-  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2});
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 14, 16, 0.125f, 3, 2, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0),
             "md_attention_f16: buffer 5 (partials: count x heads x splits x (head_dim + 2) floats) needs 1584 bytes "
             "from byte 0, but the buffer has 4");
-  at = command("md_attention_f32", attentionBuffers, 3, md_attention_params{1, 1, 288, 1, 16, 0.125f, 1, 1});
+  at = command("md_attention_f32", attentionBuffers, 3, md_attention_params{1, 1, 288, 1, 16, 0.125f, 1, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "md_attention_f32: head_dim 288 is not from 1 to 256");
-  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 0, 1, 16, 0.125f, 1, 1});
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 0, 1, 16, 0.125f, 1, 1, 0, 0});
   EXPECT_EQ(md::kernelContractProblem(at, at.params, 0), "md_attention_f16: head_dim 0 is not from 1 to 256");
-  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 1, 16, 0.125f, 1, 1});
+  at = command("md_attention_f16", attentionBuffers, 3, md_attention_params{1, 1, 64, 1, 16, 0.125f, 1, 1, 0, 0});
   expectThreadLimit(at, 256);
 }
 

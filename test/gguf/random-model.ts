@@ -10,7 +10,7 @@ import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from 
 import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
 import { isMix, mixType, type MixName } from './quant-mix.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gemma3';
 
 export interface ModelShape {
   vocab: number;
@@ -22,6 +22,8 @@ export interface ModelShape {
   ff: number;
   /** Leading dims of each head that RoPE rotates. Default headDim. */
   ropeDims?: number;
+  /** gemma3: the windowed layers' sliding window. */
+  slidingWindow?: number;
 }
 
 export interface RandomModelSpec {
@@ -47,6 +49,8 @@ export const rng = seededRandom;
 export function tinyShape(arch: ArchName, type: TypeName): ModelShape {
   const k = BLOCK[type][0] === 256;
   const d = k ? 256 : 128;
+  // gemma3: 6 layers, so that one (the last) is global; a window of 5 positions.
+  if (arch === 'gemma3') return { vocab: 300, d, layers: 6, heads: 4, kvHeads: 2, headDim: 64, ff: k ? 512 : 256, slidingWindow: 5 };
   // qwen3's head_dim is not d / heads: test that.
   const heads = arch === 'qwen3' ? (k ? 8 : 4) : 4;
   const headDim = arch === 'qwen3' ? 64 : d / heads;
@@ -170,15 +174,18 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
       vector(`${p}attn_k.bias`, kv, () => 0.1 * normal(next));
       vector(`${p}attn_v.bias`, kv, () => 0.1 * normal(next));
     }
-    if (arch === 'qwen3') {
+    if (arch === 'qwen3' || arch === 'gemma3') {
       vector(`${p}attn_q_norm.weight`, s.headDim, norm);
       vector(`${p}attn_k_norm.weight`, s.headDim, norm);
     }
     matrix(`${p}attn_output.weight`, q, s.d, 0.5 / Math.sqrt(q));
+    // gemma3 normalises each branch before its residual add: unit-size branches.
+    if (arch === 'gemma3') vector(`${p}post_attention_norm.weight`, s.d, () => 0.3 * norm());
     vector(`${p}ffn_norm.weight`, s.d, norm);
     matrix(`${p}ffn_gate.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
     matrix(`${p}ffn_up.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
     matrix(`${p}ffn_down.weight`, s.ff, s.d, 0.5 / Math.sqrt(s.ff));
+    if (arch === 'gemma3') vector(`${p}post_ffw_norm.weight`, s.d, () => 0.3 * norm());
   }
 
   const { tokens, types, eos } = vocabulary(s.vocab);
@@ -207,7 +214,8 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     metadata = Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith('tokenizer.')));
     Object.assign(metadata, spec.vocabulary);
   }
-  if (arch === 'qwen3' || s.headDim * s.heads !== s.d) {
+  if (arch === 'gemma3' && s.slidingWindow !== undefined) metadata['gemma3.attention.sliding_window'] = { type: 'u32', value: s.slidingWindow };
+  if (arch === 'qwen3' || arch === 'gemma3' || s.headDim * s.heads !== s.d) {
     metadata[`${arch}.attention.key_length`] = { type: 'u32', value: s.headDim };
     metadata[`${arch}.attention.value_length`] = { type: 'u32', value: s.headDim };
   }

@@ -16,7 +16,10 @@ export const TYPES_AND_MIXES: readonly (TypeName | MixName)[] = [...TENSOR_TYPES
 
 /** The types a correctness test runs on `variant`'s files. */
 export function typesFor<T extends TypeName | MixName>(variant: VariantName, types: readonly T[]): readonly (T | TypeName)[] {
-  return VARIANTS[variant].arch === 'llama' ? [...types, ...LLAMA_ONLY_TYPES] : types;
+  const arch = VARIANTS[variant].arch;
+  if (arch === 'llama') return [...types, ...LLAMA_ONLY_TYPES];
+  if (arch === 'gemma3') return types.filter((t) => (NEWER_ARCHITECTURE_TYPES as readonly string[]).includes(t));
+  return types;
 }
 
 export const VARIANTS = {
@@ -24,7 +27,14 @@ export const VARIANTS = {
   llama2: { arch: 'llama', tied: false, ropeFactors: false },
   qwen2: { arch: 'qwen2', tied: false, ropeFactors: false },
   qwen3: { arch: 'qwen3', tied: true, ropeFactors: false },
+  gemma3: { arch: 'gemma3', tied: true, ropeFactors: false },
 } as const;
+
+/**
+ * The types the architectures after the first three run: a float type and
+ * two quantized ones (the types' own arithmetic is tested on the others).
+ */
+const NEWER_ARCHITECTURE_TYPES: readonly TypeName[] = ['F16', 'Q8_0', 'Q4_K'];
 
 export type VariantName = keyof typeof VARIANTS;
 

@@ -1,7 +1,8 @@
 // index.ts: the architectures loadModel runs, by general.architecture.
 import type { Architecture } from '../architecture.js';
+import { gemma3 } from './gemma3.js';
 import { llama } from './llama.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
 
-export const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map([llama, qwen2, qwen3].map((a) => [a.name, a]));
+export const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map([llama, qwen2, qwen3, gemma3].map((a) => [a.name, a]));

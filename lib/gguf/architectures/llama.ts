@@ -3,4 +3,4 @@
 // the llama3 frequency factors as the rope_freqs tensor.
 import type { Architecture } from '../architecture.js';
 
-export const llama: Architecture = { name: 'llama', ropeMode: 0, qkvBias: false, qkNorm: false };
+export const llama: Architecture = { name: 'llama', graph: 0, ropeMode: 0, qkvBias: false, qkNorm: false };

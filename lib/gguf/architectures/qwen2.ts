@@ -2,4 +2,4 @@
 // the two halves of each head.
 import type { Architecture } from '../architecture.js';
 
-export const qwen2: Architecture = { name: 'qwen2', ropeMode: 2, qkvBias: true, qkNorm: false };
+export const qwen2: Architecture = { name: 'qwen2', graph: 0, ropeMode: 2, qkvBias: true, qkNorm: false };

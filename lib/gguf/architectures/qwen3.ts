@@ -3,4 +3,4 @@
 // embedding_length / head_count is 64).
 import type { Architecture } from '../architecture.js';
 
-export const qwen3: Architecture = { name: 'qwen3', ropeMode: 2, qkvBias: false, qkNorm: true };
+export const qwen3: Architecture = { name: 'qwen3', graph: 0, ropeMode: 2, qkvBias: false, qkNorm: true };

@@ -1,7 +1,22 @@
-// forward_graph.cpp: the activations' names and widths.
+// forward_graph.cpp: the activations' names and widths, and the builder of
+// each graph family.
 #include "forward_graph.h"
 
+#include <stdexcept>
+#include <string>
+
+#include "../transformer/weights.h"
+
 namespace md {
+
+ForwardGraph buildForwardGraph(const ModelConfig& config, const TensorLookup& lookup) {
+  checkConfig(config);
+  switch (config.graph) {
+    case GraphFamily::Llama: return buildLlamaGraph(config, lookup);
+    case GraphFamily::Gemma3: return buildGemma3Graph(config, lookup);
+  }
+  throw std::invalid_argument("graph: expected 0 (llama) or 1 (gemma3), got " + std::to_string(uint32_t(config.graph)));
+}
 
 const char* activationName(Activation a) {
   switch (a) {
@@ -13,6 +28,7 @@ const char* activationName(Activation a) {
     case Activation::Attended: return "attended";
     case Activation::Gate: return "gate";
     case Activation::Up: return "up";
+    case Activation::Branch: return "branch";
   }
   return "?";
 }
@@ -20,7 +36,8 @@ const char* activationName(Activation a) {
 uint64_t activationWidth(const ModelConfig& c, Activation a) {
   switch (a) {
     case Activation::Hidden:
-    case Activation::Normed: return c.embeddingLength;
+    case Activation::Normed:
+    case Activation::Branch: return c.embeddingLength;
     case Activation::Q:
     case Activation::Attended: return uint64_t(c.headCount) * c.headDim;
     case Activation::K:

@@ -30,8 +30,9 @@ enum class Activation : uint8_t {
   Attended,  // attention's output: headCount * headDim
   Gate,      // ffnLength (SwiGLU's output too)
   Up,        // ffnLength
+  Branch,    // a sublayer's output before its residual add (gemma's post-norms): embeddingLength
 };
-constexpr int kActivationCount = 8;
+constexpr int kActivationCount = 9;
 const char* activationName(Activation a);  // "hidden", "normed", "q", ...
 // Floats of one token's row of `a` under `c`.
 uint64_t activationWidth(const ModelConfig& c, Activation a);
@@ -53,15 +54,17 @@ struct TensorRef {
 };
 
 enum class OpKind : uint8_t {
-  Embed,       // out = rows tokens of the table `weight`
-  RmsNorm,     // out = rmsNorm(in) * weight, per row of `width` (rowsPerToken rows per token)
-  Project,     // per projection: its out = W in (+ bias), or out += W in with accumulate
-  Rope,        // RoPE of Q's and K's heads at each token's position
-  KvStore,     // K and V rows into the layer's cache at each token's position
-  Attention,   // Attended = causal attention of Q over the layer's cache
-  SwiGlu,      // Gate = silu(Gate) * Up
-  OutputNorm,  // Normed = rmsNorm(Hidden) * weight for the rows the caller wants logits of
-  LmHead,      // the logits (or the pick) = W Normed for those rows
+  Embed,        // out = rows tokens of the table `weight`, times `scale`
+  RmsNorm,      // out = rmsNorm(in) * weight, per row of `width` (rowsPerToken rows per token)
+  Project,      // per projection: its out = W in (+ bias), or out += W in with accumulate
+  Rope,         // RoPE of Q's and K's heads at each token's position, at the layer's frequencies
+  KvStore,      // K and V rows into the layer's cache at each token's position
+  Attention,    // Attended = causal attention of Q over the layer's cache (a sliding window on windowed layers)
+  SwiGlu,       // Gate = silu(Gate) * Up
+  GeGlu,        // Gate = gelu(Gate) * Up (GELU's tanh approximation)
+  AddResidual,  // out += in, per row of `width` (a post-normed branch into the residual)
+  OutputNorm,   // Normed = rmsNorm(Hidden) * weight for the rows the caller wants logits of
+  LmHead,       // the logits (or the pick) = W Normed for those rows
 };
 
 // One matrix of a Project op.
@@ -82,6 +85,8 @@ struct GraphOp {
   uint32_t width = 0;                   // values per row the op reads (Project: the columns of its matrices)
   uint32_t rowsPerToken = 1;            // RmsNorm: heads per token for per-head norms
   bool accumulate = false;              // Project: out += W in (a residual add)
+  float scale = 1.f;                    // Embed: the rows' factor
+  uint32_t window = 0;                  // Attention: the sliding window (positions seen); 0: all
   std::vector<Projection> projections;  // Project: up to three matrices reading `in`
 };
 
@@ -97,8 +102,12 @@ struct ForwardGraph {
 using TensorLookup = std::function<const TensorType*(const std::string& name)>;
 
 // The forward pass of the model `config` describes, over the tensors
-// `lookup` finds. Throws std::invalid_argument naming the field for a
-// config no builder runs (checkConfig's errors).
+// `lookup` finds: the builder of config.graph. Throws std::invalid_argument
+// naming the field for a config no builder runs (checkConfig's errors).
 ForwardGraph buildForwardGraph(const ModelConfig& config, const TensorLookup& lookup);
+
+// The builders, one per family.
+ForwardGraph buildLlamaGraph(const ModelConfig& config, const TensorLookup& lookup);
+ForwardGraph buildGemma3Graph(const ModelConfig& config, const TensorLookup& lookup);
 
 }  // namespace md

@@ -9,73 +9,14 @@
 //   then logits = Woutput (rmsNorm(x) * output_norm), Woutput being the
 //   embedding table when the file ties them.
 // A new architecture that the kernels already cover is a builder like this
-// one (and its GGUF keys in lib/gguf/architectures/).
+// one (and its GGUF keys in lib/gguf/architectures/): gemma3_graph.cpp.
 #include <string>
 
-#include "../transformer/weights.h"
-#include "forward_graph.h"
+#include "graph_builder.h"
 
 namespace md {
-namespace {
 
-class GraphBuilder {
- public:
-  explicit GraphBuilder(const TensorLookup& lookup) : lookup_(lookup) {}
-
-  // A matrix of `rows` rows of `cols` values, or a float32 vector (rows 0).
-  TensorRef tensor(const std::string& name, uint64_t cols, uint64_t rows, bool required = true) {
-    TensorDecl d;
-    d.name = name;
-    d.cols = cols;
-    d.rows = rows;
-    d.required = required;
-    if (const TensorType* type = lookup_(name)) {
-      d.type = *type;
-      d.present = true;
-    }
-    graph_.tensors.push_back(d);
-    return TensorRef{d.present || required ? int(graph_.tensors.size() - 1) : -1};
-  }
-
-  GraphOp& op(OpKind kind, std::string label, uint32_t layer = 0) {
-    graph_.ops.emplace_back();
-    GraphOp& o = graph_.ops.back();
-    o.kind = kind;
-    o.label = std::move(label);
-    o.layer = layer;
-    return o;
-  }
-
-  void rmsNorm(std::string label, uint32_t layer, Activation in, Activation out, TensorRef weight, uint32_t width,
-               uint32_t rowsPerToken = 1) {
-    GraphOp& o = op(OpKind::RmsNorm, std::move(label), layer);
-    o.in = in;
-    o.out = out;
-    o.weight = weight;
-    o.width = width;
-    o.rowsPerToken = rowsPerToken;
-  }
-
-  void project(std::string label, uint32_t layer, Activation in, uint32_t cols, std::vector<Projection> projections,
-               bool accumulate = false) {
-    GraphOp& o = op(OpKind::Project, std::move(label), layer);
-    o.in = in;
-    o.width = cols;
-    o.projections = std::move(projections);
-    o.accumulate = accumulate;
-  }
-
-  ForwardGraph& graph() { return graph_; }
-
- private:
-  const TensorLookup& lookup_;
-  ForwardGraph graph_;
-};
-
-}  // namespace
-
-ForwardGraph buildForwardGraph(const ModelConfig& c, const TensorLookup& lookup) {
-  checkConfig(c);
+ForwardGraph buildLlamaGraph(const ModelConfig& c, const TensorLookup& lookup) {
   GraphBuilder g(lookup);
   const uint32_t d = c.embeddingLength, f = c.ffnLength;
   const uint32_t qDim = c.headCount * c.headDim, kvDim = c.headCountKv * c.headDim;
@@ -132,15 +73,7 @@ ForwardGraph buildForwardGraph(const ModelConfig& c, const TensorLookup& lookup)
     g.project(n + "ffn_down + residual", layer, Activation::Gate, f,
               {{n + "ffn_down + residual", down, {}, Activation::Hidden, d}}, true);
   }
-  GraphOp& norm = g.op(OpKind::OutputNorm, "output norm");
-  norm.in = Activation::Hidden;
-  norm.out = Activation::Normed;
-  norm.weight = outputNorm;
-  norm.width = d;
-  GraphOp& head = g.op(OpKind::LmHead, "LM head");
-  head.in = Activation::Normed;
-  head.weight = output;
-  head.width = d;
+  g.outputHead(outputNorm, output, d);
   return std::move(g.graph());
 }
 

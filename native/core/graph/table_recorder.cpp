@@ -64,7 +64,9 @@ class Recorder {
         case OpKind::Rope: rope(op); break;
         case OpKind::KvStore: kvStore(op); break;
         case OpKind::Attention: attention(op); break;
-        case OpKind::SwiGlu: swiglu(op); break;
+        case OpKind::SwiGlu: rowsKernel("md_swiglu_f32", op); break;
+        case OpKind::GeGlu: rowsKernel("md_geglu_f32", op); break;
+        case OpKind::AddResidual: rowsKernel("md_add_f32", op); break;
         case OpKind::OutputNorm:
           if (o_.logits == LogitRows::None) return std::move(out_);
           add(rmsNorm("md_rms_norm_f32", op.label, activationName(op.in), op.weight, activationName(op.out), op.width,
@@ -127,6 +129,7 @@ class Recorder {
     p.vocab_size = c_.vocabSize;
     p.dim = op.width;
     p.count = o_.count;
+    p.scale = op.scale;
     c.paramsIndex = 2;
     c.params = bytesOf(p);
     grid(c, uint64_t(o_.count) * op.width, 128);
@@ -237,9 +240,10 @@ class Recorder {
     p.head_dim = c_.headDim;
     p.rope_dims = c_.ropeDims;
     p.mode = uint32_t(c_.ropeMode);
-    // base^(-2 / ropeDims) once, in the order the CPU's angles take it.
-    p.theta_scale = float(std::pow(double(c_.ropeBase), double(float(-2.0 / double(c_.ropeDims)))));
-    p.freq_scale = c_.ropeFreqScale;
+    // base^(-2 / ropeDims) once, in the order the CPU's angles take it, at the layer's frequencies.
+    const RopeFrequencies f = ropeFrequencies(c_, op.layer);
+    p.theta_scale = float(std::pow(double(f.base), double(float(-2.0 / double(c_.ropeDims)))));
+    p.freq_scale = f.freqScale;
     p.has_factors = factors ? 1 : 0;
     p.count = o_.count;
     c.paramsIndex = 2;
@@ -276,9 +280,10 @@ class Recorder {
     p.kv_heads = c_.headCountKv;
     p.head_dim = c_.headDim;
     p.context = o_.contextSize;
-    p.scale = float(1.0 / std::sqrt(double(c_.headDim)));
+    p.scale = c_.attentionScale > 0 ? c_.attentionScale : float(1.0 / std::sqrt(double(c_.headDim)));
     p.count = o_.count;
     p.splits = o_.attentionSplits;
+    p.window = op.window;
     RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), op.label);
     c.buffers = {{0, "q", 0},
                  {1, "keys." + layer, 0},
@@ -304,8 +309,9 @@ class Recorder {
     }
   }
 
-  void swiglu(const GraphOp& op) {
-    RecordedCommand c = command("md_swiglu_f32", op.label);
+  // An element-wise kernel over the batch's rows: out = f(out, in).
+  void rowsKernel(const char* kernel, const GraphOp& op) {
+    RecordedCommand c = command(kernel, op.label);
     c.buffers = {{0, activationName(op.out), 0}, {1, activationName(op.in), 0}};
     c.paramsIndex = 2;
     c.params = rowsParams(op.width, o_.count, 0, false);

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "../float16.h"
+
 namespace md {
 
 void rmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
@@ -15,14 +17,15 @@ void rmsNorm(const float* x, const float* weight, float* out, int64_t n, float e
     for (int64_t i = 0; i < n; ++i) out[i] = out[i] * weight[i];
 }
 
-void ropeAngles(const ModelConfig& c, const float* factors, int64_t position, float* cosines, float* sines) {
+void ropeAngles(const ModelConfig& c, RopeFrequencies f, const float* factors, int64_t position, float* cosines,
+                float* sines) {
   // ggml's recurrence: theta_i = position * base^(-2i/dims), by repeated
   // multiplication in float.
-  const float thetaScale = std::pow(c.ropeBase, -2.0f / float(c.ropeDims));
+  const float thetaScale = std::pow(f.base, -2.0f / float(c.ropeDims));
   float theta = float(position);
   for (uint32_t i = 0; i < c.ropeDims / 2; ++i) {
     const float factor = factors != nullptr ? factors[i] : 1.0f;
-    const float angle = c.ropeFreqScale * (theta / factor);
+    const float angle = f.freqScale * (theta / factor);
     cosines[i] = std::cos(angle);
     sines[i] = std::sin(angle);
     theta *= thetaScale;
@@ -54,6 +57,19 @@ void softmax(float* x, int64_t n) {
 
 void swiglu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+float geluTanh(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  // ggml_gelu_f32 of the float16 input, rounded to float16 (ggml's table).
+  const float h = halfToFloat(halfFromFloat(x));
+  const float sqrt2OverPi = 0.79788456080286535587989211986876f, coefA = 0.044715f;
+  return halfToFloat(halfFromFloat(0.5f * h * (1.0f + std::tanh(sqrt2OverPi * h * (1.0f + coefA * h * h)))));
+}
+
+void geglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] >= 10.0f ? gate[i] * up[i] : geluTanh(gate[i]) * up[i];
 }
 
 void addInPlace(float* x, const float* y, int64_t n) {

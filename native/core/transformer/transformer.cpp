@@ -49,6 +49,10 @@ void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int th
   grow(proj_, b * std::max(d, size_t(1)));
   grow(cos_, b * r);
   grow(sin_, b * r);
+  if (c.ropeBaseLocal > 0) {
+    grow(cosLocal_, b * r);
+    grow(sinLocal_, b * r);
+  }
   grow(scores_, size_t(threads) * contextSize_);
   grow(valueRow_, size_t(threads) * c.headDim);
   grow(query_, size_t(threads) * c.headDim * sizeof(float));  // the widest partner type
@@ -129,10 +133,15 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
   const ForwardGraph& graph = weights_.graph;
   s.ensureScratch(c, count, pool_.size());
   const int64_t pairs = c.ropeDims / 2;
-  // The RoPE angles of the batch's positions, for every layer's Rope op.
+  // The RoPE angles of the batch's positions, for every layer's Rope op
+  // (and the windowed layers' own, where their base differs).
   const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
-  for (int64_t t = 0; t < count; ++t)
-    ropeAngles(c, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
+  const RopeFrequencies global{c.ropeBase, c.ropeFreqScale}, local{c.ropeBaseLocal, 1.f};
+  for (int64_t t = 0; t < count; ++t) {
+    ropeAngles(c, global, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
+    if (c.ropeBaseLocal > 0)
+      ropeAngles(c, local, factors, start + t, s.cosLocal_.data() + t * pairs, s.sinLocal_.data() + t * pairs);
+  }
   const int64_t wanted = count - firstRow;  // rows whose logits (or pick) are wanted; none when <= 0
   for (const GraphOp& op : graph.ops) {
     float* in = s.activation(op.in);
@@ -140,8 +149,12 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
     switch (op.kind) {
       case OpKind::Embed: {
         const TensorView& table = weights_[op.weight];
-        for (int64_t t = 0; t < count; ++t)
-          dequantizeRow(table.type, table.row(tokens[t]), out + t * op.width, op.width);
+        for (int64_t t = 0; t < count; ++t) {
+          float* row = out + t * op.width;
+          dequantizeRow(table.type, table.row(tokens[t]), row, op.width);
+          if (op.scale != 1.f)
+            for (uint32_t i = 0; i < op.width; ++i) row[i] *= op.scale;
+        }
         break;
       }
       case OpKind::RmsNorm: {
@@ -158,9 +171,12 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
         const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd, kvDim = int64_t(c.headCountKv) * hd;
         float* q = s.activation(Activation::Q);
         float* k = s.activation(Activation::K);
+        const bool local = isWindowedLayer(c, op.layer) && c.ropeBaseLocal > 0;
+        const float* allCosines = local ? s.cosLocal_.data() : s.cos_.data();
+        const float* allSines = local ? s.sinLocal_.data() : s.sin_.data();
         perRow(count, [&](int64_t t) {
-          const float* cosines = s.cos_.data() + t * pairs;
-          const float* sines = s.sin_.data() + t * pairs;
+          const float* cosines = allCosines + t * pairs;
+          const float* sines = allSines + t * pairs;
           for (uint32_t h = 0; h < c.headCount; ++h)
             applyRope(c.ropeMode, int(c.ropeDims), cosines, sines, q + t * qDim + h * hd);
           for (uint32_t h = 0; h < c.headCountKv; ++h)
@@ -169,8 +185,10 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
         break;
       }
       case OpKind::KvStore: storeKv(s, op.layer, count, start); break;
-      case OpKind::Attention: attention(s, op.layer, count, start); break;
+      case OpKind::Attention: attention(s, op.layer, op.window, count, start); break;
       case OpKind::SwiGlu: swiglu(out, in, count * op.width); break;
+      case OpKind::GeGlu: geglu(out, in, count * op.width); break;
+      case OpKind::AddResidual: addInPlace(out, in, count * op.width); break;
       case OpKind::OutputNorm: {
         if (wanted <= 0) return;  // no logits wanted from this batch
         const float* weight = floats(weights_[op.weight]);
@@ -235,7 +253,7 @@ void Transformer::storeKv(TransformerState& s, uint32_t layer, int64_t count, in
   });
 }
 
-void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start) {
+void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window, int64_t count, int64_t start) {
   const ModelConfig& c = config_;
   const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd;
   const int64_t group = c.headCount / c.headCountKv;
@@ -254,7 +272,9 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
   // cache the softmax weights are rounded to float16 before their products
   // with V, as llama.cpp does; the F32 and Q8_0 caches (llama.cpp's flash
   // attention path, which a quantized V needs) keep them float32.
-  const float scale = 1.0f / std::sqrt(float(hd));
+  // A windowed layer's query at p sees p - window + 1 .. p (llama.cpp masks
+  // a key when p - its position >= window).
+  const float scale = c.attentionScale > 0 ? c.attentionScale : 1.0f / std::sqrt(float(hd));
   const TileDot dotKeys = dots_.forType(cache);
   const size_t queryBytes = size_t(hd) * sizeof(float);
   pool_.run([&](int thread) {
@@ -265,18 +285,21 @@ void Transformer::attention(TransformerState& s, uint32_t layer, int64_t count, 
     ThreadPool::split(count * c.headCount, thread, pool_.size(), &begin, &end);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / c.headCount, h = item % c.headCount, g = h / group;
-      const int64_t positions = start + t + 1;
+      const int64_t end = start + t + 1;
+      const int64_t first = window > 0 && end > int64_t(window) ? end - int64_t(window) : 0;
+      const int64_t positions = end - first;
       quantizeActivations(queryType, queries + t * qDim + h * hd, query, hd);
+      const uint8_t* keysFrom = keys + size_t(first) * rowBytes + size_t(g) * headBytes;
       for (int64_t j = 0; j < positions; j += kTileRows) {
         const int rows = int(std::min<int64_t>(kTileRows, positions - j));
-        dotKeys(keys + size_t(j) * rowBytes + size_t(g) * headBytes, rowBytes, rows, query, 0, 1, hd, scores + j, 1);
+        dotKeys(keysFrom + size_t(j) * rowBytes, rowBytes, rows, query, 0, 1, hd, scores + j, 1);
       }
       for (int64_t j = 0; j < positions; ++j) scores[j] *= scale;
       softmax(scores, positions);
       float* out = attended + t * qDim + h * hd;
       std::fill(out, out + hd, 0.f);
       for (int64_t j = 0; j < positions; ++j) {
-        const uint8_t* v = values + size_t(j) * rowBytes + size_t(g) * headBytes;
+        const uint8_t* v = values + size_t(first + j) * rowBytes + size_t(g) * headBytes;
         if (cache == TensorType::F16) {
           const float p = halfToFloat(halfFromFloat(scores[j]));
           const uint16_t* halves = reinterpret_cast<const uint16_t*>(v);
@@ -310,8 +333,12 @@ void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType
   const size_t cacheRowBytes = rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
   const ForwardGraph& graph = weights_.graph;
   const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
-  std::vector<float> cosines(c.ropeDims / 2), sines(c.ropeDims / 2);
-  ropeAngles(c, factors, -int64_t(shift.discard), cosines.data(), sines.data());
+  // Each layer's keys turn at its own frequencies (a windowed layer's base may differ).
+  const size_t pairs = c.ropeDims / 2;
+  std::vector<float> cosines(layers.size() * pairs), sines(layers.size() * pairs);
+  for (uint32_t layer = 0; layer < layers.size(); ++layer)
+    ropeAngles(c, ropeFrequencies(c, layer), factors, -int64_t(shift.discard), cosines.data() + layer * pairs,
+               sines.data() + layer * pairs);
   const int64_t moved = movedPositions(shift), rows = int64_t(layers.size()) * moved;
   const size_t kvDim = size_t(c.headCountKv) * c.headDim;
   pool_.run([&](int thread) {
@@ -319,8 +346,9 @@ void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType
     int64_t begin, end;
     ThreadPool::split(rows, thread, pool_.size(), &begin, &end);
     for (int64_t r = begin; r < end; ++r)
-      rotateMovedKey(c, cacheType, cacheRowBytes, shift, layers[size_t(r / moved)], uint32_t(r % moved), cosines.data(),
-                     sines.data(), scratch.data());
+      rotateMovedKey(c, cacheType, cacheRowBytes, shift, layers[size_t(r / moved)], uint32_t(r % moved),
+                     cosines.data() + size_t(r / moved) * pairs, sines.data() + size_t(r / moved) * pairs,
+                     scratch.data());
   });
   moveShiftedRows(layers, cacheRowBytes, shift);
 }

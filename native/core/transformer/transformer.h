@@ -53,6 +53,7 @@ class TransformerState {
   // (before a residual add), RoPE angles.
   std::vector<float> activations_[kActivationCount];
   std::vector<float> proj_, cos_, sin_;
+  std::vector<float> cosLocal_, sinLocal_;  // the windowed layers' angles, when their RoPE base differs
   // Per thread: attention scores, the query in the cache's partner type,
   // one head's values as floats (the F32 and Q8_0 caches).
   std::vector<float> scores_, valueRow_;
@@ -118,7 +119,7 @@ class Transformer {
   void project(TransformerState& s, const GraphOp& op, int64_t count);
   uint32_t pickFromHead(TransformerState& s, const TensorView& head, const HeadPick& pick);
   void storeKv(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
-  void attention(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
+  void attention(TransformerState& s, uint32_t layer, uint32_t window, int64_t count, int64_t start);
 
   ModelConfig config_;
   ModelWeights weights_;

@@ -1,6 +1,7 @@
 // weights.cpp: binding GGUF tensors to the declarations of a forward graph.
 #include "weights.h"
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -113,6 +114,16 @@ void checkConfig(const ModelConfig& c) {
   if (!(c.ropeBase > 0)) fail("ropeBase: must be positive, got " + std::to_string(c.ropeBase));
   if (!(c.ropeFreqScale > 0)) fail("ropeFreqScale: must be positive, got " + std::to_string(c.ropeFreqScale));
   if (!(c.normEps > 0 && c.normEps < 1)) fail("normEps: expected a value in (0, 1), got " + std::to_string(c.normEps));
+  if (c.graph != GraphFamily::Llama && c.graph != GraphFamily::Gemma3)
+    fail("graph: expected 0 (llama) or 1 (gemma3), got " + std::to_string(uint32_t(c.graph)));
+  if (c.ffnActivation != FfnActivation::Silu && c.ffnActivation != FfnActivation::GeluTanh)
+    fail("ffnActivation: expected 0 (silu) or 1 (gelu), got " + std::to_string(uint32_t(c.ffnActivation)));
+  if (!(c.embeddingScale > 0 && std::isfinite(c.embeddingScale)))
+    fail("embeddingScale: must be a positive number, got " + std::to_string(c.embeddingScale));
+  if (!(c.attentionScale >= 0 && std::isfinite(c.attentionScale)))
+    fail("attentionScale: must be 0 (1 / sqrt(headDim)) or positive, got " + std::to_string(c.attentionScale));
+  if (!(c.ropeBaseLocal >= 0 && std::isfinite(c.ropeBaseLocal)))
+    fail("ropeBaseLocal: must be 0 (ropeBase) or positive, got " + std::to_string(c.ropeBaseLocal));
   // Bounds that keep every scratch size far from overflow.
   const uint64_t kMaxDim = 1u << 20;
   if (c.embeddingLength > kMaxDim || c.ffnLength > kMaxDim || uint64_t(c.headCount) * c.headDim > kMaxDim ||
