@@ -25,6 +25,11 @@ export async function chatModel(dir: string, name: VocabularyName, arch: 'llama'
 
 export const GREEDY = { temperature: 0, maxTokens: 6 };
 
+/** The text of tokens as the sequence holds them (SentencePiece's leading spaces kept, unlike decode()). */
+export function tokenBytesText(t: GgufTokenizer, tokens: readonly number[]): string {
+  return Buffer.concat(tokens.map((id) => t.tokenBytes(id))).toString('utf8');
+}
+
 // Replies of whole words with a space before each, as a trained model's
 // usually are: templates that strip replies (Llama 2's) then render them
 // as generated, and a turn continues the sequence as it is.

@@ -17,7 +17,7 @@ import { describeHold, watchEventLoop } from './event-loop-probe.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
-import { chatModel as sharedChatModel, chatModelFile as sharedChatModelFile, GREEDY, words } from './chat-model.js';
+import { chatModel as sharedChatModel, chatModelFile as sharedChatModelFile, GREEDY, tokenBytesText, words } from './chat-model.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-chat-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -244,10 +244,6 @@ test('a model without a chat template is an error that says what to pass', async
 
 function tokenizer(model: GgufModel): GgufTokenizer {
   return model.tokenizer as GgufTokenizer;
-}
-
-function tokenBytesText(t: GgufTokenizer, tokens: readonly number[]): string {
-  return Buffer.concat(tokens.map((id) => t.tokenBytes(id))).toString('utf8');
 }
 
 test('text prompts on a Session: BOS first when the model adds one, only at the start; encoded asynchronously', async () => {

