@@ -268,7 +268,7 @@ kernel void md_rope_f32(device float* x [[buffer(0)]],
   for (uint j = 0; j < i; ++j) theta *= params.theta_scale;
   const float factor = params.has_factors != 0 ? factors[i] : 1.0f;
   const float angle = params.freq_scale * (theta / factor);
-  const float c = cos(angle), s = sin(angle);
+  const float c = cos(angle) * params.attn_factor, s = sin(angle) * params.attn_factor;  // LongRoPE's factor; 1 otherwise
   device float* head = (is_k ? k : x) + (ulong(token) * heads + h) * params.head_dim;
   const uint a = params.mode == 0 ? 2 * i : i, b = params.mode == 0 ? 2 * i + 1 : i + pairs;
   const float x0 = head[a], x1 = head[b];

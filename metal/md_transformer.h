@@ -92,6 +92,8 @@ typedef struct md_rope_params {
   md_u32 has_factors;
   md_u32 count;
   md_u32 k_heads;
+  float attn_factor;  // multiplies cos and sin (phi3's LongRoPE); 1 otherwise
+  md_u32 reserved;
 } md_rope_params;
 
 // `count` K and V rows of kv_dim floats into the F16 cache at rows
@@ -223,7 +225,7 @@ inline uint64_t md_matvec_simd_groups(const md_matvec_params& p, md_u32 tokens) 
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
 static_assert(sizeof(md_head_sampling_params) == 32, "md_head_sampling_params size");
 static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");
-static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 40 && sizeof(md_kv_store_params) == 16 &&
+static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 48 && sizeof(md_kv_store_params) == 16 &&
               sizeof(md_attention_params) == 40, "transformer params sizes");
 #endif
 

@@ -123,6 +123,32 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
   );
 });
 
+test("phi3: a context within rope.scaling.original_context_length takes rope_factors_short, as llama.cpp's does", async () => {
+  // The variant files' original length (16) is under every context the tests open: they take the long factors.
+  const spec = variantSpec('phi3', 'F16');
+  const short = { ...spec, shape: { ...spec.shape, ropeOriginalContext: 4096 } };
+  const paths = [join(dir, 'phi3-short.gguf'), join(dir, 'phi3-long.gguf')];
+  await writeRandomModel(paths[0], short);
+  await writeRandomModel(paths[1], spec);
+  const rows: Float32Array[] = [];
+  for (const path of paths) {
+    const model = await loadModel(path, { threads: 2 });
+    const oracle = await oracleModel(path);
+    try {
+      const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
+      const ours = Float32Array.from(await sequence.evaluate(Uint32Array.from(PROMPT), 0));
+      const [theirs] = await oracle.logits(PROMPT, [PROMPT.length - 1]);
+      expect(maxDifference(ours, theirs), path).toBeLessThanOrEqual(TOLERANCE.F16);
+      rows.push(ours);
+    } finally {
+      await oracle.dispose();
+      model.dispose();
+    }
+  }
+  // The two sets of factors give different logits: the choice matters.
+  expect(maxDifference(rows[0], rows[1])).toBeGreaterThan(TOLERANCE.F16);
+});
+
 test("the tolerance catches a wrong op: the default RoPE base (10000) instead of the file's 500000 is far outside it", async () => {
   const spec = variantSpec('llama2', 'Q8_0');
   const path = join(dir, 'rope-reference.gguf');

@@ -19,7 +19,7 @@ export interface Architecture {
   /** Each head of Q and K is RMS-normalised before RoPE (attn_q_norm, attn_k_norm). */
   readonly qkNorm: boolean;
   /** The fields its graph reads beyond the shared ones (gemma3's window, scales, GeGLU), from the metadata. */
-  readonly extraConfig?: (m: MetadataReader, shared: SharedConfig) => ArchitectureConfig;
+  readonly extraConfig?: (m: MetadataReader, shared: SharedConfig) => Partial<ArchitectureConfig>;
 }
 
 /** The config fields every architecture reads the same way. */
@@ -27,7 +27,14 @@ export type SharedConfig = Omit<NativeModelConfig, keyof ArchitectureConfig>;
 /** The fields an architecture may set; a llama-family default otherwise. */
 export type ArchitectureConfig = Pick<
   NativeModelConfig,
-  'ffnActivation' | 'embeddingScale' | 'attentionScale' | 'slidingWindow' | 'slidingWindowPattern' | 'ropeBaseLocal'
+  | 'ffnActivation'
+  | 'embeddingScale'
+  | 'attentionScale'
+  | 'slidingWindow'
+  | 'slidingWindowPattern'
+  | 'ropeBaseLocal'
+  | 'ropeOriginalContext'
+  | 'ropeAttnFactor'
 >;
 
 const LLAMA_DEFAULTS: ArchitectureConfig = {
@@ -37,6 +44,8 @@ const LLAMA_DEFAULTS: ArchitectureConfig = {
   slidingWindow: 0,
   slidingWindowPattern: 0,
   ropeBaseLocal: 0,
+  ropeOriginalContext: 0,
+  ropeAttnFactor: 1,
 };
 
 /** Reads `${arch}.key` metadata, failing with a GgufError that names the key. */
@@ -129,7 +138,7 @@ export function readConfig(header: GgufHeader, arch: Architecture): NativeModelC
     qkvBias: arch.qkvBias,
     qkNorm: arch.qkNorm,
   };
-  return { ...shared, ...(arch.extraConfig?.(m, shared) ?? LLAMA_DEFAULTS) };
+  return { ...shared, ...LLAMA_DEFAULTS, ...arch.extraConfig?.(m, shared) };
 }
 
 /** The model's training context length, when the file says. */

@@ -198,6 +198,10 @@ export interface NativeModelConfig {
   slidingWindowPattern: number;
   /** A windowed layer's RoPE base (frequency scale 1); 0: ropeBase. */
   ropeBaseLocal: number;
+  /** LongRoPE (phi3): a context longer than this takes rope_factors_long; 0: never. */
+  ropeOriginalContext: number;
+  /** Multiplies RoPE's cos and sin (phi3's rope.scaling.attn_factor); 1 otherwise. */
+  ropeAttnFactor: number;
 }
 
 /** One tensor of a GGUF file: dims as GGUF's ne[0], ne[1]; offset from the start of the file. */

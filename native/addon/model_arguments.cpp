@@ -57,6 +57,8 @@ ModelConfig parseConfig(Napi::Value value) {
   c.slidingWindow = uint32_t(integerField(o, "config", "slidingWindow", u32));
   c.slidingWindowPattern = uint32_t(integerField(o, "config", "slidingWindowPattern", u32));
   c.ropeBaseLocal = float(numberField(o, "config", "ropeBaseLocal"));
+  c.ropeOriginalContext = uint32_t(integerField(o, "config", "ropeOriginalContext", u32));
+  c.ropeAttnFactor = float(numberField(o, "config", "ropeAttnFactor"));
   return c;
 }
 

@@ -267,17 +267,21 @@ Napi::Value TransformerHandle::ShiftCache(const Napi::CallbackInfo& info) {
   };
   const std::vector<uint8_t*> keys = buffersOf(0, "keys"), values = buffersOf(1, "values");
   for (size_t i = 0; i < keys.size(); ++i) layers.push_back({keys[i], values[i]});
+  // The caches' positions (their length over a position's bytes): phi3's RoPE factors depend on it.
+  const uint32_t contextSize =
+      uint32_t(held[0]->length() / rowBytes(tensorTypeInfo(type), uint64_t(c.headCountKv) * c.headDim));
   DevicePromise promise(env, "metal-decode:shift");
-  model->jobs.post([model, promise, held = std::move(held), layers = std::move(layers), type, shift]() mutable {
-    try {
-      checkFile(*model->file);  // RoPE factors are read from the file
-      model->transformer->shiftCache(layers, type, shift);
-      promise.settle([](Napi::Env env) { return env.Undefined(); });
-    } catch (const std::exception& e) {
-      std::string message = std::string("shiftCache: ") + e.what();
-      promise.settle([message](Napi::Env env) -> Napi::Value { throw Napi::Error::New(env, message); });
-    }
-  });
+  model->jobs.post(
+      [model, promise, held = std::move(held), layers = std::move(layers), type, shift, contextSize]() mutable {
+        try {
+          checkFile(*model->file);  // RoPE factors are read from the file
+          model->transformer->shiftCache(layers, type, shift, contextSize);
+          promise.settle([](Napi::Env env) { return env.Undefined(); });
+        } catch (const std::exception& e) {
+          std::string message = std::string("shiftCache: ") + e.what();
+          promise.settle([message](Napi::Env env) -> Napi::Value { throw Napi::Error::New(env, message); });
+        }
+      });
   return promise.promise();
 }
 

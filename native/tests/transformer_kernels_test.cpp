@@ -413,7 +413,8 @@ TEST(TransformerKernels, BatchedEmbeddingRopeKvStoreAndBiasAreTheOneTokenOpsBitF
   const auto x = normals(size_t(count) * heads * headDim, 5, 1.0f),
              kx = normals(size_t(count) * kHeads * headDim, 15, 1.0f);
   auto batched = buffer(x), batchedK = buffer(kx), factors = buffer({0.0f});
-  md_rope_params rope{heads, headDim, headDim, 2, position, std::pow(10000.0f, -2.0f / 64), 1.0f, 0, count, kHeads};
+  md_rope_params rope{heads, headDim, headDim, 2,      position, std::pow(10000.0f, -2.0f / 64),
+                      1.0f,  0,       count,   kHeads, 1.0f,     0};
   runWith("md_rope_f32", {{0, batched.get()}, {1, factors.get()}, {3, batchedK.get()}}, 2, rope,
           (count * (heads + kHeads) * 32 + 63) / 64, 64);
   for (auto [rows, headCount, roped] :
@@ -496,6 +497,7 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
           c.ropeMode = mode;
           c.ropeBase = 500000.0f;
           c.ropeFreqScale = 0.5f;
+          c.ropeAttnFactor = withFactors ? 1.19f : 1.0f;  // LongRoPE's attention factor comes with its factors
           const uint32_t heads = 3, pairs = ropeDims / 2;
           std::vector<float> factors(pairs);
           for (uint32_t i = 0; i < pairs; ++i) factors[i] = 1.0f + float(i % 7);
@@ -510,6 +512,8 @@ TEST(TransformerKernels, RopeMatchesTheCpuInBothModesWithAndWithoutFactors) {
                                  c.ropeFreqScale,
                                  withFactors ? 1u : 0u,
                                  1,
+                                 0,
+                                 c.ropeAttnFactor,
                                  0};
           runWith("md_rope_f32", {{0, xb.get()}, {1, fb.get()}, {3, xb.get()}}, 2, p, 1, 128);
           std::vector<float> cosines(pairs), sines(pairs), cpu = x;

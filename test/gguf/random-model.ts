@@ -10,7 +10,7 @@ import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from 
 import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
 import { isMix, mixType, type MixName } from './quant-mix.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gemma3';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gemma3' | 'phi3';
 
 export interface ModelShape {
   vocab: number;
@@ -24,6 +24,8 @@ export interface ModelShape {
   ropeDims?: number;
   /** gemma3: the windowed layers' sliding window. */
   slidingWindow?: number;
+  /** phi3: contexts past this take rope_factors_long (LongRoPE). Default 16: every test's context is longer. */
+  ropeOriginalContext?: number;
 }
 
 export interface RandomModelSpec {
@@ -163,12 +165,21 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   if (!spec.tied) matrix('output.weight', s.d, s.vocab, logitScale / Math.sqrt(s.d));
   const ropeDims = s.ropeDims ?? s.headDim;
   if (spec.ropeFactors) vector('rope_freqs.weight', ropeDims / 2, () => 1 + 7 * next());
+  if (arch === 'phi3') {
+    // LongRoPE's two sets: near 1 for short contexts, stretched for long ones.
+    vector('rope_factors_short.weight', ropeDims / 2, () => 1 + 0.2 * next());
+    vector('rope_factors_long.weight', ropeDims / 2, () => 1 + 15 * next());
+  }
   for (let l = 0; l < s.layers; l++) {
     const p = `blk.${l}.`;
     vector(`${p}attn_norm.weight`, s.d, norm);
-    matrix(`${p}attn_q.weight`, s.d, q, 1 / Math.sqrt(s.d));
-    matrix(`${p}attn_k.weight`, s.d, kv, 1 / Math.sqrt(s.d));
-    matrix(`${p}attn_v.weight`, s.d, kv, 1 / Math.sqrt(s.d));
+    // phi3: Q, K and V rows in one matrix.
+    if (arch === 'phi3') matrix(`${p}attn_qkv.weight`, s.d, q + 2 * kv, 1 / Math.sqrt(s.d));
+    else {
+      matrix(`${p}attn_q.weight`, s.d, q, 1 / Math.sqrt(s.d));
+      matrix(`${p}attn_k.weight`, s.d, kv, 1 / Math.sqrt(s.d));
+      matrix(`${p}attn_v.weight`, s.d, kv, 1 / Math.sqrt(s.d));
+    }
     if (arch === 'qwen2') {
       vector(`${p}attn_q.bias`, q, () => 0.1 * normal(next));
       vector(`${p}attn_k.bias`, kv, () => 0.1 * normal(next));
@@ -182,8 +193,12 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     // gemma3 normalises each branch before its residual add: unit-size branches.
     if (arch === 'gemma3') vector(`${p}post_attention_norm.weight`, s.d, () => 0.3 * norm());
     vector(`${p}ffn_norm.weight`, s.d, norm);
-    matrix(`${p}ffn_gate.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
-    matrix(`${p}ffn_up.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
+    // phi3: the gate's rows, then the up's, in one ffn_up.
+    if (arch === 'phi3') matrix(`${p}ffn_up.weight`, s.d, 2 * s.ff, 1 / Math.sqrt(s.d));
+    else {
+      matrix(`${p}ffn_gate.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
+      matrix(`${p}ffn_up.weight`, s.d, s.ff, 1 / Math.sqrt(s.d));
+    }
     matrix(`${p}ffn_down.weight`, s.ff, s.d, 0.5 / Math.sqrt(s.ff));
     if (arch === 'gemma3') vector(`${p}post_ffw_norm.weight`, s.d, () => 0.3 * norm());
   }
@@ -191,7 +206,9 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   const { tokens, types, eos } = vocabulary(s.vocab);
   let metadata: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: arch },
-    'general.name': { type: 'string', value: `random ${arch} ${spec.type} seed ${spec.seed}` },
+    // llama.cpp gives the special tokens of a model whose name contains "phi3" Phi-3's attributes, and needs
+    // Phi-3's tokens for that: the synthetic vocabulary has none, so the name spells it otherwise.
+    'general.name': { type: 'string', value: `random ${arch === 'phi3' ? 'phi 3' : arch} ${spec.type} seed ${spec.seed}` },
     [`${arch}.context_length`]: { type: 'u32', value: 4096 },
     [`${arch}.embedding_length`]: { type: 'u32', value: s.d },
     [`${arch}.block_count`]: { type: 'u32', value: s.layers },
@@ -213,6 +230,10 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   if (spec.vocabulary) {
     metadata = Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith('tokenizer.')));
     Object.assign(metadata, spec.vocabulary);
+  }
+  if (arch === 'phi3') {
+    metadata['phi3.rope.scaling.original_context_length'] = { type: 'u32', value: s.ropeOriginalContext ?? 16 };
+    metadata['phi3.rope.scaling.attn_factor'] = { type: 'f32', value: 1.19 };
   }
   if (arch === 'gemma3' && s.slidingWindow !== undefined) metadata['gemma3.attention.sliding_window'] = { type: 'u32', value: s.slidingWindow };
   if (arch === 'qwen3' || arch === 'gemma3' || s.headDim * s.heads !== s.d) {

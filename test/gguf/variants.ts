@@ -18,7 +18,7 @@ export const TYPES_AND_MIXES: readonly (TypeName | MixName)[] = [...TENSOR_TYPES
 export function typesFor<T extends TypeName | MixName>(variant: VariantName, types: readonly T[]): readonly (T | TypeName)[] {
   const arch = VARIANTS[variant].arch;
   if (arch === 'llama') return [...types, ...LLAMA_ONLY_TYPES];
-  if (arch === 'gemma3') return types.filter((t) => (NEWER_ARCHITECTURE_TYPES as readonly string[]).includes(t));
+  if (arch === 'gemma3' || arch === 'phi3') return types.filter((t) => (NEWER_ARCHITECTURE_TYPES as readonly string[]).includes(t));
   return types;
 }
 
@@ -28,6 +28,7 @@ export const VARIANTS = {
   qwen2: { arch: 'qwen2', tied: false, ropeFactors: false },
   qwen3: { arch: 'qwen3', tied: true, ropeFactors: false },
   gemma3: { arch: 'gemma3', tied: true, ropeFactors: false },
+  phi3: { arch: 'phi3', tied: false, ropeFactors: false },
 } as const;
 
 /**

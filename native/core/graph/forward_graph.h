@@ -71,7 +71,8 @@ enum class OpKind : uint8_t {
 struct Projection {
   std::string label;  // "3: attn_q": each matrix is its own GPU command or part of one
   TensorRef weight;
-  TensorRef bias;  // added to each row; none for most
+  uint32_t rowOffset = 0;  // the weight's rows start here (a fused tensor: phi3's attn_qkv, ffn_up)
+  TensorRef bias;          // added to each row; none for most
   Activation out = Activation::Hidden;
   uint32_t rows = 0;
 };
@@ -93,9 +94,16 @@ struct GraphOp {
 struct ForwardGraph {
   std::vector<TensorDecl> tensors;
   std::vector<GraphOp> ops;
-  TensorRef ropeFactors;  // llama3's rope_freqs, divides the RoPE angles (optional)
+  TensorRef ropeFactors;      // llama3's rope_freqs or phi3's rope_factors_short: divide the RoPE angles (optional)
+  TensorRef ropeFactorsLong;  // phi3's rope_factors_long, for contexts past config.ropeOriginalContext (optional)
 
   const TensorDecl& tensor(TensorRef r) const { return tensors[size_t(r.index)]; }
+  // The factors a sequence of `contextSize` positions takes (llama.cpp's choice by context).
+  TensorRef ropeFactorsFor(const ModelConfig& c, uint32_t contextSize) const {
+    return ropeFactorsLong.present() && c.ropeOriginalContext > 0 && contextSize > c.ropeOriginalContext
+               ? ropeFactorsLong
+               : ropeFactors;
+  }
 };
 
 // What the file holds: a tensor's type by name, or nullptr when it has none.

@@ -49,9 +49,9 @@ ForwardGraph buildGemma3Graph(const ModelConfig& c, const TensorLookup& lookup) 
 
     g.rmsNorm(n + "attention norm", layer, Activation::Hidden, Activation::Normed, attnNorm, d);
     g.project(n + "attn_q + attn_k + attn_v", layer, Activation::Normed, d,
-              {{n + "attn_q", wq, {}, Activation::Q, qDim},
-               {n + "attn_k", wk, {}, Activation::K, kvDim},
-               {n + "attn_v", wv, {}, Activation::V, kvDim}});
+              {{n + "attn_q", wq, 0, {}, Activation::Q, qDim},
+               {n + "attn_k", wk, 0, {}, Activation::K, kvDim},
+               {n + "attn_v", wv, 0, {}, Activation::V, kvDim}});
     g.rmsNorm(n + "Q head norms", layer, Activation::Q, Activation::Q, qNorm, c.headDim, c.headCount);
     g.rmsNorm(n + "K head norms", layer, Activation::K, Activation::K, kNorm, c.headDim, c.headCountKv);
     g.op(OpKind::Rope, n + "RoPE of Q and K", layer);
@@ -61,17 +61,17 @@ ForwardGraph buildGemma3Graph(const ModelConfig& c, const TensorLookup& lookup) 
     attention.out = Activation::Attended;
     attention.window = isWindowedLayer(c, layer) ? c.slidingWindow : 0;
     g.project(n + "attn_output", layer, Activation::Attended, qDim,
-              {{n + "attn_output", wo, {}, Activation::Branch, d}});
+              {{n + "attn_output", wo, 0, {}, Activation::Branch, d}});
     g.rmsNorm(n + "post-attention norm", layer, Activation::Branch, Activation::Branch, postAttnNorm, d);
     g.addResidual(n + "attention residual", layer, Activation::Branch, d);
     g.rmsNorm(n + "FFN norm", layer, Activation::Hidden, Activation::Normed, ffnNorm, d);
     g.project(n + "ffn_gate + ffn_up", layer, Activation::Normed, d,
-              {{n + "ffn_gate", gate, {}, Activation::Gate, f}, {n + "ffn_up", up, {}, Activation::Up, f}});
+              {{n + "ffn_gate", gate, 0, {}, Activation::Gate, f}, {n + "ffn_up", up, 0, {}, Activation::Up, f}});
     GraphOp& geglu = g.op(OpKind::GeGlu, n + "GeGLU", layer);
     geglu.in = Activation::Up;
     geglu.out = Activation::Gate;
     geglu.width = f;
-    g.project(n + "ffn_down", layer, Activation::Gate, f, {{n + "ffn_down", down, {}, Activation::Branch, d}});
+    g.project(n + "ffn_down", layer, Activation::Gate, f, {{n + "ffn_down", down, 0, {}, Activation::Branch, d}});
     g.rmsNorm(n + "post-FFN norm", layer, Activation::Branch, Activation::Branch, postFfnNorm, d);
     g.addResidual(n + "FFN residual", layer, Activation::Branch, d);
   }

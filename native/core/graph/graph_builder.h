@@ -28,6 +28,9 @@ class GraphBuilder {
     return TensorRef{d.present || required ? int(graph_.tensors.size() - 1) : -1};
   }
 
+  // Whether the file has the tensor (a builder's choice between layouts).
+  bool has(const std::string& name) const { return lookup_(name) != nullptr; }
+
   GraphOp& op(OpKind kind, std::string label, uint32_t layer = 0) {
     graph_.ops.emplace_back();
     GraphOp& o = graph_.ops.back();

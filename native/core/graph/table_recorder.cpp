@@ -34,7 +34,8 @@ uint32_t ceilDiv(uint64_t n, uint64_t d) { return uint32_t((n + d - 1) / d); }
 struct Matrix {
   std::string label, tensor, suffix, out;
   uint32_t rows;
-  uint64_t outOffset = 0;  // bytes into `out` (the LM head's rows of logits)
+  uint64_t outOffset = 0;     // bytes into `out` (the LM head's rows of logits)
+  uint64_t tensorOffset = 0;  // bytes into `tensor` (a fused tensor's part)
 };
 
 class Recorder {
@@ -140,8 +141,11 @@ class Recorder {
 
   std::vector<Matrix> matrices(const GraphOp& op) const {
     std::vector<Matrix> m;
-    for (const Projection& p : op.projections)
-      m.push_back({p.label, tensorName(p.weight), suffixOf(g_.tensor(p.weight).type), activationName(p.out), p.rows});
+    for (const Projection& p : op.projections) {
+      const TensorDecl& t = g_.tensor(p.weight);
+      m.push_back({p.label, tensorName(p.weight), suffixOf(t.type), activationName(p.out), p.rows, 0,
+                   uint64_t(p.rowOffset) * rowBytes(tensorTypeInfo(t.type), t.cols)});
+    }
     return m;
   }
 
@@ -160,7 +164,7 @@ class Recorder {
     if (!matrixVector()) {
       for (const Matrix& m : outputs) {
         RecordedCommand c = command("md_matmul_" + m.suffix, m.label);
-        c.buffers = {{0, m.tensor, 0}, {1, x, 0}, {3, m.out, 0}};
+        c.buffers = {{0, m.tensor, m.tensorOffset}, {1, x, 0}, {3, m.out, 0}};
         md_matmul_params p{};
         p.rows = m.rows;
         p.cols = op.width;
@@ -211,9 +215,13 @@ class Recorder {
       auto y = [&](const Matrix& m, uint32_t index) {
         return BufferBinding{index, m.out, m.outOffset + uint64_t(first) * m.rows * 4};
       };
-      c.buffers = {
-          {0, slots[0]->tensor, 0}, {1, x, uint64_t(first) * cols * 4}, y(*slots[0], 3), {4, slots[1]->tensor, 0},
-          y(*slots[1], 5),          {6, slots[2]->tensor, 0},           y(*slots[2], 7)};
+      c.buffers = {{0, slots[0]->tensor, slots[0]->tensorOffset},
+                   {1, x, uint64_t(first) * cols * 4},
+                   y(*slots[0], 3),
+                   {4, slots[1]->tensor, slots[1]->tensorOffset},
+                   y(*slots[1], 5),
+                   {6, slots[2]->tensor, slots[2]->tensorOffset},
+                   y(*slots[2], 7)};
       md_matvec_params p{};
       p.cols = cols;
       p.mode = mode;
@@ -232,8 +240,9 @@ class Recorder {
 
   void rope(const GraphOp& op) {
     RecordedCommand c = command("md_rope_f32", op.label);
-    const bool factors = g_.ropeFactors.present();
-    c.buffers = {{0, "q", 0}, {1, factors ? tensorName(g_.ropeFactors) : "q", 0}, {3, "k", 0}};
+    const TensorRef factorsRef = g_.ropeFactorsFor(c_, o_.contextSize);
+    const bool factors = factorsRef.present();
+    c.buffers = {{0, "q", 0}, {1, factors ? tensorName(factorsRef) : "q", 0}, {3, "k", 0}};
     md_rope_params p{};
     p.heads = c_.headCount;
     p.k_heads = c_.headCountKv;
@@ -245,6 +254,7 @@ class Recorder {
     p.theta_scale = float(std::pow(double(f.base), double(float(-2.0 / double(c_.ropeDims)))));
     p.freq_scale = f.freqScale;
     p.has_factors = factors ? 1 : 0;
+    p.attn_factor = c_.ropeAttnFactor;
     p.count = o_.count;
     c.paramsIndex = 2;
     c.params = bytesOf(p);

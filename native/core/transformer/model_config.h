@@ -50,6 +50,11 @@ struct ModelConfig {
   uint32_t slidingWindow = 0;
   uint32_t slidingWindowPattern = 0;
   float ropeBaseLocal = 0.f;  // a windowed layer's RoPE base (its frequency scale is 1); 0: ropeBase
+  // LongRoPE (phi3): a context longer than ropeOriginalContext takes the file's
+  // rope_factors_long instead of rope_factors_short (0: the short ones, or
+  // llama3's rope_freqs, always); ropeAttnFactor multiplies RoPE's cos and sin.
+  uint32_t ropeOriginalContext = 0;
+  float ropeAttnFactor = 1.f;
 };
 
 // Whether `layer` attends through the sliding window.

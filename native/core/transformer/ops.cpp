@@ -26,8 +26,9 @@ void ropeAngles(const ModelConfig& c, RopeFrequencies f, const float* factors, i
   for (uint32_t i = 0; i < c.ropeDims / 2; ++i) {
     const float factor = factors != nullptr ? factors[i] : 1.0f;
     const float angle = f.freqScale * (theta / factor);
-    cosines[i] = std::cos(angle);
-    sines[i] = std::sin(angle);
+    // ggml multiplies both by the attention factor (LongRoPE's; 1 otherwise).
+    cosines[i] = std::cos(angle) * c.ropeAttnFactor;
+    sines[i] = std::sin(angle) * c.ropeAttnFactor;
     theta *= thetaScale;
   }
 }

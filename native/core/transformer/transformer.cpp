@@ -135,7 +135,8 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
   const int64_t pairs = c.ropeDims / 2;
   // The RoPE angles of the batch's positions, for every layer's Rope op
   // (and the windowed layers' own, where their base differs).
-  const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
+  const TensorRef factorsRef = graph.ropeFactorsFor(c, s.contextSize_);
+  const float* factors = factorsRef.present() ? floats(weights_[factorsRef]) : nullptr;
   const RopeFrequencies global{c.ropeBase, c.ropeFreqScale}, local{c.ropeBaseLocal, 1.f};
   for (int64_t t = 0; t < count; ++t) {
     ropeAngles(c, global, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
@@ -213,16 +214,26 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
 // accumulate, the product is added to the output (the residual) after.
 void Transformer::project(TransformerState& s, const GraphOp& op, int64_t count) {
   s.rows_.reset(s.activation(op.in), count, op.width);
+  // Each projection's rows of its tensor (a fused tensor's part).
+  TensorView views[3];
+  for (size_t i = 0; i < op.projections.size() && i < 3; ++i) {
+    const Projection& p = op.projections[i];
+    views[i] = weights_[p.weight];
+    views[i].data = views[i].row(p.rowOffset);
+    views[i].rows = p.rows;
+  }
   if (op.accumulate) {
     const Projection& p = op.projections.at(0);
-    matmul(pool_, dots_, weights_[p.weight], s.rows_, s.proj_.data());
+    matmul(pool_, dots_, views[0], s.rows_, s.proj_.data());
     addInPlace(s.activation(p.out), s.proj_.data(), count * int64_t(p.rows));
     return;
   }
   MatmulJob jobs[3];
   size_t n = 0;
-  for (const Projection& p : op.projections)
-    jobs[n++] = MatmulJob{&weights_[p.weight], s.activation(p.out), p.bias.present() ? &weights_[p.bias] : nullptr};
+  for (const Projection& p : op.projections) {
+    jobs[n] = MatmulJob{&views[n], s.activation(p.out), p.bias.present() ? &weights_[p.bias] : nullptr};
+    ++n;
+  }
   matmul(pool_, dots_, jobs, n, s.rows_);
 }
 
@@ -320,11 +331,12 @@ void Transformer::shift(TransformerState& s, uint32_t keep, uint32_t discard) {
   const size_t layerBytes = size_t(s.contextSize_) * s.cacheRowBytes_;
   for (uint32_t layer = 0; layer < config_.blockCount; ++layer)
     layers.push_back({s.keys_.get() + layer * layerBytes, s.values_.get() + layer * layerBytes});
-  shiftCache(layers, s.cacheType_, shift);
+  shiftCache(layers, s.cacheType_, shift, s.contextSize_);
   s.length_ -= discard;
 }
 
-void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift) {
+void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift,
+                             uint32_t contextSize) {
   checkKvShift(shift);
   const ModelConfig& c = config_;
   if (layers.size() != c.blockCount)
@@ -332,7 +344,8 @@ void Transformer::shiftCache(const std::vector<KvCacheLayer>& layers, TensorType
                             std::to_string(layers.size()));
   const size_t cacheRowBytes = rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
   const ForwardGraph& graph = weights_.graph;
-  const float* factors = graph.ropeFactors.present() ? floats(weights_[graph.ropeFactors]) : nullptr;
+  const TensorRef factorsRef = graph.ropeFactorsFor(c, contextSize);
+  const float* factors = factorsRef.present() ? floats(weights_[factorsRef]) : nullptr;
   // Each layer's keys turn at its own frequencies (a windowed layer's base may differ).
   const size_t pairs = c.ropeDims / 2;
   std::vector<float> cosines(layers.size() * pairs), sines(layers.size() * pairs);

@@ -98,7 +98,8 @@ class Transformer {
   void shift(TransformerState& state, uint32_t keep, uint32_t discard);
   // The same on caches laid out as a state's, held elsewhere (the GPU
   // tables' shared buffers): one KvCacheLayer per layer, rows of rowBytes.
-  void shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift);
+  void shiftCache(const std::vector<KvCacheLayer>& layers, TensorType cacheType, const KvShift& shift,
+                  uint32_t contextSize);
 
  private:
   // Where the last batch's LM head goes: `logits` (rows x vocab), or with

@@ -122,6 +122,8 @@ void checkConfig(const ModelConfig& c) {
     fail("embeddingScale: must be a positive number, got " + std::to_string(c.embeddingScale));
   if (!(c.attentionScale >= 0 && std::isfinite(c.attentionScale)))
     fail("attentionScale: must be 0 (1 / sqrt(headDim)) or positive, got " + std::to_string(c.attentionScale));
+  if (!(c.ropeAttnFactor > 0 && std::isfinite(c.ropeAttnFactor)))
+    fail("ropeAttnFactor: must be a positive number, got " + std::to_string(c.ropeAttnFactor));
   if (!(c.ropeBaseLocal >= 0 && std::isfinite(c.ropeBaseLocal)))
     fail("ropeBaseLocal: must be 0 (ropeBase) or positive, got " + std::to_string(c.ropeBaseLocal));
   // Bounds that keep every scratch size far from overflow.
