@@ -142,6 +142,7 @@
         "native/core/transformer/transformer.cpp",
         "native/core/transformer/head_pick.cpp",
         "native/core/transformer/cache_shift.cpp",
+        "native/core/transformer/moe_ffn.cpp",
         "native/emu/fiber.cpp",
         "native/emu/threadgroup_runner.cpp",
         "native/emu/emulated_device.cpp",

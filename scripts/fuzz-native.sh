@@ -48,6 +48,6 @@ transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp nati
              native/core/quant/dot_neon.cpp native/core/graph/forward_graph.cpp native/core/graph/llama_graph.cpp native/core/graph/gemma3_graph.cpp
              native/core/transformer/weights.cpp native/core/transformer/ops.cpp
              native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp native/core/transformer/head_pick.cpp
-             native/core/transformer/cache_shift.cpp)
+             native/core/transformer/cache_shift.cpp native/core/transformer/moe_ffn.cpp)
 echo "== weights_fuzz: the GGUF tensor binder and a forward pass over what it accepts, ${seconds} s"
 run_fuzzer weights_fuzz 8192 "${transformer[@]}"

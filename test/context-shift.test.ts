@@ -71,15 +71,19 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
       const ours = await shiftedLogits(native);
       native.dispose();
       expect(maxDifference(ours, theirs)).toBeLessThanOrEqual(tolerance);
-      // The shift matters: without it (the kept tokens evaluated afresh) the logits differ by more than the tolerance.
-      // gemma3's last token sees 5 positions on 5 of its 6 layers, so the shift moves its logits less (0.077 at
-      // Q8_0, measured): there the bound is F32's tolerance.
+      // The shift matters: without it (the kept tokens evaluated afresh) the logits are further from llama.cpp's
+      // than twice ours are, and than the float types' tolerance. (Not the quantized tolerance: where few layers see
+      // the whole context, gemma3's windows and qwen3moe's, unshifted Q8_0 logits measured 0.077 and 0.29 from it.)
       const fresh = model.openSequence({ backend: 'native', contextSize: 64 });
       const kept = [...TOKENS.slice(0, KEEP), ...TOKENS.slice(KEEP + DISCARD), NEXT];
       const unshifted = await fresh.evaluate(Uint32Array.from(kept), 0);
       fresh.dispose();
-      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(VARIANTS[variant].arch === 'gemma3' ? 0.05 : tolerance);
-      for (const backend of GPU_BACKENDS) {
+      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(Math.max(0.05, 2 * maxDifference(ours, theirs)));
+      // The GPU tables do not run a mixture of experts: refused, by name.
+      const runsOnGpu = VARIANTS[variant].arch !== 'qwen3moe';
+      if (!runsOnGpu)
+        for (const backend of GPU_BACKENDS) expect(() => model.openSequence({ backend, contextSize: 64 })).toThrow('mixture-of-experts');
+      for (const backend of runsOnGpu ? GPU_BACKENDS : []) {
         const gpu = model.openSequence({ backend, contextSize: 64 });
         const onGpu = await shiftedLogits(gpu);
         gpu.dispose();

@@ -30,7 +30,7 @@ import { loadAddon } from '../lib/native/load-addon.js';
 import type { TypeName } from './gguf/dequantize.js';
 import type { MixName } from './gguf/quant-mix.js';
 import { writeRandomModel } from './gguf/random-model.js';
-import { typesFor, VARIANTS, variantSpec, type VariantName } from './gguf/variants.js';
+import { GPU_VARIANTS, typesFor, variantSpec } from './gguf/variants.js';
 import { chiSquarePValue, exactDistribution } from './exact-distribution.js';
 import { GPU_BACKENDS, requireNativeBuilt } from './helpers.js';
 
@@ -75,7 +75,7 @@ const runnerUp = (row: ArrayLike<number>, best: number) => {
 
 // Every test below on each GPU backend of the suite (helpers.ts).
 describe.each(GPU_BACKENDS)('on %s', (backend) => {
-  describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
+  describe.each(GPU_VARIANTS)('%s', (variant) => {
     test.each(typesFor(variant, TYPES))(
       '%s: logits at every position within the tolerance of the CPU; argmax at p + 1; a chain equals single steps; batched prefill and split attention',
       async (type) => {
@@ -208,8 +208,22 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
     );
   });
 
+  test('a mixture-of-experts model (qwen3moe) is refused by the GPU tables, naming the layer', async () => {
+    const path = join(dir, 'qwen3moe-refused.gguf');
+    await writeRandomModel(path, variantSpec('qwen3moe', 'Q8_0'));
+    await expect(tableFor(backend, path)).rejects.toThrow(
+      "the GPU tables do not run mixture-of-experts layers yet (0: experts + residual): this model runs on the CPU (backend 'native')",
+    );
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      expect(() => model.openSequence({ backend, contextSize: 32 })).toThrow('mixture-of-experts');
+    } finally {
+      model.dispose();
+    }
+  });
+
   describe('generate() on the device', () => {
-    test.each(Object.keys(VARIANTS) as VariantName[])(
+    test.each(GPU_VARIANTS)(
       '%s: greedy, chained, the same tokens as the CPU (but at a near tie) and with speculation, stops and resumes',
       async (variant) => {
         const path = join(dir, `generate-${variant}.gguf`);

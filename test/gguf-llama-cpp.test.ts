@@ -149,6 +149,41 @@ test("phi3: a context within rope.scaling.original_context_length takes rope_fac
   expect(maxDifference(rows[0], rows[1])).toBeGreaterThan(TOLERANCE.F16);
 });
 
+test("qwen3moe: the router picks llama.cpp's experts: the same file with the router's rows rotated (other experts chosen) is far from llama.cpp's logits", async () => {
+  const spec = variantSpec('qwen3moe', 'Q8_0');
+  const path = join(dir, 'moe-reference.gguf');
+  await writeRandomModel(path, spec);
+  const oracle = await oracleModel(path);
+  const { modelTensors } = await import('./gguf/random-model.js');
+  const { writeGguf } = await import('./gguf/gguf-writer.js');
+  const { metadata, tensors } = modelTensors(spec);
+  // Each router's rows moved by one expert: expert e is scored as e + 1 was, so each token takes other experts.
+  const rowBytes = spec.shape.d * 4;
+  for (const t of tensors.filter((x) => x.name.endsWith('ffn_gate_inp.weight')))
+    t.data = Uint8Array.from([...t.data.subarray(rowBytes), ...t.data.subarray(0, rowBytes)]);
+  const altered = join(dir, 'moe-rotated-router.gguf');
+  await writeGguf(altered, metadata, tensors);
+  try {
+    for (const [file, close] of [
+      [path, true],
+      [altered, false],
+    ] as const) {
+      const model = await loadModel(file, { threads: 2 });
+      try {
+        const sequence = model.openSequence({ backend: 'native', contextSize: 128 });
+        const ours = Float32Array.from(await sequence.evaluate(Uint32Array.from(PROMPT), 0));
+        const [theirs] = await oracle.logits(PROMPT, [PROMPT.length - 1]);
+        if (close) expect(maxDifference(ours, theirs)).toBeLessThanOrEqual(TOLERANCE.Q8_0);
+        else expect(maxDifference(ours, theirs)).toBeGreaterThan(3 * TOLERANCE.Q8_0);
+      } finally {
+        model.dispose();
+      }
+    }
+  } finally {
+    await oracle.dispose();
+  }
+});
+
 test("the tolerance catches a wrong op: the default RoPE base (10000) instead of the file's 500000 is far outside it", async () => {
   const spec = variantSpec('llama2', 'Q8_0');
   const path = join(dir, 'rope-reference.gguf');

@@ -71,7 +71,9 @@ describe('a file loadModel cannot run is a GgufError naming the file and the fie
     const gemma = await variant('gemma', (m) => {
       m.metadata['general.architecture'] = { type: 'string', value: 'gemma' };
     });
-    expect((await loadError(gemma)).message).toBe(`${gemma}: general.architecture: "gemma" is not supported (supported: llama, qwen2, qwen3)`);
+    expect((await loadError(gemma)).message).toBe(
+      `${gemma}: general.architecture: "gemma" is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma3, phi3)`,
+    );
     const iq2 = await variant('iq2_xxs', (m) => {
       const t = m.tensors.find((x) => x.name === 'blk.0.attn_q.weight')!;
       t.type = 16; // IQ2_XXS: 66 bytes per 256 values

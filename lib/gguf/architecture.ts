@@ -35,6 +35,9 @@ export type ArchitectureConfig = Pick<
   | 'ropeBaseLocal'
   | 'ropeOriginalContext'
   | 'ropeAttnFactor'
+  | 'expertCount'
+  | 'expertUsedCount'
+  | 'expertFfnLength'
 >;
 
 const LLAMA_DEFAULTS: ArchitectureConfig = {
@@ -46,6 +49,9 @@ const LLAMA_DEFAULTS: ArchitectureConfig = {
   ropeBaseLocal: 0,
   ropeOriginalContext: 0,
   ropeAttnFactor: 1,
+  expertCount: 0,
+  expertUsedCount: 0,
+  expertFfnLength: 0,
 };
 
 /** Reads `${arch}.key` metadata, failing with a GgufError that names the key. */
@@ -161,6 +167,9 @@ const CONFIG_SOURCES: Partial<Record<keyof NativeModelConfig, string>> = {
   ropeBase: 'rope.freq_base',
   normEps: 'attention.layer_norm_rms_epsilon',
   slidingWindow: 'attention.sliding_window',
+  expertCount: 'expert_count',
+  expertUsedCount: 'expert_used_count',
+  expertFfnLength: 'expert_feed_forward_length',
 };
 
 /** The GGUF key a config field is read from (`${arch}.feed_forward_length` for ffnLength), or the field when it has none. */

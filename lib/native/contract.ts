@@ -202,6 +202,10 @@ export interface NativeModelConfig {
   ropeOriginalContext: number;
   /** Multiplies RoPE's cos and sin (phi3's rope.scaling.attn_factor); 1 otherwise. */
   ropeAttnFactor: number;
+  /** Mixture of experts (qwen3moe): experts per layer, chosen per token, and each one's FFN rows; 0 for a dense FFN. */
+  expertCount: number;
+  expertUsedCount: number;
+  expertFfnLength: number;
 }
 
 /** One tensor of a GGUF file: dims as GGUF's ne[0], ne[1]; offset from the start of the file. */

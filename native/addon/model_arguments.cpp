@@ -59,6 +59,9 @@ ModelConfig parseConfig(Napi::Value value) {
   c.ropeBaseLocal = float(numberField(o, "config", "ropeBaseLocal"));
   c.ropeOriginalContext = uint32_t(integerField(o, "config", "ropeOriginalContext", u32));
   c.ropeAttnFactor = float(numberField(o, "config", "ropeAttnFactor"));
+  c.expertCount = uint32_t(integerField(o, "config", "expertCount", u32));
+  c.expertUsedCount = uint32_t(integerField(o, "config", "expertUsedCount", u32));
+  c.expertFfnLength = uint32_t(integerField(o, "config", "expertFfnLength", u32));
   return c;
 }
 

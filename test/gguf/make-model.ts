@@ -37,6 +37,40 @@ export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: b
     tied: false,
     ropeFactors: false,
   },
+  // Gemma 3 1B: d 1152, 26 layers, 4 heads of 256, 1 KV head, FFN 6912, V 262144, tied, a window of 512 on 5 of
+  // every 6 layers. 1152 is not a whole number of 256-value blocks: like llama.cpp's own files, use a 32-value type.
+  'gemma-3-1b': {
+    arch: 'gemma3',
+    shape: { vocab: 262144, d: 1152, layers: 26, heads: 4, kvHeads: 1, headDim: 256, ff: 6912, slidingWindow: 512 },
+    tied: true,
+    ropeFactors: false,
+  },
+  // Qwen3-30B-A3B's layer (d 2048, 32 heads of 128, 4 KV heads, 128 experts of 768 rows, 8 used per token, V
+  // 151936) in 8 of its 48 layers: the whole file would be 17 GB, over what this machine's disk and memory hold
+  // for two engines at once. Per token it reads the attention and 8 experts of each layer.
+  'qwen3-30b-a3b-8-layers': {
+    arch: 'qwen3moe',
+    shape: {
+      vocab: 151936,
+      d: 2048,
+      layers: 8,
+      heads: 32,
+      kvHeads: 4,
+      headDim: 128,
+      ff: 6144,
+      experts: { count: 128, used: 8, ffn: 768 },
+    },
+    tied: false,
+    ropeFactors: false,
+  },
+  // The same layers with a dense FFN of the 8 experts' size (8 x 768): what reading only the chosen experts
+  // should cost per token.
+  'qwen3-30b-a3b-8-layers-dense': {
+    arch: 'qwen3',
+    shape: { vocab: 151936, d: 2048, layers: 8, heads: 32, kvHeads: 4, headDim: 128, ff: 6144 },
+    tied: false,
+    ropeFactors: false,
+  },
   // A small model that still takes visible time per token.
   small: { arch: 'llama', shape: { vocab: 4096, d: 512, layers: 4, heads: 8, kvHeads: 4, headDim: 64, ff: 1536 }, tied: false, ropeFactors: false },
 };
@@ -58,7 +92,9 @@ async function main(): Promise<void> {
   const known = SHAPES[shapeName];
   const [arch, tiny] = shapeName.startsWith('tiny-') ? [shapeName.slice(5) as ArchName, true] : [known?.arch, false];
   if (!known && !tiny)
-    throw new Error(`--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3'].join(', ')}, got ${shapeName}`);
+    throw new Error(
+      `--shape: expected one of ${[...Object.keys(SHAPES), 'tiny-llama', 'tiny-qwen2', 'tiny-qwen3', 'tiny-qwen3moe', 'tiny-gemma3', 'tiny-phi3'].join(', ')}, got ${shapeName}`,
+    );
   if (!values.out) throw new Error('--out: the file to write is required');
   const vocabularyName = values.vocabulary as VocabularyName | undefined;
   if (vocabularyName !== undefined && !VOCABULARY_NAMES.includes(vocabularyName)) {

@@ -10,7 +10,7 @@ import { BLOCK, dequantize, rescaleBlocks, rowBytes, TYPE, type TypeName } from 
 import { writeGguf, type GgufTensorSpec, type GgufValue } from './gguf-writer.js';
 import { isMix, mixType, type MixName } from './quant-mix.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gemma3' | 'phi3';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma3' | 'phi3';
 
 export interface ModelShape {
   vocab: number;
@@ -26,6 +26,8 @@ export interface ModelShape {
   slidingWindow?: number;
   /** phi3: contexts past this take rope_factors_long (LongRoPE). Default 16: every test's context is longer. */
   ropeOriginalContext?: number;
+  /** qwen3moe: experts per layer, used per token, and each one's FFN rows. */
+  experts?: { count: number; used: number; ffn: number };
 }
 
 export interface RandomModelSpec {
@@ -54,9 +56,12 @@ export function tinyShape(arch: ArchName, type: TypeName): ModelShape {
   // gemma3: 6 layers, so that one (the last) is global; a window of 5 positions.
   if (arch === 'gemma3') return { vocab: 300, d, layers: 6, heads: 4, kvHeads: 2, headDim: 64, ff: k ? 512 : 256, slidingWindow: 5 };
   // qwen3's head_dim is not d / heads: test that.
-  const heads = arch === 'qwen3' ? (k ? 8 : 4) : 4;
-  const headDim = arch === 'qwen3' ? 64 : d / heads;
-  return { vocab: 300, d, layers: 2, heads, kvHeads: 2, headDim, ff: k ? 512 : 256 };
+  const qwen3 = arch === 'qwen3' || arch === 'qwen3moe';
+  const heads = qwen3 ? (k ? 8 : 4) : 4;
+  const headDim = qwen3 ? 64 : d / heads;
+  // qwen3moe: 8 experts of 2 used per token.
+  const experts = arch === 'qwen3moe' ? { count: 8, used: 2, ffn: k ? 256 : 64 } : undefined;
+  return { vocab: 300, d, layers: 2, heads, kvHeads: 2, headDim, ff: k ? 512 : 256, experts };
 }
 
 /** Random `rows` x `cols` of `type` whose values have standard deviation sigma. */
@@ -185,7 +190,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
       vector(`${p}attn_k.bias`, kv, () => 0.1 * normal(next));
       vector(`${p}attn_v.bias`, kv, () => 0.1 * normal(next));
     }
-    if (arch === 'qwen3' || arch === 'gemma3') {
+    if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3') {
       vector(`${p}attn_q_norm.weight`, s.headDim, norm);
       vector(`${p}attn_k_norm.weight`, s.headDim, norm);
     }
@@ -193,6 +198,25 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     // gemma3 normalises each branch before its residual add: unit-size branches.
     if (arch === 'gemma3') vector(`${p}post_attention_norm.weight`, s.d, () => 0.3 * norm());
     vector(`${p}ffn_norm.weight`, s.d, norm);
+    if (s.experts !== undefined) {
+      // qwen3moe: the router (float32, with well separated logits: each token's top experts are clear), then each
+      // expert's matrices stacked in one 3-D tensor apiece.
+      const { count, used, ffn } = s.experts;
+      tensors.push({
+        name: `${p}ffn_gate_inp.weight`,
+        type: TYPE.F32,
+        dims: [s.d, count],
+        data: randomMatrix('F32', s.d, count, 4 / Math.sqrt(s.d), next),
+      });
+      const stacked = (name: string, cols: number, rows: number, sigma: number) => {
+        const type = isMix(spec.type) ? mixType(spec.type, name, s.layers, false) : spec.type;
+        tensors.push({ name, type: TYPE[type], dims: [cols, rows, count], data: randomMatrix(type, cols, rows * count, sigma, next) });
+      };
+      stacked(`${p}ffn_gate_exps.weight`, s.d, ffn, 1 / Math.sqrt(s.d));
+      stacked(`${p}ffn_up_exps.weight`, s.d, ffn, 1 / Math.sqrt(s.d));
+      stacked(`${p}ffn_down_exps.weight`, ffn, s.d, (Math.sqrt(used) * 0.5) / Math.sqrt(ffn));
+      continue;
+    }
     // phi3: the gate's rows, then the up's, in one ffn_up.
     if (arch === 'phi3') matrix(`${p}ffn_up.weight`, s.d, 2 * s.ff, 1 / Math.sqrt(s.d));
     else {
@@ -231,12 +255,17 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
     metadata = Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith('tokenizer.')));
     Object.assign(metadata, spec.vocabulary);
   }
+  if (s.experts !== undefined) {
+    metadata[`${arch}.expert_count`] = { type: 'u32', value: s.experts.count };
+    metadata[`${arch}.expert_used_count`] = { type: 'u32', value: s.experts.used };
+    metadata[`${arch}.expert_feed_forward_length`] = { type: 'u32', value: s.experts.ffn };
+  }
   if (arch === 'phi3') {
     metadata['phi3.rope.scaling.original_context_length'] = { type: 'u32', value: s.ropeOriginalContext ?? 16 };
     metadata['phi3.rope.scaling.attn_factor'] = { type: 'f32', value: 1.19 };
   }
   if (arch === 'gemma3' && s.slidingWindow !== undefined) metadata['gemma3.attention.sliding_window'] = { type: 'u32', value: s.slidingWindow };
-  if (arch === 'qwen3' || arch === 'gemma3' || s.headDim * s.heads !== s.d) {
+  if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3' || s.headDim * s.heads !== s.d) {
     metadata[`${arch}.attention.key_length`] = { type: 'u32', value: s.headDim };
     metadata[`${arch}.attention.value_length`] = { type: 'u32', value: s.headDim };
   }

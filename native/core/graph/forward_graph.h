@@ -43,6 +43,7 @@ struct TensorDecl {
   std::string name;
   uint64_t cols = 0, rows = 0;
   bool required = true;
+  uint64_t slices = 0;                // a 3-D tensor's third dimension (the experts' matrices, one after another)
   TensorType type = TensorType::F32;  // as the file has it (set by the builder's lookup)
   bool present = false;               // optional tensors may be absent
 };
@@ -63,6 +64,7 @@ enum class OpKind : uint8_t {
   SwiGlu,       // Gate = silu(Gate) * Up
   GeGlu,        // Gate = gelu(Gate) * Up (GELU's tanh approximation)
   AddResidual,  // out += in, per row of `width` (a post-normed branch into the residual)
+  MoeFfn,       // out += the mixture of experts of in: `weight` the router; projections the gate, up and down experts
   OutputNorm,   // Normed = rmsNorm(Hidden) * weight for the rows the caller wants logits of
   LmHead,       // the logits (or the pick) = W Normed for those rows
 };

@@ -14,12 +14,13 @@ class GraphBuilder {
   explicit GraphBuilder(const TensorLookup& lookup) : lookup_(lookup) {}
 
   // A matrix of `rows` rows of `cols` values, or a float32 vector (rows 0).
-  TensorRef tensor(const std::string& name, uint64_t cols, uint64_t rows, bool required = true) {
+  TensorRef tensor(const std::string& name, uint64_t cols, uint64_t rows, bool required = true, uint64_t slices = 0) {
     TensorDecl d;
     d.name = name;
     d.cols = cols;
     d.rows = rows;
     d.required = required;
+    d.slices = slices;
     if (const TensorType* type = lookup_(name)) {
       d.type = *type;
       d.present = true;

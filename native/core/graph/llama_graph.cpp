@@ -9,6 +9,7 @@
 //              RoPE of q and k; K, V cache[position] = k, v
 //              x += Wo attention(q, K, V)
 //              xn = rmsNorm(x) * ffn_norm;  x += Wdown (silu(Wgate xn) * Wup xn)
+//   qwen3moe: the FFN is a mixture of experts (expertFfn below)
 //   then logits = Woutput (rmsNorm(x) * output_norm), Woutput being the
 //   embedding table when the file ties them.
 // A new architecture that the kernels already cover is a builder like this
@@ -18,10 +19,52 @@
 #include "graph_builder.h"
 
 namespace md {
+namespace {
+
+// x += Wdown (silu(Wgate xn) * Wup xn); phi3's gate and up are one ffn_up (the gate's rows first).
+void denseFfn(GraphBuilder& g, const ModelConfig& c, const std::string& p, const std::string& n, uint32_t layer,
+              bool fusedGateUp) {
+  const uint32_t d = c.embeddingLength, f = c.ffnLength;
+  TensorRef gate, up;
+  if (fusedGateUp) {
+    gate = up = g.tensor(p + "ffn_up.weight", d, 2 * f);
+  } else {
+    gate = g.tensor(p + "ffn_gate.weight", d, f);
+    up = g.tensor(p + "ffn_up.weight", d, f);
+  }
+  const TensorRef down = g.tensor(p + "ffn_down.weight", f, d);
+  g.project(n + "ffn_gate + ffn_up", layer, Activation::Normed, d,
+            {{n + "ffn_gate", gate, 0, {}, Activation::Gate, f},
+             {n + "ffn_up", up, fusedGateUp ? f : 0, {}, Activation::Up, f}});
+  GraphOp& swiglu = g.op(OpKind::SwiGlu, n + "SwiGLU", layer);
+  swiglu.in = Activation::Up;
+  swiglu.out = Activation::Gate;
+  swiglu.width = f;
+  g.project(n + "ffn_down + residual", layer, Activation::Gate, f,
+            {{n + "ffn_down + residual", down, 0, {}, Activation::Hidden, d}}, true);
+}
+
+// qwen3moe: x += the router's chosen experts' SwiGLU outputs, weighted; each
+// expert's gate, up and down matrices stacked in one tensor apiece.
+void expertFfn(GraphBuilder& g, const ModelConfig& c, const std::string& p, const std::string& n, uint32_t layer) {
+  const uint32_t d = c.embeddingLength, e = c.expertCount, fe = c.expertFfnLength;
+  GraphOp& moe = g.op(OpKind::MoeFfn, n + "experts + residual", layer);
+  moe.in = Activation::Normed;
+  moe.out = Activation::Hidden;
+  moe.weight = g.tensor(p + "ffn_gate_inp.weight", d, e);
+  moe.width = d;
+  moe.accumulate = true;
+  moe.projections = {
+      {n + "ffn_gate_exps", g.tensor(p + "ffn_gate_exps.weight", d, fe, true, e), 0, {}, Activation::Gate, fe},
+      {n + "ffn_up_exps", g.tensor(p + "ffn_up_exps.weight", d, fe, true, e), 0, {}, Activation::Up, fe},
+      {n + "ffn_down_exps", g.tensor(p + "ffn_down_exps.weight", fe, d, true, e), 0, {}, Activation::Hidden, d}};
+}
+
+}  // namespace
 
 ForwardGraph buildLlamaGraph(const ModelConfig& c, const TensorLookup& lookup) {
   GraphBuilder g(lookup);
-  const uint32_t d = c.embeddingLength, f = c.ffnLength;
+  const uint32_t d = c.embeddingLength;
   const uint32_t qDim = c.headCount * c.headDim, kvDim = c.headCountKv * c.headDim;
   const TensorRef embedding = g.tensor("token_embd.weight", d, c.vocabSize);
   const TensorRef outputNorm = g.tensor("output_norm.weight", d, 0);
@@ -63,15 +106,6 @@ ForwardGraph buildLlamaGraph(const ModelConfig& c, const TensorLookup& lookup) {
       qNorm = g.tensor(p + "attn_q_norm.weight", c.headDim, 0);
       kNorm = g.tensor(p + "attn_k_norm.weight", c.headDim, 0);
     }
-    const TensorRef ffnNorm = g.tensor(p + "ffn_norm.weight", d, 0);
-    TensorRef gate, up;
-    if (fusedGateUp) {
-      gate = up = g.tensor(p + "ffn_up.weight", d, 2 * f);
-    } else {
-      gate = g.tensor(p + "ffn_gate.weight", d, f);
-      up = g.tensor(p + "ffn_up.weight", d, f);
-    }
-    const TensorRef down = g.tensor(p + "ffn_down.weight", f, d);
 
     g.rmsNorm(n + "attention norm", layer, Activation::Hidden, Activation::Normed, attnNorm, d);
     g.project(n + "attn_q + attn_k + attn_v", layer, Activation::Normed, d,
@@ -87,16 +121,11 @@ ForwardGraph buildLlamaGraph(const ModelConfig& c, const TensorLookup& lookup) {
     g.op(OpKind::Attention, n + "attention", layer).out = Activation::Attended;
     g.project(n + "attn_output + residual", layer, Activation::Attended, qDim,
               {{n + "attn_output + residual", wo, 0, {}, Activation::Hidden, d}}, true);
-    g.rmsNorm(n + "FFN norm", layer, Activation::Hidden, Activation::Normed, ffnNorm, d);
-    g.project(n + "ffn_gate + ffn_up", layer, Activation::Normed, d,
-              {{n + "ffn_gate", gate, 0, {}, Activation::Gate, f},
-               {n + "ffn_up", up, fusedGateUp ? f : 0, {}, Activation::Up, f}});
-    GraphOp& swiglu = g.op(OpKind::SwiGlu, n + "SwiGLU", layer);
-    swiglu.in = Activation::Up;
-    swiglu.out = Activation::Gate;
-    swiglu.width = f;
-    g.project(n + "ffn_down + residual", layer, Activation::Gate, f,
-              {{n + "ffn_down + residual", down, 0, {}, Activation::Hidden, d}}, true);
+    g.rmsNorm(n + "FFN norm", layer, Activation::Hidden, Activation::Normed, g.tensor(p + "ffn_norm.weight", d, 0), d);
+    if (c.expertCount > 0)
+      expertFfn(g, c, p, n, layer);
+    else
+      denseFfn(g, c, p, n, layer, fusedGateUp);
   }
   g.outputHead(outputNorm, output, d);
   return std::move(g.graph());

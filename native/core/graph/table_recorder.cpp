@@ -68,6 +68,9 @@ class Recorder {
         case OpKind::SwiGlu: rowsKernel("md_swiglu_f32", op); break;
         case OpKind::GeGlu: rowsKernel("md_geglu_f32", op); break;
         case OpKind::AddResidual: rowsKernel("md_add_f32", op); break;
+        case OpKind::MoeFfn:
+          throw std::invalid_argument("the GPU tables do not run mixture-of-experts layers yet (" + op.label +
+                                      "): this model runs on the CPU (backend 'native')");
         case OpKind::OutputNorm:
           if (o_.logits == LogitRows::None) return std::move(out_);
           add(rmsNorm("md_rms_norm_f32", op.label, activationName(op.in), op.weight, activationName(op.out), op.width,

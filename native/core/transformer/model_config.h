@@ -55,6 +55,12 @@ struct ModelConfig {
   // llama3's rope_freqs, always); ropeAttnFactor multiplies RoPE's cos and sin.
   uint32_t ropeOriginalContext = 0;
   float ropeAttnFactor = 1.f;
+  // Mixture of experts (qwen3moe): each token's FFN is the weighted sum of
+  // expertUsedCount of expertCount SwiGLU experts of expertFfnLength rows,
+  // picked by a router; 0 experts: the dense FFN.
+  uint32_t expertCount = 0;
+  uint32_t expertUsedCount = 0;
+  uint32_t expertFfnLength = 0;
 };
 
 // Whether `layer` attends through the sliding window.

@@ -190,6 +190,12 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
       case OpKind::SwiGlu: swiglu(out, in, count * op.width); break;
       case OpKind::GeGlu: geglu(out, in, count * op.width); break;
       case OpKind::AddResidual: addInPlace(out, in, count * op.width); break;
+      case OpKind::MoeFfn: {
+        const MoeWeights w{&weights_[op.weight], &weights_[op.projections.at(0).weight],
+                           &weights_[op.projections.at(1).weight], &weights_[op.projections.at(2).weight]};
+        moeFfn(pool_, dots_, c, w, in, count, out, s.moe_);
+        break;
+      }
       case OpKind::OutputNorm: {
         if (wanted <= 0) return;  // no logits wanted from this batch
         const float* weight = floats(weights_[op.weight]);

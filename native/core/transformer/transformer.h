@@ -18,6 +18,7 @@
 #include "head_pick.h"
 #include "matmul.h"
 #include "model_config.h"
+#include "moe_ffn.h"
 #include "weights.h"
 
 namespace md {
@@ -59,6 +60,7 @@ class TransformerState {
   std::vector<float> scores_, valueRow_;
   std::vector<uint8_t> query_;
   ActivationRows rows_;
+  MoeScratch moe_;  // the mixture-of-experts FFN's
 };
 
 class Transformer {

@@ -26,7 +26,8 @@ class Binder {
   }
 
   // A weight matrix of `rows` rows of `cols` values (or a vector when rows == 0).
-  TensorView bind(const std::string& name, uint64_t cols, uint64_t rows, bool required, bool floatOnly) {
+  TensorView bind(const std::string& name, uint64_t cols, uint64_t rows, uint64_t slices, bool required,
+                  bool floatOnly) {
     auto it = byName_.find(name);
     if (it == byName_.end()) {
       if (required) fail("tensor " + name + ": missing (the architecture needs it)");
@@ -41,13 +42,16 @@ class Binder {
     if (floatOnly && info->type != TensorType::F32)
       fail("tensor " + name + ": type " + info->name +
            " is not supported for a norm, bias or factor vector (expected F32)");
-    const std::vector<uint64_t> expected = rows == 0 ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows};
+    const std::vector<uint64_t> expected = rows == 0     ? std::vector<uint64_t>{cols}
+                                           : slices == 0 ? std::vector<uint64_t>{cols, rows}
+                                                         : std::vector<uint64_t>{cols, rows, slices};
     if (e.dims != expected) fail("tensor " + name + ": shape " + dimsText(e.dims) + ", expected " + dimsText(expected));
     const size_t bytesPerRow = rowBytes(*info, cols);
     if (bytesPerRow == 0)
       fail("tensor " + name + ": a row of " + std::to_string(cols) + " values is not a whole number of " + info->name +
            " blocks of " + std::to_string(info->blockValues));
-    const uint64_t rowCount = rows == 0 ? 1 : rows;
+    // A 3-D tensor's matrices are rows one after another: rows x slices rows.
+    const uint64_t rowCount = rows == 0 ? 1 : slices == 0 ? rows : rows * slices;
     if (rowCount > UINT64_MAX / bytesPerRow) fail("tensor " + name + ": its size overflows");
     const uint64_t bytes = rowCount * bytesPerRow;
     if (e.offset % 4 != 0)
@@ -122,14 +126,21 @@ void checkConfig(const ModelConfig& c) {
     fail("embeddingScale: must be a positive number, got " + std::to_string(c.embeddingScale));
   if (!(c.attentionScale >= 0 && std::isfinite(c.attentionScale)))
     fail("attentionScale: must be 0 (1 / sqrt(headDim)) or positive, got " + std::to_string(c.attentionScale));
+  if ((c.expertCount == 0) != (c.expertUsedCount == 0) || c.expertUsedCount > c.expertCount || c.expertCount > 1024 ||
+      (c.expertCount > 0 && c.expertFfnLength == 0))
+    fail(
+        "expertUsedCount: expected 1 to expertCount experts (at most 1024) of a positive expertFfnLength, or no "
+        "experts; got " +
+        std::to_string(c.expertUsedCount) + " of " + std::to_string(c.expertCount) + ", expertFfnLength " +
+        std::to_string(c.expertFfnLength));
   if (!(c.ropeAttnFactor > 0 && std::isfinite(c.ropeAttnFactor)))
     fail("ropeAttnFactor: must be a positive number, got " + std::to_string(c.ropeAttnFactor));
   if (!(c.ropeBaseLocal >= 0 && std::isfinite(c.ropeBaseLocal)))
     fail("ropeBaseLocal: must be 0 (ropeBase) or positive, got " + std::to_string(c.ropeBaseLocal));
   // Bounds that keep every scratch size far from overflow.
   const uint64_t kMaxDim = 1u << 20;
-  if (c.embeddingLength > kMaxDim || c.ffnLength > kMaxDim || uint64_t(c.headCount) * c.headDim > kMaxDim ||
-      c.blockCount > 4096 || c.vocabSize > (1u << 24))
+  if (c.embeddingLength > kMaxDim || c.ffnLength > kMaxDim || c.expertFfnLength > kMaxDim ||
+      uint64_t(c.headCount) * c.headDim > kMaxDim || c.blockCount > 4096 || c.vocabSize > (1u << 24))
     fail(
         "config: a dimension is beyond what this forward pass supports (width 1048576, 4096 layers, vocabulary "
         "16777216)");
@@ -153,7 +164,7 @@ ModelWeights bindWeights(const ModelConfig& c, const std::vector<TensorEntry>& e
   w.graph = buildForwardGraph(c, entries);
   w.tensors.reserve(w.graph.tensors.size());
   for (const TensorDecl& d : w.graph.tensors)
-    w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.required, d.rows == 0));
+    w.tensors.push_back(b.bind(d.name, d.cols, d.rows, d.slices, d.required, d.rows == 0));
   b.checkAllUsed("this architecture's tensors");
   return w;
 }
