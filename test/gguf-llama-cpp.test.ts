@@ -159,8 +159,10 @@ test("qwen3moe: the router picks llama.cpp's experts: the same file with the rou
   const { metadata, tensors } = modelTensors(spec);
   // Each router's rows moved by one expert: expert e is scored as e + 1 was, so each token takes other experts.
   const rowBytes = spec.shape.d * 4;
-  for (const t of tensors.filter((x) => x.name.endsWith('ffn_gate_inp.weight')))
+  for (const t of tensors.filter((x) => x.name.endsWith('ffn_gate_inp.weight'))) {
+    if (!(t.data instanceof Uint8Array)) throw new Error(`${t.name}: expected the router's bytes in memory`);
     t.data = Uint8Array.from([...t.data.subarray(rowBytes), ...t.data.subarray(0, rowBytes)]);
+  }
   const altered = join(dir, 'moe-rotated-router.gguf');
   await writeGguf(altered, metadata, tensors);
   try {
