@@ -411,96 +411,30 @@ struct DotKernels {
     }
   }
 
-  template <int R, int T>
-  struct Q8_0K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q8Tile<Q8_0Format, R, T>(w, ws, a, as, n, o, os);
-    }
+  // Each type's tile as the class template dispatch() takes: Kernel<R, T>::run.
+#define MD_TILE_KERNEL(NAME, ...)                                                                               \
+  template <int R, int T>                                                                                       \
+  struct NAME {                                                                                                 \
+    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
+      __VA_ARGS__(w, ws, a, as, n, o, os);                                                                      \
+    }                                                                                                           \
   };
-  template <int R, int T>
-  struct Q4_0K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q8Tile<Q4_0Format, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q5_0K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q8Tile<Q5_0Format, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q4_1K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      minTile<Q4_1Format, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q5_1K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      minTile<Q5_1Format, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct IQ4_NLK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q8Tile<IQ4_NLFormat, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q2_KK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k23Tile<false, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q3_KK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k23Tile<true, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct IQ4_XSK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      iq4_xsTile<R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q4_KK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k45Tile<blocks::Q4_K, false, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q5_KK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k45Tile<blocks::Q5_K, true, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct Q6_KK {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q6_kTile<R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct F32K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      floatTile<0, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct F16K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      floatTile<1, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
-  template <int R, int T>
-  struct BF16K {
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      floatTile<2, R, T>(w, ws, a, as, n, o, os);
-    }
-  };
+  MD_TILE_KERNEL(Q8_0K, q8Tile<Q8_0Format, R, T>)
+  MD_TILE_KERNEL(Q4_0K, q8Tile<Q4_0Format, R, T>)
+  MD_TILE_KERNEL(Q5_0K, q8Tile<Q5_0Format, R, T>)
+  MD_TILE_KERNEL(Q4_1K, minTile<Q4_1Format, R, T>)
+  MD_TILE_KERNEL(Q5_1K, minTile<Q5_1Format, R, T>)
+  MD_TILE_KERNEL(IQ4_NLK, q8Tile<IQ4_NLFormat, R, T>)
+  MD_TILE_KERNEL(Q2_KK, k23Tile<false, R, T>)
+  MD_TILE_KERNEL(Q3_KK, k23Tile<true, R, T>)
+  MD_TILE_KERNEL(IQ4_XSK, iq4_xsTile<R, T>)
+  MD_TILE_KERNEL(Q4_KK, k45Tile<blocks::Q4_K, false, R, T>)
+  MD_TILE_KERNEL(Q5_KK, k45Tile<blocks::Q5_K, true, R, T>)
+  MD_TILE_KERNEL(Q6_KK, q6_kTile<R, T>)
+  MD_TILE_KERNEL(F32K, floatTile<0, R, T>)
+  MD_TILE_KERNEL(F16K, floatTile<1, R, T>)
+  MD_TILE_KERNEL(BF16K, floatTile<2, R, T>)
+#undef MD_TILE_KERNEL
 
   static DotTable table() {
     DotTable t{};
