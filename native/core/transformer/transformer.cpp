@@ -290,7 +290,8 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
   // with V, as llama.cpp does; the F32 and Q8_0 caches (llama.cpp's flash
   // attention path, which a quantized V needs) keep them float32.
   // A windowed layer's query at p sees p - window + 1 .. p (llama.cpp masks
-  // a key when p - its position >= window).
+  // a key when p - its position >= window). The scale is the config's
+  // (gemma3's 27B) or 1 / sqrt(headDim).
   const float scale = c.attentionScale > 0 ? c.attentionScale : 1.0f / std::sqrt(float(hd));
   const TileDot dotKeys = dots_.forType(cache);
   const size_t queryBytes = size_t(hd) * sizeof(float);
@@ -302,9 +303,9 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
     ThreadPool::split(count * c.headCount, thread, pool_.size(), &begin, &end);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / c.headCount, h = item % c.headCount, g = h / group;
-      const int64_t end = start + t + 1;
-      const int64_t first = window > 0 && end > int64_t(window) ? end - int64_t(window) : 0;
-      const int64_t positions = end - first;
+      const int64_t seen = start + t + 1;  // positions 0 .. seen - 1, the last `window` of them on a windowed layer
+      const int64_t first = window > 0 && seen > int64_t(window) ? seen - int64_t(window) : 0;
+      const int64_t positions = seen - first;
       quantizeActivations(queryType, queries + t * qDim + h * hd, query, hd);
       const uint8_t* keysFrom = keys + size_t(first) * rowBytes + size_t(g) * headBytes;
       for (int64_t j = 0; j < positions; j += kTileRows) {
