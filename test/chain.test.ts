@@ -232,6 +232,7 @@ describe('devices', () => {
       'md_embed_rows_q8_0',
       'md_exp_values',
       'md_fp_contract_probe',
+      'md_geglu_f32',
       'md_half_from_f32',
       'md_head_sample_bf16',
       'md_head_sample_f16',

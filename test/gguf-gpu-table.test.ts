@@ -182,7 +182,7 @@ describe.each(GPU_BACKENDS)('on %s', (backend) => {
     const path = join(dir, 'llama2-Q4_0.gguf'); // written by the tests above
     await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(BackendUnavailableError);
     await expect(tableFor(backend, path, 'Q4_0')).rejects.toThrow(
-      /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16\)/,
+      /tensor token_embd\.weight is type 2, which has no GPU kernel \(the GPU reads F32, F16, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16\)/,
     );
   });
 
