@@ -2,6 +2,7 @@
 #include "ops.h"
 
 #include <cmath>
+#include <vector>
 
 #include "../float16.h"
 
@@ -60,17 +61,39 @@ void swiglu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+namespace {
+
+// ggml_gelu_f32 of a float16 value, rounded to float16: one entry per
+// float16 bit pattern, as llama.cpp's CPU builds its table.
+uint16_t geluOfHalf(uint16_t bits) {
+  const float h = halfToFloat(bits);
+  const float sqrt2OverPi = 0.79788456080286535587989211986876f, coefA = 0.044715f;
+  return halfFromFloat(0.5f * h * (1.0f + std::tanh(sqrt2OverPi * h * (1.0f + coefA * h * h))));
+}
+
+const std::vector<uint16_t>& geluTable() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t i = 0; i < t.size(); ++i) t[i] = geluOfHalf(uint16_t(i));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
 float geluTanh(float x) {
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
-  // ggml_gelu_f32 of the float16 input, rounded to float16 (ggml's table).
-  const float h = halfToFloat(halfFromFloat(x));
-  const float sqrt2OverPi = 0.79788456080286535587989211986876f, coefA = 0.044715f;
-  return halfToFloat(halfFromFloat(0.5f * h * (1.0f + std::tanh(sqrt2OverPi * h * (1.0f + coefA * h * h)))));
+  return halfToFloat(geluTable()[halfFromFloat(x)]);
 }
 
 void geglu(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] >= 10.0f ? gate[i] * up[i] : geluTanh(gate[i]) * up[i];
+  const std::vector<uint16_t>& table = geluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x * up[i] : halfToFloat(table[halfFromFloat(x)]) * up[i];
+  }
 }
 
 void addInPlace(float* x, const float* y, int64_t n) {
