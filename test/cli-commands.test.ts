@@ -17,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageVersion } from '../lib/cli/main.js';
 import { resolveModelFile } from '../lib/models/resolve-model-file.js';
 import { chatModelFile } from './chat-model.js';
+import { writeRandomModel } from './gguf/random-model.js';
+import { variantSpec } from './gguf/variants.js';
 import { ROOT, runCli } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-cli-'));
@@ -72,6 +74,16 @@ describe('the command', () => {
     const json = JSON.parse((await runCli('inspect', modelPath, '--json')).stdout);
     expect(json).toMatchObject({ architecture: 'qwen3', chatTemplate: true, trainedContextLength: 4096, autoContext: { contextSize: 4096 } });
     expect(json.tokenizer.vocabulary).toBe(151_669);
+  });
+
+  test('inspect: a mixture-of-experts file runs on the CPU, and says why not on the GPU tables', async () => {
+    const path = join(dir, 'qwen3moe.gguf');
+    await writeRandomModel(path, variantSpec('qwen3moe', 'Q8_0'));
+    const json = JSON.parse((await runCli('inspect', path, '--json')).stdout);
+    expect(json.config).toMatchObject({ expertCount: 8, expertUsedCount: 2 });
+    const backends = Object.fromEntries(json.backends.map((b: { name: string }) => [b.name, b]));
+    expect(backends.native.available).toBe(true);
+    expect(backends.emulated).toEqual({ name: 'emulated', available: false, reason: 'the GPU tables do not run mixture-of-experts layers yet' });
   });
 
   test('complete: the continuation of a prompt, streamed', async () => {
