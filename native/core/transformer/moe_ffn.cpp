@@ -25,9 +25,16 @@ TensorView expertRows(const TensorView& stacked, uint64_t first, uint64_t rows) 
 }  // namespace
 
 void chooseExperts(const float* logits, uint32_t experts, uint32_t used, uint32_t* chosen, float* weights) {
-  std::vector<float> probs(logits, logits + experts);
+  std::vector<float> probs;
+  std::vector<uint32_t> order;
+  chooseExperts(logits, experts, used, chosen, weights, probs, order);
+}
+
+void chooseExperts(const float* logits, uint32_t experts, uint32_t used, uint32_t* chosen, float* weights,
+                   std::vector<float>& probs, std::vector<uint32_t>& order) {
+  probs.assign(logits, logits + experts);
   softmax(probs.data(), experts);
-  std::vector<uint32_t> order(experts);
+  order.resize(experts);
   std::iota(order.begin(), order.end(), 0u);
   std::partial_sort(order.begin(), order.begin() + used, order.end(),
                     [&](uint32_t a, uint32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
@@ -58,12 +65,12 @@ void moeFfn(ThreadPool& pool, const DotTable& dots, const ModelConfig& c, const 
   s.rows.reset(normed, count, d);
   matmul(pool, dots, *w.router, s.rows, s.logits.data());
   for (size_t t = 0; t < n; ++t)
-    chooseExperts(s.logits.data() + t * experts, experts, used, s.chosen.data() + t * used,
-                  s.weights.data() + t * used);
+    chooseExperts(s.logits.data() + t * experts, experts, used, s.chosen.data() + t * used, s.weights.data() + t * used,
+                  s.probs, s.order);
 
   // Each expert over the tokens that chose it: their rows gathered, its
   // three matrices run once, each output row to its (token, slot).
-  std::vector<size_t> slots;  // token * used + j, for this expert
+  std::vector<size_t>& slots = s.slots;  // token * used + j, for this expert
   for (uint32_t e = 0; e < experts; ++e) {
     slots.clear();
     for (size_t i = 0; i < n * used; ++i)
@@ -86,14 +93,15 @@ void moeFfn(ThreadPool& pool, const DotTable& dots, const ModelConfig& c, const 
   }
 
   // Per token: the weighted outputs added in the order chosen, then the residual.
-  std::vector<float> sum(d);
+  grow(s.sum, d);
+  float* sum = s.sum.data();
   for (size_t t = 0; t < n; ++t) {
     for (uint32_t j = 0; j < used; ++j) {
       const float* out = s.outputs.data() + (t * used + j) * d;
       const float weight = s.weights[t * used + j];
       for (uint32_t i = 0; i < d; ++i) sum[i] = j == 0 ? out[i] * weight : sum[i] + out[i] * weight;
     }
-    addInPlace(hidden + t * d, sum.data(), d);
+    addInPlace(hidden + t * d, sum, d);
   }
 }
 

@@ -26,14 +26,18 @@ struct MoeWeights {
 
 // Scratch, grown on first use and kept by the sequence's state.
 struct MoeScratch {
-  std::vector<float> logits, gathered, gate, up, down, outputs, weights;
-  std::vector<uint32_t> chosen;
+  std::vector<float> logits, gathered, gate, up, down, outputs, weights, probs, sum;
+  std::vector<uint32_t> chosen, order;
+  std::vector<size_t> slots;
   ActivationRows rows;
 };
 
 // The router's choice for one token: `used` experts by descending
 // probability (ties to the lower index) and their weights.
 void chooseExperts(const float* logits, uint32_t experts, uint32_t used, uint32_t* chosen, float* weights);
+// The same with the softmax's and the sort's scratch given (no allocation per token).
+void chooseExperts(const float* logits, uint32_t experts, uint32_t used, uint32_t* chosen, float* weights,
+                   std::vector<float>& probs, std::vector<uint32_t>& order);
 
 // hidden[t] += the mixture for normed[t], for count tokens of `width` values.
 void moeFfn(ThreadPool& pool, const DotTable& dots, const ModelConfig& c, const MoeWeights& w, const float* normed,
