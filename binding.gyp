@@ -48,7 +48,7 @@
                    "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
                    "metal/bigram.metal", "metal/probes.metal",
                    "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_matvec_rows.h", "metal/head_sampling.metal", "metal/md_blocks.h",
-                       "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
+                       "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal", "metal/moe.metal"],
         "outputs": ["<(INTERMEDIATE_DIR)/lint-metal.stamp"],
         "action": ["node", "scripts/lint-metal.mjs", "--stamp", "<(INTERMEDIATE_DIR)/lint-metal.stamp"]
       }],
@@ -174,7 +174,7 @@
                        "metal/argmax.metal", "metal/sampling.metal", "metal/md_sampling_steps.h", "metal/sampling_wide.metal",
                    "metal/bigram.metal", "metal/probes.metal",
                        "metal/transformer_rows.metal", "metal/md_transformer.h", "metal/matvec.metal", "metal/md_matvec_rows.h", "metal/head_sampling.metal", "metal/md_blocks.h",
-                       "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal"],
+                       "metal/md_block_values.h", "metal/embedding.metal", "metal/attention.metal", "metal/matmul.metal", "metal/moe.metal"],
             "outputs": ["<(INTERMEDIATE_DIR)/md_kernel_source.h"],
             "action": ["node", "scripts/embed-kernels.mjs", "<(INTERMEDIATE_DIR)/md_kernel_source.h"]
           }],

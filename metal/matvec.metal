@@ -18,6 +18,11 @@
 // SIMD group computes its rows of both matrices, so the gate and up sums
 // meet in registers.
 //
+// md_matvec_id_* (mixture-of-experts layers, md_matvec_id_params) runs
+// the same rows for one (token, slot) pair per group of threadgroups, on
+// the matrix of the expert the router chose for it: only the chosen
+// experts' rows are read, each pair's row with md_matvec_*'s bits.
+//
 // md_matvec_batch_* does the same for up to MD_MATVEC_BATCH tokens: each
 // block of W is read once for all of them, and each token's sums take the
 // steps they take alone (speculative verification evaluates a draft so,
@@ -28,11 +33,25 @@
 #include "md_matvec_rows.h"
 
 // Where W_m starts in its 128-byte line.
-inline uint md_line_phase(constant md_matvec_params& params, uint m) { return (params.line_phases >> (8u * m)) & 0xffu; }
+inline uint md_line_phase(md_matvec_params params, uint m) { return (params.line_phases >> (8u * m)) & 0xffu; }
+
+// The params in thread memory, field by field (a struct is not copied
+// from the constant address space as a whole), so that the indexed form
+// can pass its own.
+inline md_matvec_params md_matvec_params_of(constant md_matvec_params& c) {
+  md_matvec_params p;
+  p.cols = c.cols;
+  p.mode = c.mode;
+  for (uint m = 0; m < 3; ++m) p.rows[m] = c.rows[m];
+  p.count = c.count;
+  p.line_phases = c.line_phases;
+  p.reserved = c.reserved;
+  return p;
+}
 
 template <typename Block, uint TOKENS>
 inline void md_matvec(device const Block* w0, device const Block* w1, device const Block* w2, device const float* x,
-                      device float* y0, device float* y1, device float* y2, constant md_matvec_params& params,
+                      device float* y0, device float* y1, device float* y2, md_matvec_params params,
                       uint group, uint simd_index, uint lane, uint simdgroups, threadgroup uint* stage) {
   uint s = group * simdgroups + simd_index;  // this SIMD group among all of the grid
   const uint simd_rows = MD_MATVEC_ROWS_FOR(TOKENS);
@@ -83,12 +102,42 @@ inline void md_matvec(device const Block* w0, device const Block* w1, device con
   }
 }
 
+// One (token, slot) pair's rows on its expert's matrices: the threadgroups
+// of a pair are MD_MATVEC_ID_GROUPS(rows, SIMD groups) in a row.
+template <typename Block>
+inline void md_matvec_id(device const Block* w0, device const Block* w1, device const float* x, device float* y,
+                         device const uint* ids, constant md_matvec_id_params& params, uint group, uint simd_index,
+                         uint lane, uint simdgroups, threadgroup uint* stage) {
+  const uint per_pair = MD_MATVEC_ID_GROUPS(params.rows, simdgroups);
+  const uint pair = group / per_pair;
+  if (pair >= params.pairs) return;
+  const uint expert = ids[pair];
+  if (expert >= params.experts) return;  // not a router's choice: nothing to read
+  const ulong offset = ulong(expert) * params.expert_bytes;
+  const uint shift = uint(offset % MD_LINE_BYTES);
+  md_matvec_params p;
+  p.cols = params.cols;
+  p.mode = params.mode;
+  p.rows[0] = params.rows;
+  p.rows[1] = params.mode == MD_MATVEC_SWIGLU ? params.rows : 0u;
+  p.rows[2] = 0u;
+  p.count = 1u;
+  p.line_phases = MD_LINE_PHASES(((params.line_phases & 0xffu) + shift) % MD_LINE_BYTES,
+                                 (((params.line_phases >> 8u) & 0xffu) + shift) % MD_LINE_BYTES, 0u);
+  p.reserved = 0u;
+  device const Block* e0 = (device const Block*)((device const uchar*)w0 + offset);
+  device const Block* e1 = (device const Block*)((device const uchar*)w1 + offset);
+  device float* out = y + ulong(pair) * params.rows;
+  md_matvec<Block, 1>(e0, e1, e0, x + ulong(params.x_per_pair != 0u ? pair : pair / params.used) * params.cols, out,
+                      out, out, p, group % per_pair, simd_index, lane, simdgroups, stage);
+}
+
 kernel void md_matvec_f32(device const md_block_f32* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
                           constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                           device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_f32, MD_QK);
-  md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_f32, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -96,7 +145,7 @@ kernel void md_matvec_f16(device const md_block_f16* w0 [[buffer(0)]], device co
                           device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                           device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_f16, MD_QK);
-  md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_f16, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -104,7 +153,7 @@ kernel void md_matvec_bf16(device const md_block_bf16* w0 [[buffer(0)]], device 
                            device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_bf16, MD_QK);
-  md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_bf16, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -112,7 +161,7 @@ kernel void md_matvec_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device 
                            device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
-  md_matvec<md_block_q8_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q8_0, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -120,7 +169,7 @@ kernel void md_matvec_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device 
                            device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
-  md_matvec<md_block_q4_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_0, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -128,7 +177,7 @@ kernel void md_matvec_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device 
                            device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
-  md_matvec<md_block_q4_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_1, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -136,7 +185,7 @@ kernel void md_matvec_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device 
                            device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
-  md_matvec<md_block_q5_0, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_0, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -144,7 +193,7 @@ kernel void md_matvec_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device 
                            device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
-  md_matvec<md_block_q4_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_k, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -152,7 +201,7 @@ kernel void md_matvec_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device 
                            device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
-  md_matvec<md_block_q5_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_k, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -160,7 +209,7 @@ kernel void md_matvec_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device 
                            device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
-  md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q6_k, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -168,7 +217,7 @@ kernel void md_matvec_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device 
                            device const md_block_q5_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q5_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
-  md_matvec<md_block_q5_1, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_1, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -176,7 +225,7 @@ kernel void md_matvec_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], dev
                              device const md_block_iq4_nl* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                              device const md_block_iq4_nl* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
-  md_matvec<md_block_iq4_nl, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_iq4_nl, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -184,7 +233,7 @@ kernel void md_matvec_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device 
                            device const md_block_q2_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q2_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
-  md_matvec<md_block_q2_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q2_k, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -192,7 +241,7 @@ kernel void md_matvec_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device 
                            device const md_block_q3_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                            device const md_block_q3_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
-  md_matvec<md_block_q3_k, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q3_k, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -200,7 +249,7 @@ kernel void md_matvec_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], dev
                              device const md_block_iq4_xs* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                              device const md_block_iq4_xs* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
-  md_matvec<md_block_iq4_xs, 1>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_iq4_xs, 1>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 // The same for up to MD_MATVEC_BATCH tokens (params.count).
@@ -209,7 +258,7 @@ kernel void md_matvec_batch_f32(device const md_block_f32* w0 [[buffer(0)]], dev
                                 device const md_block_f32* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f32* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_f32, MD_QK);
-  md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_f32, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -217,7 +266,7 @@ kernel void md_matvec_batch_f16(device const md_block_f16* w0 [[buffer(0)]], dev
                                 device const md_block_f16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                 device const md_block_f16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_f16, MD_QK);
-  md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_f16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -225,7 +274,7 @@ kernel void md_matvec_batch_bf16(device const md_block_bf16* w0 [[buffer(0)]], d
                                  device const md_block_bf16* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_bf16* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_bf16, MD_QK);
-  md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_bf16, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -233,7 +282,7 @@ kernel void md_matvec_batch_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], d
                                  device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
-  md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -241,7 +290,7 @@ kernel void md_matvec_batch_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], d
                                  device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
-  md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -249,7 +298,7 @@ kernel void md_matvec_batch_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], d
                                  device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
-  md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -257,7 +306,7 @@ kernel void md_matvec_batch_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], d
                                  device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
-  md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -265,7 +314,7 @@ kernel void md_matvec_batch_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], d
                                  device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
-  md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -273,7 +322,7 @@ kernel void md_matvec_batch_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], d
                                  device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
-  md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -281,7 +330,7 @@ kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], d
                                  device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
-  md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -289,7 +338,7 @@ kernel void md_matvec_batch_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], d
                                  device const md_block_q5_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
-  md_matvec<md_block_q5_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q5_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -297,7 +346,7 @@ kernel void md_matvec_batch_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]
                                    device const md_block_iq4_nl* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                    device const md_block_iq4_nl* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
-  md_matvec<md_block_iq4_nl, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_iq4_nl, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -305,7 +354,7 @@ kernel void md_matvec_batch_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], d
                                  device const md_block_q2_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q2_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
-  md_matvec<md_block_q2_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q2_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -313,7 +362,7 @@ kernel void md_matvec_batch_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], d
                                  device const md_block_q3_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q3_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
-  md_matvec<md_block_q3_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_q3_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
 kernel void md_matvec_batch_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -321,5 +370,111 @@ kernel void md_matvec_batch_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]
                                    device const md_block_iq4_xs* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                    device const md_block_iq4_xs* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
   MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
-  md_matvec<md_block_iq4_xs, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+  md_matvec<md_block_iq4_xs, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+// One (token, slot) pair per MD_MATVEC_ID_GROUPS threadgroups, on the expert ids[pair] (md_matvec_id_params).
+kernel void md_matvec_id_f32(device const md_block_f32* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                             device const md_block_f32* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_f32, MD_QK);
+  md_matvec_id<md_block_f32>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_f16(device const md_block_f16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                             constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                             device const md_block_f16* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_f16, MD_QK);
+  md_matvec_id<md_block_f16>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_bf16(device const md_block_bf16* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_bf16* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_bf16, MD_QK);
+  md_matvec_id<md_block_bf16>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q8_0* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
+  md_matvec_id<md_block_q8_0>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q4_0* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
+  md_matvec_id<md_block_q4_0>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q4_1* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
+  md_matvec_id<md_block_q4_1>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q5_0* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
+  md_matvec_id<md_block_q5_0>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q4_k* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
+  md_matvec_id<md_block_q4_k>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q5_k* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
+  md_matvec_id<md_block_q5_k>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q6_k* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
+  md_matvec_id<md_block_q6_k>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q5_1* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
+  md_matvec_id<md_block_q5_1>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                                device const md_block_iq4_nl* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
+  md_matvec_id<md_block_iq4_nl>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q2_k* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
+  md_matvec_id<md_block_q2_k>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                              constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                              device const md_block_q3_k* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
+  md_matvec_id<md_block_q3_k>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
+}
+
+kernel void md_matvec_id_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]], device const float* x [[buffer(1)]],
+                                constant md_matvec_id_params& params [[buffer(2)]], device float* y [[buffer(3)]],
+                                device const md_block_iq4_xs* w1 [[buffer(4)]], device const uint* ids [[buffer(5)]], MD_THREAD_IDS) {
+  MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
+  md_matvec_id<md_block_iq4_xs>(w0, w1, x, y, ids, params, group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }

@@ -63,6 +63,79 @@ typedef struct md_matmul_params {
   md_u32 accumulate;
 } md_matmul_params;
 
+// A mixture-of-experts FFN (qwen3moe) on the GPU, as llama.cpp's
+// build_moe_ffn: the router's logits (a matrix-vector or matrix-matrix
+// dispatch), then
+//   md_moe_route_f32   per token (a SIMD group each): softmax over
+//                      `experts` logits, the `used` most probable (ties to
+//                      the lower index) into ids[t * used + j], their
+//                      probabilities normalised to sum 1 into weights
+//   md_moe_group_u32   prefill: per expert, how many (token, slot) pairs
+//                      chose it (counts[e]) and which (pairs[e * count ..],
+//                      in order): the matrix-matrix kernels' tokens
+//   md_matvec_id_* / md_matmul_id_*  each pair's expert FFN rows
+//   md_moe_sum_f32     per token: hidden += sum over j of weights[j] *
+//                      outputs[t * used + j] (dim floats), in slot order
+// A pair is t * used + j: slot j of token t.
+typedef struct md_moe_params {
+  md_u32 experts;
+  md_u32 used;
+  md_u32 count;  // tokens
+  md_u32 dim;    // md_moe_sum_f32: the values of an output row
+} md_moe_params;
+
+// The most experts md_moe_route_f32 takes (a SIMD group holds 8 logits a
+// lane) and the most it chooses per token.
+#define MD_MOE_MAX_EXPERTS 256u
+#define MD_MOE_MAX_USED 16u
+
+// The indexed matrix-vector kernels (llama.cpp's mul_mv_id): one output
+// row per (token, slot) pair, W being the expert ids[pair] of `experts`
+// matrices stacked in one tensor (expert_bytes each, rows x cols values:
+// one expert's matrix at w + ids[pair] * expert_bytes), so only the chosen
+// experts' rows are read. x holds one row per token (x_per_pair 0: pair /
+// used) or one per pair (1: the down projection's input). mode:
+//   MD_MATVEC_STORE   y[pair] = W x
+//   MD_MATVEC_SWIGLU  y[pair] = silu(W0 x) * (W1 x): the gate at
+//                     [[buffer(0)]], the up at [[buffer(4)]], one expert each
+// Each pair's row has the bits of md_matvec_* on that expert's matrix.
+// line_phases: bytes 0 and 1, where W0's and W1's first expert start in
+// their 128-byte line (each expert's own phase follows from expert_bytes).
+typedef struct md_matvec_id_params {
+  md_u32 cols;
+  md_u32 mode;
+  md_u32 rows;
+  md_u32 pairs;
+  md_u32 used;
+  md_u32 x_per_pair;
+  md_u32 experts;
+  md_u32 expert_bytes;
+  md_u32 line_phases;
+  md_u32 reserved;
+} md_matvec_id_params;
+
+// The threadgroups of one pair in md_matvec_id_*: its SIMD groups of
+// MD_MATVEC_ROWS rows (SwiGLU's two matrices share theirs), `simdgroups`
+// to a threadgroup.
+#define MD_MATVEC_ID_GROUPS(rows, simdgroups) \
+  ((((rows) + MD_MATVEC_ROWS - 1u) / MD_MATVEC_ROWS + (simdgroups) - 1u) / (simdgroups))
+
+// The grouped matrix-matrix kernels (llama.cpp's mul_mm_id): expert e's
+// matrix (as in md_matvec_id_params) times the rows of its counts[e]
+// pairs (pairs[e * count ..]), each output to y[pair]; x as above.
+// Threadgroups: experts x the tiles of rows x count tokens, the tiles past
+// an expert's count leaving at once.
+typedef struct md_matmul_id_params {
+  md_u32 rows;
+  md_u32 cols;
+  md_u32 count;  // tokens: the most pairs one expert can have
+  md_u32 used;
+  md_u32 x_per_pair;
+  md_u32 experts;
+  md_u32 expert_bytes;
+  md_u32 reserved;
+} md_matmul_id_params;
+
 // The embedding lookup: rows token[0 .. count) of a vocab_size x dim table
 // (a chain binds `token` with the token-offset patch, so step p reads
 // tokens p .. p + count - 1), each value times `scale` (1 but for gemma's
@@ -223,6 +296,8 @@ inline uint64_t md_matvec_simd_groups(const md_matvec_params& p, md_u32 tokens) 
 }
 
 static_assert(sizeof(md_rows_params) == 16, "md_rows_params size");
+static_assert(sizeof(md_moe_params) == 16 && sizeof(md_matvec_id_params) == 40 && sizeof(md_matmul_id_params) == 32,
+              "mixture-of-experts params sizes");
 static_assert(sizeof(md_head_sampling_params) == 32, "md_head_sampling_params size");
 static_assert(sizeof(md_matvec_params) == 32 && sizeof(md_matmul_params) == 16, "matrix params sizes");
 static_assert(sizeof(md_embed_params) == 16 && sizeof(md_rope_params) == 48 && sizeof(md_kv_store_params) == 16 &&

@@ -24,6 +24,7 @@ export const KERNEL_FILES = [
   'embedding.metal',
   'attention.metal',
   'matmul.metal',
+  'moe.metal',
 ];
 
 function inline(file, seen) {

@@ -2,6 +2,7 @@
 // each, read from the kernels' own parameter structs (metal/md_sampling.h).
 #include "kernel_contracts.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -280,6 +281,51 @@ void matvec(Contract& c, uint32_t values, uint64_t blockBytes, uint32_t maxCount
                                                          " SIMD groups of " + std::to_string(simdRows) + " rows");
 }
 
+// The stacked experts of the indexed kernels: `experts` matrices of rows x
+// (cols / values) blocks, expert_bytes each, from where [[buffer(index)]]
+// points; each expert's start a whole number of words (the kernels load
+// words from it).
+void expertMatrices(Contract& c, uint32_t index, uint32_t experts, uint32_t rows, uint32_t cols, uint32_t values,
+                    uint64_t blockBytes, uint32_t expertBytes) {
+  c.check(cols % values == 0,
+          "cols " + std::to_string(cols) + " is not a whole number of " + std::to_string(values) + "-value blocks");
+  c.check(experts >= 1, "experts must be at least 1");
+  const uint64_t bytes = uint64_t(rows) * (cols / values) * blockBytes;
+  c.check(expertBytes == bytes, "expert_bytes is " + std::to_string(expertBytes) +
+                                    ", but one expert's rows x cols is " + std::to_string(bytes) + " bytes");
+  c.check(expertBytes % 4 == 0, "expert_bytes " + std::to_string(expertBytes) +
+                                    " is not a multiple of 4 (each expert's matrix is loaded as 4-byte words)");
+  c.needs(index, uint64_t(experts) * expertBytes, "w: experts x expert_bytes");
+}
+
+// matvec.metal's indexed form: one output row per pair, x a row per token
+// (pairs / used of them) or per pair.
+void matvecId(Contract& c, uint32_t values, uint64_t blockBytes) {
+  md_matvec_id_params p;
+  if (!c.params(2, "md_matvec_id_params", p)) return;
+  matvecThreads(c);
+  c.check(p.mode == MD_MATVEC_STORE || p.mode == MD_MATVEC_SWIGLU, "mode must be MD_MATVEC_STORE or MD_MATVEC_SWIGLU");
+  c.check(p.used >= 1 && p.used <= p.experts && p.pairs % p.used == 0,
+          "pairs " + std::to_string(p.pairs) + " is not a whole number of tokens of used " + std::to_string(p.used) +
+              " of " + std::to_string(p.experts) + " experts");
+  expertMatrices(c, 0, p.experts, p.rows, p.cols, values, blockBytes, p.expert_bytes);
+  c.linePhase(0, p.line_phases & 0xffu, "line_phases byte 0");
+  if (p.mode == MD_MATVEC_SWIGLU) {
+    expertMatrices(c, 4, p.experts, p.rows, p.cols, values, blockBytes, p.expert_bytes);
+    c.linePhase(4, (p.line_phases >> 8) & 0xffu, "line_phases byte 1");
+  } else {
+    c.needs(4, 1, "w1: any buffer without SwiGLU");
+  }
+  c.check((p.line_phases >> 16) == 0, "line_phases: only two bytes (w0 and w1)");
+  const uint64_t xRows = p.x_per_pair != 0 ? p.pairs : p.pairs / std::max<uint32_t>(p.used, 1);
+  c.needs(1, 4 * xRows * p.cols, p.x_per_pair != 0 ? "x: pairs x cols floats" : "x: pairs / used x cols floats");
+  c.needs(3, 4 * uint64_t(p.pairs) * p.rows, "y: pairs x rows floats");
+  c.needs(5, 4 * uint64_t(p.pairs), "ids: one expert per pair");
+  const uint64_t needed = uint64_t(p.pairs) * MD_MATVEC_ID_GROUPS(uint64_t(p.rows), c.threads() / 32);
+  c.check(c.groups() >= needed, std::to_string(c.groups()) + " threadgroups: expected at least " +
+                                    std::to_string(needed) + ", MD_MATVEC_ID_GROUPS(rows, SIMD groups) per pair");
+}
+
 // head_sampling.metal: W rows x (cols / values) blocks and x cols floats;
 // the tiles on any number of threadgroups (a partial each), the pick on
 // one; both bind every buffer.
@@ -328,6 +374,65 @@ void matmul(Contract& c, uint32_t values, uint64_t blockBytes) {
   c.check(c.groups() == tiles, std::to_string(c.groups()) + " threadgroups: expected one per tile of " +
                                    std::to_string(MD_MATMUL_ROWS) + " rows x " + std::to_string(MD_MATMUL_TOKENS) +
                                    " tokens, " + std::to_string(tiles));
+}
+
+// matmul.metal's grouped form: each expert's tiles over its pairs.
+void matmulId(Contract& c, uint32_t values, uint64_t blockBytes) {
+  md_matmul_id_params p;
+  if (!c.params(2, "md_matmul_id_params", p)) return;
+  c.check(p.used >= 1 && p.used <= p.experts,
+          "used " + std::to_string(p.used) + " is not from 1 to experts " + std::to_string(p.experts));
+  expertMatrices(c, 0, p.experts, p.rows, p.cols, values, blockBytes, p.expert_bytes);
+  const uint64_t pairs = uint64_t(p.count) * p.used;
+  c.needs(1, 4 * (p.x_per_pair != 0 ? pairs : p.count) * p.cols,
+          p.x_per_pair != 0 ? "x: count x used x cols floats" : "x: count x cols floats");
+  c.needs(3, 4 * pairs * p.rows, "y: count x used x rows floats");
+  c.needs(4, 4 * uint64_t(p.experts), "counts: one per expert");
+  c.needs(5, 4 * uint64_t(p.experts) * p.count, "pairs: count per expert");
+  c.check(c.threads() == MD_MATMUL_THREADS,
+          std::to_string(c.threads()) + " threads per threadgroup: expected " + std::to_string(MD_MATMUL_THREADS));
+  const uint64_t tiles = uint64_t(p.experts) * ((uint64_t(p.rows) + MD_MATMUL_ROWS - 1) / MD_MATMUL_ROWS) *
+                         ((uint64_t(p.count) + MD_MATMUL_TOKENS - 1) / MD_MATMUL_TOKENS);
+  c.check(c.groups() == tiles, std::to_string(c.groups()) + " threadgroups: expected experts x tiles of " +
+                                   std::to_string(MD_MATMUL_ROWS) + " rows x " + std::to_string(MD_MATMUL_TOKENS) +
+                                   " tokens, " + std::to_string(tiles));
+}
+
+// moe.metal
+bool moeShape(Contract& c, md_moe_params& p, uint32_t paramsIndex) {
+  if (!c.params(paramsIndex, "md_moe_params", p)) return false;
+  c.check(p.experts >= 1 && p.experts <= MD_MOE_MAX_EXPERTS,
+          "experts " + std::to_string(p.experts) + " is not from 1 to " + std::to_string(MD_MOE_MAX_EXPERTS));
+  c.check(p.used >= 1 && p.used <= p.experts && p.used <= MD_MOE_MAX_USED,
+          "used " + std::to_string(p.used) + " is not from 1 to experts and MD_MOE_MAX_USED (" +
+              std::to_string(MD_MOE_MAX_USED) + ")");
+  return true;
+}
+void moeRoute(Contract& c) {
+  md_moe_params p;
+  if (!moeShape(c, p, 1)) return;
+  c.check(c.threads() % 32 == 0, std::to_string(c.threads()) + " threads per threadgroup: expected whole SIMD groups");
+  c.check(c.groups() * (c.threads() / 32) >= p.count, "one SIMD group per token: too few threadgroups");
+  const uint64_t pairs = uint64_t(p.count) * p.used;
+  c.needs(0, 4 * uint64_t(p.count) * p.experts, "logits: count x experts floats");
+  c.needs(2, 4 * pairs, "ids: count x used");
+  c.needs(3, 4 * pairs, "weights: count x used floats");
+}
+void moeGroup(Contract& c) {
+  md_moe_params p;
+  if (!moeShape(c, p, 1)) return;
+  c.check(c.groups() * c.threads() >= p.experts, "one thread per expert: too few threads");
+  c.needs(0, 4 * uint64_t(p.count) * p.used, "ids: count x used");
+  c.needs(2, 4 * uint64_t(p.experts), "counts: one per expert");
+  c.needs(3, 4 * uint64_t(p.experts) * p.count, "pairs: count per expert");
+}
+void moeSum(Contract& c) {
+  md_moe_params p;
+  if (!moeShape(c, p, 2)) return;
+  const uint64_t pairs = uint64_t(p.count) * p.used;
+  c.needs(0, 4 * pairs * p.dim, "outputs: count x used x dim floats");
+  c.needs(1, 4 * pairs, "weights: count x used floats");
+  c.needs(3, 4 * uint64_t(p.count) * p.dim, "hidden: count x dim floats");
 }
 
 // embedding.metal: a vocab_size x dim table of `values`-value blocks of `blockBytes`.
@@ -419,7 +524,7 @@ void attentionMerge(Contract& c) {
 }
 
 // Each weight type's kernel suffix, values and bytes per block (the list
-// in md_blocks.h): an md_matvec_*, md_matvec_batch_*, md_matmul_*,
+// in md_blocks.h): an md_matvec_*, md_matvec_batch_*, md_matvec_id_*, md_matmul_*, md_matmul_id_*,
 // md_embed_rows_* and md_head_sample_* kernel each. Float rows may have any length, so their "block" here is one value
 // (the kernels read them 32 at a time, with a short last part).
 struct WeightBlocks {
@@ -467,6 +572,9 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
       {"md_attention_q8_0", [](Contract& c) { attention(c, kCacheQ8_0); }},
       {"md_attention_merge_f32", attentionMerge},
       {"md_exp_values", expValues},
+      {"md_moe_route_f32", moeRoute},
+      {"md_moe_group_u32", moeGroup},
+      {"md_moe_sum_f32", moeSum},
   };
   for (const WeightBlocks& w : kWeightBlocks) {
     all[std::string("md_matvec_") + w.suffix] = [w](Contract& c) { matvec(c, w.values, w.bytes, 1); };
@@ -475,6 +583,8 @@ std::map<std::string, std::function<void(Contract&)>> allContracts() {
     };
     all[std::string("md_embed_rows_") + w.suffix] = [w](Contract& c) { embedRows(c, w.values, w.bytes); };
     all[std::string("md_matmul_") + w.suffix] = [w](Contract& c) { matmul(c, w.values, w.bytes); };
+    all[std::string("md_matvec_id_") + w.suffix] = [w](Contract& c) { matvecId(c, w.values, w.bytes); };
+    all[std::string("md_matmul_id_") + w.suffix] = [w](Contract& c) { matmulId(c, w.values, w.bytes); };
     all[std::string("md_head_sample_") + w.suffix] = [w](Contract& c) { headSample(c, w.values, w.bytes, true); };
   }
   return all;

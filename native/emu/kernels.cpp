@@ -23,6 +23,7 @@
 #include "embedding.metal"
 #include "attention.metal"
 #include "matmul.metal"
+#include "moe.metal"
 
 namespace md::emu {
 namespace {
@@ -33,7 +34,8 @@ namespace {
 #define MD_WEIGHT_TYPE_KERNELS(NAME, suffix, id, values, bytes)                                \
   MD_EMULATED_KERNEL(md_matvec_##suffix), MD_EMULATED_KERNEL(md_matvec_batch_##suffix),        \
       MD_EMULATED_KERNEL(md_head_sample_##suffix), MD_EMULATED_KERNEL(md_embed_rows_##suffix), \
-      MD_EMULATED_KERNEL(md_matmul_##suffix),
+      MD_EMULATED_KERNEL(md_matmul_##suffix), MD_EMULATED_KERNEL(md_matvec_id_##suffix),       \
+      MD_EMULATED_KERNEL(md_matmul_id_##suffix),
 
 const EmulatedKernel kKernels[] = {
     MD_WEIGHT_TYPES(MD_WEIGHT_TYPE_KERNELS) MD_EMULATED_KERNEL(md_argmax_f16),
@@ -70,6 +72,9 @@ const EmulatedKernel kKernels[] = {
     MD_EMULATED_KERNEL(md_attention_f32),
     MD_EMULATED_KERNEL(md_attention_q8_0),
     MD_EMULATED_KERNEL(md_attention_merge_f32),
+    MD_EMULATED_KERNEL(md_moe_route_f32),
+    MD_EMULATED_KERNEL(md_moe_group_u32),
+    MD_EMULATED_KERNEL(md_moe_sum_f32),
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "emulated_device.h"
+#include "emulated_kernels.h"
 #include "float16.h"
 #include "kernel_contracts.h"
 #include "md_blocks.h"
@@ -23,30 +24,12 @@
 
 namespace {
 
-md::emu::EmulatedDevice& device() {
-  static md::emu::EmulatedDevice d;
-  return d;
-}
-
-std::shared_ptr<md::Buffer> buffer(const std::vector<float>& values) {
-  auto b = device().newBuffer(values.size() * 4);
-  std::memcpy(b->contents(), values.data(), values.size() * 4);
-  return b;
-}
-
-std::vector<float> contents(md::Buffer& b, size_t n) {
-  std::vector<float> out(n);
-  std::memcpy(out.data(), b.contents(), n * 4);
-  return out;
-}
-
-std::vector<float> normals(size_t n, uint32_t seed, float sigma) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, sigma);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+using md::testing::buffer;
+using md::testing::contents;
+using md::testing::device;
+using md::testing::floatBits;
+using md::testing::normals;
+using md::testing::runWith;
 
 // Runs `kernel` with buffers at [[buffer(0)]], [[buffer(1)]] (and (3)), the
 // params at [[buffer(2)]].
@@ -138,19 +121,6 @@ TEST(TransformerKernels, GegluMatchesTheCpu) {
   EXPECT_EQ(md::geluTanh(12.0f), 12.0f);
   EXPECT_EQ(md::geluTanh(-12.0f), 0.0f);
   EXPECT_NEAR(md::geluTanh(1.0f), 0.841192f, 1e-3f);
-}
-
-// Runs `kernel` with `buffers` and `params` at [[buffer(paramsIndex)]].
-template <class Params>
-void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
-             const Params& params, uint32_t groups, uint32_t threads) {
-  auto cb = device().newCommandBuffer();
-  cb->setPipeline(device().pipeline(kernel));
-  for (auto& [index, b] : buffers) cb->setBuffer(index, *b, 0);
-  cb->setBytes(paramsIndex, &params, sizeof params);
-  cb->dispatch(groups, threads);
-  cb->commit();
-  cb->wait();
 }
 
 // y = W x on the GPU against the dequantized rows' dot products in double.
@@ -260,12 +230,6 @@ TEST(TransformerKernels, MatvecMatchesTheDequantizedRowsForEveryTypeAlsoFused) {
 // The batch kernel gives each of its tokens the bits md_matvec_* gives
 // that token alone, in every mode, for every type: what lets speculative
 // verification on the GPU give the tokens of one-token decoding.
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
-}
-
 TEST(TransformerKernels, MatvecBatchGivesEachTokenTheBitsOfTheOneTokenKernel) {
   for (const TypeCase& t : kWeightTypes) {
     const std::string one = std::string("md_matvec_") + t.suffix, batch = std::string("md_matvec_batch_") + t.suffix;

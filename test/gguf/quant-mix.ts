@@ -1,9 +1,10 @@
 // quant-mix.ts: a quantization mix, the type each tensor of a file gets
 // when llama.cpp's llama-quantize writes it, so the benchmark can write the
 // mixes users download. Today Q4_K_M, as llama_tensor_get_type assigns it
-// for a dense (not mixture-of-experts) model without an importance matrix:
-// the LM head Q6_K (the embedding too when it is the head), attn_v and
-// ffn_down Q6_K in the layers use_more_bits picks, everything else Q4_K.
+// for a model without an importance matrix: the LM head Q6_K (the
+// embedding too when it is the head), attn_v and ffn_down (a mixture of
+// experts' ffn_down_exps too) Q6_K in the layers use_more_bits picks,
+// everything else Q4_K.
 import type { TypeName } from './dequantize.js';
 
 export type MixName = 'Q4_K_M';
@@ -24,7 +25,7 @@ export function mixType(mix: MixName, name: string, layers: number, tied: boolea
   switch (mix) {
     case 'Q4_K_M': {
       if (name === 'output.weight' || (tied && name === 'token_embd.weight')) return 'Q6_K';
-      const layer = /^blk\.(\d+)\.(attn_v|ffn_down)\.weight$/.exec(name);
+      const layer = /^blk\.(\d+)\.(attn_v|ffn_down|ffn_down_exps)\.weight$/.exec(name);
       if (layer !== null && useMoreBits(Number(layer[1]), layers)) return 'Q6_K';
       return 'Q4_K';
     }

@@ -40,6 +40,8 @@ export interface RandomModelSpec {
   tied?: boolean;
   /** llama only: a rope_freqs.weight tensor of llama3-style factors. Default false. */
   ropeFactors?: boolean;
+  /** Types for some matrices by their name in a layer ('ffn_up_exps'), over `type`: a file whose matrices mix types. */
+  typeOverrides?: Record<string, TypeName>;
   /** Spread of the logits, about. Default 3. */
   logitScale?: number;
   /** tokenizer.* metadata of a real vocabulary (real-vocab.ts); shape.vocab must be its size. Default: the synthetic byte-level one. */
@@ -152,8 +154,11 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
   const q = s.heads * s.headDim,
     kv = s.kvHeads * s.headDim;
   const tensors: GgufTensorSpec[] = [];
+  const typeOf = (name: string, tied: boolean): TypeName =>
+    spec.typeOverrides?.[name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')] ??
+    (isMix(spec.type) ? mixType(spec.type, name, s.layers, tied) : spec.type);
   const matrix = (name: string, cols: number, rows: number, sigma: number) => {
-    const type = isMix(spec.type) ? mixType(spec.type, name, s.layers, spec.tied ?? false) : spec.type;
+    const type = typeOf(name, spec.tied ?? false);
     const data = randomMatrix(type, cols, rows, sigma, next);
     // The 4 control tokens (end of text among them) get small logits, so
     // greedy runs are long: their LM-head rows are scaled down.
@@ -209,7 +214,7 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
         data: randomMatrix('F32', s.d, count, 4 / Math.sqrt(s.d), next),
       });
       const stacked = (name: string, cols: number, rows: number, sigma: number) => {
-        const type = isMix(spec.type) ? mixType(spec.type, name, s.layers, false) : spec.type;
+        const type = typeOf(name, false);
         tensors.push({ name, type: TYPE[type], dims: [cols, rows, count], data: randomMatrix(type, cols, rows * count, sigma, next) });
       };
       stacked(`${p}ffn_gate_exps.weight`, s.d, ffn, 1 / Math.sqrt(s.d));

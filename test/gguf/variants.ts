@@ -52,5 +52,5 @@ export function typesFor<T extends TypeName | MixName>(variant: VariantName, typ
   return VARIANTS[variant].arch === 'llama' ? [...types, ...LLAMA_ONLY_TYPES] : newerArchitectureTypes(variant, types);
 }
 
-/** The variants the GPU tables run: all but the mixture of experts (CPU only; the tables refuse it). */
-export const GPU_VARIANTS = (Object.keys(VARIANTS) as VariantName[]).filter((v) => VARIANTS[v].arch !== 'qwen3moe');
+/** The variants the GPU tables run: every one. */
+export const GPU_VARIANTS = Object.keys(VARIANTS) as VariantName[];

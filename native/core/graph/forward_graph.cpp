@@ -2,6 +2,7 @@
 // each graph family.
 #include "forward_graph.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -43,7 +44,8 @@ uint64_t activationWidth(const ModelConfig& c, Activation a) {
     case Activation::K:
     case Activation::V: return uint64_t(c.headCountKv) * c.headDim;
     case Activation::Gate:
-    case Activation::Up: return c.ffnLength;
+    case Activation::Up:  // a mixture of experts: a row per chosen expert
+      return std::max<uint64_t>(c.ffnLength, uint64_t(c.expertUsedCount) * c.expertFfnLength);
   }
   return 0;
 }

@@ -28,8 +28,8 @@ enum class Activation : uint8_t {
   K,         // headCountKv * headDim
   V,         // headCountKv * headDim
   Attended,  // attention's output: headCount * headDim
-  Gate,      // ffnLength (SwiGLU's output too)
-  Up,        // ffnLength
+  Gate,      // ffnLength (SwiGLU's output too); a mixture of experts: expertUsedCount x expertFfnLength
+  Up,        // as Gate
   Branch,    // a sublayer's output before its residual add (gemma's post-norms): embeddingLength
 };
 constexpr int kActivationCount = 9;

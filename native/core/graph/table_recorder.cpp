@@ -68,9 +68,7 @@ class Recorder {
         case OpKind::SwiGlu: rowsKernel("md_swiglu_f32", op); break;
         case OpKind::GeGlu: rowsKernel("md_geglu_f32", op); break;
         case OpKind::AddResidual: rowsKernel("md_add_f32", op); break;
-        case OpKind::MoeFfn:
-          throw std::invalid_argument("the GPU tables do not run mixture-of-experts layers yet (" + op.label +
-                                      "): this model runs on the CPU (backend 'native')");
+        case OpKind::MoeFfn: moe(op); break;
         case OpKind::OutputNorm:
           if (o_.logits == LogitRows::None) return std::move(out_);
           add(rmsNorm("md_rms_norm_f32", op.label, activationName(op.in), op.weight, activationName(op.out), op.width,
@@ -165,20 +163,7 @@ class Recorder {
     const std::string x = activationName(op.in);
     const std::vector<Matrix> outputs = matrices(op);
     if (!matrixVector()) {
-      for (const Matrix& m : outputs) {
-        RecordedCommand c = command("md_matmul_" + m.suffix, m.label);
-        c.buffers = {{0, m.tensor, m.tensorOffset}, {1, x, 0}, {3, m.out, 0}};
-        md_matmul_params p{};
-        p.rows = m.rows;
-        p.cols = op.width;
-        p.count = o_.count;
-        p.accumulate = op.accumulate ? 1 : 0;
-        c.paramsIndex = 2;
-        c.params = bytesOf(p);
-        c.threadgroups = ceilDiv(m.rows, MD_MATMUL_ROWS) * ceilDiv(o_.count, MD_MATMUL_TOKENS);
-        c.threadsPerThreadgroup = MD_MATMUL_THREADS;
-        add(std::move(c));
-      }
+      for (const Matrix& m : outputs) matmul(x, op.width, m, op.accumulate);
     } else {
       // Runs of up to three matrices of one type, in order (files may mix
       // types, e.g. Q6_K for V).
@@ -201,6 +186,22 @@ class Recorder {
       grid(c, uint64_t(p.rows) * o_.count, 256);
       add(std::move(c));
     }
+  }
+
+  // Y (+)= X W^T for the batch: one dispatch of tiles.
+  void matmul(const std::string& x, uint32_t cols, const Matrix& m, bool accumulate) {
+    RecordedCommand c = command("md_matmul_" + m.suffix, m.label);
+    c.buffers = {{0, m.tensor, m.tensorOffset}, {1, x, 0}, {3, m.out, 0}};
+    md_matmul_params p{};
+    p.rows = m.rows;
+    p.cols = cols;
+    p.count = o_.count;
+    p.accumulate = accumulate ? 1 : 0;
+    c.paramsIndex = 2;
+    c.params = bytesOf(p);
+    c.threadgroups = ceilDiv(m.rows, MD_MATMUL_ROWS) * ceilDiv(o_.count, MD_MATMUL_TOKENS);
+    c.threadsPerThreadgroup = MD_MATMUL_THREADS;
+    add(std::move(c));
   }
 
   // The tokens' rows of x in runs of up to MD_MATVEC_BATCH: one dispatch each.
@@ -239,6 +240,129 @@ class Recorder {
       c.threadsPerThreadgroup = 128;
       add(std::move(c));
     }
+  }
+
+  // A mixture of experts (moe.metal's order): the router's logits, the
+  // choice per token, each (token, slot) pair's expert FFN, the weighted
+  // sum into the residual. One token and verification rows take the
+  // indexed matrix-vector kernels (each pair a one-token step's bits); a
+  // prefill batch groups the pairs by expert for the matrix-matrix kernels.
+  void moe(const GraphOp& op) {
+    const uint32_t experts = c_.expertCount, used = c_.expertUsedCount, pairs = o_.count * used;
+    if (experts > MD_MOE_MAX_EXPERTS || used > MD_MOE_MAX_USED)
+      throw std::invalid_argument("expertCount " + std::to_string(experts) + " and expertUsedCount " +
+                                  std::to_string(used) + ": the GPU tables choose up to " +
+                                  std::to_string(MD_MOE_MAX_USED) + " of up to " + std::to_string(MD_MOE_MAX_EXPERTS) +
+                                  " experts (" + op.label + "); this model runs on the CPU (backend 'native')");
+    const std::string x = activationName(op.in);
+    const Matrix router{op.label + " router", tensorName(op.weight), suffixOf(g_.tensor(op.weight).type),
+                        "routerLogits", experts};
+    if (matrixVector())
+      matvec(x, op.width, {router}, MD_MATVEC_STORE, o_.count);
+    else
+      matmul(x, op.width, router, false);
+    md_moe_params moe{};
+    moe.experts = experts;
+    moe.used = used;
+    moe.count = o_.count;
+    moe.dim = c_.embeddingLength;
+    RecordedCommand route = command("md_moe_route_f32", op.label + " choice");
+    route.buffers = {{0, "routerLogits", 0}, {2, "expertIds", 0}, {3, "expertWeights", 0}};
+    route.paramsIndex = 1;
+    route.params = bytesOf(moe);
+    grid(route, uint64_t(o_.count) * 32, 128);  // a SIMD group per token
+    add(std::move(route));
+
+    const Projection &gate = op.projections[0], &up = op.projections[1], &down = op.projections[2];
+    const Activation gateOut = Activation::Gate, upOut = Activation::Up;
+    const bool fused = g_.tensor(gate.weight).type == g_.tensor(up.weight).type;
+    if (matrixVector()) {
+      if (fused) {
+        expertMatvec(MD_MATVEC_SWIGLU, gate, &up, x, false, activationName(gateOut), pairs);
+      } else {
+        expertMatvec(MD_MATVEC_STORE, gate, nullptr, x, false, activationName(gateOut), pairs);
+        expertMatvec(MD_MATVEC_STORE, up, nullptr, x, false, activationName(upOut), pairs);
+      }
+    } else {
+      RecordedCommand group = command("md_moe_group_u32", op.label + " grouped by expert");
+      group.buffers = {{0, "expertIds", 0}, {2, "expertCounts", 0}, {3, "expertPairs", 0}};
+      group.paramsIndex = 1;
+      group.params = bytesOf(moe);
+      grid(group, experts, 64);
+      add(std::move(group));
+      expertMatmul(gate, x, false, activationName(gateOut));
+      expertMatmul(up, x, false, activationName(upOut));
+    }
+    if (!matrixVector() || !fused) {
+      RecordedCommand swiglu = command("md_swiglu_f32", op.label + " SwiGLU");
+      swiglu.buffers = {{0, activationName(gateOut), 0}, {1, activationName(upOut), 0}};
+      swiglu.paramsIndex = 2;
+      swiglu.params = rowsParams(gate.rows, pairs, 0, false);
+      grid(swiglu, uint64_t(gate.rows) * pairs, 256);
+      add(std::move(swiglu));
+    }
+    if (matrixVector())
+      expertMatvec(MD_MATVEC_STORE, down, nullptr, activationName(gateOut), true, "expertOutputs", pairs);
+    else
+      expertMatmul(down, activationName(gateOut), true, "expertOutputs");
+
+    RecordedCommand sum = command("md_moe_sum_f32", op.label + " weighted sum");
+    sum.buffers = {{0, "expertOutputs", 0}, {1, "expertWeights", 0}, {3, activationName(op.out), 0}};
+    sum.paramsIndex = 2;
+    sum.params = bytesOf(moe);
+    grid(sum, uint64_t(o_.count) * c_.embeddingLength, 256);
+    add(std::move(sum));
+  }
+
+  // One expert's matrix of a stacked tensor, in bytes.
+  uint64_t expertBytes(const Projection& p) const {
+    const TensorDecl& t = g_.tensor(p.weight);
+    return uint64_t(p.rows) * rowBytes(tensorTypeInfo(t.type), t.cols);
+  }
+
+  // Each pair's rows of `p` (SwiGLU: with `up`) on its expert's matrix.
+  void expertMatvec(uint32_t mode, const Projection& p, const Projection* up, const std::string& x, bool xPerPair,
+                    const std::string& y, uint32_t pairs) {
+    const TensorDecl& t = g_.tensor(p.weight);
+    RecordedCommand c = command("md_matvec_id_" + suffixOf(t.type), up ? p.label + " + " + up->label : p.label);
+    const std::string w1 = up ? tensorName(up->weight) : tensorName(p.weight);
+    c.buffers = {{0, tensorName(p.weight), 0}, {1, x, 0}, {3, y, 0}, {4, w1, 0}, {5, "expertIds", 0}};
+    md_matvec_id_params params{};
+    params.cols = uint32_t(t.cols);
+    params.mode = mode;
+    params.rows = p.rows;
+    params.pairs = pairs;
+    params.used = c_.expertUsedCount;
+    params.x_per_pair = xPerPair ? 1 : 0;
+    params.experts = c_.expertCount;
+    params.expert_bytes = uint32_t(expertBytes(p));
+    c.linePhases.push_back({uint32_t(offsetof(md_matvec_id_params, line_phases)), 0});
+    if (up) c.linePhases.push_back({uint32_t(offsetof(md_matvec_id_params, line_phases)) + 1, 4});
+    c.paramsIndex = 2;
+    c.params = bytesOf(params);
+    c.threadsPerThreadgroup = 128;
+    c.threadgroups = pairs * MD_MATVEC_ID_GROUPS(p.rows, c.threadsPerThreadgroup / 32);
+    add(std::move(c));
+  }
+
+  // `p` for every expert over the pairs md_moe_group_u32 listed for it.
+  void expertMatmul(const Projection& p, const std::string& x, bool xPerPair, const std::string& y) {
+    const TensorDecl& t = g_.tensor(p.weight);
+    RecordedCommand c = command("md_matmul_id_" + suffixOf(t.type), p.label);
+    c.buffers = {{0, tensorName(p.weight), 0}, {1, x, 0}, {3, y, 0}, {4, "expertCounts", 0}, {5, "expertPairs", 0}};
+    md_matmul_id_params params{};
+    params.rows = p.rows;
+    params.cols = uint32_t(t.cols);
+    params.count = o_.count;
+    params.used = c_.expertUsedCount;
+    params.x_per_pair = xPerPair ? 1 : 0;
+    params.experts = c_.expertCount;
+    params.expert_bytes = uint32_t(expertBytes(p));
+    c.paramsIndex = 2;
+    c.params = bytesOf(params);
+    c.threadgroups = c_.expertCount * ceilDiv(p.rows, MD_MATMUL_ROWS) * ceilDiv(o_.count, MD_MATMUL_TOKENS);
+    c.threadsPerThreadgroup = MD_MATMUL_THREADS;
+    add(std::move(c));
   }
 
   void rope(const GraphOp& op) {
@@ -370,6 +494,15 @@ std::vector<std::pair<std::string, uint64_t>> forwardBuffers(const ModelConfig& 
     buffers.emplace_back(activationName(Activation(a)), batch * activationWidth(c, Activation(a)) * 4);
   buffers.emplace_back("partials",
                        batch * c.headCount * attentionSplits * (MD_ATTENTION_PARTIAL_FLOATS(c.headDim)) * 4);
+  if (c.expertCount > 0) {
+    const uint64_t pairs = batch * c.expertUsedCount;
+    buffers.emplace_back("routerLogits", batch * c.expertCount * 4);
+    buffers.emplace_back("expertIds", pairs * 4);
+    buffers.emplace_back("expertWeights", pairs * 4);
+    buffers.emplace_back("expertCounts", uint64_t(c.expertCount) * 4);
+    buffers.emplace_back("expertPairs", uint64_t(c.expertCount) * batch * 4);
+    buffers.emplace_back("expertOutputs", pairs * c.embeddingLength * 4);
+  }
   const uint64_t cacheBytes =
       uint64_t(contextSize) * rowBytes(tensorTypeInfo(cacheType), uint64_t(c.headCountKv) * c.headDim);
   for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
