@@ -76,14 +76,14 @@ describe('the command', () => {
     expect(json.tokenizer.vocabulary).toBe(151_669);
   });
 
-  test('inspect: a mixture-of-experts file runs on the CPU, and says why not on the GPU tables', async () => {
+  test('inspect: a mixture-of-experts file, its experts, and every native backend', async () => {
     const path = join(dir, 'qwen3moe.gguf');
     await writeRandomModel(path, variantSpec('qwen3moe', 'Q8_0'));
     const json = JSON.parse((await runCli('inspect', path, '--json')).stdout);
     expect(json.config).toMatchObject({ expertCount: 8, expertUsedCount: 2 });
     const backends = Object.fromEntries(json.backends.map((b: { name: string }) => [b.name, b]));
     expect(backends.native.available).toBe(true);
-    expect(backends.emulated).toEqual({ name: 'emulated', available: false, reason: 'the GPU tables do not run mixture-of-experts layers yet' });
+    expect(backends.emulated).toEqual({ name: 'emulated', available: true });
   });
 
   test('complete: the continuation of a prompt, streamed', async () => {

@@ -51,14 +51,11 @@ export async function inspectCommand(argv: string[], stdout: Output): Promise<nu
       tokenizer: { vocabulary: model.vocabSize, bosToken: model.bosToken, eosTokens: model.eosTokens },
       chatTemplate: model.chatTemplate !== undefined,
       tensors: Object.fromEntries(byType),
-      // The forward pass runs on the GPU tables (metal, emulated) or the CPU (native); js has no transformer; the GPU
-      // tables do not run a mixture of experts.
+      // The forward pass runs on the GPU tables (metal, emulated) or the CPU (native); js has no transformer.
       backends: getBackends().map((b) =>
         b.name === 'js'
           ? { name: b.name, available: false, reason: "a GGUF model's forward pass is native code; there is no TypeScript transformer" }
-          : b.name !== 'native' && info.config.expertCount > 0
-            ? { name: b.name, available: false, reason: 'the GPU tables do not run mixture-of-experts layers yet' }
-            : { name: b.name, available: b.available, ...(!b.available && { reason: b.reason.split('\n')[0] }) },
+          : { name: b.name, available: b.available, ...(!b.available && { reason: b.reason.split('\n')[0] }) },
       ),
       autoContext: auto,
     };
