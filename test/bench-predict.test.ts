@@ -128,8 +128,11 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   });
   // qwen3 normalises Q and K per head: one more dispatch per layer than llama.
   const layers = tinyShape('qwen3', 'Q4_0').layers;
-  expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: layers, qkNorm: true }).length);
-  expect(plannedDispatches({ blockCount: 3, qkNorm: true }).length - plannedDispatches({ blockCount: 3, qkNorm: false }).length).toBe(3);
+  expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: layers, qkNorm: true, expertCount: 0 }).length);
+  expect(
+    plannedDispatches({ blockCount: 3, qkNorm: true, expertCount: 0 }).length -
+      plannedDispatches({ blockCount: 3, qkNorm: false, expertCount: 0 }).length,
+  ).toBe(3);
   // Today's table: the embedding; per layer the norm, Q/K/V (one dispatch),
   // the two Q/K head norms, RoPE of Q and K, the KV write, the attention,
   // the output projection (+ residual), the FFN norm, gate/up/SwiGLU (one)
@@ -146,6 +149,36 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   expect(tables.stdout).toContain('Per kernel on M1, one token');
   const m4 = await runCli('bench', 'predict', '--model', tied, '--chip', 'M4 Pro');
   expect(m4.stdout).toContain('Per kernel on M4 Pro, one token');
+});
+
+// A mixture of experts: a token reads the chosen experts' share of each
+// stacked tensor (2 of 8 here), through the indexed kernels, whose counts
+// per weight byte are the plain kernel's; the router's choice and the
+// weighted sum are row kernels.
+it("qwen3moe: the token's bytes and the indexed kernels' are the chosen experts' share of the stacked tensors", async () => {
+  const path = join(dir, 'qwen3moe-q8_0.gguf');
+  await writeRandomModel(path, variantSpec('qwen3moe', 'Q8_0', 1));
+  const s = tinyShape('qwen3moe', 'Q8_0');
+  const e = s.experts!;
+  const share = e.used / e.count;
+  const r = await predict(path, 64);
+  // One layer's experts: gate and up (ffn rows of d) and down (d rows of ffn), each expert.
+  const experts = e.count * (2 * rowBytes('Q8_0', s.d) * e.ffn + rowBytes('Q8_0', e.ffn) * s.d);
+  const indexed = r.kernels.find((k) => k.kernel === 'md_matvec_id_q8_0')!;
+  expect(indexed.dispatches).toBe(2 * s.layers); // gate + up + SwiGLU, then down
+  const counts = kernelCounts();
+  const perByte = counts.matvec.types.q8_0!.weightBytesFetched / counts.matvec.types.q8_0!.weightBytes;
+  expect(indexed.memoryBytes).toBeCloseTo(s.layers * experts * share * perByte, 3);
+  // The whole token: per layer the attention's matrices, the norms, the F32 router and the chosen experts; the
+  // output norm, one embedding row and the (untied) LM head.
+  const q = s.heads * s.headDim,
+    kv = s.kvHeads * s.headDim;
+  const layer = rowBytes('Q8_0', s.d) * (q + 2 * kv) + rowBytes('Q8_0', q) * s.d + 4 * (2 * s.d + 2 * s.headDim) + 4 * s.d * e.count;
+  const head = rowBytes('Q8_0', s.d) * s.vocab;
+  expect(r.cost.weightBytes).toBeCloseTo(s.layers * (layer + experts * share) + 4 * s.d + rowBytes('Q8_0', s.d) + head, 3);
+  expect(r.cost.dispatches).toBe(plannedDispatches({ blockCount: s.layers, qkNorm: true, expertCount: e.count }).length);
+  // Per layer: the router's matrix-vector dispatch, the choice, two indexed dispatches and the sum.
+  expect(r.kernels.find((k) => k.kernel === 'md_matvec_f32')?.dispatches).toBe(s.layers);
 });
 
 // The arithmetic the counts give each matrix-vector kernel, per weight

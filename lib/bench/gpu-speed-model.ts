@@ -88,7 +88,12 @@ export interface PredictResult {
 }
 
 /** The one-token pass as the dispatch table will run it: one command per entry (fused where one kernel can read both). */
-export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' | 'qkNorm'>): string[] {
+export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' | 'qkNorm' | 'expertCount'>): string[] {
+  // A mixture of experts: the router, its choice, the chosen experts' rows (indexed), their weighted sum.
+  const ffn =
+    config.expertCount > 0
+      ? ['router logits', 'expert choice', 'gate/up experts + SwiGLU (indexed)', 'down experts (indexed)', 'weighted sum + residual']
+      : ['gate/up projections + SwiGLU', 'down projection + residual'];
   const layer = [
     'attention norm',
     'Q/K/V projections (one kernel, three matrices)',
@@ -98,8 +103,7 @@ export function plannedDispatches(config: Pick<NativeModelConfig, 'blockCount' |
     'attention: the reduction',
     'output projection + residual',
     'FFN norm',
-    'gate/up projections + SwiGLU',
-    'down projection + residual',
+    ...ffn,
   ];
   return ['embedding row', ...Array.from({ length: config.blockCount }, () => layer).flat(), 'output norm', 'LM head', 'sampler'];
 }
@@ -122,7 +126,9 @@ export function tokenCost(
   const tied = !tensors.some((t) => t.name === 'output.weight');
   let weightBytes = 0;
   for (const t of tensors) {
-    const bytes = bytesOf(types, t.type, t.dims);
+    // Of the stacked experts' tensors a token reads the chosen experts' matrices only.
+    const share = t.name.endsWith('_exps.weight') ? config.expertUsedCount / config.expertCount : 1;
+    const bytes = bytesOf(types, t.type, t.dims) * share;
     if (t.name !== 'token_embd.weight') weightBytes += bytes;
     else weightBytes += (tied ? bytes : 0) + bytes / config.vocabSize; // the LM head when tied, and one row
   }
@@ -207,6 +213,7 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
       headDim: config.headDim,
       context: s.context,
       tensorBytes,
+      expertShare: config.expertCount > 0 ? config.expertUsedCount / config.expertCount : 1,
       head:
         headTensor === undefined || headType?.kernelSuffix == null
           ? undefined

@@ -16,8 +16,10 @@
 //           up to attentionGroup query heads);
 //   dispatches  DISPATCH_US each.
 // The row kernels (norms, RoPE, the KV store, adds, the embedding row,
-// the attention merge) move a few KB of activations each: their time is
-// their dispatches'.
+// the attention merge, a mixture of experts' choice and weighted sum) move
+// a few KB of activations each: their time is their dispatches'. The
+// indexed matrix-vector kernels (md_matvec_id_*) read the chosen experts'
+// share of their stacked tensors, at the plain kernel's counts per byte.
 import type { NativeRecordedCommand } from '../native/contract.js';
 import { aluOpsPerSecond, DISPATCH_US, l1BytesPerSecond, type AppleChip } from './apple-chips.js';
 import type { KernelCounts } from './kernel-counts.js';
@@ -58,6 +60,8 @@ export interface TokenShape {
   context: number;
   /** A tensor's bytes, by GGUF name. */
   tensorBytes: (name: string) => number;
+  /** The share of a stacked experts' tensor a token reads (experts used / experts): the indexed kernels read that much. */
+  expertShare: number;
   /** The fused head: its tensor's kernel suffix and bytes, and the dispatches it adds. */
   head?: { suffix: string; bytes: number; dispatches: number };
 }
@@ -114,11 +118,13 @@ export function kernelCosts(
   // (counted at 4 query heads per KV head, Llama-3.2-1B's group).
   const attentionUnit = a.kvHeads * a.kvLength * a.headDim;
   for (const command of commands) {
-    const matvec = /^md_matvec_(?:batch_)?(.+)$/.exec(command.kernel);
+    // md_matvec_id_*: each chosen expert's rows are md_matvec_*'s, so the plain kernel's counts per weight byte.
+    const matvec = /^md_matvec_(batch_|id_)?(.+)$/.exec(command.kernel);
     if (matvec !== null) {
       const tensors = new Set(command.buffers.filter((b) => b.buffer.startsWith('tensor:')).map((b) => b.buffer.slice('tensor:'.length)));
-      const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name), 0);
-      add(matvecCost(counts, opsPerByte, command.kernel, matvec[1]!, weightBytes));
+      const share = matvec[1] === 'id_' ? shape.expertShare : 1;
+      const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name) * share, 0);
+      add(matvecCost(counts, opsPerByte, command.kernel, matvec[2]!, weightBytes));
     } else if (command.kernel === a.kernel) {
       const unit = shape.headCountKv * shape.context * shape.headDim;
       // Each KV head's positions once per pass of up to attentionGroup of its query heads.

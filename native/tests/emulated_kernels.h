@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dispatch_table.h"
 #include "emulated_device.h"
 
 namespace md::testing {
@@ -56,6 +57,20 @@ void runWith(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> b
   cb->dispatch(groups, threads);
   cb->commit();
   cb->wait();
+}
+
+// A command of `kernel` with buffers {index, buffer} and params at
+// [[buffer(paramsIndex)]], for a contract to check.
+template <class Params>
+md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
+                        const Params& params) {
+  md::DispatchCmd cmd;
+  cmd.pipeline = &device().pipeline(kernel);
+  for (auto& [index, b] : buffers) cmd.buffers[cmd.bufferCount++] = md::BufferBinding{b, 0, index};
+  std::memcpy(cmd.params, &params, sizeof params);
+  cmd.paramsSize = sizeof params;
+  cmd.paramsIndex = paramsIndex;
+  return cmd;
 }
 
 }  // namespace md::testing

@@ -3,11 +3,15 @@
 // kernels: every weight byte read exactly once, y written once.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
+
 #include "attention_counts.h"
 #include "count_dispatch.h"
 #include "emulated_device.h"
 #include "matmul_counts.h"
 #include "matvec_counts.h"
+#include "md_transformer.h"
 #include "quant/tensor_types.h"
 #include "random_weights.h"
 
@@ -130,6 +134,37 @@ TEST(KernelCounters, TheMatvecLoadsWholeLinesWhereverTheMatrixStartsInOne) {
       EXPECT_EQ(c.weights.linesLoaded, c.weights.loadInstructions) << t.suffix << " at " << phase;
       EXPECT_GE(double(c.weights.bytesFetched), 0.9 * 128 * double(c.weights.linesLoaded))
           << t.suffix << " at " << phase;
+    }
+  }
+}
+
+// A mixture of experts' decode reads only the experts the router chose:
+// one token choosing experts 5 and 2 of 8 (SwiGLU: the gate's and the up's
+// stacked tensors) fetches each chosen expert's bytes exactly once and no
+// other expert's. 61 rows: the experts start at other places in their
+// lines (the kernel's line phases follow them).
+TEST(KernelCounters, TheIndexedMatvecFetchesTheChosenExpertsOnceAndNoOthers) {
+  md::emu::EmulatedDevice counted(nullptr, 0, 1);
+  for (const TypeCase& t : kWeightTypes) {
+    const uint32_t experts = 8, rows = 61, cols = 1024, pairs = 2;
+    const auto gateBytes = randomRows(t.type, experts * rows, cols, 5),
+               upBytes = randomRows(t.type, experts * rows, cols, 6);
+    const uint32_t expertBytes = uint32_t(gateBytes.size() / experts);
+    auto gate = counted.newBuffer(gateBytes.size()), up = counted.newBuffer(upBytes.size());
+    std::memcpy(gate->contents(), gateBytes.data(), gateBytes.size());
+    std::memcpy(up->contents(), upBytes.data(), upBytes.size());
+    auto x = counted.newBuffer(4 * cols), y = counted.newBuffer(4 * pairs * rows), ids = counted.newBuffer(4 * pairs);
+    const uint32_t chosen[pairs] = {5, 2};
+    std::memcpy(ids->contents(), chosen, sizeof chosen);
+    const md_matvec_id_params p{cols, MD_MATVEC_SWIGLU, rows, pairs, pairs, 0, experts, expertBytes, 0, 0};
+    const AccessCounts c = countDispatch(counted, std::string("md_matvec_id_") + t.suffix,
+                                         {{0, gate.get()}, {1, x.get()}, {3, y.get()}, {4, up.get()}, {5, ids.get()}},
+                                         2, &p, sizeof p, pairs * MD_MATVEC_ID_GROUPS(rows, 4), 128);
+    ASSERT_EQ(c.buffers.size(), 5u) << t.suffix;
+    for (size_t matrix : {size_t(0), size_t(3)}) {  // the gate and the up, in binding order
+      EXPECT_EQ(c.buffers[matrix].distinctBytesRead, uint64_t(pairs) * expertBytes) << t.suffix;
+      EXPECT_EQ(c.buffers[matrix].bytesFetched, uint64_t(pairs) * expertBytes) << t.suffix;
+      EXPECT_EQ(c.buffers[matrix].linesLoaded, c.buffers[matrix].loadInstructions) << t.suffix << ": a line per load";
     }
   }
 }

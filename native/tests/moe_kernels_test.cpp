@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emulated_kernels.h"
+#include "kernel_contracts.h"
 #include "md_transformer.h"
 #include "random_weights.h"
 #include "transformer/moe_ffn.h"
@@ -21,6 +22,7 @@
 namespace {
 
 using md::testing::buffer;
+using md::testing::command;
 using md::testing::contents;
 using md::testing::device;
 using md::testing::floatBits;
@@ -243,6 +245,70 @@ TEST(MoeKernels, TheGroupedMatmulGivesEachExpertsPairsTheBitsOfItsMatrixAlone) {
       }
     }
   }
+}
+
+// The contracts name what a table got wrong: an expert's size that is not
+// its rows', a buffer too small for the experts or the pairs, a grid too
+// small for the pairs, a router asked for more experts than it holds.
+TEST(MoeKernels, ContractsNameTheExpertsSizeTheBuffersAndTheGrid) {
+  const uint32_t rows = 8, cols = 64, expertBytes = rows * 2 * 18;  // Q4_0: 2 blocks of 18 bytes per row
+  auto w = device().newBuffer(4 * expertBytes), x = device().newBuffer(4 * 2 * cols),
+       y = device().newBuffer(4 * 2 * rows), ids = device().newBuffer(4 * 2), one = device().newBuffer(4);
+  const std::vector<std::pair<uint32_t, md::Buffer*>> bound = {
+      {0, w.get()}, {1, x.get()}, {3, y.get()}, {4, one.get()}, {5, ids.get()}};
+  auto mv = command("md_matvec_id_q4_0", bound, 2,
+                    md_matvec_id_params{cols, MD_MATVEC_STORE, rows, 2, 2, 1, 4, expertBytes, 0, 0});
+  mv.threadgroups = 2;
+  mv.threadsPerThreadgroup = 128;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0), "");
+  mv.threadgroups = 1;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_id_q4_0: 1 threadgroups: expected at least 2, MD_MATVEC_ID_GROUPS(rows, SIMD groups) per pair");
+  mv = command("md_matvec_id_q4_0", bound, 2,
+               md_matvec_id_params{cols, MD_MATVEC_STORE, rows, 2, 2, 1, 4, expertBytes - 4, 0, 0});
+  mv.threadgroups = 2;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_id_q4_0: expert_bytes is 284, but one expert's rows x cols is 288 bytes");
+  mv = command("md_matvec_id_q4_0", bound, 2,
+               md_matvec_id_params{cols, MD_MATVEC_STORE, rows, 2, 2, 1, 5, expertBytes, 0, 0});
+  mv.threadgroups = 2;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_id_q4_0: buffer 0 (w: experts x expert_bytes) needs 1440 bytes from byte 0, but the buffer has "
+            "1152");
+  mv = command("md_matvec_id_q4_0", bound, 2,
+               md_matvec_id_params{cols, MD_MATVEC_STORE, rows, 3, 2, 1, 4, expertBytes, 0, 0});
+  mv.threadgroups = 3;
+  EXPECT_EQ(md::kernelContractProblem(mv, mv.params, 0),
+            "md_matvec_id_q4_0: pairs 3 is not a whole number of tokens of used 2 of 4 experts");
+
+  auto counts = device().newBuffer(4 * 4), pairs = device().newBuffer(4 * 4);
+  auto mm =
+      command("md_matmul_id_q4_0", {{0, w.get()}, {1, x.get()}, {3, y.get()}, {4, counts.get()}, {5, pairs.get()}}, 2,
+              md_matmul_id_params{rows, cols, 1, 2, 1, 4, expertBytes, 0});
+  mm.threadgroups = 4;
+  mm.threadsPerThreadgroup = MD_MATMUL_THREADS;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0), "");
+  mm.threadgroups = 1;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
+            "md_matmul_id_q4_0: 1 threadgroups: expected experts x tiles of 64 rows x 32 tokens, 4");
+  mm = command("md_matmul_id_q4_0", {{0, w.get()}, {1, x.get()}, {3, y.get()}, {4, counts.get()}, {5, pairs.get()}}, 2,
+               md_matmul_id_params{rows, cols, 2, 2, 1, 4, expertBytes, 0});
+  mm.threadgroups = 4;
+  mm.threadsPerThreadgroup = MD_MATMUL_THREADS;
+  EXPECT_EQ(md::kernelContractProblem(mm, mm.params, 0),
+            "md_matmul_id_q4_0: buffer 1 (x: count x used x cols floats) needs 1024 bytes from byte 0, but the buffer "
+            "has 512");
+
+  auto logits = device().newBuffer(4 * 8);
+  auto route =
+      command("md_moe_route_f32", {{0, logits.get()}, {2, ids.get()}, {3, ids.get()}}, 1, md_moe_params{8, 9, 1, 0});
+  route.threadsPerThreadgroup = 32;
+  EXPECT_EQ(md::kernelContractProblem(route, route.params, 0),
+            "md_moe_route_f32: used 9 is not from 1 to experts and MD_MOE_MAX_USED (16)");
+  route = command("md_moe_route_f32", {{0, logits.get()}, {2, ids.get()}, {3, ids.get()}}, 1,
+                  md_moe_params{MD_MOE_MAX_EXPERTS + 1, 2, 1, 0});
+  route.threadsPerThreadgroup = 32;
+  EXPECT_EQ(md::kernelContractProblem(route, route.params, 0), "md_moe_route_f32: experts 257 is not from 1 to 256");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 namespace {
 
 using md::testing::buffer;
+using md::testing::command;
 using md::testing::contents;
 using md::testing::device;
 using md::testing::floatBits;
@@ -648,19 +649,6 @@ TEST(TransformerKernels, KvStoreAndAttentionMatchAReferenceForGroupedHeads) {
       }
     }
   }
-}
-
-// A command of `kernel` with buffers {index, buffer} and params at [[buffer(paramsIndex)]].
-template <class Params>
-md::DispatchCmd command(const char* kernel, std::vector<std::pair<uint32_t, md::Buffer*>> buffers, uint32_t paramsIndex,
-                        const Params& params) {
-  md::DispatchCmd cmd;
-  cmd.pipeline = &device().pipeline(kernel);
-  for (auto& [index, b] : buffers) cmd.buffers[cmd.bufferCount++] = md::BufferBinding{b, 0, index};
-  std::memcpy(cmd.params, &params, sizeof params);
-  cmd.paramsSize = sizeof params;
-  cmd.paramsIndex = paramsIndex;
-  return cmd;
 }
 
 // The contract refuses a threadgroup that is not whole SIMD groups, or is

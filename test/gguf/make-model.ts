@@ -63,6 +63,22 @@ export const SHAPES: Record<string, { arch: ArchName; shape: ModelShape; tied: b
     tied: false,
     ropeFactors: false,
   },
+  // All 48 of its layers: for `bench predict` (which maps the file and reads its header) and the GPU tables; 17 GB.
+  'qwen3-30b-a3b': {
+    arch: 'qwen3moe',
+    shape: {
+      vocab: 151936,
+      d: 2048,
+      layers: 48,
+      heads: 32,
+      kvHeads: 4,
+      headDim: 128,
+      ff: 6144,
+      experts: { count: 128, used: 8, ffn: 768 },
+    },
+    tied: false,
+    ropeFactors: false,
+  },
   // The same layers with a dense FFN of the 8 experts' size (8 x 768): what reading only the chosen experts
   // should cost per token.
   'qwen3-30b-a3b-8-layers-dense': {

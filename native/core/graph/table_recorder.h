@@ -10,7 +10,10 @@
 // the batch form for several rows (each row the bits of a one-token
 // step), gate + up + SwiGLU fused into one; a prefill batch takes the
 // matrix-matrix kernels. Attention is split over `attentionSplits`
-// threadgroups per (token, head) with a merge after.
+// threadgroups per (token, head) with a merge after. A mixture of experts
+// (metal/md_transformer.h's md_moe_params) takes the router's kernel, the
+// choice per token, the indexed kernels on the chosen experts (a prefill's
+// pairs grouped by expert first) and the weighted sum.
 #pragma once
 #include <cstdint>
 #include <string>
