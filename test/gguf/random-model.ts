@@ -48,6 +48,9 @@ export interface RandomModelSpec {
   vocabulary?: Record<string, GgufValue>;
 }
 
+/** Stacked expert tensors larger than this are generated as they are written (random-model's `stacked`). */
+const STREAMED_TENSOR_BYTES = 64 * 1024 * 1024;
+
 /** The seeded generator of the benchmark's rows (mulberry32): the same numbers on every machine. */
 export const rng = seededRandom;
 
@@ -215,7 +218,23 @@ export function modelTensors(spec: RandomModelSpec): { metadata: Record<string, 
       });
       const stacked = (name: string, cols: number, rows: number, sigma: number) => {
         const type = typeOf(name, false);
-        tensors.push({ name, type: TYPE[type], dims: [cols, rows, count], data: randomMatrix(type, cols, rows * count, sigma, next) });
+        const bytes = rowBytes(type, cols) * rows * count;
+        // A real model's experts (Qwen3-30B-A3B: 48 layers of three 113 MB tensors) are written one expert at a
+        // time, each from a generator seeded by this one, so the file never sits in memory.
+        const data =
+          bytes <= STREAMED_TENSOR_BYTES
+            ? randomMatrix(type, cols, rows * count, sigma, next)
+            : (() => {
+                const seed = (next() * 4294967296) >>> 0;
+                return {
+                  bytes,
+                  write: async (sink: (part: Uint8Array) => Promise<void>) => {
+                    const expertNext = rng(seed);
+                    for (let e = 0; e < count; e++) await sink(randomMatrix(type, cols, rows, sigma, expertNext));
+                  },
+                };
+              })();
+        tensors.push({ name, type: TYPE[type], dims: [cols, rows, count], data });
       };
       stacked(`${p}ffn_gate_exps.weight`, s.d, ffn, 1 / Math.sqrt(s.d));
       stacked(`${p}ffn_up_exps.weight`, s.d, ffn, 1 / Math.sqrt(s.d));
