@@ -10,6 +10,7 @@ import { COMPLETE_USAGE, completeCommand } from './complete-command.js';
 import { INSPECT_USAGE, inspectCommand } from './inspect-command.js';
 import type { Output } from './output.js';
 import { PULL_USAGE, pullCommand } from './pull-command.js';
+import { SERVE_USAGE, serveCommand } from './serve-command.js';
 
 export type { Output } from './output.js';
 
@@ -18,6 +19,7 @@ const USAGE = `Usage: metal-decode <command> [options]
 Commands:
   chat      talk to a model in the terminal (metal-decode chat --model FILE)
   complete  the model's continuation of a text
+  serve     an OpenAI-compatible HTTP server over a model (/v1/chat/completions, ...)
   pull      download a model (a URL or hf:user/repo/file.gguf) into the models directory
   inspect   what a GGUF file holds and what would run it here
   bench     measure the samplers, the decode loop, GGUF models and their tokenizers here
@@ -29,6 +31,7 @@ type Command = (argv: string[], stdout: Output, stderr: Output, input: NodeJS.Re
 const COMMANDS: Record<string, { run: Command; usage?: string }> = {
   chat: { run: chatCommand, usage: CHAT_USAGE },
   complete: { run: completeCommand, usage: COMPLETE_USAGE },
+  serve: { run: serveCommand, usage: SERVE_USAGE },
   pull: { run: pullCommand, usage: PULL_USAGE },
   inspect: { run: inspectCommand, usage: INSPECT_USAGE },
   bench: { run: benchCommand },

@@ -1,0 +1,71 @@
+// completions.ts: POST /v1/completions: the continuation of a text, on a
+// sequence of its own (generate()), streamed or whole.
+import type { ServerResponse } from 'node:http';
+
+import { generate } from '../generate/session.js';
+import type { GgufModel } from '../models/gguf-model.js';
+import type { BackendChoice } from '../sampling-options.js';
+import { badField } from './http-error.js';
+import { endReply } from './reply-end.js';
+import { createdNow, finishReason, replyId } from './reply-ids.js';
+import { samplingFields } from './sampling-params.js';
+import { EventStream } from './sse.js';
+
+export interface CompletionRoute {
+  model: GgufModel;
+  modelName: string;
+  backend: BackendChoice | undefined;
+  contextSize: number | 'auto' | undefined;
+  /** Runs `task` when its turn comes. */
+  inTurn<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T>;
+}
+
+function promptText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.length === 1 && typeof value[0] === 'string') return value[0];
+  throw badField('prompt', 'a string (or an array of one string)', value);
+}
+
+export async function completions(route: CompletionRoute, body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const prompt = promptText(body.prompt);
+  const sampling = samplingFields(body, route.model.vocabSize);
+  const base = { id: replyId('cmpl'), created: createdNow(), model: route.modelName };
+  const stream = sampling.stream ? new EventStream(res) : undefined;
+  let promptTokens = 0,
+    completionTokens = 0;
+  const choices: unknown[] = [];
+  await route.inTurn(signal, async () => {
+    for (let index = 0; index < sampling.choices; index++) {
+      const seed = sampling.options.seed === undefined ? undefined : (sampling.options.seed + index) >>> 0;
+      const result = await generate(route.model, prompt, {
+        ...sampling.options,
+        ...(seed !== undefined && { seed }),
+        ...(route.backend !== undefined && { backend: route.backend }),
+        ...(route.contextSize !== undefined && { contextSize: route.contextSize }),
+        signal,
+        stopOnAbortSignal: true,
+        onTextChunk: (text) => {
+          if (stream && text !== '')
+            stream.send({ ...base, object: 'text_completion', choices: [{ index, text, logprobs: null, finish_reason: null }] });
+        },
+      });
+      if (signal.aborted) return;
+      promptTokens = result.stats.promptTokens;
+      completionTokens += result.stats.generatedTokens;
+      const finish = finishReason(result.stopReason);
+      if (stream) stream.send({ ...base, object: 'text_completion', choices: [{ index, text: '', logprobs: null, finish_reason: finish }] });
+      else choices.push({ index, text: result.text, logprobs: null, finish_reason: finish });
+    }
+  });
+  if (signal.aborted) return;
+  endReply(res, {
+    base,
+    object: 'text_completion',
+    chunkObject: 'text_completion',
+    choices,
+    promptTokens,
+    completionTokens,
+    stream,
+    streamUsage: sampling.streamUsage,
+  });
+}
