@@ -242,6 +242,7 @@ test('the options: loopback by default, and errors naming the option', () => {
 
 describe('many clients', () => {
   test('a client that disconnects mid-stream stops its request; the next gets the same tokens as a fresh session', async () => {
+    const before = server.stats;
     for (let i = 0; i < 3; i++) {
       await new Promise<void>((resolve, reject) => {
         const req = request(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
@@ -256,6 +257,10 @@ describe('many clients', () => {
       });
     }
     await untilIdle(server);
+    // Each was stopped soon after its first token: without the stop each would run to its 200 tokens.
+    const after = server.stats;
+    expect(after.cancelled - before.cancelled).toBe(3);
+    expect(after.completionTokens - before.completionTokens).toBeLessThan(3 * 100);
     const reply = await client.chat.completions.create({ model: 'tiny-llama3', messages: MESSAGES, temperature: 0, max_tokens: 6 });
     expect(reply.choices[0]!.message.content).toBe((await expectedReply({ temperature: 0, maxTokens: 6 })).text);
   });

@@ -19,6 +19,8 @@ export interface ChatRoute {
   vocabSize: number;
   /** Runs `task` with the server's chat session when its turn comes. */
   withChat<T>(signal: AbortSignal, task: (chat: ChatSession) => Promise<T>): Promise<T>;
+  /** Adds a reply's generated tokens to the server's count (a cancelled one's too). */
+  countTokens(tokens: number): void;
 }
 
 // response_format: text, any JSON object, or JSON that matches a schema.
@@ -80,8 +82,9 @@ export async function chatCompletions(route: ChatRoute, body: Record<string, unk
           if (chunk.text !== '') delta(chunk.type === 'segment' ? { reasoning_content: chunk.text } : { content: chunk.text });
         },
       });
-      if (signal.aborted) return; // the client left: nothing to send
       const generated = reply.result.stats.generatedTokens;
+      route.countTokens(generated);
+      if (signal.aborted) return; // the client left: nothing to send
       completionTokens += generated;
       promptTokens = chat.session.tokens.length - generated;
       const finish = finishReason(reply.stopReason);

@@ -18,6 +18,7 @@ export interface CompletionRoute {
   contextSize: number | 'auto' | undefined;
   /** Runs `task` when its turn comes. */
   inTurn<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T>;
+  countTokens(tokens: number): void;
 }
 
 function promptText(value: unknown): string {
@@ -49,6 +50,7 @@ export async function completions(route: CompletionRoute, body: Record<string, u
             stream.send({ ...base, object: 'text_completion', choices: [{ index, text, logprobs: null, finish_reason: null }] });
         },
       });
+      route.countTokens(result.stats.generatedTokens);
       if (signal.aborted) return;
       promptTokens = result.stats.promptTokens;
       completionTokens += result.stats.generatedTokens;

@@ -35,6 +35,8 @@ export class OpenAiServer {
   #chat: ChatSession | undefined;
   #embeddings: EmbeddingContext | undefined;
   #closed = false;
+  readonly #stats = { requests: 0, cancelled: 0, completionTokens: 0 };
+  #countTokens = (tokens: number): void => void (this.#stats.completionTokens += tokens);
 
   constructor(model: GgufModel, options?: ServerOptions) {
     this.model = model;
@@ -68,6 +70,11 @@ export class OpenAiServer {
   /** Requests running and waiting. */
   get load(): { running: number; waiting: number } {
     return this.#queue.load;
+  }
+
+  /** Since the server started: requests answered, requests whose client left first, tokens generated (theirs too). */
+  get stats(): { requests: number; cancelled: number; completionTokens: number } {
+    return { ...this.#stats };
   }
 
   /** Stops listening, ends the requests in flight (their clients see the connection close) and frees the sessions. */
@@ -117,6 +124,8 @@ export class OpenAiServer {
       else if (!res.writableEnded) res.end();
     } finally {
       this.#running.delete(abort);
+      this.#stats.requests++;
+      if (abort.signal.aborted) this.#stats.cancelled++;
     }
   }
 
@@ -137,6 +146,7 @@ export class OpenAiServer {
           modelName: this.modelName,
           vocabSize: this.model.vocabSize,
           withChat: (s, task) => this.#inTurn(s, () => task(this.#chatSession())),
+          countTokens: this.#countTokens,
         },
         body,
         res,
@@ -144,7 +154,14 @@ export class OpenAiServer {
       ),
     '/v1/completions': (body, res, signal) =>
       completions(
-        { model: this.model, modelName: this.modelName, backend: this.options.backend, contextSize: this.options.contextSize, inTurn: this.#inTurn },
+        {
+          model: this.model,
+          modelName: this.modelName,
+          backend: this.options.backend,
+          contextSize: this.options.contextSize,
+          inTurn: this.#inTurn,
+          countTokens: this.#countTokens,
+        },
         body,
         res,
         signal,
