@@ -38,8 +38,8 @@ describe('the command', () => {
     expect(packageVersion()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
     const unknown = await runCli('chta');
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/^metal-decode: unknown command "chta" \(the commands are chat, complete, pull, inspect, bench\)/);
-    for (const command of ['chat', 'complete', 'pull', 'inspect']) {
+    expect(unknown.stderr).toMatch(/^metal-decode: unknown command "chta" \(the commands are chat, complete, serve, pull, inspect, bench\)/);
+    for (const command of ['chat', 'complete', 'serve', 'pull', 'inspect']) {
       const help = await runCli(command, '--help');
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(new RegExp(`^Usage: metal-decode ${command} `));
