@@ -12,6 +12,7 @@ import { APPLE_CHIPS } from '../bench/apple-chips.js';
 import type { PredictSettings } from '../bench/gpu-speed-model.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
 import { physicalCores } from '../gguf/physical-cores.js';
+import type { ServeBenchSettings } from '../bench/serve-bench.js';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -68,10 +69,26 @@ export const PREDICT_USAGE = `Usage: metal-decode bench predict --model FILE [--
   --chip NAME        the chip of the per-kernel table (default M1; one of ${APPLE_CHIPS.map((c) => c.chip).join(', ')})
   --json             print the result as JSON (every chip's kernels)`;
 
+export const SERVE_BENCH_USAGE = `Usage: metal-decode bench serve --model FILE [options]
+
+  serve     N concurrent streams through metal-decode serve's HTTP API (loopback,
+            server-sent events) and N sequences of one node-llama-cpp context on
+            the same file: all streams' tokens/s, the time to the first token and
+            between tokens (p50, p99), and tokens/s at N over tokens/s at 1
+  --model FILE       the .gguf file (required)
+  --streams LIST     concurrent streams, one measurement each (default 1,4,16)
+  --tokens N         tokens each stream generates (default 32)
+  --prompt-words N   the prompt: N words of a fixed text (default 32)
+  --threads N        CPU threads (default: the physical cores)
+  --runs N           timed runs per N after one warm-up; medians are reported (default 3)
+  --compare WHAT     llama.cpp, none or auto (as for model)
+  --json             print the result as JSON`;
+
 export const BENCH_USAGE = `Usage: metal-decode bench [sampler|decode|all] [options]
        metal-decode bench model --model FILE [options]
        metal-decode bench tokenizer --model FILE [options]
        metal-decode bench predict --model FILE [--context N] [--json]
+       metal-decode bench serve --model FILE [options]
 
 Scenarios (default: all):
   sampler   us per sample() call, median and p90, per backend x V x config,
@@ -103,7 +120,9 @@ ${MODEL_BENCH_USAGE.slice(MODEL_BENCH_USAGE.indexOf('\n\n') + 2)}
 
 ${TOKENIZER_BENCH_USAGE.slice(TOKENIZER_BENCH_USAGE.indexOf('\n\n') + 2)}
 
-${PREDICT_USAGE.slice(PREDICT_USAGE.indexOf('\n\n') + 2)}`;
+${PREDICT_USAGE.slice(PREDICT_USAGE.indexOf('\n\n') + 2)}
+
+${SERVE_BENCH_USAGE.slice(SERVE_BENCH_USAGE.indexOf('\n\n') + 2)}`;
 
 export interface ModelBenchArgs {
   help: boolean;
@@ -192,6 +211,32 @@ export function parsePredictArgs(argv: string[]): PredictArgs {
     throw new UsageError(`Expected one of ${APPLE_CHIPS.map((c) => `"${c.chip}"`).join(', ')} for --chip but received ${JSON.stringify(chip)}`);
   }
   return { help, json, settings: { model: help ? '' : modelFile(values.model), context: integer('context', values.context, 1024, 1 << 24), chip } };
+}
+
+export interface ServeBenchArgs {
+  help: boolean;
+  json: boolean;
+  settings: ServeBenchSettings;
+}
+
+/** The arguments after `bench serve`. */
+export function parseServeBenchArgs(argv: string[]): ServeBenchArgs {
+  const { help, json, values } = parseFileBenchArgs(argv, ['streams', 'tokens', 'prompt-words', 'threads', 'runs']);
+  const list = values.streams ?? '1,4,16';
+  const streams = list.split(',').map((n) => integer('streams', n.trim(), 1, 256));
+  return {
+    help,
+    json,
+    settings: {
+      model: help ? '' : modelFile(values.model),
+      threads: integer('threads', values.threads, physicalCores(), 256),
+      streams,
+      tokens: integer('tokens', values.tokens, 32, 65536, 2),
+      promptWords: integer('prompt-words', values['prompt-words'], 32, 65536),
+      runs: integer('runs', values.runs, 3, 1000),
+      compare: compareOption(values.compare),
+    },
+  };
 }
 
 export interface TokenizerBenchArgs {

@@ -23,6 +23,7 @@ import { planSampler, withSpeedups } from '../bench/sampler-scenario.js';
 import { reportTables, tableText, type Table } from '../bench/tables.js';
 import type { BenchTask } from '../bench/tasks.js';
 import { benchModel, modelBenchTables, type ModelBenchResult, type ModelBenchSettings } from '../bench/model-bench.js';
+import { benchServe, serveBenchTables, type ServeBenchResult, type ServeBenchSettings } from '../bench/serve-bench.js';
 import { benchTokenizer, tokenizerBenchTables, type TokenizerBenchResult, type TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
 import { predictSpeed, predictTables, type PredictResult, type PredictSettings } from '../bench/gpu-speed-model.js';
 import {
@@ -30,9 +31,11 @@ import {
   parseBenchArgs,
   parseModelBenchArgs,
   parsePredictArgs,
+  parseServeBenchArgs,
   parseTokenizerBenchArgs,
   MODEL_BENCH_USAGE,
   PREDICT_USAGE,
+  SERVE_BENCH_USAGE,
   TOKENIZER_BENCH_USAGE,
   UsageError,
   type BenchArgs,
@@ -44,6 +47,7 @@ export async function benchCommand(rest: string[], stdout: Output, stderr: Outpu
   if (rest[0] === 'model') return fileBench(MODEL_BENCH, rest.slice(1), stdout, stderr);
   if (rest[0] === 'tokenizer') return fileBench(TOKENIZER_BENCH, rest.slice(1), stdout, stderr);
   if (rest[0] === 'predict') return fileBench(PREDICT, rest.slice(1), stdout, stderr);
+  if (rest[0] === 'serve') return fileBench(SERVE, rest.slice(1), stdout, stderr);
   let args: BenchArgs;
   try {
     args = parseBenchArgs(rest);
@@ -82,6 +86,14 @@ const TOKENIZER_BENCH: FileBench<TokenizerBenchSettings, TokenizerBenchResult> =
   tables: tokenizerBenchTables,
 };
 
+const SERVE: FileBench<ServeBenchSettings, ServeBenchResult> = {
+  name: 'serve',
+  usage: SERVE_BENCH_USAGE,
+  parse: parseServeBenchArgs,
+  run: benchServe,
+  tables: serveBenchTables,
+};
+
 const PREDICT: FileBench<PredictSettings, PredictResult> = {
   name: 'predict',
   usage: PREDICT_USAGE,
@@ -90,7 +102,7 @@ const PREDICT: FileBench<PredictSettings, PredictResult> = {
   tables: predictTables,
 };
 
-// `bench model`, `bench tokenizer` and `bench predict`: one file, one result, tables or JSON.
+// `bench model`, `bench tokenizer`, `bench predict` and `bench serve`: one file, one result, tables or JSON.
 async function fileBench<S, R>(bench: FileBench<S, R>, argv: string[], stdout: Output, stderr: Output): Promise<number> {
   let args: ReturnType<FileBench<S, R>['parse']>;
   try {
