@@ -17,6 +17,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 import { ChatSession, createServer, generate, type GgufModel, type OpenAiServer } from '../lib/index.js';
+import { promptText } from '../lib/bench/serve-bench.js';
 import { chatModel } from './chat-model.js';
 import { requireNativeBuilt, ROOT, runCli } from './helpers.js';
 
@@ -315,4 +316,37 @@ test('metal-decode serve: listens on loopback, says where, serves, and stops on 
   child.kill('SIGTERM');
   expect(await exited).toBe(0);
   expect(stderr).toContain('metal-decode serve: stopping');
+});
+
+test('bench serve: every N measured through the server, each stream its tokens; arguments checked', async () => {
+  const out = await runCli(
+    'bench',
+    'serve',
+    '--model',
+    model.info.path,
+    '--streams',
+    '1,3',
+    '--tokens',
+    '4',
+    '--runs',
+    '1',
+    '--compare',
+    'none',
+    '--json',
+  );
+  expect(out.code).toBe(0);
+  const r = JSON.parse(out.stdout) as import('../lib/bench/serve-bench.js').ServeBenchResult;
+  expect(r.engines.map((e) => e.engine)).toEqual(['metal-decode serve']);
+  expect(r.engines[0]!.runs.map((run) => run.streams)).toEqual([1, 3]);
+  for (const run of r.engines[0]!.runs) {
+    expect(run.tokensPerSecond).toBeGreaterThan(0);
+    expect(run.timeToFirstTokenMs.p99).toBeGreaterThanOrEqual(run.timeToFirstTokenMs.p50);
+    expect(run.interTokenMs.p50).toBeGreaterThan(0);
+  }
+  expect(r.scaling.map((x) => x.streams)).toEqual([1, 3]);
+  expect(r.scaling[0]!.speedup).toBe(1);
+  // The prompt as generate() evaluates it: the fixed text's words, and the BOS the model puts first.
+  expect(r.promptTokens).toBe((await generate(model, promptText(32), { maxTokens: 1, contextSize: 256 })).stats.promptTokens);
+  const bad = await runCli('bench', 'serve', '--model', model.info.path, '--streams', '1,0');
+  expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('Expected an integer from 1 to 256 for --streams but received "0"')]);
 });

@@ -51,7 +51,8 @@ export interface ServeBenchResult {
 
 const WORDS =
   'the quick brown fox jumps over the lazy dog while a small bird sings above the quiet river and the old mill turns slowly in the wind'.split(' ');
-function promptText(words: number): string {
+/** The bench's prompt: `words` words of a fixed text. */
+export function promptText(words: number): string {
   return Array.from({ length: words }, (_, i) => WORDS[i % WORDS.length]).join(' ');
 }
 

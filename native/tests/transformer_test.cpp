@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -105,6 +106,84 @@ TEST(Transformer, ABatchEqualsTokenByTokenAndThreadsDoNotMatter) {
     for (float v : batch) spread = std::fmax(spread, std::fabs(v - batch[0]));
     EXPECT_GT(spread, 1e-3f) << "logits should depend on the token";
   }
+}
+
+// Many users at once: one token of each of several sequences (different
+// prompts, lengths, contexts and cache types) in one forward pass gives
+// each the bits it gets alone, and each sequence then goes on as if it had
+// been evaluated alone; rows past a batch's size run in several passes.
+TEST(Transformer, SequencesBatchedTogetherGetTheBitsEachGetsAlone) {
+  for (bool qwen3 : {false, true}) {
+    TinyModel m = tinyModel(qwen3);
+    Transformer t = makeTransformer(m, 2);
+    const std::vector<std::vector<uint32_t>> prompts{{3, 17, 42}, {5}, {9, 9, 1, 30, 2, 7}, {44, 12}};
+    const TensorType caches[4] = {TensorType::F16, TensorType::F32, TensorType::F16, TensorType::Q8_0};
+    const uint32_t contexts[4] = {16, 24, 16, 12};
+    std::vector<std::unique_ptr<TransformerState>> together, alone;
+    std::vector<float> logits(50);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      for (auto* states : {&together, &alone}) {
+        states->push_back(std::make_unique<TransformerState>(m.config, contexts[i], 3, caches[i]));
+        t.evaluate(*states->back(), prompts[i].data(), int64_t(prompts[i].size()), 0, logits.data());
+      }
+    }
+    // Three steps of all four (batch size 3: two passes), the next tokens each.
+    for (uint32_t step = 0; step < 3; ++step) {
+      std::vector<SequenceStep> steps;
+      for (size_t i = 0; i < prompts.size(); ++i)
+        steps.push_back({together[i].get(), uint32_t((7 * i + 11 * step) % 50), uint32_t(prompts[i].size() + step)});
+      std::vector<float> batched(steps.size() * 50);
+      t.evaluateSequences(steps, batched.data());
+      for (size_t i = 0; i < steps.size(); ++i) {
+        std::vector<float> own(50);
+        t.evaluate(*alone[i], &steps[i].token, 1, steps[i].position, own.data());
+        EXPECT_EQ(
+            maxDifference(std::vector<float>(batched.begin() + int64_t(i * 50), batched.begin() + int64_t(i * 50 + 50)),
+                          own),
+            0.f)
+            << "qwen3=" << qwen3 << " step " << step << " sequence " << i;
+        EXPECT_EQ(together[i]->length(), alone[i]->length());
+      }
+    }
+    // Then each alone again: the caches the batch wrote are the ones evaluate() writes.
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const uint32_t token = 23, position = together[i]->length();
+      std::vector<float> a(50), b(50);
+      t.evaluate(*together[i], &token, 1, position, a.data());
+      t.evaluate(*alone[i], &token, 1, position, b.data());
+      EXPECT_EQ(maxDifference(a, b), 0.f) << "sequence " << i;
+    }
+  }
+}
+
+TEST(Transformer, ABadStepOfABatchIsAnErrorNamingItAndLeavesEveryStateAlone) {
+  TinyModel m = tinyModel();
+  Transformer t = makeTransformer(m, 1);
+  TransformerState a(m.config, 4, 512), b(m.config, 4, 512);
+  std::vector<float> logits(100);
+  const uint32_t two[2] = {1, 2};
+  t.evaluate(a, two, 2, 0, logits.data());
+  auto message = [&](std::vector<SequenceStep> steps) {
+    try {
+      t.evaluateSequences(steps, logits.data());
+    } catch (const std::out_of_range& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({}), "steps: at least one is needed, got 0");
+  EXPECT_EQ(message({{&a, 3, 2}, {&a, 4, 3}}),
+            "steps[1].state: the sequence of steps[0] too (one token per sequence in a batch)");
+  EXPECT_EQ(message({{&a, 3, 2}, {&b, 4, 1}}), "steps[1].position: 1 is after the sequence's end (0 positions)");
+  EXPECT_EQ(message({{&a, 50, 2}}), "steps[0].token: 50 is not below the vocabulary size 50");
+  EXPECT_EQ(message({{&b, 1, 0}, {nullptr, 1, 0}}), "steps[1].state: no sequence");
+  EXPECT_EQ(a.length(), 2u);
+  EXPECT_EQ(b.length(), 0u);
+  EXPECT_EQ(message({{&a, 3, 2}, {&b, 4, 0}}), "no error");
+  EXPECT_EQ(message({{&a, 3, 3}}), "no error");
+  EXPECT_EQ(message({{&a, 3, 4}}), "steps[0].position: 4 is not below contextSize 4");
+  EXPECT_EQ(a.length(), 4u);
+  EXPECT_EQ(b.length(), 1u);
 }
 
 // Speculative verification reads the logits after each draft token: the

@@ -43,7 +43,7 @@ TransformerState::TransformerState(const ModelConfig& c, uint32_t contextSize, u
   values_.reset(new uint8_t[cacheBytes_]);
 }
 
-void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int threads) {
+void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int threads, uint32_t context) {
   const size_t b = size_t(batch), d = c.embeddingLength, r = c.ropeDims / 2;
   for (int a = 0; a < kActivationCount; ++a) grow(activations_[a], b * activationWidth(c, Activation(a)));
   grow(proj_, b * std::max(d, size_t(1)));
@@ -53,7 +53,7 @@ void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int th
     grow(cosLocal_, b * r);
     grow(sinLocal_, b * r);
   }
-  grow(scores_, size_t(threads) * contextSize_);
+  grow(scores_, size_t(threads) * context);
   grow(valueRow_, size_t(threads) * c.headDim);
   grow(query_, size_t(threads) * c.headDim * sizeof(float));  // the widest partner type
 }
@@ -107,13 +107,46 @@ void Transformer::forward(TransformerState& s, const uint32_t* tokens, int64_t c
     const size_t before = size_t(std::max<int64_t>(0, done + firstRow - (count - rows)));  // rows earlier batches wrote
     if (head.logits) out.logits += before * config_.vocabSize;
     if (head.hidden) out.hidden += before * config_.embeddingLength;
+    s.steps_.resize(size_t(n));
+    for (int64_t t = 0; t < n; ++t)
+      s.steps_[size_t(t)] = SequenceStep{&s, tokens[done + t], uint32_t(start + done + t)};
     if (firstRow < n)
-      evaluateBatch(s, tokens + done, n, start + done, out, firstRow);
+      evaluateBatch(s, out, firstRow);
     else
-      evaluateBatch(s, tokens + done, n, start + done, HeadOutput{}, n);
+      evaluateBatch(s, HeadOutput{}, n);
     done += n;
     s.length_ = uint32_t(start + done);
   }
+}
+
+void Transformer::evaluateSequences(const std::vector<SequenceStep>& steps, float* logits) {
+  if (steps.empty()) throw std::out_of_range("steps: at least one is needed, got 0");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    const std::string name = "steps[" + std::to_string(i) + "]";
+    if (step.state == nullptr) throw std::out_of_range(name + ".state: no sequence");
+    for (size_t j = 0; j < i; ++j)
+      if (steps[j].state == step.state)
+        throw std::out_of_range(name + ".state: the sequence of steps[" + std::to_string(j) +
+                                "] too (one token per sequence in a batch)");
+    if (step.position > step.state->length_)
+      throw std::out_of_range(name + ".position: " + std::to_string(step.position) + " is after the sequence's end (" +
+                              std::to_string(step.state->length_) + " positions)");
+    if (step.position >= step.state->contextSize_)
+      throw std::out_of_range(name + ".position: " + std::to_string(step.position) + " is not below contextSize " +
+                              std::to_string(step.state->contextSize_));
+    if (step.token >= config_.vocabSize)
+      throw std::out_of_range(name + ".token: " + std::to_string(step.token) + " is not below the vocabulary size " +
+                              std::to_string(config_.vocabSize));
+  }
+  // The first sequence's scratch holds the batch, in runs of its batch size.
+  TransformerState& scratch = *steps[0].state;
+  for (size_t done = 0; done < steps.size(); done += scratch.maxBatch_) {
+    const size_t n = std::min<size_t>(scratch.maxBatch_, steps.size() - done);
+    scratch.steps_.assign(steps.begin() + int64_t(done), steps.begin() + int64_t(done + n));
+    evaluateBatch(scratch, HeadOutput{logits + done * config_.vocabSize, nullptr, nullptr}, 0);
+  }
+  for (const SequenceStep& step : steps) step.state->length_ = step.position + 1;
 }
 
 // Runs fn(r) for each of `rows` rows, on the pool when there are several.
@@ -127,21 +160,26 @@ void Transformer::perRow(int64_t rows, const Fn& fn) {
   });
 }
 
-void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start,
-                                HeadOutput head, int64_t firstRow) {
+void Transformer::evaluateBatch(TransformerState& s, HeadOutput head, int64_t firstRow) {
   const ModelConfig& c = config_;
   const ForwardGraph& graph = weights_.graph;
-  s.ensureScratch(c, count, pool_.size());
+  const std::vector<SequenceStep>& steps = s.steps_;
+  const int64_t count = int64_t(steps.size());
+  uint32_t context = 0;
+  for (const SequenceStep& step : steps) context = std::max(context, step.state->contextSize_);
+  s.ensureScratch(c, count, pool_.size(), context);
   const int64_t pairs = c.ropeDims / 2;
-  // The RoPE angles of the batch's positions, for every layer's Rope op
-  // (and the windowed layers' own, where their base differs).
-  const TensorRef factorsRef = graph.ropeFactorsFor(c, s.contextSize_);
-  const float* factors = factorsRef.present() ? floats(weights_[factorsRef]) : nullptr;
+  // The RoPE angles of each row's position, for every layer's Rope op (and
+  // the windowed layers' own, where their base differs), with the factors
+  // its sequence's context takes.
   const RopeFrequencies global{c.ropeBase, c.ropeFreqScale}, local{c.ropeBaseLocal, 1.f};
   for (int64_t t = 0; t < count; ++t) {
-    ropeAngles(c, global, factors, start + t, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
+    const TensorRef factorsRef = graph.ropeFactorsFor(c, steps[size_t(t)].state->contextSize_);
+    const float* factors = factorsRef.present() ? floats(weights_[factorsRef]) : nullptr;
+    const int64_t position = steps[size_t(t)].position;
+    ropeAngles(c, global, factors, position, s.cos_.data() + t * pairs, s.sin_.data() + t * pairs);
     if (c.ropeBaseLocal > 0)
-      ropeAngles(c, local, factors, start + t, s.cosLocal_.data() + t * pairs, s.sinLocal_.data() + t * pairs);
+      ropeAngles(c, local, factors, position, s.cosLocal_.data() + t * pairs, s.sinLocal_.data() + t * pairs);
   }
   const int64_t wanted = count - firstRow;  // rows whose logits (or pick) are wanted; none when <= 0
   for (const GraphOp& op : graph.ops) {
@@ -152,7 +190,7 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
         const TensorView& table = weights_[op.weight];
         for (int64_t t = 0; t < count; ++t) {
           float* row = out + t * op.width;
-          dequantizeRow(table.type, table.row(tokens[t]), row, op.width);
+          dequantizeRow(table.type, table.row(steps[size_t(t)].token), row, op.width);
           if (op.scale != 1.f)
             for (uint32_t i = 0; i < op.width; ++i) row[i] *= op.scale;
         }
@@ -185,8 +223,8 @@ void Transformer::evaluateBatch(TransformerState& s, const uint32_t* tokens, int
         });
         break;
       }
-      case OpKind::KvStore: storeKv(s, op.layer, count, start); break;
-      case OpKind::Attention: attention(s, op.layer, op.window, count, start); break;
+      case OpKind::KvStore: storeKv(s, op.layer); break;
+      case OpKind::Attention: attention(s, op.layer, op.window); break;
       case OpKind::SwiGlu: swiglu(out, in, count * op.width); break;
       case OpKind::GeGlu: geglu(out, in, count * op.width); break;
       case OpKind::AddResidual: addInPlace(out, in, count * op.width); break;
@@ -258,27 +296,27 @@ uint32_t Transformer::pickFromHead(TransformerState& s, const TensorView& head, 
 
 // Each token's K and V rows into the layer's cache at its position, in the
 // cache's type (F16: each value rounded; F32: copied; Q8_0: blocks of 32).
-void Transformer::storeKv(TransformerState& s, uint32_t layer, int64_t count, int64_t start) {
+void Transformer::storeKv(TransformerState& s, uint32_t layer) {
   const int64_t kvDim = int64_t(config_.headCountKv) * config_.headDim;
-  const size_t rowBytes = s.cacheRowBytes_, layerBase = size_t(layer) * s.contextSize_ * rowBytes;
   const float* k = s.activation(Activation::K);
   const float* v = s.activation(Activation::V);
-  perRow(count, [&](int64_t t) {
-    const size_t row = layerBase + size_t(start + t) * rowBytes;
-    quantizeActivations(s.cacheType_, k + t * kvDim, s.keys_.get() + row, kvDim);
-    quantizeActivations(s.cacheType_, v + t * kvDim, s.values_.get() + row, kvDim);
+  perRow(int64_t(s.steps_.size()), [&](int64_t t) {
+    const SequenceStep& step = s.steps_[size_t(t)];
+    TransformerState& owner = *step.state;
+    const size_t rowBytes = owner.cacheRowBytes_;
+    const size_t row = (size_t(layer) * owner.contextSize_ + step.position) * rowBytes;
+    quantizeActivations(owner.cacheType_, k + t * kvDim, owner.keys_.get() + row, kvDim);
+    quantizeActivations(owner.cacheType_, v + t * kvDim, owner.values_.get() + row, kvDim);
   });
 }
 
-void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window, int64_t count, int64_t start) {
+void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window) {
   const ModelConfig& c = config_;
   const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd;
   const int64_t group = c.headCount / c.headCountKv;
-  const TensorType cache = s.cacheType_, queryType = activationTypeFor(cache);
-  const size_t rowBytes = s.cacheRowBytes_, headBytes = rowBytes / size_t(c.headCountKv);
-  const size_t layerBase = size_t(layer) * s.contextSize_ * rowBytes;
-  const uint8_t* keys = s.keys_.get() + layerBase;
-  const uint8_t* values = s.values_.get() + layerBase;
+  const int64_t count = int64_t(s.steps_.size());
+  uint32_t context = 0;
+  for (const SequenceStep& step : s.steps_) context = std::max(context, step.state->contextSize_);
   const float* queries = s.activation(Activation::Q);
   float* attended = s.activation(Activation::Attended);
 
@@ -293,17 +331,26 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
   // a key when p - its position >= window). The scale is the config's
   // (gemma3's 27B) or 1 / sqrt(headDim).
   const float scale = c.attentionScale > 0 ? c.attentionScale : 1.0f / std::sqrt(float(hd));
-  const TileDot dotKeys = dots_.forType(cache);
   const size_t queryBytes = size_t(hd) * sizeof(float);
   pool_.run([&](int thread) {
-    float* scores = s.scores_.data() + size_t(thread) * s.contextSize_;
+    float* scores = s.scores_.data() + size_t(thread) * context;
     uint8_t* query = s.query_.data() + size_t(thread) * queryBytes;
     float* valueRow = s.valueRow_.data() + size_t(thread) * size_t(hd);
     int64_t begin, end;
     ThreadPool::split(count * c.headCount, thread, pool_.size(), &begin, &end);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / c.headCount, h = item % c.headCount, g = h / group;
-      const int64_t seen = start + t + 1;  // positions 0 .. seen - 1, the last `window` of them on a windowed layer
+      // The row's own sequence: its cache, in its type.
+      const SequenceStep& step = s.steps_[size_t(t)];
+      const TransformerState& owner = *step.state;
+      const TensorType cache = owner.cacheType_, queryType = activationTypeFor(cache);
+      const TileDot dotKeys = dots_.forType(cache);
+      const size_t rowBytes = owner.cacheRowBytes_, headBytes = rowBytes / size_t(c.headCountKv);
+      const size_t layerBase = size_t(layer) * owner.contextSize_ * rowBytes;
+      const uint8_t* keys = owner.keys_.get() + layerBase;
+      const uint8_t* values = owner.values_.get() + layerBase;
+      const int64_t seen =
+          int64_t(step.position) + 1;  // positions 0 .. seen - 1, the last `window` of them on a windowed layer
       const int64_t first = window > 0 && seen > int64_t(window) ? seen - int64_t(window) : 0;
       const int64_t positions = seen - first;
       quantizeActivations(queryType, queries + t * qDim + h * hd, query, hd);

@@ -23,6 +23,16 @@
 
 namespace md {
 
+class TransformerState;
+
+// One row of a batch: a token of `state` at `position` (positions from it
+// on are forgotten first, as evaluate()'s start).
+struct SequenceStep {
+  TransformerState* state = nullptr;
+  uint32_t token = 0;
+  uint32_t position = 0;
+};
+
 class TransformerState {
  public:
   // contextSize positions of KV cache; batches of at most maxBatch tokens
@@ -39,7 +49,8 @@ class TransformerState {
 
  private:
   friend class Transformer;
-  void ensureScratch(const ModelConfig& c, int64_t batch, int threads);
+  // Scratch for `batch` rows whose attention reads up to `context` positions.
+  void ensureScratch(const ModelConfig& c, int64_t batch, int threads, uint32_t context);
 
   uint32_t contextSize_, maxBatch_, length_ = 0;
   TensorType cacheType_;
@@ -60,7 +71,8 @@ class TransformerState {
   std::vector<float> scores_, valueRow_;
   std::vector<uint8_t> query_;
   ActivationRows rows_;
-  MoeScratch moe_;  // the mixture-of-experts FFN's
+  MoeScratch moe_;                   // the mixture-of-experts FFN's
+  std::vector<SequenceStep> steps_;  // a batch's rows: this state's, or several sequences' (evaluateSequences)
 };
 
 class Transformer {
@@ -86,6 +98,16 @@ class Transformer {
   // -inf; no logits are written. The same errors as evaluate().
   uint32_t evaluateAndPick(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start,
                            const HeadPick& pick);
+
+  // One token of each of several sequences in one forward pass (many
+  // users at once): the projections read the weights once for every row,
+  // each row's RoPE, KV store and attention are its own sequence's. logits:
+  // steps.size() x vocabSize floats, row i the logits after steps[i]'s
+  // token: the bits evaluate() gives that token alone, for batches below
+  // the matrix units' 16 rows. Throws std::out_of_range naming the step
+  // before changing any state: a sequence twice, a position past its
+  // sequence's end or context, a token not in the vocabulary.
+  void evaluateSequences(const std::vector<SequenceStep>& steps, float* logits);
 
   // evaluate() up to the LM head: `hidden` gets the last `rows` tokens'
   // hidden states after the output norm (rows x embeddingLength), what
@@ -114,15 +136,16 @@ class Transformer {
   };
   void forward(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, int64_t rows,
                HeadOutput head);
-  // The batch's tokens from `firstRow` on get their logits (or the pick).
-  void evaluateBatch(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, HeadOutput head,
-                     int64_t firstRow);
+  // The batch's rows (scratch.steps_: a token, its sequence and position
+  // each), in `scratch`'s activations; rows from `firstRow` on get their
+  // logits (or the pick).
+  void evaluateBatch(TransformerState& scratch, HeadOutput head, int64_t firstRow);
   template <class Fn>
   void perRow(int64_t rows, const Fn& fn);
   void project(TransformerState& s, const GraphOp& op, int64_t count);
   uint32_t pickFromHead(TransformerState& s, const TensorView& head, const HeadPick& pick);
-  void storeKv(TransformerState& s, uint32_t layer, int64_t count, int64_t start);
-  void attention(TransformerState& s, uint32_t layer, uint32_t window, int64_t count, int64_t start);
+  void storeKv(TransformerState& scratch, uint32_t layer);
+  void attention(TransformerState& scratch, uint32_t layer, uint32_t window);
 
   ModelConfig config_;
   ModelWeights weights_;
