@@ -14,6 +14,7 @@ import type { SchemaType } from '../grammar/schema-type.js';
 import { disposeModelGrammars } from '../grammar/model-grammars.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
+import { SequenceBatcher } from './sequence-batcher.js';
 import { SamplingPacker } from '../native/native-sampler.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
@@ -64,6 +65,8 @@ export class GgufModel implements DecodeModel {
   readonly #batchSize: number;
   readonly #tensors: readonly NativeTensorEntry[];
   readonly #sequences = new Set<GgufSequence>();
+  // The CPU sequences' one-token steps, evaluated together (made with the first sequence).
+  #batcher: SequenceBatcher | undefined;
   // GPU sequences hold device buffers (their KV caches), freed with the
   // model; the weights are made once per device and shared by them.
   readonly #gpuSequences = new Set<TableSequence>();
@@ -203,6 +206,11 @@ export class GgufModel implements DecodeModel {
     return autoContextSize(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, this.info.trainedContextLength);
   }
 
+  /** What batching the CPU sequences' decode steps did: passes run, steps in them, the most in one. */
+  get batchStats(): { passes: number; steps: number; largest: number } {
+    return { ...(this.#batcher?.stats ?? { passes: 0, steps: 0, largest: 0 }) };
+  }
+
   openSequence(options: { backend: 'native' | 'auto'; contextSize: number }): GgufSequence;
   openSequence(options?: { backend?: BackendChoice; contextSize?: number }): ModelSequence;
   /** A sequence of this model: Session's options, checked the same way (defaults 'auto' and contextSize 'auto'). */
@@ -228,7 +236,8 @@ export class GgufModel implements DecodeModel {
       throw invalidParameterError('backend', "'auto', 'native', 'metal' or 'emulated' for a GGUF model", backend, 'range');
     }
     const { native, addon } = this.#nativeSequence(contextSize);
-    const sequence = new GgufSequence(native, contextSize, (s) => this.#sequences.delete(s), addon);
+    this.#batcher ??= new SequenceBatcher(this.#native);
+    const sequence = new GgufSequence(native, contextSize, (s) => this.#sequences.delete(s), addon, this.#batcher);
     this.#sequences.add(sequence);
     return sequence;
   }
@@ -281,6 +290,7 @@ export class GgufSequence implements ModelSequence {
   readonly #native: NativeTransformerSequence;
   readonly #onDispose: (s: GgufSequence) => void;
   readonly #packer: SamplingPacker;
+  readonly #batcher: SequenceBatcher;
   // The forward pass in flight: an aborted generation leaves it running,
   // and the next evaluate() waits for it instead of failing.
   #inFlight: Promise<unknown> = Promise.resolve();
@@ -292,8 +302,10 @@ export class GgufSequence implements ModelSequence {
     readonly contextSize: number,
     onDispose: (s: GgufSequence) => void,
     addon: NativeAddon,
+    batcher: SequenceBatcher,
   ) {
     this.#native = native;
+    this.#batcher = batcher;
     this.#packer = new SamplingPacker(addon);
     this.#onDispose = onDispose;
   }
@@ -311,7 +323,8 @@ export class GgufSequence implements ModelSequence {
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
     await this.#inFlight.catch(() => undefined);
     if (this.#disposed) throw new Error('evaluate: the sequence was disposed');
-    const run = this.#native.evaluate(tokens, position);
+    // One token (a decode step) rides the model's next pass with the other sequences' steps.
+    const run = tokens.length === 1 ? this.#batcher.step(this.#native, tokens[0]!, position, null) : this.#native.evaluate(tokens, position);
     this.#inFlight = run;
     await run;
     return this.#native.logits;
@@ -321,7 +334,10 @@ export class GgufSequence implements ModelSequence {
     await this.#inFlight.catch(() => undefined);
     if (this.#disposed) throw new Error('evaluateAndPick: the sequence was disposed');
     const [, slots, , biasTokens, biasValues] = this.#packer.pack(NO_LOGITS, sampling);
-    const run = this.#native.evaluateAndPick(tokens, position, slots, biasTokens, biasValues);
+    const run =
+      tokens.length === 1
+        ? this.#batcher.step(this.#native, tokens[0]!, position, [slots, biasTokens, biasValues])
+        : this.#native.evaluateAndPick(tokens, position, slots, biasTokens, biasValues);
     this.#inFlight = run;
     return run;
   }
@@ -350,6 +366,7 @@ export class GgufSequence implements ModelSequence {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    this.#batcher.forget(this.#native);
     this.#native.dispose();
     this.#onDispose(this);
   }

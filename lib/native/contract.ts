@@ -235,6 +235,19 @@ export interface NativeTransformer {
    * later ones moved down with their keys rotated (transformer/cache_shift.h).
    */
   shiftCache(keys: NativeBuffer[], values: NativeBuffer[], cacheType: number, length: number, keep: number, discard: number): Promise<void>;
+  /**
+   * One token of each of several of this model's sequences in one forward
+   * pass. picks[i] null: sequence i's logits are written as evaluate()
+   * writes them; [slots, biasTokens, biasValues]: resolves with the token the
+   * fused head picks at out[i], the logits left alone. A RangeError naming the
+   * step that does not fit, before any sequence changes.
+   */
+  evaluateSequences(
+    sequences: NativeTransformerSequence[],
+    tokens: Uint32Array,
+    positions: Uint32Array,
+    picks: ([Float64Array, Uint32Array, Float32Array] | null)[],
+  ): Promise<Uint32Array>;
   /** Lets go of the model; sequences and work in flight keep it until they end. */
   dispose(): void;
 }

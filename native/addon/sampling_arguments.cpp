@@ -17,11 +17,16 @@ namespace {
 }
 
 template <class T>
+Napi::TypedArrayOf<T> typedArrayOf(Napi::Env env, Napi::Value value, napi_typedarray_type type, const char* method,
+                                   const char* message) {
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type) throwType(env, method, message);
+  return value.As<Napi::TypedArrayOf<T>>();
+}
+
+template <class T>
 Napi::TypedArrayOf<T> typedArrayArg(const Napi::CallbackInfo& info, size_t i, napi_typedarray_type type,
                                     const char* method, const char* message) {
-  if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != type)
-    throwType(info.Env(), method, message);
-  return info[i].As<Napi::TypedArrayOf<T>>();
+  return typedArrayOf<T>(info.Env(), info[i], type, method, message);
 }
 
 // An integer slot's value, or a RangeError naming the slot (never a clamp).
@@ -102,12 +107,16 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
 }
 
 HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vocab, const char* method) {
-  Napi::Env env = info.Env();
-  auto slots = typedArrayArg<double>(info, first, napi_float64_array, method, "slots must be a Float64Array");
+  return parseHeadPick(info.Env(), info[first], info[first + 1], info[first + 2], vocab, method);
+}
+
+HeadPick parseHeadPick(Napi::Env env, Napi::Value slotsValue, Napi::Value biasTokensValue, Napi::Value biasValuesValue,
+                       uint32_t vocab, const char* method) {
+  auto slots = typedArrayOf<double>(env, slotsValue, napi_float64_array, method, "slots must be a Float64Array");
   auto biasTokens =
-      typedArrayArg<uint32_t>(info, first + 1, napi_uint32_array, method, "biasTokens must be a Uint32Array");
+      typedArrayOf<uint32_t>(env, biasTokensValue, napi_uint32_array, method, "biasTokens must be a Uint32Array");
   auto biasValues =
-      typedArrayArg<float>(info, first + 2, napi_float32_array, method, "biasValues must be a Float32Array");
+      typedArrayOf<float>(env, biasValuesValue, napi_float32_array, method, "biasValues must be a Float32Array");
   if (slots.ElementLength() != kSamplingSlotCount) throwType(env, method, "slots has the wrong length");
   if (biasTokens.ElementLength() != biasValues.ElementLength())
     throwType(env, method, "biasTokens and biasValues differ in length");

@@ -25,5 +25,8 @@ SamplingArguments parseSamplingArguments(const Napi::CallbackInfo& info, const c
 // or a penalty that is on is a RangeError naming it: the fused LM head has
 // neither.
 HeadPick parseHeadPick(const Napi::CallbackInfo& info, size_t first, uint32_t vocab, const char* method);
+// The same from three values (slots, biasTokens, biasValues): one row's pick of a batch.
+HeadPick parseHeadPick(Napi::Env env, Napi::Value slots, Napi::Value biasTokens, Napi::Value biasValues, uint32_t vocab,
+                       const char* method);
 
 }  // namespace md::addon

@@ -1,6 +1,7 @@
 // transformer_binding.cpp
 #include "transformer_binding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -9,8 +10,10 @@
 #include "../core/mapped_file.h"
 #include "../core/quant/dot.h"
 #include "../core/quant/tensor_types.h"
+#include "../core/transformer/head_pick.h"
 #include "../core/transformer/transformer.h"
 #include "addon.h"
+#include "md_sampling.h"
 #include "buffer_binding.h"
 #include "device_promise.h"
 #include "sampling_arguments.h"
@@ -139,6 +142,7 @@ Napi::Function TransformerHandle::define(Napi::Env env) {
                          InstanceMethod("fileProblem", &TransformerHandle::FileProblem),
                          InstanceMethod("createSequence", &TransformerHandle::CreateSequence),
                          InstanceMethod("shiftCache", &TransformerHandle::ShiftCache),
+                         InstanceMethod("evaluateSequences", &TransformerHandle::EvaluateSequences),
                          InstanceMethod("dispose", &TransformerHandle::Dispose),
                      });
 }
@@ -285,6 +289,94 @@ Napi::Value TransformerHandle::ShiftCache(const Napi::CallbackInfo& info) {
   return promise.promise();
 }
 
+Napi::Value TransformerHandle::EvaluateSequences(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* method = "evaluateSequences";
+  auto model = live(env, method);
+  if (info.Length() != 4 || !info[0].IsArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray() ||
+      !info[3].IsArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array ||
+      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    typeError(env,
+              "evaluateSequences: expected (sequences: TransformerSequence[], tokens: Uint32Array, positions: "
+              "Uint32Array, picks: (null | [slots, biasTokens, biasValues])[])");
+  Napi::Array list = info[0].As<Napi::Array>(), pickList = info[3].As<Napi::Array>();
+  Napi::Uint32Array tokens = info[1].As<Napi::Uint32Array>(), positions = info[2].As<Napi::Uint32Array>();
+  const uint32_t n = list.Length();
+  if (n == 0 || tokens.ElementLength() != n || positions.ElementLength() != n || pickList.Length() != n)
+    throw Napi::RangeError::New(env, "evaluateSequences: expected one token, position and pick per sequence, for " +
+                                         std::to_string(n) + " sequences");
+  const uint32_t vocab = model->transformer->config().vocabSize;
+  std::vector<std::shared_ptr<SequenceShared>> sequences;
+  std::vector<SequenceStep> steps;
+  std::vector<HeadPick> picks(n);
+  std::vector<bool> picking(n, false);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string name = "evaluateSequences: sequences[" + std::to_string(i) + "]";
+    auto sequence = SequenceHandle::sharedOf(env, list.Get(i));
+    if (!sequence) typeError(env, name + " is not a live sequence");
+    if (sequence->model != model) typeError(env, name + " is another model's sequence");
+    if (sequence->busy) throw Napi::Error::New(env, name + ": a forward pass of this sequence is still running");
+    Napi::Value pick = pickList.Get(i);
+    if (!pick.IsNull()) {
+      Napi::Array parts = pick.IsArray() ? pick.As<Napi::Array>() : Napi::Array::New(env);
+      if (parts.Length() != 3)
+        typeError(
+            env, "evaluateSequences: picks[" + std::to_string(i) + "] must be null or [slots, biasTokens, biasValues]");
+      picks[i] = parseHeadPick(env, parts.Get(0u), parts.Get(1u), parts.Get(2u), vocab, method);
+      picking[i] = true;
+    }
+    steps.push_back({&sequence->state, tokens[i], positions[i]});
+    sequences.push_back(std::move(sequence));
+  }
+  std::shared_ptr<std::vector<float>> logits;
+  try {
+    logits = std::make_shared<std::vector<float>>(size_t(n) * vocab);
+  } catch (const std::bad_alloc&) {
+    throw Napi::RangeError::New(env,
+                                "evaluateSequences: not enough memory for " + std::to_string(n) + " rows of logits");
+  }
+  for (auto& sequence : sequences) sequence->busy = true;
+  DevicePromise promise(env, "metal-decode:forward");
+  auto release = [sequences]() {
+    for (auto& sequence : sequences) sequence->busy = false;
+  };
+  model->jobs.post([model, promise, sequences, steps = std::move(steps), picks = std::move(picks),
+                    picking = std::move(picking), logits, vocab, release]() mutable {
+    auto fail = [&](const std::exception& e, bool range) {
+      std::string message = std::string("evaluateSequences: ") + e.what();
+      promise.settle([release, message, range](Napi::Env env) -> Napi::Value {
+        release();
+        if (range) throw Napi::RangeError::New(env, message);
+        throw Napi::Error::New(env, message);
+      });
+    };
+    try {
+      checkFile(*model->file);
+      model->transformer->evaluateSequences(steps, logits->data());
+      // Each row to its sequence's logits, or the token its pick draws from them.
+      auto picked = std::make_shared<std::vector<uint32_t>>(steps.size(), MD_NO_TOKEN);
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const float* row = logits->data() + i * vocab;
+        if (picking[i])
+          (*picked)[i] = pickFromLogits(picks[i], row, vocab);
+        else
+          std::copy(row, row + vocab, sequences[i]->logits->data());
+      }
+      promise.settle([release, picked](Napi::Env env) -> Napi::Value {
+        release();
+        Napi::Uint32Array out = Napi::Uint32Array::New(env, picked->size());
+        std::copy(picked->begin(), picked->end(), out.Data());
+        return out;
+      });
+    } catch (const std::out_of_range& e) {
+      fail(e, true);
+    } catch (const std::exception& e) {
+      fail(e, false);
+    }
+  });
+  return promise.promise();
+}
+
 Napi::Value TransformerHandle::Dispose(const Napi::CallbackInfo& info) {
   // Sequences and work in flight hold the model until they end.
   shared_.reset();
@@ -331,6 +423,13 @@ Napi::Object SequenceHandle::create(Napi::Env env, std::shared_ptr<TransformerSh
   Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(shared->state.kvCacheBytes()));
   handle->shared_ = std::move(shared);
   return object;
+}
+
+std::shared_ptr<SequenceShared> SequenceHandle::sharedOf(Napi::Env env, Napi::Value value) {
+  if (!value.IsObject() ||
+      !value.As<Napi::Object>().InstanceOf(env.GetInstanceData<MetalDecodeAddon>()->sequenceConstructor().Value()))
+    return nullptr;
+  return Napi::ObjectWrap<SequenceHandle>::Unwrap(value.As<Napi::Object>())->shared_;
 }
 
 Napi::Value SequenceHandle::Logits(const Napi::CallbackInfo& info) {

@@ -43,6 +43,13 @@ class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
   // Promise<void>: the context shift of a GPU table's KV cache (one shared
   // buffer per layer for keys and values), on the model's job thread.
   Napi::Value ShiftCache(const Napi::CallbackInfo& info);
+  // evaluateSequences(sequences, tokens, positions, picks) -> Promise<Uint32Array>:
+  // one token of each sequence (of this model) in one forward pass
+  // (Transformer::evaluateSequences). picks[i]: null, and sequence i's
+  // logits are written as evaluate() writes them; or [slots, biasTokens,
+  // biasValues], and the token the fused head would pick is out[i], the
+  // logits left as they were. RangeError naming the step that does not fit.
+  Napi::Value EvaluateSequences(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<TransformerShared> live(Napi::Env env, const char* method) const;
@@ -57,6 +64,8 @@ class SequenceHandle : public Napi::ObjectWrap<SequenceHandle> {
   ~SequenceHandle() override;
   static Napi::Object create(Napi::Env env, std::shared_ptr<TransformerShared> model, uint32_t contextSize,
                              uint32_t maxBatch, TensorType cacheType);
+  // The sequence `value` holds, or nullptr when it is not a live TransformerSequence.
+  static std::shared_ptr<SequenceShared> sharedOf(Napi::Env env, Napi::Value value);
 
  private:
   Napi::Value Logits(const Napi::CallbackInfo& info);

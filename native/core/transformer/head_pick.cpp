@@ -57,4 +57,11 @@ uint32_t HeadScorer::token(const HeadBest& best) const {
   return best.index;
 }
 
+uint32_t pickFromLogits(const HeadPick& pick, const float* logits, uint32_t vocab) {
+  const HeadScorer scorer(pick);
+  HeadBest best = scorer.none();
+  scorer.score(0, int(vocab), logits, 1, best);
+  return scorer.token(best);
+}
+
 }  // namespace md

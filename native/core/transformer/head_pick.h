@@ -52,4 +52,8 @@ class HeadScorer {
   uint32_t noiseKey_;
 };
 
+// The token `pick` draws from a row of `vocab` float32 logits: the one the
+// fused head gives when it scores the same values as they are computed.
+uint32_t pickFromLogits(const HeadPick& pick, const float* logits, uint32_t vocab);
+
 }  // namespace md
