@@ -29,7 +29,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   model = await chatModel(dir, 'llama3', 'llama');
-  server = createServer(model, { port: 0, contextSize: 256, modelName: 'tiny-llama3' });
+  server = createServer(model, { port: 0, contextSize: 1024, modelName: 'tiny-llama3' }); // 4 slots of 256
   await server.listen();
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
@@ -234,11 +234,17 @@ test('an API key: /v1 requires it (401 without), /health does not', async () => 
 
 test('the options: loopback by default, and errors naming the option', () => {
   const s = createServer(model);
-  expect([s.options.host, s.options.port, s.options.maxQueue, s.options.bodyLimit]).toEqual(['127.0.0.1', 8080, 16, 4 << 20]);
+  expect([s.options.host, s.options.port, s.options.parallel, s.options.maxQueue, s.options.bodyLimit]).toEqual(['127.0.0.1', 8080, 4, 16, 4 << 20]);
+  // The context is shared out among the slots, as llama-server shares it.
+  expect(createServer(model, { contextSize: 1000, parallel: 3 }).slotContextSize).toBe(333);
+  expect(() => createServer(model, { contextSize: 40, parallel: 4 })).toThrow(
+    'Expected a contextSize of at least 16 per slot for contextSize 40 over parallel 4: give a larger contextSize or a smaller parallel',
+  );
+  expect(() => createServer(model, { parallel: 0 })).toThrow('Expected an integer from 1 to 64 for parallel but received 0 (number)');
   expect(() => createServer(model, { port: 70000 })).toThrow('Expected an integer from 0 to 65535 for port but received 70000 (number)');
   expect(() => createServer(model, { maxQueue: -1 })).toThrow('Expected an integer from 0 to 1000000 for maxQueue but received -1 (number)');
   expect(() => createServer(model, { apiKey: '' })).toThrow('Expected a non-empty string for apiKey but received "" (string)');
-  expect(() => createServer(model, { parallel: 2 } as never)).toThrow(/parallel/);
+  expect(() => createServer(model, { slots: 2 } as never)).toThrow(/slots/);
 });
 
 describe('many clients', () => {
@@ -266,7 +272,7 @@ describe('many clients', () => {
     expect(reply.choices[0]!.message.content).toBe((await expectedReply({ temperature: 0, maxTokens: 6 })).text);
   });
 
-  test('16 concurrent streams each get the greedy reply, in turn; a full queue answers 429 at once', async () => {
+  test('16 concurrent streams each get the greedy reply, four at a time in shared passes; a full queue answers 429 at once', async () => {
     const expected = (await expectedReply({ temperature: 0, maxTokens: 4 })).text;
     const one = async () => {
       const stream = await client.chat.completions.create({ model: 'tiny-llama3', messages: MESSAGES, temperature: 0, max_tokens: 4, stream: true });
@@ -274,9 +280,13 @@ describe('many clients', () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
       return text;
     };
+    const before = model.batchStats;
     const texts = await Promise.all(Array.from({ length: 16 }, one));
     expect(texts).toEqual(new Array(16).fill(expected));
-    await using small = createServer(model, { port: 0, maxQueue: 1, contextSize: 256 });
+    // Four at a time (parallel 4), their decode steps in shared forward passes.
+    expect(model.batchStats.largest).toBe(4);
+    expect(model.batchStats.passes - before.passes).toBeLessThan(model.batchStats.steps - before.steps);
+    await using small = createServer(model, { port: 0, parallel: 1, maxQueue: 1, contextSize: 256 });
     await small.listen();
     const smallClient = new OpenAI({ baseURL: `${small.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const ask = () => smallClient.chat.completions.create({ model: 'x', messages: MESSAGES, temperature: 0, max_tokens: 4 });

@@ -1,6 +1,7 @@
 // serve-bench.ts: `metal-decode bench serve --model FILE`: N concurrent
 // streams through this package's OpenAI-compatible server (lib/server/,
-// real HTTP on loopback, server-sent events), and N sequences of one
+// real HTTP on loopback, server-sent events, a slot per stream: their
+// decode steps batched), and N sequences of one
 // node-llama-cpp context on the same file in the same run (its
 // multi-sequence batching: llama-server's way to serve several users).
 // Per N: the aggregate tokens/s (every stream's tokens over the wall time
@@ -122,8 +123,9 @@ async function benchOurs(s: ServeBenchSettings): Promise<{ result: ServeEngineRe
   const model = await loadModel(s.model, { threads: s.threads });
   const prompt = promptText(s.promptWords);
   const most = Math.max(...s.streams);
+  // A slot per stream (the server's parallel), each with this context.
   const contextSize = 4 * s.promptWords + s.tokens + 64;
-  const server = createServer(model, { port: 0, maxQueue: most, backend: 'native', contextSize });
+  const server = createServer(model, { port: 0, parallel: most, maxQueue: most, backend: 'native', contextSize: most * contextSize });
   try {
     await server.listen();
     // Every token its own event: a vocabulary's partial UTF-8 pieces would merge events; each stream asks for
@@ -142,7 +144,11 @@ async function benchOurs(s: ServeBenchSettings): Promise<{ result: ServeEngineRe
     }
     const promptTokens = (await generate(model, prompt, { maxTokens: 1, contextSize, backend: 'native' })).stats.promptTokens;
     return {
-      result: { engine: 'metal-decode serve', note: `HTTP on loopback, the CPU forward pass, ${s.threads} threads, one request at a time`, runs },
+      result: {
+        engine: 'metal-decode serve',
+        note: `HTTP on loopback, parallel ${most} (the streams' decode steps in shared forward passes), CPU, ${s.threads} threads`,
+        runs,
+      },
       promptTokens,
     };
   } finally {

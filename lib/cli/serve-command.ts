@@ -9,8 +9,9 @@ export const SERVE_USAGE = `Usage: metal-decode serve --model FILE [options]
 
 OpenAI's HTTP API over the model: POST /v1/chat/completions (streamed as
 server-sent events with "stream": true), /v1/completions, /v1/embeddings;
-GET /v1/models and /health. Requests run one at a time, in order; a client
-that disconnects stops its request. docs/serve.md has every field.
+GET /v1/models and /health. --parallel requests run at once, their decode
+steps in shared forward passes; a client that disconnects stops its
+request. docs/serve.md has every field.
 
 Options:
 ${MODEL_OPTIONS_USAGE.split('\n')
@@ -19,7 +20,9 @@ ${MODEL_OPTIONS_USAGE.split('\n')
   --host HOST         where to listen (default 127.0.0.1: this machine only)
   --port N            default 8080; 0 picks a free one
   --api-key KEY       require Authorization: Bearer KEY on /v1 (also MD_API_KEY)
-  --max-queue N       requests that may wait while one runs (default 16; past it: 429)
+  --parallel N        requests that run at once, their decode steps batched; the context
+                      is shared out among them (default 4)
+  --max-queue N       requests that may wait while those run (default 16; past it: 429)
   --body-limit BYTES  the largest request body (default 4194304; past it: 413)
   --name NAME         the model's id in /v1/models and replies (default: the file's name)
   -h, --help          this text`;
@@ -31,6 +34,7 @@ const SERVE_OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   'api-key': { type: 'string' },
+  parallel: { type: 'string' },
   'max-queue': { type: 'string' },
   'body-limit': { type: 'string' },
   name: { type: 'string' },
@@ -40,6 +44,7 @@ export async function serveCommand(argv: string[], stdout: Output, stderr: Outpu
   const { values } = parseCommandArgs(argv, SERVE_OPTIONS);
   if (values.help) return (void stdout.write(`${SERVE_USAGE}\n`), 0);
   const port = numberOption(values, 'port', 0, 65535);
+  const parallel = numberOption(values, 'parallel', 1, 64);
   const maxQueue = numberOption(values, 'max-queue', 0, 1_000_000);
   const bodyLimit = numberOption(values, 'body-limit', 1024, 1 << 30);
   const apiKey = (values['api-key'] as string | undefined) ?? process.env.MD_API_KEY;
@@ -50,6 +55,7 @@ export async function serveCommand(argv: string[], stdout: Output, stderr: Outpu
     ...(typeof values.host === 'string' && { host: values.host }),
     ...(port !== undefined && { port }),
     ...(apiKey !== undefined && apiKey !== '' && { apiKey }),
+    ...(parallel !== undefined && { parallel }),
     ...(maxQueue !== undefined && { maxQueue }),
     ...(bodyLimit !== undefined && { bodyLimit }),
     ...(typeof values.name === 'string' && { modelName: values.name }),

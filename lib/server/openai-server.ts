@@ -1,8 +1,10 @@
 // openai-server.ts: createServer(model, options): OpenAI's HTTP API over
 // one loaded model (llama-server's endpoints, in Node): chat completions,
-// completions, embeddings, models, and /health. The model's requests run
-// one at a time, in order, behind a bounded queue (request-queue.ts); a
-// client that disconnects stops its request.
+// completions, embeddings, models, and /health. Up to `parallel` requests
+// run at once, each on a slot of its own (a chat session, a KV cache of
+// the context over the slots), their decode steps sharing forward passes
+// (the model's batcher); the rest wait in order in a bounded queue
+// (request-queue.ts); a client that disconnects stops its request.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
@@ -23,6 +25,9 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 
 export type { ServerOptions } from './server-options.js';
 
+/** The smallest context a slot may have. */
+const MIN_SLOT_CONTEXT = 16;
+
 type Route = (body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal) => Promise<void>;
 
 export class OpenAiServer {
@@ -32,7 +37,11 @@ export class OpenAiServer {
   readonly #http: Server;
   readonly #queue: RequestQueue;
   readonly #running = new Set<AbortController>();
-  #chat: ChatSession | undefined;
+  // One chat session per slot (`parallel` of them), each with its own KV cache; null: free, not made yet.
+  readonly #chats: (ChatSession | null)[];
+  readonly #chatBusy: boolean[];
+  // Each slot's context: the total (given, or the model's auto choice) over the slots.
+  readonly slotContextSize: number;
   #embeddings: EmbeddingContext | undefined;
   #closed = false;
   readonly #stats = { requests: 0, cancelled: 0, completionTokens: 0 };
@@ -42,7 +51,16 @@ export class OpenAiServer {
     this.model = model;
     this.options = resolveServerOptions(options);
     this.modelName = this.options.modelName ?? basename(model.info.path).replace(/\.gguf$/i, '');
-    this.#queue = new RequestQueue(1, this.options.maxQueue);
+    const total = typeof this.options.contextSize === 'number' ? this.options.contextSize : model.autoContextSize().contextSize;
+    this.slotContextSize = Math.floor(total / this.options.parallel);
+    if (this.slotContextSize < MIN_SLOT_CONTEXT) {
+      throw new RangeError(
+        `Expected a contextSize of at least ${MIN_SLOT_CONTEXT} per slot for contextSize ${total} over parallel ${this.options.parallel}: give a larger contextSize or a smaller parallel`,
+      );
+    }
+    this.#chats = new Array<ChatSession | null>(this.options.parallel).fill(null);
+    this.#chatBusy = new Array<boolean>(this.options.parallel).fill(false);
+    this.#queue = new RequestQueue(this.options.parallel, this.options.maxQueue);
     this.#http = createHttpServer((req, res) => void this.#handle(req, res));
   }
 
@@ -85,7 +103,7 @@ export class OpenAiServer {
     const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
     this.#http.closeAllConnections();
     await closed;
-    await this.#chat?.[Symbol.asyncDispose]();
+    for (const chat of this.#chats) await chat?.[Symbol.asyncDispose]();
     await this.#embeddings?.dispose();
   }
 
@@ -145,7 +163,7 @@ export class OpenAiServer {
         {
           modelName: this.modelName,
           vocabSize: this.model.vocabSize,
-          withChat: (s, task) => this.#inTurn(s, () => task(this.#chatSession())),
+          withChat: (s, task) => this.#inTurn(s, () => this.#withChatSlot(task)),
           countTokens: this.#countTokens,
         },
         body,
@@ -158,7 +176,7 @@ export class OpenAiServer {
           model: this.model,
           modelName: this.modelName,
           backend: this.options.backend,
-          contextSize: this.options.contextSize,
+          contextSize: this.slotContextSize,
           inTurn: this.#inTurn,
           countTokens: this.#countTokens,
         },
@@ -183,8 +201,8 @@ export class OpenAiServer {
       ),
   };
 
-  #chatSession(): ChatSession {
-    if (this.#chat) return this.#chat;
+  // A free slot's chat session for the task (the queue runs at most `parallel` tasks: one is free).
+  async #withChatSlot<T>(task: (chat: ChatSession) => Promise<T>): Promise<T> {
     if (this.model.chatTemplate === undefined) {
       throw new HttpError(
         400,
@@ -193,11 +211,18 @@ export class OpenAiServer {
         'messages',
       );
     }
-    this.#chat = new ChatSession(this.model, {
-      ...(this.options.backend !== undefined && { backend: this.options.backend }),
-      ...(this.options.contextSize !== undefined && { contextSize: this.options.contextSize }),
-    });
-    return this.#chat;
+    const slot = this.#chatBusy.indexOf(false);
+    if (slot < 0) throw new Error('no free chat slot (the queue runs at most parallel requests)');
+    this.#chatBusy[slot] = true;
+    try {
+      const chat = (this.#chats[slot] ??= new ChatSession(this.model, {
+        ...(this.options.backend !== undefined && { backend: this.options.backend }),
+        contextSize: this.slotContextSize,
+      }));
+      return await task(chat);
+    } finally {
+      this.#chatBusy[slot] = false;
+    }
   }
 }
 

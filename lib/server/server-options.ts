@@ -11,14 +11,17 @@ export interface ServerOptions {
   port?: number;
   /** When set, every /v1 request must send `Authorization: Bearer <apiKey>` (/health stays open). */
   apiKey?: string;
-  /** Requests that may wait while one runs; past this a request gets 429 at once. Default 16. */
+  /** Requests that run at once, each on a slot with its own KV cache, their decode steps batched. Default 4. */
+  parallel?: number;
+  /** Requests that may wait while `parallel` run; past this a request gets 429 at once. Default 16. */
   maxQueue?: number;
   /** The largest request body, in bytes (413 past it). Default 4 MiB. */
   bodyLimit?: number;
   /** The name /v1/models lists and responses carry. Default: the file's name without .gguf. */
   modelName?: string;
-  /** The backend and context of the server's sequences (Session's options). */
+  /** The backend of the server's sequences (Session's option). */
   backend?: BackendChoice;
+  /** The context of all slots together, shared out equally (llama-server's way). Default 'auto': the model's choice. */
   contextSize?: number | 'auto';
 }
 
@@ -26,6 +29,7 @@ export interface ResolvedServerOptions {
   host: string;
   port: number;
   apiKey: string | undefined;
+  parallel: number;
   maxQueue: number;
   bodyLimit: number;
   modelName: string | undefined;
@@ -33,7 +37,7 @@ export interface ResolvedServerOptions {
   contextSize: number | 'auto' | undefined;
 }
 
-const NAMES = new Set(['host', 'port', 'apiKey', 'maxQueue', 'bodyLimit', 'modelName', 'backend', 'contextSize']);
+const NAMES = new Set(['host', 'port', 'apiKey', 'parallel', 'maxQueue', 'bodyLimit', 'modelName', 'backend', 'contextSize']);
 
 function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
@@ -57,10 +61,11 @@ export function resolveServerOptions(options: unknown): ResolvedServerOptions {
     host: optionalString('host', o.host, 'a host name or address') ?? '127.0.0.1',
     port: integer('port', o.port, 0, 65535, 8080),
     apiKey: optionalString('apiKey', o.apiKey, 'a non-empty string'),
+    parallel: integer('parallel', o.parallel, 1, 64, 4),
     maxQueue: integer('maxQueue', o.maxQueue, 0, 1_000_000, 16),
     bodyLimit: integer('bodyLimit', o.bodyLimit, 1024, 1 << 30, 4 << 20),
     modelName: optionalString('modelName', o.modelName, 'a non-empty string'),
     backend: o.backend,
-    contextSize: o.contextSize,
+    contextSize: o.contextSize === undefined || o.contextSize === 'auto' ? 'auto' : integer('contextSize', o.contextSize, 16, 1 << 24, 0),
   };
 }
