@@ -315,8 +315,8 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
   const int64_t hd = c.headDim, qDim = int64_t(c.headCount) * hd;
   const int64_t group = c.headCount / c.headCountKv;
   const int64_t count = int64_t(s.steps_.size());
-  uint32_t context = 0;
-  for (const SequenceStep& step : s.steps_) context = std::max(context, step.state->contextSize_);
+  // Each thread's scores: ensureScratch sized them for the batch's longest context.
+  const size_t scoreStride = s.scores_.size() / size_t(pool_.size());
   const float* queries = s.activation(Activation::Q);
   float* attended = s.activation(Activation::Attended);
 
@@ -333,7 +333,7 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
   const float scale = c.attentionScale > 0 ? c.attentionScale : 1.0f / std::sqrt(float(hd));
   const size_t queryBytes = size_t(hd) * sizeof(float);
   pool_.run([&](int thread) {
-    float* scores = s.scores_.data() + size_t(thread) * context;
+    float* scores = s.scores_.data() + size_t(thread) * scoreStride;
     uint8_t* query = s.query_.data() + size_t(thread) * queryBytes;
     float* valueRow = s.valueRow_.data() + size_t(thread) * size_t(hd);
     int64_t begin, end;
