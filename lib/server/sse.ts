@@ -16,12 +16,6 @@ export class EventStream {
     if (!this.res.writableEnded) this.res.write(`data: ${JSON.stringify(chunk)}\n\n`);
   }
 
-  /** An error after the stream started: an event with OpenAI's error body, then the end. */
-  fail(message: string): void {
-    this.send({ error: { message, type: 'server_error', param: null, code: null } });
-    this.end();
-  }
-
   end(): void {
     this.#start();
     if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n');
