@@ -49,4 +49,4 @@ export type { ResponseChunk, ThoughtSegment } from './chat/thought-segments.js';
 export { Embedding, EmbeddingContext, type EmbeddingPooling } from './models/embedding-context.js';
 export type { ChatTokenizer } from './chat/chat-tokenizer.js';
 export type { ChatHistoryInput, NodeLlamaCppHistoryItem } from './chat/chat-history.js';
-export { createServer, OpenAiServer, type ServerOptions } from './server/openai-server.js';
+export { createServer, OpenAiServer, type ServedModel, type ServerOptions } from './server/openai-server.js';

@@ -327,3 +327,79 @@ test("schemas written inline type a handler's parameters and a grammar's parse()
   });
   expect(fn.handler({ city: 'Paris', days: 2 })).toEqual(['Paris', 2]);
 });
+
+describe("functionCalls: 'return' and respondWithMeta(): the caller runs the calls", () => {
+  const header = '<|im_start|>assistant\n';
+  const call = `<tool_call>\n{"name": "getWeather", "arguments": {"city": "Rome"}}\n</tool_call>`;
+
+  test('the reply ends with its calls, no handler run; the results set as tool messages get the rest of the reply, as if the handler had run', async () => {
+    const script = (text: string) => (text.includes('<tool_response>') ? 'Rome is at 25.<|im_end|>' : `Checking.\n${call}<|im_end|>`);
+    const calls: unknown[] = [];
+    using chat = new ChatSession(scriptedChat(qwen, header, script).model);
+    const reply = await chat.promptWithMeta('Rome?', { ...GREEDY, functions: weatherFunctions(calls), functionCalls: 'return' });
+    expect(calls).toEqual([]);
+    expect(reply.stopReason).toBe('functionCalls');
+    expect(reply.customStopTrigger).toBeUndefined();
+    expect(reply.response).toEqual([
+      'Checking.\n',
+      {
+        type: 'functionCall',
+        name: 'getWeather',
+        description: 'The weather in a city now.',
+        params: { city: 'Rome' },
+        result: undefined,
+        rawCall: call,
+      },
+    ]);
+    const history = chat.getChatHistory();
+    expect(history.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'Checking.\n',
+      tool_calls: [{ type: 'function', function: { name: 'getWeather', arguments: { city: 'Rome' } } }],
+    });
+    chat.setChatHistory([...history, { role: 'tool', name: 'getWeather', content: '{"city":"Rome","temperature":25}' }]);
+    const answer = await chat.respondWithMeta({ ...GREEDY, functions: weatherFunctions(calls), functionCalls: 'return' });
+    expect(answer.responseText).toBe('Rome is at 25.');
+    expect(answer.stopReason).toBe('eogToken');
+
+    // The same conversation with the handler run by the session: the same history and the same sequence.
+    const ran: unknown[] = [];
+    using direct = new ChatSession(scriptedChat(qwen, header, script).model);
+    await direct.promptWithMeta('Rome?', { ...GREEDY, functions: weatherFunctions(ran) });
+    expect(ran).toEqual([{ city: 'Rome' }]);
+    expect(chat.getChatHistory()).toEqual(direct.getChatHistory());
+    expect(Array.from(chat.session.tokens)).toEqual(Array.from(direct.session.tokens));
+  });
+
+  test('forceFunctionCall: a reply that would be text starts with a call', async () => {
+    using chat = new ChatSession(scriptedChat(qwen, header, () => 'No need.<|im_end|>').model);
+    const calls: unknown[] = [];
+    const reply = await chat.promptWithMeta('Rome?', {
+      ...GREEDY,
+      functions: weatherFunctions(calls),
+      functionCalls: 'return',
+      forceFunctionCall: true,
+    });
+    expect(reply.stopReason).toBe('functionCalls');
+    expect(reply.response).toHaveLength(1);
+    expect(reply.response[0]).toMatchObject({ type: 'functionCall' });
+    expect(calls).toEqual([]);
+  });
+
+  test('errors name the option, and respondWithMeta() needs a history that ends with a user or tool message', async () => {
+    using chat = new ChatSession(scriptedChat(qwen, header, () => 'Hi.<|im_end|>').model);
+    await expect(chat.promptWithMeta('x', { functionCalls: 'later' as never })).rejects.toThrow(
+      `Expected 'run' or 'return' for functionCalls but received "later" (string)`,
+    );
+    await expect(chat.promptWithMeta('x', { forceFunctionCall: true })).rejects.toThrow(
+      'Expected false when no functions are given for forceFunctionCall but received true (boolean)',
+    );
+    await expect(chat.respondWithMeta(GREEDY)).rejects.toThrow(
+      'respondWithMeta() replies to a history that ends with a user or tool message; this one ends with nothing: use prompt(text)',
+    );
+    await chat.prompt('Hello', GREEDY);
+    await expect(chat.respondWithMeta(GREEDY)).rejects.toThrow("this one ends with a message of role 'assistant'");
+    chat.setChatHistory([{ role: 'user', content: 'Hello' }]);
+    expect((await chat.respondWithMeta(GREEDY)).responseText).toBe('Hi.');
+  });
+});

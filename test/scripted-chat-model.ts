@@ -9,6 +9,8 @@ export interface ScriptedChat {
   model: ChatModel;
   /** Every reply text the script was asked for, in order of the turns seen. */
   readonly turns: string[];
+  /** The sequence's text (special tokens included) at the model's last step. */
+  readonly conversation: string;
 }
 
 /**
@@ -31,6 +33,7 @@ export function scriptedChat(
   }
   const sequence: number[] = [];
   const turns: string[] = [];
+  let last = '';
   const logits = new LogitsModel({
     vocabSize: base.vocabSize,
     tokenizer,
@@ -39,6 +42,7 @@ export function scriptedChat(
       sequence.length = position;
       sequence.push(...tokens);
       const conversation = tokenizer.decode(sequence, { special: true });
+      last = conversation;
       const at = conversation.lastIndexOf(header);
       const sofar = at < 0 ? '' : conversation.slice(at + header.length);
       const target = reply(conversation);
@@ -65,5 +69,11 @@ export function scriptedChat(
     info: base.info,
     openSequence: (options) => logits.openSequence(options),
   };
-  return { model, turns };
+  return {
+    model,
+    turns,
+    get conversation() {
+      return last;
+    },
+  };
 }

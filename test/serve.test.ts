@@ -190,7 +190,7 @@ describe('bad requests get an error naming the field, and the server keeps servi
         ],
       },
       'messages[1].role',
-      'messages[1].role: expected \'user\': the last message is the one the reply answers, got "assistant"',
+      'messages[1].role: expected \'user\' or \'tool\': the last message is the one the reply answers, got "assistant"',
     ],
     [
       { messages: MESSAGES, logit_bias: { '999999': 1 } },

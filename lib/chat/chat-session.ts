@@ -35,6 +35,7 @@ import {
   callOptions,
   mergeGenericCalls,
   resultText,
+  returnedCalls,
   runCalls,
   writeCall,
   type FunctionCallItem,
@@ -69,10 +70,14 @@ export interface ChatSessionOptions extends SessionOptions {
 }
 
 // The conversation as the template renders it for a prompt: the messages and the variables.
-type RenderView = (messages: readonly ChatMessage[]) => {
+// continuation: text the reply goes on from, after the generation prompt
+// (the generic syntax's calls and results, when the history ends with them).
+type RenderView = (messages: readonly ChatMessage[]) => ConversationView;
+interface ConversationView {
   messages: readonly ChatMessage[];
   variables: Readonly<Record<string, unknown>> | undefined;
-};
+  continuation?: string;
+}
 
 /** prompt()'s options: a generation's, and the functions the model may call. */
 export interface ChatPromptOptions extends GenerateOptions {
@@ -86,6 +91,17 @@ export interface ChatPromptOptions extends GenerateOptions {
    * given back to the model, which then goes on with its reply.
    */
   functions?: ChatSessionFunctions;
+  /**
+   * What happens when the model calls functions: 'run' (default) runs their
+   * handlers and the reply goes on after the results; 'return' ends the
+   * reply with its calls (stopReason 'functionCalls', each call's result
+   * undefined, no handler run), for a caller that runs them itself and gives
+   * the results back as tool messages in the history (setChatHistory, then
+   * respondWithMeta()): what a server's client does.
+   */
+  functionCalls?: 'run' | 'return';
+  /** The reply starts with a call of one of `functions` (OpenAI's tool_choice 'required', or one function named). */
+  forceFunctionCall?: boolean;
 }
 
 export interface ChatPromptResult {
@@ -93,7 +109,8 @@ export interface ChatPromptResult {
   response: (string | ThoughtSegment | FunctionCallItem)[];
   /** The reply's text (every text part; not the thoughts). */
   responseText: string;
-  stopReason: StopReason;
+  /** Why the reply ended: its last generation's stop reason, or 'functionCalls' (functionCalls: 'return'). */
+  stopReason: StopReason | 'functionCalls';
   /** The trigger that stopped the reply (stopReason 'customStopTrigger'). */
   customStopTrigger?: string;
   /** Everything the last generation of the reply reports: tokens, backend, seed, timings. */
@@ -180,17 +197,49 @@ export class ChatSession {
    */
   async promptWithMeta(text: string, options?: ChatPromptOptions): Promise<ChatPromptResult> {
     if (typeof text !== 'string') throw invalidParameterError('text', 'a string', text, 'type');
+    return this.#reply({ role: 'user', content: text }, options);
+  }
+
+  /**
+   * The model's reply to the history as it stands, without a new user
+   * message: after the results of calls a reply returned (functionCalls:
+   * 'return'), given as tool messages with setChatHistory, or to a history
+   * that ends with the user's message. The history must end with a user or
+   * a tool message.
+   */
+  async respondWithMeta(options?: ChatPromptOptions): Promise<ChatPromptResult> {
+    const last = this.#window.at(-1);
+    if (!this.#busy && last?.role !== 'user' && last?.role !== 'tool') {
+      throw new TypeError(
+        `respondWithMeta() replies to a history that ends with a user or tool message; this one ends with ${last === undefined ? 'nothing' : `a message of role '${last.role}'`}: use prompt(text)`,
+      );
+    }
+    return this.#reply(undefined, options);
+  }
+
+  async #reply(message: ChatMessage | undefined, options: ChatPromptOptions | undefined): Promise<ChatPromptResult> {
     if (this.#busy) throw new SessionBusyError('This ChatSession is already replying; wait for the reply (or stop it) before the next prompt');
     if (isPlainObject(options) && options.contextShift !== undefined) {
       throw new TypeError('contextShift belongs to the ChatSession: pass it to new ChatSession(model, { contextShift })');
     }
     if (options !== undefined && !isPlainObject(options)) resolveGenerate(options); // its error for options that are not an object
-    const { functions: functionsOption, onResponseChunk, budgets, ...generateOptions }: ChatPromptOptions = options ?? {};
+    const {
+      functions: functionsOption,
+      onResponseChunk,
+      budgets,
+      functionCalls = 'run',
+      forceFunctionCall = false,
+      ...generateOptions
+    }: ChatPromptOptions = options ?? {};
     const functions = checkFunctions(functionsOption);
+    if (functionCalls !== 'run' && functionCalls !== 'return')
+      throw invalidParameterError('functionCalls', "'run' or 'return'", functionCalls, 'range');
+    if (typeof forceFunctionCall !== 'boolean') throw invalidParameterError('forceFunctionCall', 'a boolean', forceFunctionCall, 'type');
+    if (forceFunctionCall && functions === undefined)
+      throw invalidParameterError('forceFunctionCall', 'false when no functions are given', forceFunctionCall, 'range');
     const { maxTokens, customStopTriggers } = resolveGenerate(generateOptions); // bad options are errors before the sequence is touched
     const reply = checkReplyOptions(onResponseChunk, budgets);
-    const message: ChatMessage = { role: 'user', content: text };
-    let window = [...this.#window, message];
+    let window = message === undefined ? [...this.#window] : [...this.#window, message];
     const added: ChatMessage[] = []; // the reply's messages before its last text: calls and results
     const response: ChatPromptResult['response'] = [];
     const record = (part: ReplyPart) => {
@@ -200,6 +249,7 @@ export class ChatSession {
     let part: ReplyPart;
     let result: GenerationResult;
     let heldText: string | undefined;
+    let returned: ChatMessage | undefined; // the reply's message with the calls it ends with (functionCalls: 'return')
     this.#replying = true;
     try {
       // The signal ends a long rendering too, but with stopOnAbortSignal an
@@ -214,7 +264,13 @@ export class ChatSession {
       for (;;) {
         const prepared = await this.#prepare(window, view, signal, maxTokens);
         window = prepared.window;
-        part = await generateReply(this.#replyOn, prepared.tokens, generateOptions, reply, { ...triggers, ...prepared.shift }, prepared.heldText);
+        if (forceFunctionCall && rounds === 0) {
+          // The reply starts with a call: the prompt is evaluated and the call written at once, as if the model wrote the trigger.
+          const evaluated = await this.#session.generate(prepared.tokens, { ...callOptions(generateOptions), maxTokens: 0 });
+          part = { result: { ...evaluated, stopReason: 'customStopTrigger', stopTrigger: syntax!.trigger }, raw: '', injected: false, text: '' };
+        } else {
+          part = await generateReply(this.#replyOn, prepared.tokens, generateOptions, reply, { ...triggers, ...prepared.shift }, prepared.heldText);
+        }
         result = part.result;
         heldText = part.injected ? undefined : prepared.heldText;
         // The model started a call: write it (and any after it in the same
@@ -235,6 +291,13 @@ export class ChatSession {
             result = { ...rest, stopReason: 'abort' };
             break;
           }
+          if (functionCalls === 'return') {
+            const items = returnedCalls(calls, functions!);
+            record(part);
+            response.push(...items);
+            returned = callMessages(part.raw, items)[0];
+            break;
+          }
           const items = await runCalls(calls, functions!);
           record(part);
           response.push(...items);
@@ -247,7 +310,7 @@ export class ChatSession {
           part = await generateReply(this.#replyOn, Uint32Array.from(resultTokens), generateOptions, reply, triggers, undefined);
           result = part.result;
         }
-        if (!calling(result) || rounds > MAX_CALL_ROUNDS) break;
+        if (returned !== undefined || !calling(result) || rounds > MAX_CALL_ROUNDS) break;
       }
     } catch (error) {
       this.#heldText = undefined; // the sequence may hold part of a reply
@@ -255,8 +318,8 @@ export class ChatSession {
     } finally {
       this.#replying = false;
     }
-    const last: ChatMessage = { role: 'assistant', content: part!.raw };
-    this.#history = [...this.#history, message, ...added, last];
+    const last: ChatMessage = returned ?? { role: 'assistant', content: part!.raw };
+    this.#history = [...this.#history, ...(message === undefined ? [] : [message]), ...added, last];
     this.#window = [...window, last];
     // The sequence now holds the rendering and the reply's tokens, whose
     // bytes may run past result.text (a stop trigger's start is kept),
@@ -265,13 +328,13 @@ export class ChatSession {
       heldText !== undefined && result.stats.contextShift === undefined
         ? heldText + Buffer.concat(result.tokens.map((t) => this.#tokenizer.tokenBytes(t))).toString('utf8')
         : undefined;
-    record(part!);
+    if (returned === undefined) record(part!);
     if (response.length === 0) response.push('');
     return {
       response,
       responseText: response.filter((r): r is string => typeof r === 'string').join(''),
-      stopReason: result.stopReason,
-      ...(result.stopTrigger !== undefined && { customStopTrigger: result.stopTrigger }),
+      stopReason: returned === undefined ? result!.stopReason : 'functionCalls',
+      ...(returned === undefined && result.stopTrigger !== undefined && { customStopTrigger: result.stopTrigger }),
       result,
     };
   }
@@ -332,7 +395,10 @@ export class ChatSession {
     return (messages) => {
       const merged = mergeGenericCalls(messages, syntax);
       const at = merged[0]?.role === 'system' ? 1 : 0;
-      return { messages: [...merged.slice(0, at), explained, ...merged.slice(at)], variables: this.#variables };
+      const shown = [...merged.slice(0, at), explained, ...merged.slice(at)];
+      // Results the client gave back (respondWithMeta): the reply goes on in the message that holds the calls, as it does after a handler.
+      if (messages.at(-1)?.role !== 'tool') return { messages: shown, variables: this.#variables };
+      return { messages: shown.slice(0, -1), variables: this.#variables, continuation: shown.at(-1)!.content };
     };
   }
 
@@ -400,11 +466,10 @@ export class ChatSession {
     return this.#systemPrompt === undefined ? [] : [{ role: 'system', content: this.#systemPrompt }];
   }
 
-  #render(
-    { messages, variables }: { messages: readonly ChatMessage[]; variables: Readonly<Record<string, unknown>> | undefined },
-    signal: AbortSignal | undefined,
-  ): Promise<RenderedPrompt> {
-    return renderPrompt(this.#template, messages, this.#tokenizer, variables, signal);
+  async #render({ messages, variables, continuation }: ConversationView, signal: AbortSignal | undefined): Promise<RenderedPrompt> {
+    const rendered = await renderPrompt(this.#template, messages, this.#tokenizer, variables, signal);
+    if (continuation === undefined || continuation === '') return rendered;
+    return { text: rendered.text + continuation, pieces: [...rendered.pieces, { text: continuation, special: false }] };
   }
 
   // What to append to the sequence for `rendered`: only the new text when

@@ -158,6 +158,24 @@ export async function runCalls(
   return items;
 }
 
+/** The calls as a reply that returns them gives them: no handler run, no result. */
+export function returnedCalls(
+  calls: readonly { name: string; params: Record<string, unknown>; rawCall: string }[],
+  functions: ChatSessionFunctions,
+): FunctionCallItem[] {
+  return calls.map((call) => {
+    const description = functions[call.name].description;
+    return {
+      type: 'functionCall',
+      name: call.name,
+      ...(description !== undefined && { description }),
+      params: call.params,
+      result: undefined,
+      rawCall: call.rawCall,
+    };
+  });
+}
+
 /** The history's messages for an assistant message's calls: the message with tool_calls, then a tool message per result. */
 export function callMessages(content: string, items: readonly FunctionCallItem[]): ChatMessage[] {
   const toolCalls: ChatToolCall[] = items.map((i) => ({ type: 'function', function: { name: i.name, arguments: i.params } }));

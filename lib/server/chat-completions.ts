@@ -5,9 +5,11 @@
 import type { ServerResponse } from 'node:http';
 
 import type { ChatPromptResult, ChatSession } from '../chat/chat-session.js';
+import type { FunctionCallItem } from '../chat/function-calls.js';
 import type { GrammarSpec } from '../grammar/grammar-spec.js';
 import { isPlainObject } from '../predicates.js';
 import { chatMessages } from './chat-messages.js';
+import { requestTools } from './chat-tools.js';
 import { badField } from './http-error.js';
 import { endReply } from './reply-end.js';
 import { createdNow, finishReason, replyId } from './reply-ids.js';
@@ -44,11 +46,16 @@ function responseGrammar(value: unknown): GrammarSpec | undefined {
   }
 }
 
+// The calls a reply ended with, as OpenAI's tool_calls (arguments as JSON text).
+function toolCalls(reply: ChatPromptResult): { id: string; type: 'function'; function: { name: string; arguments: string } }[] {
+  return reply.response
+    .filter((p): p is FunctionCallItem => typeof p === 'object' && p.type === 'functionCall')
+    .map((call) => ({ id: replyId('call'), type: 'function', function: { name: call.name, arguments: JSON.stringify(call.params) } }));
+}
+
 export async function chatCompletions(route: ChatRoute, body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal): Promise<void> {
-  const { history, last } = chatMessages(body.messages);
-  if (body.tools !== undefined && body.tools !== null && !(Array.isArray(body.tools) && body.tools.length === 0)) {
-    throw badField('tools', 'none: function calling through the server is not supported yet', '(tools)');
-  }
+  const history = chatMessages(body.messages);
+  const tools = requestTools(body.tools, body.tool_choice);
   const sampling = samplingFields(body, route.vocabSize);
   const grammar = responseGrammar(body.response_format);
   const id = replyId('chatcmpl');
@@ -72,10 +79,11 @@ export async function chatCompletions(route: ChatRoute, body: Record<string, unk
         });
         sentRole = true;
       };
-      const reply: ChatPromptResult = await chat.promptWithMeta(last, {
+      const reply: ChatPromptResult = await chat.respondWithMeta({
         ...sampling.options,
         ...(seed !== undefined && { seed }),
         ...(grammar && { grammar }),
+        ...(tools.functions && { functions: tools.functions, functionCalls: 'return', forceFunctionCall: tools.force }),
         signal,
         stopOnAbortSignal: true,
         onResponseChunk: (chunk) => {
@@ -89,13 +97,24 @@ export async function chatCompletions(route: ChatRoute, body: Record<string, unk
       promptTokens = chat.session.tokens.length - generated;
       const finish = finishReason(reply.stopReason);
       const thoughts = reply.response.filter((p) => typeof p === 'object' && p.type === 'segment').map((p) => (p as { text: string }).text);
+      const calls = toolCalls(reply);
       if (stream) {
         if (!sentRole) delta({ content: '' });
+        if (calls.length > 0) {
+          const deltas = calls.map((call, i) => ({ index: i, ...call }));
+          stream.send({ ...base, object: 'chat.completion.chunk', choices: [{ index, delta: { tool_calls: deltas }, finish_reason: null }] });
+        }
         stream.send({ ...base, object: 'chat.completion.chunk', choices: [{ index, delta: {}, finish_reason: finish }] });
       } else {
+        const content = calls.length > 0 && reply.responseText === '' ? null : reply.responseText;
         choices.push({
           index,
-          message: { role: 'assistant', content: reply.responseText, ...(thoughts.length > 0 && { reasoning_content: thoughts.join('') }) },
+          message: {
+            role: 'assistant',
+            content,
+            ...(thoughts.length > 0 && { reasoning_content: thoughts.join('') }),
+            ...(calls.length > 0 && { tool_calls: calls }),
+          },
           logprobs: null,
           finish_reason: finish,
         });

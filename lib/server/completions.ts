@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 
 import { generate } from '../generate/session.js';
-import type { GgufModel } from '../models/gguf-model.js';
+import type { DecodeModel } from '../generate/model.js';
 import type { BackendChoice } from '../sampling-options.js';
 import { badField } from './http-error.js';
 import { endReply } from './reply-end.js';
@@ -12,7 +12,7 @@ import { samplingFields } from './sampling-params.js';
 import { EventStream } from './sse.js';
 
 export interface CompletionRoute {
-  model: GgufModel;
+  model: DecodeModel;
   modelName: string;
   backend: BackendChoice | undefined;
   contextSize: number | 'auto' | undefined;

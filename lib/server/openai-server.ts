@@ -9,10 +9,9 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 
-import { ChatSession } from '../chat/chat-session.js';
+import { ChatSession, type ChatModel } from '../chat/chat-session.js';
 import type { EmbeddingContext } from '../models/embedding-context.js';
 import type { Tokenizer } from '../generate/model.js';
-import type { GgufModel } from '../models/gguf-model.js';
 import { chatCompletions } from './chat-completions.js';
 import { completions } from './completions.js';
 import { embeddings } from './embeddings.js';
@@ -28,10 +27,18 @@ export type { ServerOptions } from './server-options.js';
 /** The smallest context a slot may have. */
 const MIN_SLOT_CONTEXT = 16;
 
+/**
+ * What the server serves: a chat model (a GgufModel is one), with its
+ * automatic context size and its embeddings where it has them.
+ */
+export interface ServedModel extends ChatModel {
+  createEmbeddingContext?(): EmbeddingContext;
+}
+
 type Route = (body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal) => Promise<void>;
 
 export class OpenAiServer {
-  readonly model: GgufModel;
+  readonly model: ServedModel;
   readonly options: ResolvedServerOptions;
   readonly modelName: string;
   readonly #http: Server;
@@ -47,11 +54,11 @@ export class OpenAiServer {
   readonly #stats = { requests: 0, cancelled: 0, completionTokens: 0 };
   #countTokens = (tokens: number): void => void (this.#stats.completionTokens += tokens);
 
-  constructor(model: GgufModel, options?: ServerOptions) {
+  constructor(model: ServedModel, options?: ServerOptions) {
     this.model = model;
     this.options = resolveServerOptions(options);
-    this.modelName = this.options.modelName ?? basename(model.info.path).replace(/\.gguf$/i, '');
-    const total = typeof this.options.contextSize === 'number' ? this.options.contextSize : model.autoContextSize().contextSize;
+    this.modelName = this.options.modelName ?? basename(model.info?.path ?? 'model').replace(/\.gguf$/i, '');
+    const total = typeof this.options.contextSize === 'number' ? this.options.contextSize : autoContextSize(model);
     this.slotContextSize = Math.floor(total / this.options.parallel);
     if (this.slotContextSize < MIN_SLOT_CONTEXT) {
       throw new RangeError(
@@ -188,7 +195,10 @@ export class OpenAiServer {
       embeddings(
         {
           modelName: this.modelName,
-          embeddings: () => (this.#embeddings ??= this.model.createEmbeddingContext()),
+          embeddings: () => {
+            if (this.model.createEmbeddingContext === undefined) throw new Error(`${this.modelName} has no createEmbeddingContext()`);
+            return (this.#embeddings ??= this.model.createEmbeddingContext());
+          },
           countTokens: async (text) => {
             const tokenizer: Tokenizer = this.model.tokenizer;
             return (tokenizer.encodeAsync ? await tokenizer.encodeAsync(text) : tokenizer.encode(text)).length;
@@ -226,11 +236,20 @@ export class OpenAiServer {
   }
 }
 
+function autoContextSize(model: ServedModel): number {
+  if (model.autoContextSize === undefined) {
+    throw new TypeError(
+      "contextSize: expected a number of tokens for a model without autoContextSize() (only a GgufModel's is chosen for it: 'auto')",
+    );
+  }
+  return model.autoContextSize().contextSize;
+}
+
 function methodNotAllowed(req: IncomingMessage, path: string, allowed: string): HttpError {
   return new HttpError(405, `${path} takes ${allowed}, not ${req.method}`, 'invalid_request_error', null, 'method_not_allowed');
 }
 
 /** An OpenAI-compatible server over `model` (not listening yet: call listen()). */
-export function createServer(model: GgufModel, options?: ServerOptions): OpenAiServer {
+export function createServer(model: ServedModel, options?: ServerOptions): OpenAiServer {
   return new OpenAiServer(model, options);
 }

@@ -11,6 +11,7 @@ export function createdNow(): number {
 }
 
 /** OpenAI's finish_reason for a generation's stop reason. */
-export function finishReason(stopReason: string): 'stop' | 'length' {
+export function finishReason(stopReason: string): 'stop' | 'length' | 'tool_calls' {
+  if (stopReason === 'functionCalls') return 'tool_calls';
   return stopReason === 'maxTokens' || stopReason === 'contextFull' ? 'length' : 'stop';
 }
