@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 
 import { generate, loadModel, Session, type GgufModel } from '../lib/index.js';
+import { PREFILL_CHUNK } from '../lib/models/sequence-batcher.js';
 import { writeRandomModel } from './gguf/random-model.js';
 import { variantSpec } from './gguf/variants.js';
 import { requireNativeBuilt } from './helpers.js';
@@ -104,4 +105,48 @@ test("a step that cannot run fails alone: the other sequences' steps run", async
     good.dispose();
     bad.dispose();
   }
+});
+
+test("a newcomer's prompt runs in chunks between the passes of the sequences decoding, which keep streaming; its tokens are its own", async () => {
+  const prompt = Array.from({ length: 3 * PREFILL_CHUNK + 4 }, (_, i) => (i * 7 + 3) % 200);
+  const newcomer = () => generate(model, prompt, { temperature: 0, maxTokens: 8, contextSize: 128, backend: 'native' });
+  // Alone: the prompt runs whole, one turn.
+  let before = model.batchStats;
+  const expected = (await newcomer()).tokens;
+  expect(model.batchStats.turns - before.turns).toBe(1);
+
+  // Three sequences decoding; the newcomer joins once each has streamed a few tokens.
+  const streamed: number[][] = [[], [], []];
+  let stop = false;
+  const decoding = [0, 1, 2].map(
+    (i) =>
+      generate(model, PROMPTS[i]!, {
+        ...OPTIONS[i],
+        maxTokens: 200,
+        contextSize: 256,
+        backend: 'native',
+        onToken: () => (streamed[i]!.push(performance.now()), stop ? false : undefined),
+      }).then((r) => r.tokens), // a Generation starts when it is awaited
+  );
+  while (streamed.some((s) => s.length < 3)) await new Promise((r) => setTimeout(r, 5));
+  before = model.batchStats;
+  const joined = performance.now();
+  let firstToken = 0;
+  const result = await generate(model, prompt, {
+    temperature: 0,
+    maxTokens: 8,
+    contextSize: 128,
+    backend: 'native',
+    onToken: () => void (firstToken ||= performance.now()),
+  });
+  const chunks = model.batchStats.turns - before.turns;
+  stop = true;
+  await Promise.all(decoding);
+  expect(result.tokens).toEqual(expected);
+  // Four chunks (32, 32, 32, 4), and the decoding sequences got tokens while they ran: a pass between two chunks (three
+  // passes, of which a sequence still sampling its last token when one starts, 2 ms late on a loaded machine, may miss some).
+  expect(chunks).toBe(4);
+  const during = streamed.map((s) => s.filter((t) => t > joined && t < firstToken).length);
+  for (const n of during) expect(n).toBeGreaterThanOrEqual(1);
+  expect(during.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(6);
 });

@@ -206,9 +206,9 @@ export class GgufModel implements DecodeModel {
     return autoContextSize(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, this.info.trainedContextLength);
   }
 
-  /** What batching the CPU sequences' decode steps did: passes run, steps in them, the most in one. */
-  get batchStats(): { passes: number; steps: number; largest: number } {
-    return { ...(this.#batcher?.stats ?? { passes: 0, steps: 0, largest: 0 }) };
+  /** What batching the CPU sequences did: passes run, steps in them, the most in one; turns between passes (prompt chunks among them). */
+  get batchStats(): { passes: number; steps: number; largest: number; turns: number } {
+    return { ...(this.#batcher?.stats ?? { passes: 0, steps: 0, largest: 0, turns: 0 }) };
   }
 
   openSequence(options: { backend: 'native' | 'auto'; contextSize: number }): GgufSequence;
@@ -323,8 +323,13 @@ export class GgufSequence implements ModelSequence {
   async evaluate(tokens: Uint32Array, position: number): Promise<Logits> {
     await this.#inFlight.catch(() => undefined);
     if (this.#disposed) throw new Error('evaluate: the sequence was disposed');
-    // One token (a decode step) rides the model's next pass with the other sequences' steps.
-    const run = tokens.length === 1 ? this.#batcher.step(this.#native, tokens[0]!, position, null) : this.#native.evaluate(tokens, position);
+    // One token (a decode step) rides the model's next pass with the other sequences' steps; a prompt takes turns between passes.
+    const native = this.#native;
+    const evaluate = (chunk: Uint32Array, at: number) => native.evaluate(chunk, at);
+    const run =
+      tokens.length === 1
+        ? this.#batcher.step(native, tokens[0]!, position, null)
+        : this.#batcher.prefill(native, tokens, position, evaluate, evaluate);
     this.#inFlight = run;
     await run;
     return this.#native.logits;
@@ -334,10 +339,17 @@ export class GgufSequence implements ModelSequence {
     await this.#inFlight.catch(() => undefined);
     if (this.#disposed) throw new Error('evaluateAndPick: the sequence was disposed');
     const [, slots, , biasTokens, biasValues] = this.#packer.pack(NO_LOGITS, sampling);
+    const native = this.#native;
     const run =
       tokens.length === 1
-        ? this.#batcher.step(this.#native, tokens[0]!, position, [slots, biasTokens, biasValues])
-        : this.#native.evaluateAndPick(tokens, position, slots, biasTokens, biasValues);
+        ? this.#batcher.step(native, tokens[0]!, position, [slots, biasTokens, biasValues])
+        : this.#batcher.prefill(
+            native,
+            tokens,
+            position,
+            (chunk, at) => native.evaluate(chunk, at),
+            (chunk, at) => native.evaluateAndPick(chunk, at, slots, biasTokens, biasValues),
+          );
     this.#inFlight = run;
     return run;
   }
@@ -346,7 +358,8 @@ export class GgufSequence implements ModelSequence {
     await this.#inFlight.catch(() => undefined);
     if (this.#disposed) throw new Error('evaluateRows: the sequence was disposed');
     if (rows === 1) return [(await this.evaluate(tokens, position)).slice()];
-    const run = this.#native.evaluate(tokens, position, rows);
+    const native = this.#native;
+    const run = this.#batcher.turn(native, () => native.evaluate(tokens, position, rows));
     this.#inFlight = run;
     const all = await run;
     const vocab = this.#native.logits.length;

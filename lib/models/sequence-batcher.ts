@@ -12,10 +12,21 @@
 // that joins rides the next pass. A step that cannot run (a position past
 // the sequence's end, a token outside the vocabulary) fails alone: the
 // pass is run again without it.
+//
+// Whatever else a sequence runs (a prompt, the rows of a verification)
+// takes a turn between passes: a prompt runs in chunks of PREFILL_CHUNK
+// tokens while other sequences decode, a pass of their steps between two
+// chunks, so a newcomer's prompt does not stop the others' streams
+// (chunked prefill); alone, it runs whole. A chunk gives the positions it
+// holds the bits the whole prompt gives them (the batch kernels compute
+// each row alike; AMX tiles within their tolerance).
 import type { NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 
 /** How long a pass waits for a sequence of the last pass to ask for its next step. */
 export const WAIT_MS = 2;
+
+/** Tokens of a prompt evaluated between two passes of the other sequences' steps. */
+export const PREFILL_CHUNK = 32;
 
 /** A fused-head pick's packed options (SamplingPacker): slots, bias tokens, bias values. */
 export type PackedPick = [Float64Array, Uint32Array, Float32Array];
@@ -29,15 +40,24 @@ interface Step {
   reject: (error: unknown) => void;
 }
 
+interface Turn {
+  run: () => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 export class SequenceBatcher {
   readonly #transformer: NativeTransformer;
   #pending: Step[] = [];
+  #turns: Turn[] = [];
+  // A pass ran since the last turn: the next turn may go first (passes and turns alternate).
+  #passedSinceTurn = true;
   #expected = new Set<NativeTransformerSequence>();
   #running = false;
   #timer: NodeJS.Timeout | undefined;
   #immediate: NodeJS.Immediate | undefined;
-  /** Passes run and the steps they held: what batching did. */
-  readonly stats = { passes: 0, steps: 0, largest: 0 };
+  /** Passes run and the steps they held, and turns taken between them (prompt chunks among them): what batching did. */
+  readonly stats = { passes: 0, steps: 0, largest: 0, turns: 0 };
 
   constructor(transformer: NativeTransformer) {
     this.#transformer = transformer;
@@ -55,6 +75,45 @@ export class SequenceBatcher {
     });
   }
 
+  /**
+   * `task` (a forward pass of `native`'s own) between two passes: after
+   * the pass in flight, before the next when a pass ran since the last turn.
+   */
+  turn<T>(native: NativeTransformerSequence, task: () => Promise<T>): Promise<T> {
+    this.#expected.delete(native); // busy with its turn: the next pass does not wait for it
+    return new Promise<T>((resolve, reject) => {
+      this.#turns.push({ run: task, resolve: resolve as (value: unknown) => void, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Whether sequences other than `native` are decoding: a prompt of `native` then runs in chunks. */
+  othersDecoding(native: NativeTransformerSequence): boolean {
+    return this.#pending.some((s) => s.native !== native) || [...this.#expected].some((n) => n !== native);
+  }
+
+  /**
+   * A prompt of `native` from `position`: every chunk but the last through
+   * `evaluate`, the last through `last`, each a turn; in chunks of
+   * PREFILL_CHUNK while other sequences decode, whole when none does.
+   */
+  async prefill<T>(
+    native: NativeTransformerSequence,
+    tokens: Uint32Array,
+    position: number,
+    evaluate: (chunk: Uint32Array, position: number) => Promise<unknown>,
+    last: (chunk: Uint32Array, position: number) => Promise<T>,
+  ): Promise<T> {
+    let at = 0;
+    while (tokens.length - at > PREFILL_CHUNK && this.othersDecoding(native)) {
+      const chunk = tokens.subarray(at, at + PREFILL_CHUNK);
+      await this.turn(native, () => evaluate(chunk, position + at));
+      at += PREFILL_CHUNK;
+    }
+    const rest = tokens.subarray(at);
+    return this.turn(native, () => last(rest, position + at));
+  }
+
   /** A sequence that ends: a pass no longer waits for it. */
   forget(native: NativeTransformerSequence): void {
     this.#expected.delete(native);
@@ -62,7 +121,12 @@ export class SequenceBatcher {
   }
 
   #schedule(): void {
-    if (this.#running || this.#pending.length === 0) return;
+    if (this.#running) return;
+    if (this.#turns.length > 0 && (this.#pending.length === 0 || this.#passedSinceTurn)) {
+      void this.#turn();
+      return;
+    }
+    if (this.#pending.length === 0) return;
     const asked = new Set(this.#pending.map((s) => s.native));
     const everyone = [...this.#expected].every((n) => asked.has(n));
     if (everyone) {
@@ -98,12 +162,30 @@ export class SequenceBatcher {
     }
     this.#pending = rest;
     this.#running = true;
+    this.#passedSinceTurn = true;
     this.#expected = taken;
     this.stats.passes++;
     this.stats.steps += batch.length;
     this.stats.largest = Math.max(this.stats.largest, batch.length);
     try {
       await this.#run(batch);
+    } finally {
+      this.#running = false;
+      this.#schedule();
+    }
+  }
+
+  async #turn(): Promise<void> {
+    const turn = this.#turns.shift()!;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#running = true;
+    this.#passedSinceTurn = false;
+    this.stats.turns++;
+    try {
+      turn.resolve(await turn.run());
+    } catch (error) {
+      turn.reject(error);
     } finally {
       this.#running = false;
       this.#schedule();
