@@ -136,7 +136,39 @@ describe("the KV cache's memory", () => {
         "Expected at most 781 positions: the f32 KV cache for 1000 positions is 1280000 bytes, more than this machine's 1000000 bytes of memory for contextSize but received 1000 (number)",
       ),
     );
+    // Beside the caches of sequences already open, and for several sequences at once (a server's slots).
+    expect(checkKvCacheFits(model.info.config, 'f16', types, 100, 1e6, { bytes: 900_000, sequences: 2 })).toBe(64_000);
+    expect(() => checkKvCacheFits(model.info.config, 'f16', types, 100, 1e6, { bytes: 900_000, sequences: 2 }, 2)).toThrow(
+      new RangeError(
+        "Expected at most 78 positions: the f16 KV caches of 2 sequences for 100 positions is 128000 bytes, more than the 100000 bytes of this machine's 1000000 left beside the 900000 bytes the model's 2 open sequences hold for contextSize but received 100 (number)",
+      ),
+    );
     model.dispose();
+  });
+
+  test('maxSequences: one sequence more than it is refused, saying how many are open; a disposed one frees its place', async () => {
+    const path = join(dir, 'max-sequences.gguf');
+    await writeRandomModel(path, { arch: 'llama', type: 'F32', seed: 1, shape: tinyShape('llama', 'F32') });
+    const model = await loadModel(path, { threads: 1, maxSequences: 2 });
+    try {
+      expect(model.info.maxSequences).toBe(2);
+      const a = new Session(model, { backend: 'native', contextSize: 32 });
+      const b = new Session(model, { backend: 'native', contextSize: 32 });
+      const refused =
+        "3 sequences would be open at once (2 open, 1 more), and loadModel's maxSequences is 2: dispose some first (a Session, a ChatSession or a finished generate() frees its own), or load the model with a larger maxSequences";
+      expect(() => new Session(model, { backend: 'native', contextSize: 32 })).toThrow(new RangeError(refused));
+      expect(() => model.checkSequencesFit(1, 32)).toThrow(refused);
+      a.dispose();
+      const c = new Session(model, { backend: 'native', contextSize: 32 });
+      expect((await c.generate([1, 2], { maxTokens: 2, temperature: 0 })).tokens).toHaveLength(2);
+      b.dispose();
+      c.dispose();
+      await expect(loadModel(path, { maxSequences: 0 })).rejects.toThrow(
+        'Expected an integer from 1 to 65536 for maxSequences but received 0 (number)',
+      );
+    } finally {
+      model.dispose();
+    }
   });
 });
 

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
-import { ChatSession, createServer, generate, type GgufModel, type OpenAiServer } from '../lib/index.js';
+import { ChatSession, createServer, generate, loadModel, type GgufModel, type OpenAiServer } from '../lib/index.js';
 import { promptText } from '../lib/bench/serve-bench.js';
 import { chatModel } from './chat-model.js';
 import { requireNativeBuilt, ROOT, runCli } from './helpers.js';
@@ -190,7 +190,7 @@ describe('bad requests get an error naming the field, and the server keeps servi
         ],
       },
       'messages[1].role',
-      'messages[1].role: expected \'user\' or \'tool\': the last message is the one the reply answers, got "assistant"',
+      "messages[1].role: expected 'user' or 'tool': the last message is the one the reply answers, got \"assistant\"",
     ],
     [
       { messages: MESSAGES, logit_bias: { '999999': 1 } },
@@ -245,6 +245,42 @@ test('the options: loopback by default, and errors naming the option', () => {
   expect(() => createServer(model, { maxQueue: -1 })).toThrow('Expected an integer from 0 to 1000000 for maxQueue but received -1 (number)');
   expect(() => createServer(model, { apiKey: '' })).toThrow('Expected a non-empty string for apiKey but received "" (string)');
   expect(() => createServer(model, { slots: 2 } as never)).toThrow(/slots/);
+});
+
+test("the slots are checked up front: memory and the model's maxSequences; chat and completions share them, never more sequences than slots", async () => {
+  const limited = await loadModel(model.info.path, { threads: 1, maxSequences: 2 });
+  try {
+    expect(() => createServer(limited, { contextSize: 256, parallel: 3 })).toThrow(
+      new RangeError(
+        "parallel 3 slots of 85 positions (contextSize 256) cannot open: 3 sequences would be open at once (0 open, 3 more), and loadModel's maxSequences is 2: dispose some first (a Session, a ChatSession or a finished generate() frees its own), or load the model with a larger maxSequences",
+      ),
+    );
+    // The memory check (its message tested in kv-cache-type.test.ts) gets every slot at once.
+    const asked: number[][] = [];
+    const spy = Object.assign(Object.create(limited) as GgufModel, {
+      checkSequencesFit(count: number, contextSize: number) {
+        asked.push([count, contextSize]);
+        throw new RangeError('no room');
+      },
+    });
+    expect(() => createServer(spy, { contextSize: 1000, parallel: 4 })).toThrow(
+      new RangeError('parallel 4 slots of 250 positions (contextSize 1000) cannot open: no room'),
+    );
+    expect(asked).toEqual([[4, 250]]);
+    await using two = createServer(limited, { port: 0, contextSize: 256, parallel: 2 });
+    await two.listen();
+    const c = new OpenAI({ baseURL: `${two.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const chat = () =>
+      c.chat.completions.create({ model: 'm', messages: MESSAGES, temperature: 0, max_tokens: 4 }).then((r) => r.choices[0]!.message.content);
+    const complete = () => c.completions.create({ model: 'm', prompt: 'Once upon', temperature: 0, max_tokens: 4 }).then((r) => r.choices[0]!.text);
+    const first = [await chat(), await complete()];
+    // Four at a time over two slots, each kind landing on slots the other held: the same replies, and no third sequence.
+    expect(await Promise.all([chat(), complete(), complete(), chat()])).toEqual([first[0], first[1], first[1], first[0]]);
+    expect(await Promise.all([complete(), complete()])).toEqual([first[1], first[1]]);
+    expect(await chat()).toBe(first[0]);
+  } finally {
+    limited.dispose();
+  }
 });
 
 describe('many clients', () => {

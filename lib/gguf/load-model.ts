@@ -60,16 +60,35 @@ export interface LoadModelOptions {
    * must be a multiple of 32).
    */
   kvCacheType?: KvCacheType;
+  /**
+   * The most sequences (Sessions, ChatSessions, generate() calls, server
+   * slots) open at once on this model, as node-llama-cpp's context
+   * `sequences`; one more is a RangeError that says so. Default: as many as
+   * the memory holds (each sequence's KV cache is checked against what the
+   * open ones leave).
+   */
+  maxSequences?: number;
 }
 
 export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
 const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
-const OPTION_NAMES = new Set(['threads', 'signal', 'onLoadProgress', 'prefetch', 'batchSize', 'cpuKernels', 'vocabOnly', 'kvCacheType']);
+const OPTION_NAMES = new Set([
+  'threads',
+  'signal',
+  'onLoadProgress',
+  'prefetch',
+  'batchSize',
+  'cpuKernels',
+  'vocabOnly',
+  'kvCacheType',
+  'maxSequences',
+]);
 const PREFETCH_CHUNK = 64 << 20;
 
 function checkOptions(
   options: unknown,
-): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress'>> & Pick<LoadModelOptions, 'signal' | 'onLoadProgress'> {
+): Required<Omit<LoadModelOptions, 'signal' | 'onLoadProgress' | 'maxSequences'>> &
+  Pick<LoadModelOptions, 'signal' | 'onLoadProgress' | 'maxSequences'> {
   if (!isPlainObject(options)) throw invalidParameterError('options', 'an object', options, 'type');
   checkKnownKeys(options, OPTION_NAMES, '');
   const o = options as LoadModelOptions;
@@ -91,8 +110,10 @@ function checkOptions(
       typeof kvCacheType === 'string' ? 'range' : 'type',
     );
   }
+  const maxSequences = o.maxSequences === undefined ? undefined : integerInRange('maxSequences', o.maxSequences, 1, 65536);
   return {
     threads,
+    maxSequences,
     signal: o.signal,
     onLoadProgress: o.onLoadProgress,
     prefetch: o.prefetch ?? true,
@@ -238,6 +259,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       cpuKernels: native?.isa ?? 'none',
       vocabOnly: native === undefined,
       kvCacheType: o.kvCacheType,
+      ...(o.maxSequences !== undefined && { maxSequences: o.maxSequences }),
     },
     tokenizer,
     Object.freeze(eosTokens),

@@ -80,6 +80,11 @@ export class TableSequence implements ModelSequence, SequenceChain {
   }
 
   /** Bytes of the model's KV caches on the device (0 for a model with none). */
+  /** dispose() was called: its KV cache is freed. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
   get kvCacheBytes(): number {
     return this.#tables.kvCacheBytes ?? 0;
   }

@@ -50,6 +50,8 @@ export interface GgufModelInfo {
   vocabOnly: boolean;
   /** The KV cache type of its sequences (loadModel's kvCacheType). */
   kvCacheType: KvCacheType;
+  /** The most sequences open at once (loadModel's maxSequences; undefined: as many as memory holds). */
+  maxSequences?: number;
 }
 
 export class GgufModel implements DecodeModel {
@@ -170,16 +172,41 @@ export class GgufModel implements DecodeModel {
   #nativeSequence(contextSize: number): { native: NativeTransformerSequence; addon: NativeAddon } {
     const addon = loadAddon(); // loaded: the model is the addon's
     if (!addon.ok) throw new BackendUnavailableError('native', addon.reason);
-    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+    this.checkSequencesFit(1, contextSize);
     const cacheType = kvCacheTensorType(this.info.kvCacheType, addon.addon.tensorTypes).id;
     return { native: this.#native!.createSequence(contextSize, this.#batchSize, cacheType), addon: addon.addon };
+  }
+
+  /**
+   * Checks that `count` more sequences of `contextSize` positions can open:
+   * within loadModel's maxSequences, and their KV caches in this machine's
+   * memory beside those of the sequences open. A RangeError that says which
+   * does not; a server checks all its slots this way before it serves.
+   */
+  checkSequencesFit(count: number, contextSize: number): void {
+    const open = this.#openSequences();
+    const max = this.info.maxSequences;
+    if (max !== undefined && open.length + count > max) {
+      throw new RangeError(
+        `${open.length + count} sequences would be open at once (${open.length} open, ${count} more), and loadModel's maxSequences is ${max}: dispose some first (a Session, a ChatSession or a finished generate() frees its own), or load the model with a larger maxSequences`,
+      );
+    }
+    const addon = loadAddon();
+    if (!addon.ok) return; // no sequence opens without the addon: openSequence says why
+    const held = { bytes: open.reduce((sum, s) => sum + s.kvCacheBytes, 0), sequences: open.length };
+    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize, undefined, held, count);
+  }
+
+  // The sequences open now, CPU and GPU, with the bytes of their KV caches.
+  #openSequences(): { kvCacheBytes: number }[] {
+    return [...this.#sequences, ...[...this.#gpuSequences].filter((s) => !s.disposed)];
   }
 
   // A GPU forward table of this model on `backend` (its weights uploaded once per backend).
   #forwardTable(backend: 'metal' | 'emulated', contextSize: number): GgufForwardTable {
     const addon = loadAddon();
     if (!addon.ok) throw new BackendUnavailableError(backend, addon.reason);
-    checkKvCacheFits(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, contextSize);
+    this.checkSequencesFit(1, contextSize);
     const device = sharedDevice(backend);
     let weights = this.#gpuWeights.get(backend);
     if (weights === undefined) {

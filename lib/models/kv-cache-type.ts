@@ -38,10 +38,17 @@ export function checkKvCacheType(value: KvCacheType, headDim: number): void {
   }
 }
 
+/** The KV caches already held beside the ones being checked: their bytes, and how many sequences hold them. */
+export interface HeldKvCaches {
+  bytes: number;
+  sequences: number;
+}
+
 /**
- * The bytes of a sequence's K and V caches (every layer, contextSize
- * positions); a RangeError naming contextSize when they are more than this
- * machine's memory, before anything is allocated.
+ * The bytes of `count` sequences' K and V caches (every layer, contextSize
+ * positions each); a RangeError naming contextSize when they are more than
+ * this machine's memory, less what the `held` caches of other sequences
+ * take, before anything is allocated.
  */
 export function checkKvCacheFits(
   config: NativeModelConfig,
@@ -49,14 +56,23 @@ export function checkKvCacheFits(
   types: readonly NativeTensorType[],
   contextSize: number,
   memory = totalmem(),
+  held: HeldKvCaches = { bytes: 0, sequences: 0 },
+  count = 1,
 ): number {
-  const bytes = 2 * config.blockCount * contextSize * kvCacheBytes(type, types, config.headCountKv * config.headDim);
-  if (bytes > memory) {
+  const perSequence = 2 * config.blockCount * contextSize * kvCacheBytes(type, types, config.headCountKv * config.headDim);
+  const bytes = count * perSequence;
+  const left = memory - held.bytes;
+  if (bytes > left) {
     const perPosition = bytes / contextSize;
+    const caches = count === 1 ? `the ${type} KV cache` : `the ${type} KV caches of ${count} sequences`;
+    const room =
+      held.sequences === 0
+        ? `this machine's ${memory} bytes of memory`
+        : `the ${Math.max(0, left)} bytes of this machine's ${memory} left beside the ${held.bytes} bytes the model's ${held.sequences} open sequences hold`;
     throw invalidParameterError(
       'contextSize',
-      `at most ${Math.floor(memory / perPosition)} positions: the ${type} KV cache for ${contextSize} positions ` +
-        `is ${bytes} bytes, more than this machine's ${memory} bytes of memory`,
+      `at most ${Math.floor(Math.max(0, left) / perPosition)} positions: ${caches} for ${contextSize} positions ` +
+        `is ${bytes} bytes, more than ${room}`,
       contextSize,
       'range',
     );

@@ -1,10 +1,9 @@
 // completions.ts: POST /v1/completions: the continuation of a text, on a
-// sequence of its own (generate()), streamed or whole.
+// slot's session rewound to nothing (what generate() on a sequence of its
+// own gives), streamed or whole.
 import type { ServerResponse } from 'node:http';
 
-import { generate } from '../generate/session.js';
-import type { DecodeModel } from '../generate/model.js';
-import type { BackendChoice } from '../sampling-options.js';
+import type { Session } from '../generate/session.js';
 import { badField } from './http-error.js';
 import { endReply } from './reply-end.js';
 import { createdNow, finishReason, replyId } from './reply-ids.js';
@@ -12,12 +11,10 @@ import { samplingFields } from './sampling-params.js';
 import { EventStream } from './sse.js';
 
 export interface CompletionRoute {
-  model: DecodeModel;
+  vocabSize: number;
   modelName: string;
-  backend: BackendChoice | undefined;
-  contextSize: number | 'auto' | undefined;
-  /** Runs `task` when its turn comes. */
-  inTurn<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T>;
+  /** Runs `task` with a slot's session when its turn comes. */
+  withSession<T>(signal: AbortSignal, task: (session: Session) => Promise<T>): Promise<T>;
   countTokens(tokens: number): void;
 }
 
@@ -29,20 +26,19 @@ function promptText(value: unknown): string {
 
 export async function completions(route: CompletionRoute, body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal): Promise<void> {
   const prompt = promptText(body.prompt);
-  const sampling = samplingFields(body, route.model.vocabSize);
+  const sampling = samplingFields(body, route.vocabSize);
   const base = { id: replyId('cmpl'), created: createdNow(), model: route.modelName };
   const stream = sampling.stream ? new EventStream(res) : undefined;
   let promptTokens = 0,
     completionTokens = 0;
   const choices: unknown[] = [];
-  await route.inTurn(signal, async () => {
+  await route.withSession(signal, async (session) => {
     for (let index = 0; index < sampling.choices; index++) {
       const seed = sampling.options.seed === undefined ? undefined : (sampling.options.seed + index) >>> 0;
-      const result = await generate(route.model, prompt, {
+      session.rewind(0);
+      const result = await session.generate(prompt, {
         ...sampling.options,
         ...(seed !== undefined && { seed }),
-        ...(route.backend !== undefined && { backend: route.backend }),
-        ...(route.contextSize !== undefined && { contextSize: route.contextSize }),
         signal,
         stopOnAbortSignal: true,
         onTextChunk: (text) => {

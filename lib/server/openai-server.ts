@@ -9,7 +9,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 
-import { ChatSession, type ChatModel } from '../chat/chat-session.js';
+import type { ChatSession, ChatModel } from '../chat/chat-session.js';
 import type { EmbeddingContext } from '../models/embedding-context.js';
 import type { Tokenizer } from '../generate/model.js';
 import { chatCompletions } from './chat-completions.js';
@@ -21,6 +21,7 @@ import { createdNow } from './reply-ids.js';
 import { readJsonBody } from './request-body.js';
 import { RequestQueue } from './request-queue.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './server-options.js';
+import { ServerSlots } from './slots.js';
 
 export type { ServerOptions } from './server-options.js';
 
@@ -33,6 +34,8 @@ const MIN_SLOT_CONTEXT = 16;
  */
 export interface ServedModel extends ChatModel {
   createEmbeddingContext?(): EmbeddingContext;
+  /** Throws when `count` sequences of `contextSize` positions cannot open (memory, maxSequences): the slots, checked up front. */
+  checkSequencesFit?(count: number, contextSize: number): void;
 }
 
 type Route = (body: Record<string, unknown>, res: ServerResponse, signal: AbortSignal) => Promise<void>;
@@ -44,9 +47,8 @@ export class OpenAiServer {
   readonly #http: Server;
   readonly #queue: RequestQueue;
   readonly #running = new Set<AbortController>();
-  // One chat session per slot (`parallel` of them), each with its own KV cache; null: free, not made yet.
-  readonly #chats: (ChatSession | null)[];
-  readonly #chatBusy: boolean[];
+  // `parallel` slots, each a sequence of its own (made at its first request).
+  readonly #slots: ServerSlots;
   // Each slot's context: the total (given, or the model's auto choice) over the slots.
   readonly slotContextSize: number;
   #embeddings: EmbeddingContext | undefined;
@@ -65,8 +67,16 @@ export class OpenAiServer {
         `Expected a contextSize of at least ${MIN_SLOT_CONTEXT} per slot for contextSize ${total} over parallel ${this.options.parallel}: give a larger contextSize or a smaller parallel`,
       );
     }
-    this.#chats = new Array<ChatSession | null>(this.options.parallel).fill(null);
-    this.#chatBusy = new Array<boolean>(this.options.parallel).fill(false);
+    // Every slot's KV cache, checked now: a slot opens its sequence at its first request, and that must not fail for memory.
+    try {
+      model.checkSequencesFit?.(this.options.parallel, this.slotContextSize);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new RangeError(
+        `parallel ${this.options.parallel} slots of ${this.slotContextSize} positions (contextSize ${total}) cannot open: ${error.message}`,
+      );
+    }
+    this.#slots = new ServerSlots(model, this.options.parallel, this.options.backend, this.slotContextSize);
     this.#queue = new RequestQueue(this.options.parallel, this.options.maxQueue);
     this.#http = createHttpServer((req, res) => void this.#handle(req, res));
   }
@@ -110,7 +120,7 @@ export class OpenAiServer {
     const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
     this.#http.closeAllConnections();
     await closed;
-    for (const chat of this.#chats) await chat?.[Symbol.asyncDispose]();
+    await this.#slots.dispose();
     await this.#embeddings?.dispose();
   }
 
@@ -180,11 +190,9 @@ export class OpenAiServer {
     '/v1/completions': (body, res, signal) =>
       completions(
         {
-          model: this.model,
+          vocabSize: this.model.vocabSize,
           modelName: this.modelName,
-          backend: this.options.backend,
-          contextSize: this.slotContextSize,
-          inTurn: this.#inTurn,
+          withSession: (s, task) => this.#inTurn(s, () => this.#slots.withSession(task)),
           countTokens: this.#countTokens,
         },
         body,
@@ -221,18 +229,7 @@ export class OpenAiServer {
         'messages',
       );
     }
-    const slot = this.#chatBusy.indexOf(false);
-    if (slot < 0) throw new Error('no free chat slot (the queue runs at most parallel requests)');
-    this.#chatBusy[slot] = true;
-    try {
-      const chat = (this.#chats[slot] ??= new ChatSession(this.model, {
-        ...(this.options.backend !== undefined && { backend: this.options.backend }),
-        contextSize: this.slotContextSize,
-      }));
-      return await task(chat);
-    } finally {
-      this.#chatBusy[slot] = false;
-    }
+    return this.#slots.withChat(task);
   }
 }
 
