@@ -107,6 +107,38 @@ test("a step that cannot run fails alone: the other sequences' steps run", async
   }
 });
 
+test('prefillChunk: a prompt in chunks of that many tokens while others decode; a bad value names the option', async () => {
+  const small = await loadModel(model.info.path, { threads: 2, prefillChunk: 5 });
+  try {
+    expect(small.info.prefillChunk).toBe(5);
+    expect(model.info.prefillChunk).toBe(PREFILL_CHUNK);
+    const prompt = Array.from({ length: 23 }, (_, i) => (i * 5 + 1) % 200);
+    const expected = (await generate(small, prompt, { temperature: 0, maxTokens: 4, contextSize: 64, backend: 'native' })).tokens;
+    let before = small.batchStats;
+    let joined = false;
+    const decoding = generate(small, PROMPTS[0]!, {
+      temperature: 0,
+      maxTokens: 100,
+      contextSize: 128,
+      backend: 'native',
+      onToken: () => (joined ? false : undefined),
+    }).then((r) => r.tokens);
+    while (small.batchStats.passes - before.passes < 2) await new Promise((r) => setTimeout(r, 2));
+    before = small.batchStats;
+    const tokens = (await generate(small, prompt, { temperature: 0, maxTokens: 4, contextSize: 64, backend: 'native' })).tokens;
+    const turns = small.batchStats.turns - before.turns;
+    joined = true;
+    await decoding;
+    expect(tokens).toEqual(expected);
+    expect(turns).toBe(5); // 5 + 5 + 5 + 5 + 3
+  } finally {
+    small.dispose();
+  }
+  await expect(loadModel(model.info.path, { prefillChunk: 0 })).rejects.toThrow(
+    'Expected an integer from 1 to 65536 for prefillChunk but received 0 (number)',
+  );
+});
+
 test("a newcomer's prompt runs in chunks between the passes of the sequences decoding, which keep streaming; its tokens are its own", async () => {
   const prompt = Array.from({ length: 3 * PREFILL_CHUNK + 4 }, (_, i) => (i * 7 + 3) % 200);
   const newcomer = () => generate(model, prompt, { temperature: 0, maxTokens: 8, contextSize: 128, backend: 'native' });

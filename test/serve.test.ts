@@ -378,11 +378,14 @@ test('bench serve: every N measured through the server, each stream its tokens; 
     '1',
     '--compare',
     'none',
+    '--prefill-chunk',
+    '8',
     '--json',
   );
   expect(out.code).toBe(0);
   const r = JSON.parse(out.stdout) as import('../lib/bench/serve-bench.js').ServeBenchResult;
   expect(r.engines.map((e) => e.engine)).toEqual(['metal-decode serve']);
+  expect(r.engines[0]!.note).toContain('prompts in chunks of 8');
   expect(r.engines[0]!.runs.map((run) => run.streams)).toEqual([1, 3]);
   for (const run of r.engines[0]!.runs) {
     expect(run.tokensPerSecond).toBeGreaterThan(0);
@@ -395,4 +398,9 @@ test('bench serve: every N measured through the server, each stream its tokens; 
   expect(r.promptTokens).toBe((await generate(model, promptText(32), { maxTokens: 1, contextSize: 256 })).stats.promptTokens);
   const bad = await runCli('bench', 'serve', '--model', model.info.path, '--streams', '1,0');
   expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('Expected an integer from 1 to 256 for --streams but received "0"')]);
+  const chunk = await runCli('bench', 'serve', '--model', model.info.path, '--prefill-chunk', '0');
+  expect([chunk.code, chunk.stderr]).toEqual([
+    2,
+    expect.stringContaining('Expected an integer from 1 to 65536 for --prefill-chunk but received "0"'),
+  ]);
 });

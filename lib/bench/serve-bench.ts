@@ -23,6 +23,8 @@ export interface ServeBenchSettings {
   tokens: number;
   /** The prompt's length in words of a fixed text (each engine's tokenizer splits it the same). */
   promptWords: number;
+  /** loadModel's prefillChunk for this package's model. */
+  prefillChunk: number;
   /** Timed runs per N after one warm-up; each figure is the median over them. */
   runs: number;
   compare: 'auto' | 'llama.cpp' | 'none';
@@ -120,7 +122,7 @@ async function streamedCompletion(url: string, body: unknown): Promise<StreamTim
 }
 
 async function benchOurs(s: ServeBenchSettings): Promise<{ result: ServeEngineResult; promptTokens: number }> {
-  const model = await loadModel(s.model, { threads: s.threads });
+  const model = await loadModel(s.model, { threads: s.threads, prefillChunk: s.prefillChunk });
   const prompt = promptText(s.promptWords);
   const most = Math.max(...s.streams);
   // A slot per stream (the server's parallel), each with this context.
@@ -146,7 +148,7 @@ async function benchOurs(s: ServeBenchSettings): Promise<{ result: ServeEngineRe
     return {
       result: {
         engine: 'metal-decode serve',
-        note: `HTTP on loopback, parallel ${most} (the streams' decode steps in shared forward passes), CPU, ${s.threads} threads`,
+        note: `HTTP on loopback, parallel ${most} (the streams' decode steps in shared forward passes; prompts in chunks of ${s.prefillChunk}), CPU, ${s.threads} threads`,
         runs,
       },
       promptTokens,

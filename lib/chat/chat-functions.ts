@@ -31,7 +31,8 @@ export function defineChatSessionFunction<const S extends JsonSchema | undefined
   return fn as ChatSessionFunction<S extends undefined ? Record<string, never> : SchemaType<S>>;
 }
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
+/** A name a model can write for a function: letters, digits, _ . - (64 at most, not starting with a digit). */
+export const FUNCTION_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 
 /** The functions option, checked: names a model can write, handlers, object schemas. */
 export function checkFunctions(value: unknown): ChatSessionFunctions | undefined {
@@ -41,7 +42,7 @@ export function checkFunctions(value: unknown): ChatSessionFunctions | undefined
   if (names.length === 0) return undefined;
   for (const name of names) {
     const where = `functions.${name}`;
-    if (!NAME.test(name))
+    if (!FUNCTION_NAME.test(name))
       throw invalidParameterError('functions', 'function names of letters, digits, _ . - (64 at most, not starting with a digit)', name, 'range');
     const fn = value[name];
     if (!isPlainObject(fn)) throw invalidParameterError(where, 'a function definition ({ description?, params?, handler })', fn, 'type');

@@ -142,19 +142,8 @@ export async function runCalls(
   calls: readonly { name: string; params: Record<string, unknown>; rawCall: string }[],
   functions: ChatSessionFunctions,
 ): Promise<FunctionCallItem[]> {
-  const items: FunctionCallItem[] = [];
-  for (const call of calls) {
-    const fn = functions[call.name];
-    const result: unknown = await fn.handler(call.params);
-    items.push({
-      type: 'functionCall',
-      name: call.name,
-      ...(fn.description !== undefined && { description: fn.description }),
-      params: call.params,
-      result,
-      rawCall: call.rawCall,
-    });
-  }
+  const items = returnedCalls(calls, functions);
+  for (const item of items) item.result = await functions[item.name].handler(item.params);
   return items;
 }
 

@@ -11,6 +11,7 @@ import type { TokenizerBenchSettings } from '../bench/tokenizer-bench.js';
 import { APPLE_CHIPS } from '../bench/apple-chips.js';
 import type { PredictSettings } from '../bench/gpu-speed-model.js';
 import { BENCH_VOCABS } from '../bench/sampler-configs.js';
+import { PREFILL_CHUNK } from '../models/sequence-batcher.js';
 import { physicalCores } from '../gguf/physical-cores.js';
 import type { ServeBenchSettings } from '../bench/serve-bench.js';
 
@@ -79,6 +80,7 @@ export const SERVE_BENCH_USAGE = `Usage: metal-decode bench serve --model FILE [
   --streams LIST     concurrent streams, one measurement each (default 1,4,16)
   --tokens N         tokens each stream generates (default 32)
   --prompt-words N   the prompt: N words of a fixed text (default 32)
+  --prefill-chunk N  loadModel's prefillChunk: a prompt's tokens between two decode passes (default 32)
   --threads N        CPU threads (default: the physical cores)
   --runs N           timed runs per N after one warm-up; medians are reported (default 3)
   --compare WHAT     llama.cpp, none or auto (as for model)
@@ -221,7 +223,7 @@ export interface ServeBenchArgs {
 
 /** The arguments after `bench serve`. */
 export function parseServeBenchArgs(argv: string[]): ServeBenchArgs {
-  const { help, json, values } = parseFileBenchArgs(argv, ['streams', 'tokens', 'prompt-words', 'threads', 'runs']);
+  const { help, json, values } = parseFileBenchArgs(argv, ['streams', 'tokens', 'prompt-words', 'prefill-chunk', 'threads', 'runs']);
   const list = values.streams ?? '1,4,16';
   const streams = list.split(',').map((n) => integer('streams', n.trim(), 1, 256));
   return {
@@ -233,6 +235,7 @@ export function parseServeBenchArgs(argv: string[]): ServeBenchArgs {
       streams,
       tokens: integer('tokens', values.tokens, 32, 65536, 2),
       promptWords: integer('prompt-words', values['prompt-words'], 32, 65536),
+      prefillChunk: integer('prefill-chunk', values['prefill-chunk'], PREFILL_CHUNK, 65536),
       runs: integer('runs', values.runs, 3, 1000),
       compare: compareOption(values.compare),
     },

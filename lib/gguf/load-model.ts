@@ -10,6 +10,7 @@ import { checkKnownKeys } from '../sampling-options.js';
 import { ByteTokenizer } from '../generate/byte-tokenizer.js';
 import { turn } from '../generate/event-loop.js';
 import { GgufModel } from '../models/gguf-model.js';
+import { PREFILL_CHUNK } from '../models/sequence-batcher.js';
 import { ChatTemplate } from '../tokenizers/chat-template.js';
 import { endOfGenerationTokens } from '../tokenizers/gguf-vocabulary.js';
 import type { NativeAddon, NativeModelConfig, NativeTransformer } from '../native/contract.js';
@@ -68,6 +69,14 @@ export interface LoadModelOptions {
    * open ones leave).
    */
   maxSequences?: number;
+  /**
+   * Tokens of a prompt evaluated at a time while other sequences of the
+   * model decode on the CPU, a pass of their steps between two chunks
+   * (chunked prefill). Default 32: larger gives the newcomer its first
+   * token sooner, smaller keeps the other streams' gaps shorter. A prompt
+   * with no one else decoding runs whole.
+   */
+  prefillChunk?: number;
 }
 
 export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
@@ -82,6 +91,7 @@ const OPTION_NAMES = new Set([
   'vocabOnly',
   'kvCacheType',
   'maxSequences',
+  'prefillChunk',
 ]);
 const PREFETCH_CHUNK = 64 << 20;
 
@@ -111,9 +121,11 @@ function checkOptions(
     );
   }
   const maxSequences = o.maxSequences === undefined ? undefined : integerInRange('maxSequences', o.maxSequences, 1, 65536);
+  const prefillChunk = o.prefillChunk === undefined ? PREFILL_CHUNK : integerInRange('prefillChunk', o.prefillChunk, 1, 65536);
   return {
     threads,
     maxSequences,
+    prefillChunk,
     signal: o.signal,
     onLoadProgress: o.onLoadProgress,
     prefetch: o.prefetch ?? true,
@@ -260,6 +272,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       vocabOnly: native === undefined,
       kvCacheType: o.kvCacheType,
       ...(o.maxSequences !== undefined && { maxSequences: o.maxSequences }),
+      prefillChunk: o.prefillChunk,
     },
     tokenizer,
     Object.freeze(eosTokens),

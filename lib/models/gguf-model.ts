@@ -52,6 +52,8 @@ export interface GgufModelInfo {
   kvCacheType: KvCacheType;
   /** The most sequences open at once (loadModel's maxSequences; undefined: as many as memory holds). */
   maxSequences?: number;
+  /** Tokens of a prompt evaluated between two decode passes of the other CPU sequences (loadModel's prefillChunk; 0 when vocabOnly). */
+  prefillChunk: number;
 }
 
 export class GgufModel implements DecodeModel {
@@ -263,7 +265,7 @@ export class GgufModel implements DecodeModel {
       throw invalidParameterError('backend', "'auto', 'native', 'metal' or 'emulated' for a GGUF model", backend, 'range');
     }
     const { native, addon } = this.#nativeSequence(contextSize);
-    this.#batcher ??= new SequenceBatcher(this.#native);
+    this.#batcher ??= new SequenceBatcher(this.#native, this.info.prefillChunk);
     const sequence = new GgufSequence(native, contextSize, (s) => this.#sequences.delete(s), addon, this.#batcher);
     this.#sequences.add(sequence);
     return sequence;

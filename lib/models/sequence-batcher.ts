@@ -14,8 +14,8 @@
 // pass is run again without it.
 //
 // Whatever else a sequence runs (a prompt, the rows of a verification)
-// takes a turn between passes: a prompt runs in chunks of PREFILL_CHUNK
-// tokens while other sequences decode, a pass of their steps between two
+// takes a turn between passes: a prompt runs in chunks (loadModel's
+// prefillChunk, 32 tokens by default) while other sequences decode, a pass of their steps between two
 // chunks, so a newcomer's prompt does not stop the others' streams
 // (chunked prefill); alone, it runs whole. A chunk gives the positions it
 // holds the bits the whole prompt gives them (the batch kernels compute
@@ -25,7 +25,7 @@ import type { NativeTransformer, NativeTransformerSequence } from '../native/con
 /** How long a pass waits for a sequence of the last pass to ask for its next step. */
 export const WAIT_MS = 2;
 
-/** Tokens of a prompt evaluated between two passes of the other sequences' steps. */
+/** Tokens of a prompt evaluated between two passes of the other sequences' steps, by default (loadModel's prefillChunk). */
 export const PREFILL_CHUNK = 32;
 
 /** A fused-head pick's packed options (SamplingPacker): slots, bias tokens, bias values. */
@@ -59,7 +59,10 @@ export class SequenceBatcher {
   /** Passes run and the steps they held, and turns taken between them (prompt chunks among them): what batching did. */
   readonly stats = { passes: 0, steps: 0, largest: 0, turns: 0 };
 
-  constructor(transformer: NativeTransformer) {
+  constructor(
+    transformer: NativeTransformer,
+    readonly prefillChunk = PREFILL_CHUNK,
+  ) {
     this.#transformer = transformer;
   }
 
@@ -95,7 +98,7 @@ export class SequenceBatcher {
   /**
    * A prompt of `native` from `position`: every chunk but the last through
    * `evaluate`, the last through `last`, each a turn; in chunks of
-   * PREFILL_CHUNK while other sequences decode, whole when none does.
+   * prefillChunk tokens while other sequences decode, whole when none does.
    */
   async prefill<T>(
     native: NativeTransformerSequence,
@@ -105,10 +108,11 @@ export class SequenceBatcher {
     last: (chunk: Uint32Array, position: number) => Promise<T>,
   ): Promise<T> {
     let at = 0;
-    while (tokens.length - at > PREFILL_CHUNK && this.othersDecoding(native)) {
-      const chunk = tokens.subarray(at, at + PREFILL_CHUNK);
+    const size = this.prefillChunk;
+    while (tokens.length - at > size && this.othersDecoding(native)) {
+      const chunk = tokens.subarray(at, at + size);
       await this.turn(native, () => evaluate(chunk, position + at));
-      at += PREFILL_CHUNK;
+      at += size;
     }
     const rest = tokens.subarray(at);
     return this.turn(native, () => last(rest, position + at));

@@ -3,7 +3,7 @@
 // the model wrote (the session's functionCalls: 'return'), the client runs
 // them and sends the results back as tool messages, and the next request
 // goes on from there.
-import type { ChatSessionFunctions } from '../chat/chat-functions.js';
+import { FUNCTION_NAME, type ChatSessionFunctions } from '../chat/chat-functions.js';
 import { isPlainObject } from '../predicates.js';
 import { badField } from './http-error.js';
 
@@ -13,9 +13,6 @@ export interface RequestTools {
   /** The reply starts with a call (tool_choice 'required' or a function named). */
   force: boolean;
 }
-
-// A function the model can name, as the chat session checks names.
-const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 
 function notRun(): never {
   throw new Error('the server does not run tools: their calls go back to the client');
@@ -32,7 +29,7 @@ function toolFunctions(value: unknown): ChatSessionFunctions | undefined {
       throw badField(where, "a tool { type: 'function', function: { name, description?, parameters? } }", tool);
     }
     const { name, description, parameters } = tool.function;
-    if (typeof name !== 'string' || !NAME.test(name)) {
+    if (typeof name !== 'string' || !FUNCTION_NAME.test(name)) {
       throw badField(`${where}.function.name`, 'a name of letters, digits, _ . - (64 at most, not starting with a digit)', name);
     }
     if (name in functions) throw badField(`${where}.function.name`, 'a name no other tool has', name);
