@@ -178,6 +178,23 @@ test("a template that renders no calls (Llama 3's base): the generic syntax, and
   expect(seen).toContain(`${header}||call: getWeather({"city": "Paris"})\n||result: {"temperature": 21}\nIt is 21 degrees.`);
 });
 
+test('tools named as Object.prototype properties (toString, __proto__) are tools like any other', async () => {
+  const client = await serving(scriptedChat(qwen, QWEN_HEADER, () => 'Hello there.<|im_end|>'));
+  const tools: ChatCompletionTool[] = ['toString', '__proto__'].map((name) => ({ type: 'function', function: { name } }));
+  const reply = await client.chat.completions.create({
+    model: 'scripted',
+    messages: ASK,
+    tools,
+    tool_choice: { type: 'function', function: { name: '__proto__' } },
+    temperature: 0,
+  });
+  expect(reply.choices[0]!.message.tool_calls!.map(functionOf)).toEqual([{ name: '__proto__', arguments: '{}' }]);
+  const unknown = await client.chat.completions
+    .create({ model: 'scripted', messages: ASK, tools, tool_choice: { type: 'function', function: { name: 'hasOwnProperty' } } })
+    .catch((e: unknown) => e);
+  expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+});
+
 describe('bad tools and tool messages: 400 naming the field', () => {
   const cases: [string, Record<string, unknown>, string][] = [
     ['a tool without a name', { tools: [{ type: 'function', function: {} }] }, 'tools[0].function.name: expected a name of letters'],

@@ -102,7 +102,7 @@ export async function writeCall(
   });
   if (named.stopReason === 'abort') return undefined;
   const name = named.text;
-  if (named.stopReason !== 'grammarComplete' || !(name in functions)) {
+  if (named.stopReason !== 'grammarComplete' || !Object.hasOwn(functions, name)) {
     throw new Error(
       `The model's function call did not name a function in ${NAME_TOKENS} tokens (it wrote ${JSON.stringify(name)}; stopped by ${named.stopReason})`,
     );

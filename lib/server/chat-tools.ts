@@ -22,7 +22,8 @@ function toolFunctions(value: unknown): ChatSessionFunctions | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value)) throw badField('tools', "an array of { type: 'function', function: { name, description?, parameters? } }", value);
   if (value.length === 0) return undefined;
-  const functions: Record<string, ChatSessionFunctions[string]> = {};
+  // Entries, then an object of own properties: a tool may be named __proto__ or toString.
+  const entries: [string, ChatSessionFunctions[string]][] = [];
   value.forEach((tool: unknown, i) => {
     const where = `tools[${i}]`;
     if (!isPlainObject(tool) || tool.type !== 'function' || !isPlainObject(tool.function)) {
@@ -32,14 +33,17 @@ function toolFunctions(value: unknown): ChatSessionFunctions | undefined {
     if (typeof name !== 'string' || !FUNCTION_NAME.test(name)) {
       throw badField(`${where}.function.name`, 'a name of letters, digits, _ . - (64 at most, not starting with a digit)', name);
     }
-    if (name in functions) throw badField(`${where}.function.name`, 'a name no other tool has', name);
+    if (entries.some(([other]) => other === name)) throw badField(`${where}.function.name`, 'a name no other tool has', name);
     if (description !== undefined && typeof description !== 'string') throw badField(`${where}.function.description`, 'a string', description);
     if (parameters !== undefined && (!isPlainObject(parameters) || (parameters.type !== undefined && parameters.type !== 'object'))) {
       throw badField(`${where}.function.parameters`, "a JSON schema of type 'object'", parameters);
     }
-    functions[name] = { ...(description !== undefined && { description }), ...(parameters !== undefined && { params: parameters }), handler: notRun };
+    entries.push([
+      name,
+      { ...(description !== undefined && { description }), ...(parameters !== undefined && { params: parameters }), handler: notRun },
+    ]);
   });
-  return functions;
+  return Object.fromEntries(entries);
 }
 
 /** The request's tools and tool_choice, checked. */
@@ -55,6 +59,6 @@ export function requestTools(tools: unknown, choice: unknown): RequestTools {
   if (typeof named !== 'string') {
     throw badField('tool_choice', "'none', 'auto', 'required' or { type: 'function', function: { name } }", choice);
   }
-  if (functions === undefined || !(named in functions)) throw badField('tool_choice.function.name', 'the name of one of the tools', named);
-  return { functions: { [named]: functions[named] }, force: true };
+  if (functions === undefined || !Object.hasOwn(functions, named)) throw badField('tool_choice.function.name', 'the name of one of the tools', named);
+  return { functions: Object.fromEntries([[named, functions[named]!]]), force: true };
 }
