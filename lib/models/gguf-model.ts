@@ -52,7 +52,7 @@ export interface GgufModelInfo {
   kvCacheType: KvCacheType;
   /** The most sequences open at once (loadModel's maxSequences; undefined: as many as memory holds). */
   maxSequences?: number;
-  /** Tokens of a prompt evaluated between two decode passes of the other CPU sequences (loadModel's prefillChunk; 0 when vocabOnly). */
+  /** Tokens of a prompt evaluated between two decode passes of the other CPU sequences (loadModel's prefillChunk). */
   prefillChunk: number;
 }
 

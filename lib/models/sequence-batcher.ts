@@ -15,9 +15,9 @@
 //
 // Whatever else a sequence runs (a prompt, the rows of a verification)
 // takes a turn between passes: a prompt runs in chunks (loadModel's
-// prefillChunk, 32 tokens by default) while other sequences decode, a pass of their steps between two
-// chunks, so a newcomer's prompt does not stop the others' streams
-// (chunked prefill); alone, it runs whole. A chunk gives the positions it
+// prefillChunk, 32 tokens by default) while other sequences decode, a
+// pass of their steps between two chunks, so a newcomer's prompt does not
+// stop the others' streams (chunked prefill); alone, it runs whole. A chunk gives the positions it
 // holds the bits the whole prompt gives them (the batch kernels compute
 // each row alike; AMX tiles within their tolerance).
 import type { NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
