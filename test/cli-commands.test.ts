@@ -4,7 +4,7 @@
 // download resumes, the SHA-256 the server sends is checked, hf: names go
 // to HF_ENDPOINT), inspect, --version, help per command, and unknown
 // commands and options named.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -109,17 +109,35 @@ describe('chat', () => {
     expect(out.stdout).not.toContain('never sent');
   });
 
-  test('in a pseudo-terminal: the prompt, the streamed reply, Ctrl-D leaves', () => {
+  test('in a pseudo-terminal: the prompt, the streamed reply, Ctrl-D leaves', async () => {
     expect(existsSync('/usr/bin/script'), "util-linux's script (/usr/bin/script) gives chat its pseudo-terminal: install util-linux").toBe(true);
     args[3] = modelPath;
     const command = ['node', ...args.slice(0, 1), ...args.slice(1).map((a) => JSON.stringify(a)), '--stats'].join(' ');
-    const out = run(['-qfec', command, '/dev/null'], 'Hello\n\u0004', '/usr/bin/script');
-    expect(out.status).toBe(0);
+    const child = spawn('/usr/bin/script', ['-qfec', command, '/dev/null'], { env: { ...process.env, NO_COLOR: '1' } });
+    // Each key goes in once chat waits for it at its prompt, as a person types: bytes that reach the
+    // terminal before chat puts it in raw mode meet the terminal's own line editing, which swallows a Ctrl-D.
+    let stdout = '';
+    let typed = 0;
+    child.stdout.on('data', (data: Buffer) => {
+      stdout += data.toString('utf8');
+      const afterReply = stdout.slice(Math.max(0, stdout.search(/\(4 tokens/)));
+      if (typed === 0 && stdout.includes('> ')) {
+        typed = 1;
+        child.stdin.write('Hello\n');
+      } else if (typed === 1 && /\(4 tokens/.test(stdout) && afterReply.includes('> ')) {
+        typed = 2;
+        child.stdin.write('\u0004');
+      }
+    });
+    const killer = setTimeout(() => child.kill(), 100_000);
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    clearTimeout(killer);
+    expect([status, typed]).toEqual([0, 2]);
     // The prompt (on a terminal only), the reply to its end (its stats line), and Ctrl-D leaving; the banner is on standard error, which the terminal merges anywhere.
-    expect(out.stdout).toContain('> ');
-    expect(out.stdout).toMatch(/\(4 tokens, [\d.]+ tokens\/s; prompt \d+ tokens in \d+ ms\)/);
-    expect(out.stdout).toContain('/exit to leave');
-  });
+    expect(stdout).toContain('> ');
+    expect(stdout).toMatch(/\(4 tokens, [\d.]+ tokens\/s; prompt \d+ tokens in \d+ ms\)/);
+    expect(stdout).toContain('/exit to leave');
+  }, 120_000);
 });
 
 describe('pull and resolveModelFile', () => {
