@@ -281,7 +281,7 @@ kernel void md_matvec_batch_q8_0(device const md_block_q8_0* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q8_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q8_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q8_0, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_q8_0, MD_QK);
   md_matvec<md_block_q8_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -289,7 +289,7 @@ kernel void md_matvec_batch_q4_0(device const md_block_q4_0* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q4_0, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_q4_0, MD_QK);
   md_matvec<md_block_q4_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -297,7 +297,7 @@ kernel void md_matvec_batch_q4_1(device const md_block_q4_1* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q4_1, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_q4_1, MD_QK);
   md_matvec<md_block_q4_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -305,7 +305,7 @@ kernel void md_matvec_batch_q5_0(device const md_block_q5_0* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q5_0* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_0* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q5_0, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_q5_0, MD_QK);
   md_matvec<md_block_q5_0, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -313,7 +313,7 @@ kernel void md_matvec_batch_q4_k(device const md_block_q4_k* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q4_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q4_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q4_k, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_q4_k, MD_QK_K);
   md_matvec<md_block_q4_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -321,7 +321,7 @@ kernel void md_matvec_batch_q5_k(device const md_block_q5_k* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q5_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q5_k, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_q5_k, MD_QK_K);
   md_matvec<md_block_q5_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -329,7 +329,7 @@ kernel void md_matvec_batch_q6_k(device const md_block_q6_k* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q6_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q6_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q6_k, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_q6_k, MD_QK_K);
   md_matvec<md_block_q6_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -337,7 +337,7 @@ kernel void md_matvec_batch_q5_1(device const md_block_q5_1* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q5_1* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q5_1* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q5_1, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_q5_1, MD_QK);
   md_matvec<md_block_q5_1, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -345,7 +345,7 @@ kernel void md_matvec_batch_iq4_nl(device const md_block_iq4_nl* w0 [[buffer(0)]
                                    constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                    device const md_block_iq4_nl* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                    device const md_block_iq4_nl* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_iq4_nl, MD_QK);
+  MD_MATVEC_BATCH_STAGE(md_block_iq4_nl, MD_QK);
   md_matvec<md_block_iq4_nl, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -353,7 +353,7 @@ kernel void md_matvec_batch_q2_k(device const md_block_q2_k* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q2_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q2_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q2_k, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_q2_k, MD_QK_K);
   md_matvec<md_block_q2_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -361,7 +361,7 @@ kernel void md_matvec_batch_q3_k(device const md_block_q3_k* w0 [[buffer(0)]], d
                                  constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                  device const md_block_q3_k* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                  device const md_block_q3_k* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_q3_k, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_q3_k, MD_QK_K);
   md_matvec<md_block_q3_k, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 
@@ -369,7 +369,7 @@ kernel void md_matvec_batch_iq4_xs(device const md_block_iq4_xs* w0 [[buffer(0)]
                                    constant md_matvec_params& params [[buffer(2)]], device float* y0 [[buffer(3)]],
                                    device const md_block_iq4_xs* w1 [[buffer(4)]], device float* y1 [[buffer(5)]],
                                    device const md_block_iq4_xs* w2 [[buffer(6)]], device float* y2 [[buffer(7)]], MD_THREAD_IDS) {
-  MD_MATVEC_STAGE(md_block_iq4_xs, MD_QK_K);
+  MD_MATVEC_BATCH_STAGE(md_block_iq4_xs, MD_QK_K);
   md_matvec<md_block_iq4_xs, MD_MATVEC_BATCH>(w0, w1, w2, x, y0, y1, y2, md_matvec_params_of(params), group, simd_index, lane, threads / MD_SIMD_WIDTH, stage);
 }
 

@@ -16,6 +16,12 @@
   MD_THREADGROUP_ARRAY(uint, stage, (MD_MATVEC_MAX_THREADS / MD_SIMD_WIDTH) * \
                                         MD_MATVEC_STAGE_WORDS(sizeof(block_type), block_values))
 
+// The batch form of a quantized type: a stage per SIMD group that holds
+// all its rows' windows at once (md_window_sums).
+#define MD_MATVEC_BATCH_STAGE(block_type, block_values)                     \
+  MD_THREADGROUP_ARRAY(uint, stage, (MD_MATVEC_MAX_THREADS / MD_SIMD_WIDTH) * \
+                                        MD_MATVEC_BATCH_STAGE_WORDS(sizeof(block_type), block_values))
+
 // A full window of x (32 parts): load i reads part i, lane l its value l;
 // the transpose hands each lane its own part.
 inline void md_full_window_x(device const float* xt, uint base, uint lane, thread float* xr) {
@@ -61,17 +67,22 @@ inline void md_window_x(device const float* xt, uint base, uint parts, uint cols
 //  - A window rarely ends on a line: its last line's remaining words are
 //    the next window's first, kept in the row's carried line, so the
 //    row's lines are loaded once each.
-//  - One row's window at a time: x's window is loaded once for all rows of
-//    a one-token kernel, once per row for a batch (from cache).
+//  - A one-token kernel stages one row's window at a time and loads x's
+//    window once for all its rows; the batch form of a quantized type
+//    stages all its rows' windows, then loads each token's x window once
+//    for all of them (a float type's batch form, whose windows are too
+//    large for that, a row at a time, x once per row and token).
 
-// This SIMD group's stage: a carried line per row, then the window's lines.
+// This SIMD group's stage: a carried line per row, then the window's lines
+// (`batch`: MD_MATVEC_BATCH_STAGE's, every row's window).
 struct md_stage {
   threadgroup uint* carried;
   threadgroup uint* lines;
 };
-inline md_stage md_stage_of(threadgroup uint* stage, uint simd_index, uint block_bytes, uint block_values) {
+inline md_stage md_stage_of(threadgroup uint* stage, uint simd_index, uint block_bytes, uint block_values, bool batch) {
   md_stage s;
-  s.carried = stage + simd_index * MD_MATVEC_STAGE_WORDS(block_bytes, block_values);
+  s.carried = stage + simd_index * (batch ? MD_MATVEC_BATCH_STAGE_WORDS(block_bytes, block_values)
+                                          : MD_MATVEC_STAGE_WORDS(block_bytes, block_values));
   s.lines = s.carried + MD_MATVEC_ROWS * MD_SIMD_WIDTH;
   return s;
 }
@@ -175,7 +186,7 @@ inline void md_float_window_sums(device const Block* w, uint phase, device const
   const uint n = u < parts ? min(uint(MD_QK), cols - u * MD_QK) : 0u;
   const ulong row_bytes = ulong(cols) * value_bytes, matrix_end = ulong(rows) * row_bytes;
   const uint window_bytes = (min(cols, (base + MD_SIMD_WIDTH) * MD_QK) - base * MD_QK) * value_bytes;
-  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), MD_QK);
+  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), MD_QK, false);
   float xr[MD_QK], wr[MD_QK];
   for (uint r = 0; r < MD_MATVEC_ROWS_FOR(TOKENS); ++r) {
     if (first + r >= rows) break;  // the same for every lane
@@ -235,36 +246,58 @@ inline md_x_sums md_half_sums(thread const float* xr) {
 
 // One window of a quantized matrix's rows: each lane's part read from the
 // stage by md_block_dot, whole blocks (a quantized row is whole blocks).
+// One token: a row's window staged at a time, x's window loaded once for
+// all the rows. Several (the batch form): every row's window staged first
+// (MD_MATVEC_BATCH_STAGE), then each token's x window loaded once and
+// dotted with every row, so a token's x costs what it costs one token
+// alone per MD_MATVEC_BATCH_ROWS rows. Each (row, token) sum still takes
+// its windows in order with the one-token kernel's dot: the same bits.
 template <uint TOKENS, typename Block>
 inline void md_window_sums(device const Block* w, uint phase, device const float* x, uint rows, uint cols, uint count,
                            uint first, uint base, uint lane, uint simd_index, threadgroup uint* stage,
                            thread float* sums) {
   const uint values = md_block_values(w), parts_per_block = values / MD_QK;
-  const uint parts = cols / MD_QK, u = base + lane, end_part = min(base + MD_SIMD_WIDTH, parts);
+  const uint parts = cols / MD_QK, u = base + lane;
   const ulong row_bytes = ulong(cols / values) * sizeof(Block), matrix_end = ulong(rows) * row_bytes;
+  const uint end_part = min(base + MD_SIMD_WIDTH, parts);
   const uint window_bytes = (end_part / parts_per_block - base / parts_per_block) * sizeof(Block);
-  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), values);
+  const md_stage st = md_stage_of(stage, simd_index, sizeof(Block), values, TOKENS > 1);
+  // Each staged row's lines: one row at a time for one token, every row of the batch form at once.
+  const uint row_lines = TOKENS > 1 ? MD_MATVEC_STAGE_LINES(sizeof(Block), values) * MD_SIMD_WIDTH : 0u;
+  const uint staged_rows = TOKENS > 1 ? MD_MATVEC_ROWS_FOR(TOKENS) : 1u;
   float xr[MD_QK];
   md_x_sums xs;
-  for (uint r = 0; r < MD_MATVEC_ROWS_FOR(TOKENS); ++r) {
-    if (first + r >= rows) break;  // the same for every lane
-    const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
-    const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block), end = begin + window_bytes;
-    threadgroup uint* carry = st.carried + r * MD_SIMD_WIDTH;
-    const uint at = md_stage_bytes((device const md_u8*)w, phase, row_begin, row_end, matrix_end, begin, end, lane,
-                                   carry, st.lines);
+  for (uint r0 = 0; r0 < MD_MATVEC_ROWS_FOR(TOKENS); r0 += staged_rows) {
+    uint at[TOKENS > 1 ? MD_MATVEC_ROWS_FOR(TOKENS) : 1u];
+    uint n = 0;  // rows staged in this pass
+    for (; n < staged_rows && first + r0 + n < rows; ++n) {  // the same for every lane
+      const uint r = r0 + n;
+      const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
+      const ulong begin = row_begin + ulong(base / parts_per_block) * sizeof(Block), end = begin + window_bytes;
+      at[n] = md_stage_bytes((device const md_u8*)w, phase, row_begin, row_end, matrix_end, begin, end, lane,
+                             st.carried + r * MD_SIMD_WIDTH, st.lines + n * row_lines);
+    }
+    if (n == 0) break;
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane's words are in
-    threadgroup const Block* block =
-        (threadgroup const Block*)((threadgroup const md_u8*)st.lines + at) + (u / parts_per_block - base / parts_per_block);
     for (uint t = 0; t < TOKENS && t < count; ++t) {
-      if (TOKENS > 1 || r == 0) {
+      if (TOKENS > 1 || r0 == 0) {
         md_window_x(x + ulong(t) * cols, base, parts, cols, lane, xr);
         xs = md_half_sums(xr);
       }
-      if (u < parts) sums[r * TOKENS + t] += md_block_dot<md_threadgroup_space>(block, u % parts_per_block, xr, xs);
+      for (uint k = 0; k < n; ++k) {
+        threadgroup const Block* block =
+            (threadgroup const Block*)((threadgroup const md_u8*)(st.lines + k * row_lines) + at[k]) +
+            (u / parts_per_block - base / parts_per_block);
+        if (u < parts) sums[(r0 + k) * TOKENS + t] += md_block_dot<md_threadgroup_space>(block, u % parts_per_block, xr, xs);
+      }
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read them
-    md_carry_line(phase, end, row_end, at, window_bytes, lane, carry, st.lines);
+    for (uint k = 0; k < n; ++k) {
+      const uint r = r0 + k;
+      const ulong row_begin = ulong(first + r) * row_bytes, row_end = row_begin + row_bytes;
+      const ulong end = row_begin + ulong(base / parts_per_block) * sizeof(Block) + window_bytes;
+      md_carry_line(phase, end, row_end, at[k], window_bytes, lane, st.carried + r * MD_SIMD_WIDTH, st.lines + k * row_lines);
+    }
   }
 }
 

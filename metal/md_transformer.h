@@ -244,6 +244,11 @@ typedef struct md_attention_params {
   ((126u + (32u * 32u / (block_values)) * (block_bytes) + 127u) / 128u)
 #define MD_MATVEC_STAGE_WORDS(block_bytes, block_values) \
   ((MD_MATVEC_ROWS + MD_MATVEC_STAGE_LINES(block_bytes, block_values)) * 32u)
+// The batch form of a quantized type stages the windows of all its
+// MD_MATVEC_BATCH_ROWS rows at once (each token's x window then serves
+// every row): Q8_0's, the largest, 4 x 10 lines, 24 KB per threadgroup.
+#define MD_MATVEC_BATCH_STAGE_WORDS(block_bytes, block_values) \
+  ((MD_MATVEC_ROWS + MD_MATVEC_BATCH_ROWS * MD_MATVEC_STAGE_LINES(block_bytes, block_values)) * 32u)
 
 // FlashSampling (head_sampling.metal): the LM head W x (W rows x cols, a
 // GGUF type, as md_matvec_*) and the pick of the next token from it, the

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { aluCounts, attentionOpsPerPosition, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/alu-counts.js';
+import { aluCounts, attentionOpsPerPosition, matvecBatchOpsPerWeightByte, matvecOpsPerWeightByte, parseAluCounts } from '../lib/bench/alu-counts.js';
 import { ALU_OPS_PER_CLOCK_PER_CORE, aluOpsPerSecond, APPLE_CHIPS, DISPATCH_US, l1BytesPerSecond } from '../lib/bench/apple-chips.js';
 import { plannedDispatches, type PredictResult } from '../lib/bench/gpu-speed-model.js';
 import { kernelCounts, parseKernelCounts } from '../lib/bench/kernel-counts.js';
@@ -149,6 +149,56 @@ it("tokens/s: each chip's bandwidth bound, and the kernels' modelled times from 
   expect(tables.stdout).toContain('Per kernel on M1, one token');
   const m4 = await runCli('bench', 'predict', '--model', tied, '--chip', 'M4 Pro');
   expect(m4.stdout).toContain('Per kernel on M4 Pro, one token');
+});
+
+// Several sequences' next tokens in one step (gguf-sequence-rows.ts): the
+// batch form of the matrix-vector kernels reads each weight once for up to
+// 8 rows, and charges each row a one-token step's dot and x window (the
+// window staged once); each sequence adds its own attention and pick.
+it('batched decode: the weights read once per 8 sequences, the arithmetic and the attention per sequence', async () => {
+  const r = await predict(tied, 64);
+  const s = tinyShape('qwen3', 'Q4_0');
+  const counts = kernelCounts();
+  const alu = aluCounts();
+  expect(r.batched.map((b) => b.sequences)).toEqual([1, 2, 4, 8, 16]);
+  const matrices = (kernels: PredictResult['kernels']) => kernels.filter((k) => k.kernel.startsWith('md_matvec_') || k.kernel.startsWith('LM head'));
+  const once = matrices(r.kernels).reduce((sum, k) => sum + k.memoryBytes, 0);
+  const attention = r.kernels.find((k) => k.kernel === 'md_attention_f16')!;
+  for (const b of r.batched.slice(1)) {
+    const n = b.sequences;
+    expect(b.kernels.reduce((sum, k) => sum + k.dispatches, 0)).toBe(b.dispatches);
+    const batch = b.kernels.find((k) => k.kernel === 'md_matvec_batch_q4_0')!;
+    // Every matrix and the LM head, once per 8 rows.
+    expect(b.weightBytes).toBeCloseTo(Math.ceil(n / 8) * once, 3);
+    expect(batch.memoryBytes).toBeCloseTo(b.weightBytes, 3);
+    // Each dispatch's arithmetic for its rows (8, and the rest).
+    const perByte = (rows: number) => matvecBatchOpsPerWeightByte(alu, counts, 'q4_0', rows, LAYOUTS.matvecBatchRows);
+    const expectedOps = n <= 8 ? once * perByte(n) : once * perByte(8) + once * perByte(n - 8);
+    expect(batch.aluOps).toBeCloseTo(expectedOps, 0);
+    expect(perByte(n)).toBeGreaterThan(perByte(1));
+    const theirs = b.kernels.find((k) => k.kernel === 'md_attention_f16')!;
+    expect(theirs.dispatches).toBe(n * s.layers);
+    expect(theirs.memoryBytes).toBeCloseTo(n * attention.memoryBytes, 3);
+    expect(b.kernels.find((k) => k.kernel === 'pick per row')).toMatchObject({ dispatches: n, memoryBytes: n * s.vocab * 8 });
+    for (const c of b.chips) {
+      const chip = APPLE_CHIPS.find((x) => x.chip === c.chip)!;
+      const stepUs = b.kernels
+        .map(
+          (k) =>
+            Math.max(
+              k.memoryBytes / (chip.gbPerSecond * 1e3),
+              (k.l1Lines * counts.lineBytes * 1e6) / l1BytesPerSecond(chip),
+              (k.aluOps * 1e6) / aluOpsPerSecond(chip),
+            ) +
+            k.dispatches * DISPATCH_US,
+        )
+        .reduce((a, x) => a + x, 0);
+      expect(c.stepUs).toBeCloseTo(stepUs, 6);
+      expect(c.tokensPerSecond).toBeCloseTo((1e6 * n) / stepUs, 6);
+    }
+  }
+  const tables = await runCli('bench', 'predict', '--model', tied);
+  expect(tables.stdout).toContain('Batched decode on M1: the next tokens of several sequences in one step, each at context 1024');
 });
 
 // A mixture of experts: a token reads the chosen experts' share of each

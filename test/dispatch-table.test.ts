@@ -130,13 +130,13 @@ describe.each(GPU_BACKENDS)('DispatchTableBuilder on %s', (backend) => {
     ],
     [
       'a patch looking too far ahead',
-      (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 32 } }),
-      'Expected an integer from 0 to 31 for commands[0].patch.ahead but received 32 (number)',
+      (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 16777216 } }),
+      'Expected an integer from 0 to 16777215 for commands[0].patch.ahead but received 16777216 (number)',
     ],
     [
       'a patch ahead that is not an integer',
       (b) => b.add('md_argmax_f16', { ...argmax(), patch: { rule: 'argmaxOutput', buffer: 2, ahead: 1.5 } }),
-      'Expected an integer from 0 to 31 for commands[0].patch.ahead but received 1.5 (number)',
+      'Expected an integer from 0 to 16777215 for commands[0].patch.ahead but received 1.5 (number)',
     ],
     [
       'no patch looking ahead',

@@ -76,6 +76,27 @@ const WINDOW_VALUES = 32 * PART_VALUES;
 
 /** One lane's ALU operations per weight byte of the `suffix` matrix-vector kernel, one token, `rowsPerSimdGroup` rows sharing x. */
 export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suffix: string, rowsPerSimdGroup: number): number {
+  const { dot, staging, xWindow, partBytes } = matvecPartOps(alu, counts, suffix);
+  return (dot + staging + xWindow / rowsPerSimdGroup) / partBytes;
+}
+
+/**
+ * The same for the batch form (md_matvec_batch_*) over `tokens` rows of x,
+ * `rowsPerSimdGroup` rows of W to a SIMD group: each window staged once
+ * for all tokens, and each token's sums the steps of a one-token step,
+ * its part's dot included; x's window is loaded once per token for the
+ * SIMD group's rows (a quantized type stages them all first), or once per
+ * row and token (a float type's windows are staged a row at a time).
+ */
+export function matvecBatchOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suffix: string, tokens: number, rowsPerSimdGroup: number): number {
+  const { dot, staging, xWindow, partBytes } = matvecPartOps(alu, counts, suffix);
+  const xShare = FLOAT_ROWS.has(suffix) ? 1 : rowsPerSimdGroup;
+  return (staging + tokens * (dot + xWindow / xShare)) / partBytes;
+}
+
+// One lane's operations on its part of a window: its dot, its share of
+// staging the window, and x's window for one token (for one row of W).
+function matvecPartOps(alu: AluCounts, counts: KernelCounts, suffix: string): { dot: number; staging: number; xWindow: number; partBytes: number } {
   const dot = alu.probes[`dot_${suffix}`];
   const m = counts.matvec.types[suffix];
   if (dot === undefined || m === undefined)
@@ -86,8 +107,7 @@ export function matvecOpsPerWeightByte(alu: AluCounts, counts: KernelCounts, suf
   const edgeLines = Math.min(linesPerWindow, 2 / (counts.matvec.cols / WINDOW_VALUES));
   const staging = ops(alu.probes.stage_whole_line!) * (linesPerWindow - edgeLines) + ops(alu.probes.stage_line!) * edgeLines;
   const xWindow = ops(alu.probes.window_x!) + (FLOAT_ROWS.has(suffix) ? 0 : ops(alu.probes.half_sums!));
-  const perLane = ops(dot) + staging + xWindow / rowsPerSimdGroup;
-  return perLane / partBytes;
+  return { dot: ops(dot), staging, xWindow, partBytes };
 }
 
 // The attention kernel's slots per lane for a head (md_lane_slots for an

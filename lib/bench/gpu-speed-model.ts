@@ -28,7 +28,7 @@ import { GpuWeights } from '../models/gpu-weights.js';
 import { headTiles } from '../models/head-sampling.js';
 import { kvCacheTensorType } from '../models/kv-cache-type.js';
 import { ALU_OPS_PER_CLOCK_PER_CORE, APPLE_CHIPS, DISPATCH_US, L1_BYTES_PER_CLOCK_PER_CORE, type AppleChip } from './apple-chips.js';
-import { aluCounts, attentionOpsPerPosition, matvecOpsPerWeightByte } from './alu-counts.js';
+import { aluCounts, attentionOpsPerPosition, matvecBatchOpsPerWeightByte, matvecOpsPerWeightByte } from './alu-counts.js';
 import { kernelCounts } from './kernel-counts.js';
 import { kernelCosts, kernelTimes, type KernelCost, type KernelTime, type Limit } from './kernel-time-model.js';
 import type { Table } from './tables.js';
@@ -76,6 +76,21 @@ export interface ChipPrediction extends AppleChip {
   kernels: KernelTime[];
 }
 
+/** Sequences per batched step bench predict models. */
+export const BATCHED_SEQUENCES = [1, 2, 4, 8, 16] as const;
+
+/** One decode step of several sequences in one table (gguf-sequence-rows.ts), each at the settings' context. */
+export interface BatchedStep {
+  sequences: number;
+  /** Bytes the matrix-vector kernels bring from DRAM in the step: the weights, once per 8 rows. */
+  weightBytes: number;
+  dispatches: number;
+  /** Each kernel's share of the step. */
+  kernels: KernelCost[];
+  /** Per chip: the step's modelled time and the tokens/s of all its sequences together. */
+  chips: { chip: string; stepUs: number; tokensPerSecond: number }[];
+}
+
 export interface PredictResult {
   settings: PredictSettings;
   architecture: string;
@@ -85,6 +100,7 @@ export interface PredictResult {
   assumptions: { l1BytesPerClockPerCore: number; aluOpsPerClockPerCore: number; dispatchUs: number; counts: string; aluCounts: string };
   kernels: KernelCost[];
   chips: ChipPrediction[];
+  batched: BatchedStep[];
 }
 
 /** The one-token pass as the dispatch table will run it: one command per entry (fused where one kernel can read both). */
@@ -205,27 +221,37 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
   };
   const headTensor = recorded.headTensor === undefined ? undefined : header.tensors.find((t) => t.name === recorded.headTensor);
   const headType = headTensor === undefined ? undefined : types.find((t) => t.id === headTensor.type);
-  const kernels = kernelCosts(
-    recorded.commands,
-    {
-      headCount: config.headCount,
-      headCountKv: config.headCountKv,
-      headDim: config.headDim,
-      context: s.context,
-      tensorBytes,
-      expertShare: config.expertCount > 0 ? config.expertUsedCount / config.expertCount : 1,
-      head:
-        headTensor === undefined || headType?.kernelSuffix == null
-          ? undefined
-          : { suffix: headType.kernelSuffix, bytes: tensorBytes(headTensor.name), dispatches: table.dispatches - recorded.commands.length },
-    },
-    counts,
-    {
-      matvec: (suffix) => matvecOpsPerWeightByte(alu, counts, suffix, addon.layouts.transformer.matvecRows),
-      attention: (heads) => attentionOpsPerPosition(alu, config.headDim, heads, addon.layouts.transformer.attentionBlock),
-      attentionGroup: addon.layouts.transformer.attentionGroup,
-    },
-  );
+  const arithmetic = {
+    matvec: (suffix: string, tokens: number) =>
+      tokens === 1
+        ? matvecOpsPerWeightByte(alu, counts, suffix, addon.layouts.transformer.matvecRows)
+        : matvecBatchOpsPerWeightByte(alu, counts, suffix, tokens, addon.layouts.transformer.matvecBatchRows),
+    attention: (heads: number) => attentionOpsPerPosition(alu, config.headDim, heads, addon.layouts.transformer.attentionBlock),
+    attentionGroup: addon.layouts.transformer.attentionGroup,
+    matvecCountByte: addon.layouts.transformer.matvecCount,
+  };
+  const shape = {
+    headCount: config.headCount,
+    headCountKv: config.headCountKv,
+    headDim: config.headDim,
+    context: s.context,
+    tensorBytes,
+    expertShare: config.expertCount > 0 ? config.expertUsedCount / config.expertCount : 1,
+    head:
+      headTensor === undefined || headType?.kernelSuffix == null
+        ? undefined
+        : { suffix: headType.kernelSuffix, bytes: tensorBytes(headTensor.name), dispatches: table.dispatches - recorded.commands.length },
+  };
+  const kernels = kernelCosts(recorded.commands, shape, counts, arithmetic);
+  const recordShape = { contextSize: s.context, attentionSplits: attentionSplitsFor(s.context), cacheType: kvCacheTensorType('f16', types).id };
+  const batchedCosts = (n: number): KernelCost[] => {
+    if (n === 1) return kernels;
+    const rows = addon.recordForward(config, header.tensors, { ...recordShape, count: n, logits: 'every', sequenceRows: true });
+    const costs = kernelCosts(rows.commands, { ...shape, head: undefined }, counts, arithmetic);
+    // Each row's pick (md_argmax_f32): its float32 logits written by the LM head, and read.
+    const logitBytes = n * config.vocabSize * 8;
+    return [...costs, { kernel: 'pick per row', dispatches: n, memoryBytes: logitBytes, l1Lines: logitBytes / counts.lineBytes, aluOps: 0 }];
+  };
   return {
     settings: s,
     architecture: arch.name,
@@ -247,6 +273,21 @@ export async function predictSpeed(s: PredictSettings): Promise<PredictResult> {
       const bound = (chip.gbPerSecond * 1e9) / cost.totalBytes;
       const modelled = 1e6 / total;
       return { ...chip, boundTokensPerSecond: bound, modelledTokensPerSecond: modelled, boundShare: modelled / bound, limitShares, kernels: times };
+    }),
+    batched: BATCHED_SEQUENCES.map((n) => {
+      const costs = batchedCosts(n);
+      return {
+        sequences: n,
+        weightBytes: costs
+          .filter((k) => k.kernel.startsWith('md_matvec') || k.kernel.startsWith('LM head'))
+          .reduce((sum, k) => sum + k.memoryBytes, 0),
+        dispatches: costs.reduce((sum, k) => sum + k.dispatches, 0),
+        kernels: costs,
+        chips: APPLE_CHIPS.map((chip) => {
+          const stepUs = kernelTimes(costs, chip, counts.lineBytes).reduce((sum, k) => sum + k.us, 0);
+          return { chip: chip.chip, stepUs, tokensPerSecond: (1e6 * n) / stepUs };
+        }),
+      };
     }),
   };
 }
@@ -287,6 +328,24 @@ export function predictTables(r: PredictResult): Table[] {
         pct(x.boundShare),
         `${pct(x.limitShares.memory)} / ${pct(x.limitShares['L1 lines'])} / ${pct(x.limitShares.ALU)} / ${pct(x.limitShares.dispatches)}`,
       ]),
+    },
+    {
+      title:
+        `Batched decode on ${chip.chip}: the next tokens of several sequences in one step, each at context ${r.settings.context} ` +
+        `(the matrix-vector kernels' batch form reads each weight once per 8 sequences; each sequence's attention and pick its own)`,
+      header: ['sequences', 'weights read per step MB', 'dispatches', 'step us', 'tok/s, all sequences', 'x one sequence'],
+      rows: r.batched.map((b) => {
+        const one = r.batched[0]!.chips.find((x) => x.chip === chip.chip)!;
+        const mine = b.chips.find((x) => x.chip === chip.chip)!;
+        return [
+          String(b.sequences),
+          mb(b.weightBytes),
+          String(b.dispatches),
+          mine.stepUs.toFixed(0),
+          mine.tokensPerSecond.toFixed(0),
+          (mine.tokensPerSecond / one.tokensPerSecond).toFixed(2),
+        ];
+      }),
     },
     {
       title: `Per kernel on ${chip.chip}, one token (bench predict --chip NAME for another)`,

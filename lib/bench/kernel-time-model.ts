@@ -66,8 +66,8 @@ export interface TokenShape {
   head?: { suffix: string; bytes: number; dispatches: number };
 }
 
-/** One lane's ALU operations per weight byte of a matrix-vector kernel, by type suffix. */
-export type MatvecOpsPerByte = (suffix: string) => number;
+/** One lane's ALU operations per weight byte of a matrix-vector kernel, by type suffix, for `tokens` rows of x (the batch form's 1 to 8). */
+export type MatvecOpsPerByte = (suffix: string, tokens: number) => number;
 /** One lane's ALU operations per cached position of the attention, for a pass of `heads` query heads. */
 export type AttentionOpsPerPosition = (heads: number) => number;
 
@@ -76,12 +76,14 @@ export interface ArithmeticModel {
   attention: AttentionOpsPerPosition;
   /** Query heads per pass of the attention (MD_ATTENTION_GROUP). */
   attentionGroup: number;
+  /** Where md_matvec_params keeps its token rows: the batch form's arithmetic is charged per row. */
+  matvecCountByte: number;
 }
 
 // Lanes of a SIMD group: each runs the attention's per-position steps.
 const SIMD_WIDTH = 32;
 
-function matvecCost(counts: KernelCounts, opsPerByte: MatvecOpsPerByte, kernel: string, suffix: string, weightBytes: number): KernelCost {
+function matvecCost(counts: KernelCounts, opsPerByte: MatvecOpsPerByte, kernel: string, suffix: string, weightBytes: number, tokens = 1): KernelCost {
   const c = counts.matvec.types[suffix];
   if (c === undefined)
     throw new Error(`${kernel}: bench/kernel-counts.json has no counts for the '${suffix}' matrix-vector kernel; record them again`);
@@ -90,7 +92,7 @@ function matvecCost(counts: KernelCounts, opsPerByte: MatvecOpsPerByte, kernel: 
     dispatches: 1,
     memoryBytes: (weightBytes * c.weightBytesFetched) / c.weightBytes,
     l1Lines: (weightBytes * (c.linesLoaded + c.linesStored)) / c.weightBytes,
-    aluOps: weightBytes * opsPerByte(suffix),
+    aluOps: weightBytes * opsPerByte(suffix, tokens),
   };
 }
 
@@ -124,7 +126,12 @@ export function kernelCosts(
       const tensors = new Set(command.buffers.filter((b) => b.buffer.startsWith('tensor:')).map((b) => b.buffer.slice('tensor:'.length)));
       const share = matvec[1] === 'id_' ? shape.expertShare : 1;
       const weightBytes = [...tensors].reduce((sum, name) => sum + shape.tensorBytes(name) * share, 0);
-      add(matvecCost(counts, opsPerByte, command.kernel, matvec[2]!, weightBytes));
+      // The batch form reads the weights once for its rows of x (md_matvec_params' count).
+      const tokens =
+        matvec[1] === 'batch_'
+          ? new DataView(command.params.bytes.buffer, command.params.bytes.byteOffset).getUint32(arithmetic.matvecCountByte, true)
+          : 1;
+      add(matvecCost(counts, opsPerByte, command.kernel, matvec[2]!, weightBytes, tokens));
     } else if (command.kernel === a.kernel) {
       const unit = shape.headCountKv * shape.context * shape.headDim;
       // Each KV head's positions once per pass of up to attentionGroup of its query heads.

@@ -34,6 +34,22 @@ export function resolveChainOptions(options: ChainOptions | undefined): Required
   return { chunkSize, doubleBuffered };
 }
 
+/** Throws naming the field unless a chain may generate `count` tokens after position `start` of a sequence buffer of `capacity` tokens. */
+export function checkChainRange(capacity: number, start: unknown, count: unknown): void {
+  if (!isInteger(start) || start < 0 || start >= capacity - 1) {
+    throw invalidParameterError(
+      'start',
+      `a position from 0 to ${capacity - 2} (the sequence buffer holds ${capacity} tokens)`,
+      start,
+      isInteger(start) ? 'range' : 'type',
+    );
+  }
+  if (!isInteger(count) || count < 0) throw invalidParameterError('count', 'a non-negative integer', count, isInteger(count) ? 'range' : 'type');
+  if (start + count >= capacity) {
+    throw invalidParameterError('count', `at most ${capacity - 1 - start} (the sequence buffer holds ${capacity} tokens)`, count, 'range');
+  }
+}
+
 /** Replays one table over one sequence buffer. */
 export class ChainRunner {
   readonly #table: DispatchTable;
@@ -70,23 +86,7 @@ export class ChainRunner {
    */
   async *run(start: number, count: number, options?: ChainOptions): AsyncGenerator<ChainChunk, void, undefined> {
     const { chunkSize, doubleBuffered } = resolveChainOptions(options);
-    if (!isInteger(start) || start < 0 || start >= this.capacity - 1) {
-      throw invalidParameterError(
-        'start',
-        `a position from 0 to ${this.capacity - 2} (the sequence buffer holds ${this.capacity} tokens)`,
-        start,
-        isInteger(start) ? 'range' : 'type',
-      );
-    }
-    if (!isInteger(count) || count < 0) throw invalidParameterError('count', 'a non-negative integer', count, isInteger(count) ? 'range' : 'type');
-    if (start + count >= this.capacity) {
-      throw invalidParameterError(
-        'count',
-        `at most ${this.capacity - 1 - start} (the sequence buffer holds ${this.capacity} tokens)`,
-        count,
-        'range',
-      );
-    }
+    checkChainRange(this.capacity, start, count);
     if (this.#busy) throw new Error('This chain is already running; one run at a time per sequence buffer');
     this.#busy = true;
 

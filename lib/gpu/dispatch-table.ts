@@ -30,7 +30,7 @@ type PatchRuleSpec =
   | { rule: 'sampledToken'; buffer: number; position: number; historyCount: number };
 
 /**
- * Every rule but 'none' also takes `ahead` (0 to 31, default 0): the
+ * Every rule but 'none' also takes `ahead` (0 to 16777215, default 0): the
  * command acts for position p + ahead instead of p. A table that evaluates
  * several consecutive tokens per step samples row r with ahead r
  * (speculative verification).

@@ -43,6 +43,13 @@ export interface SequenceTables extends VerificationTables {
   dispose(): void;
 }
 
+/** A sequence's chains run together with other sequences' (a GGUF model's chain-batcher.ts), in place of its own ChainRunner. */
+export interface SharedChain {
+  run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined>;
+  /** The sequence is disposed. */
+  release(): void;
+}
+
 export class TableSequence implements ModelSequence, SequenceChain {
   readonly backend: BackendName;
   readonly contextSize: number;
@@ -52,12 +59,22 @@ export class TableSequence implements ModelSequence, SequenceChain {
   readonly shift?: (keep: number, discard: number, evaluated: number) => Promise<void>;
   readonly #tables: SequenceTables;
   readonly #fileProblem: () => string | undefined;
+  readonly #shared: SharedChain | undefined;
   #disposed = false;
 
-  /** fileProblem: why the model's file no longer holds its weights (MappedFile::changed), checked before each run. */
-  constructor(tables: SequenceTables | (SequenceTables & MaskedStepTables), fileProblem: () => string | undefined = () => undefined) {
+  /**
+   * fileProblem: why the model's file no longer holds its weights
+   * (MappedFile::changed), checked before each run; shared: where its
+   * chains run when they run with other sequences'.
+   */
+  constructor(
+    tables: SequenceTables | (SequenceTables & MaskedStepTables),
+    fileProblem: () => string | undefined = () => undefined,
+    shared?: SharedChain,
+  ) {
     this.#tables = tables;
     this.#fileProblem = fileProblem;
+    this.#shared = shared;
     this.backend = tables.device.kind;
     this.contextSize = tables.contextSize;
     const shiftCache = tables.shiftCache;
@@ -79,12 +96,12 @@ export class TableSequence implements ModelSequence, SequenceChain {
     return this;
   }
 
-  /** Bytes of the model's KV caches on the device (0 for a model with none). */
   /** dispose() was called: its KV cache is freed. */
   get disposed(): boolean {
     return this.#disposed;
   }
 
+  /** Bytes of the model's KV caches on the device (0 for a model with none). */
   get kvCacheBytes(): number {
     return this.#tables.kvCacheBytes ?? 0;
   }
@@ -119,6 +136,10 @@ export class TableSequence implements ModelSequence, SequenceChain {
 
   async *run(sampling: ChainSamplingOptions, start: number, count: number, chunkSize: number): AsyncGenerator<ChainChunk, void, undefined> {
     this.#checkFile();
+    if (this.#shared !== undefined) {
+      yield* this.#shared.run(sampling, start, count, chunkSize);
+      return;
+    }
     const table = this.#tables.tableFor(sampling);
     try {
       yield* new ChainRunner(table, this.#tables.tokens).run(start, count, { chunkSize });
@@ -141,6 +162,7 @@ export class TableSequence implements ModelSequence, SequenceChain {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    this.#shared?.release();
     this.#tables.dispose();
   }
 }

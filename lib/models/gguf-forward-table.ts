@@ -16,6 +16,7 @@
 import { integerInRange } from '../errors.js';
 import type { DispatchTable, GpuBuffer, GpuDevice } from '../gpu/device.js';
 import { DispatchTableBuilder, type CommandSpec } from '../gpu/dispatch-table.js';
+import { recordedCommandSpec } from './recorded-commands.js';
 import type { Logits } from '../generate/model.js';
 import type { MaskedStepTables } from '../gpu/masked-steps.js';
 import type { SequenceTables } from '../gpu/table-sequence.js';
@@ -36,7 +37,7 @@ import {
   type WideScratch,
 } from '../gpu/sampling-command.js';
 import { fusedHeadSamples, resolveSampling } from '../sampling-options.js';
-import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions, NativeTransformer } from '../native/contract.js';
+import type { NativeModelConfig, NativeRecordOptions, NativeTransformer } from '../native/contract.js';
 import type { GpuWeight, GpuWeights } from './gpu-weights.js';
 import { headSamplingCommands, headScratch, type HeadScratch } from './head-sampling.js';
 import { checkKvCacheType, kvCacheTensorType, type KvCacheType } from './kv-cache-type.js';
@@ -106,6 +107,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
   #rowHalfLogits: GpuBuffer | undefined;
   #verified: GpuBuffer | undefined; // verification: row r's token at slot p + 1 + r
   #probabilities: GpuBuffer | undefined; // rejection sampling: each draft row's probability of its token
+  #disposed = false;
 
   constructor(
     readonly device: GpuDevice,
@@ -156,26 +158,31 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
       logits,
       headPick: pick !== undefined,
     });
-    for (const command of recorded.commands) b.add(command.kernel, this.#spec(command));
+    const lineBytes = this.device.addon.layouts.transformer.lineBytes;
+    for (const command of recorded.commands)
+      b.add(
+        command.kernel,
+        recordedCommandSpec(command, this.#weights, (name) => this.#bufferNamed(name), lineBytes),
+      );
     if (pick === undefined) return b;
     if (recorded.headTensor === undefined) throw new Error('recordForward: no LM head tensor was reported for a fused head');
     return addCommands(b, pick(this.#weights.get(recorded.headTensor), this.#bufferNamed('normed')));
   }
 
-  #spec({ label, buffers, params, threadgroups, threadsPerThreadgroup, patch, linePhases }: NativeRecordedCommand): CommandSpec {
-    const bindings = buffers.map(({ index, buffer, offset }) => {
-      if (!buffer.startsWith('tensor:')) return { index, buffer: this.#bufferNamed(buffer), offset };
-      const w = this.#weights.get(buffer.slice('tensor:'.length));
-      return { index, buffer: w.buffer, offset: w.offset + offset };
-    });
-    // Where each weight starts in its memory line, known now that it is bound.
-    const bytes = params.bytes.slice();
-    for (const { paramsByte, buffer } of linePhases) {
-      const binding = bindings.find((b) => b.index === buffer);
-      if (binding === undefined) throw new Error(`${label}: recordForward asked for the line phase of buffer ${buffer}, which it does not bind`);
-      bytes[paramsByte] = binding.offset % this.device.addon.layouts.transformer.lineBytes;
-    }
-    return { label, buffers: bindings, params: { ...params, bytes }, threadgroups, threadsPerThreadgroup, ...(patch ? { patch } : {}) };
+  /**
+   * A buffer of this sequence's own state that a batched decode step's
+   * per-row commands bind (its "tokens", "keys.<layer>" and
+   * "values.<layer>"), by the name recordForward gives it.
+   */
+  sequenceBuffer(name: string): GpuBuffer {
+    if (name !== 'tokens' && !name.startsWith('keys.') && !name.startsWith('values.'))
+      throw new Error(`sequenceBuffer: ${name} is not a sequence's own buffer (tokens, keys.<layer>, values.<layer>)`);
+    return this.#bufferNamed(name);
+  }
+
+  /** What a batched step's tables must share with this sequence's: the record options besides the rows. */
+  get recordShape(): Readonly<Omit<NativeRecordOptions, 'count' | 'logits' | 'headPick'>> {
+    return this.#record;
   }
 
   #bufferNamed(name: string): GpuBuffer {
@@ -436,8 +443,14 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     return needsSamplingKernel(resolveSampling({ seed: 0, ...options })) ? this.sampledTable(options ?? {}) : this.greedy;
   }
 
+  /** dispose() was called. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
   /** Frees the tables and the sequence's buffers (the KV caches; the weights are the model's). */
   dispose(): void {
+    this.#disposed = true;
     this.greedy.dispose();
     this.forward.dispose();
     for (const t of this.#batchTables.values()) t.dispose();

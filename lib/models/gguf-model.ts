@@ -15,6 +15,8 @@ import { disposeModelGrammars } from '../grammar/model-grammars.js';
 import type { GrammarSpec, JsonSchema } from '../grammar/grammar-spec.js';
 import type { NativeAddon, NativeModelConfig, NativeTensorEntry, NativeTransformer, NativeTransformerSequence } from '../native/contract.js';
 import { SequenceBatcher } from './sequence-batcher.js';
+import { ChainBatcher } from './chain-batcher.js';
+import { SequenceRowsTables } from './gguf-sequence-rows.js';
 import { SamplingPacker } from '../native/native-sampler.js';
 import { isPlainObject } from '../predicates.js';
 import { checkKnownKeys } from '../sampling-options.js';
@@ -76,6 +78,8 @@ export class GgufModel implements DecodeModel {
   readonly #gpuSequences = new Set<TableSequence>();
   readonly #gpuTables = new Set<GgufForwardTable>(); // embedding contexts' tables
   readonly #gpuWeights = new Map<string, GpuWeights>();
+  // The GPU sequences' chains, run together: one batcher per backend and context size (a batched table's rows share their shape).
+  readonly #chainBatchers = new Map<string, ChainBatcher>();
   #disposed = false;
 
   /** @internal loadModel() makes models. */
@@ -218,6 +222,19 @@ export class GgufModel implements DecodeModel {
     return new GgufForwardTable(device, this.info.config, weights, contextSize, { kvCacheType: this.info.kvCacheType, cacheShifter: this.#native });
   }
 
+  // The batcher of the GPU sequences like `tables` (backend and context size).
+  #chainBatcher(backend: 'metal' | 'emulated', tables: GgufForwardTable): ChainBatcher {
+    const key = `${backend}:${tables.contextSize}`;
+    let batcher = this.#chainBatchers.get(key);
+    if (batcher === undefined) {
+      const weights = this.#gpuWeights.get(backend)!;
+      const config = this.info.config;
+      batcher = new ChainBatcher(() => new SequenceRowsTables(tables.device, config, weights, tables.recordShape));
+      this.#chainBatchers.set(key, batcher);
+    }
+    return batcher;
+  }
+
   /** The embedding of one text: createEmbeddingContext().getEmbeddingFor(text), the context disposed after. */
   async getEmbeddingFor(input: string | readonly number[]): Promise<Embedding> {
     const context = this.createEmbeddingContext();
@@ -233,6 +250,18 @@ export class GgufModel implements DecodeModel {
     const addon = loadAddon();
     if (!addon.ok) return { contextSize: DEFAULT_CONTEXT_SIZE, reason: `the default 4096 (the addon did not load: ${addon.reason})` };
     return autoContextSize(this.info.config, this.info.kvCacheType, addon.addon.tensorTypes, this.info.trainedContextLength);
+  }
+
+  /** What batching the GPU sequences' chains did: passes run, the sequences' chunks in them, the most in one, and the steps of passes of two or more. */
+  get chainBatchStats(): { passes: number; rows: number; largest: number; batchedSteps: number } {
+    const sum = { passes: 0, rows: 0, largest: 0, batchedSteps: 0 };
+    for (const b of this.#chainBatchers.values()) {
+      sum.passes += b.stats.passes;
+      sum.rows += b.stats.rows;
+      sum.largest = Math.max(sum.largest, b.stats.largest);
+      sum.batchedSteps += b.stats.batchedSteps;
+    }
+    return sum;
   }
 
   /** What batching the CPU sequences did: passes run, steps in them, the most in one; turns between passes (prompt chunks among them). */
@@ -255,7 +284,12 @@ export class GgufModel implements DecodeModel {
     const contextSize = resolved.contextSize === 'auto' ? this.autoContextSize().contextSize : resolved.contextSize;
     if (runsKernels(backend)) {
       const native = this.#native;
-      const sequence = new TableSequence(this.#forwardTable(backend, contextSize), () => native.fileProblem());
+      const tables = this.#forwardTable(backend, contextSize);
+      const batcher = this.#chainBatcher(backend, tables);
+      const sequence = new TableSequence(tables, () => native.fileProblem(), {
+        run: (sampling, start, count, chunkSize) => batcher.run(tables, sampling, start, count, chunkSize),
+        release: () => batcher.forget(tables),
+      });
       this.#gpuSequences.add(sequence);
       return sequence;
     }
@@ -297,6 +331,7 @@ export class GgufModel implements DecodeModel {
     for (const s of [...this.#sequences]) s.dispose();
     for (const s of this.#gpuSequences) s.dispose();
     for (const t of this.#gpuTables) t.dispose();
+    for (const b of this.#chainBatchers.values()) b.dispose();
     this.#gpuTables.clear();
     for (const w of this.#gpuWeights.values()) w.dispose();
     if ('dispose' in this.tokenizer) this.tokenizer.dispose();

@@ -121,6 +121,10 @@ export interface NativeTransformerLayouts {
   headMaxTiles: number;
   /** Rows of W per SIMD group in the matrix-vector kernels. */
   matvecRows: number;
+  /** Rows of W per SIMD group in the batch form (md_matvec_batch_*). */
+  matvecBatchRows: number;
+  /** Where md_matvec_params keeps its count of token rows (the batch form's 1 to 8), bytes. */
+  matvecCount: number;
   /** Query heads the decode attention serves per pass over a KV head's positions. */
   attentionGroup: number;
   /** Positions a SIMD group of the attention takes per step of its online softmax. */
@@ -374,6 +378,12 @@ export interface NativeRecordOptions {
   logits: 'none' | 'last' | 'every';
   /** FlashSampling: stop before the LM head and report its tensor (headTensor); the caller appends the fused head and pick. */
   headPick?: boolean;
+  /**
+   * A batched decode step: each of the count rows is a different sequence's
+   * next token (logits 'every'). The commands on a sequence's own state are
+   * one per row, marked with sequenceRow.
+   */
+  sequenceRows?: boolean;
   contextSize: number;
   attentionSplits: number;
   /** The KV cache's GGUF tensor type id (F16, F32 or Q8_0). */
@@ -398,6 +408,8 @@ export interface NativeRecordedCommand {
   patch?: { rule: 'position' | 'kvLength'; fields: [number] } | { rule: 'tokenOffset'; buffer: number };
   /** For each, the binder writes where binding `buffer` starts in its 128-byte line (its offset mod 128) into params byte `paramsByte`. */
   linePhases: { paramsByte: number; buffer: number }[];
+  /** With sequenceRows: the row this command serves; "tokens", "keys.<l>" and "values.<l>" are that row's sequence's, at its position. */
+  sequenceRow?: number;
 }
 
 export interface NativeRecordedForward {

@@ -70,6 +70,8 @@ Napi::Object layouts(Napi::Env env) {
   transformer.Set("headFlags", headFlags);
   transformer.Set("headMaxTiles", n(MD_HEAD_MAX_TILES));
   transformer.Set("matvecRows", n(MD_MATVEC_ROWS));
+  transformer.Set("matvecBatchRows", n(MD_MATVEC_BATCH_ROWS));
+  transformer.Set("matvecCount", n(offsetof(md_matvec_params, count)));
   transformer.Set("attentionGroup", n(MD_ATTENTION_GROUP));
   transformer.Set("attentionBlock", n(MD_ATTENTION_BLOCK));
   transformer.Set("lineBytes", n(MD_LINE_BYTES));

@@ -56,6 +56,7 @@ Napi::Object commandObject(Napi::Env env, const RecordedCommand& c) {
     phases.Set(uint32_t(i), phase);
   }
   o.Set("linePhases", phases);
+  if (c.sequenceRow >= 0) o.Set("sequenceRow", c.sequenceRow);
   if (!c.patchRule.empty()) {
     Napi::Object patch = Napi::Object::New(env);
     patch.Set("rule", c.patchRule);
@@ -91,6 +92,7 @@ Napi::Value RecordForward(const Napi::CallbackInfo& info) {
   else
     throw Napi::RangeError::New(env, "recordForward: options.logits must be 'none', 'last' or 'every'");
   options.headPick = o.Get("headPick").ToBoolean().Value();
+  options.sequenceRows = o.Get("sequenceRows").ToBoolean().Value();
   options.contextSize = uint32Option(o, "recordForward", "contextSize", 1);
   options.attentionSplits = uint32Option(o, "recordForward", "attentionSplits", 1);
   options.cacheType = cacheTypeOption(o, "recordForward");

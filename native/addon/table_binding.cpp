@@ -104,7 +104,7 @@ DispatchCmd readCommand(Napi::Env env, Napi::Object object, uint32_t i, Dispatch
   for (uint32_t f = 0; f < 2; ++f)
     cmd.patch.fields[f] = uint8_t(r.uint("patch.fields[]", fields.As<Napi::Array>().Get(f), kNoField));
   Napi::Value ahead = patch.Get("ahead");
-  if (!ahead.IsUndefined()) cmd.patch.ahead = uint8_t(r.uint("patch.ahead", ahead, kMaxPatchAhead));
+  if (!ahead.IsUndefined()) cmd.patch.ahead = uint32_t(r.uint("patch.ahead", ahead, kMaxPatchAhead));
   return cmd;
 }
 

@@ -145,7 +145,9 @@ void checkChain(const DispatchTable& table, uint32_t start, uint32_t n) {
                      "-command table are " + std::to_string(uint64_t(n) * table.size()) + " dispatches; at most " +
                      std::to_string(kMaxChainCallDispatches) + " per call: run the chain in chunks");
   const uint64_t last = uint64_t(start) + n - 1;
-  if (last + kMaxPatchAhead + 1 > UINT32_MAX)
+  uint64_t farthest = 0;  // the most any command looks ahead
+  for (const DispatchCmd& cmd : table.commands()) farthest = std::max<uint64_t>(farthest, cmd.patch.ahead);
+  if (last + farthest + 1 > UINT32_MAX)
     throw ChainError("encodeChain: positions " + std::to_string(start) + " + " + std::to_string(n) +
                      " overflow uint32");
   // At the last step, every moved binding must still hold a whole uint32,

@@ -52,11 +52,14 @@ struct Patch {
   uint8_t fields[2] = {kNoField, kNoField};  // byte offsets in the params, for field rules
   // The command acts for position p + ahead: row `ahead` of a table that
   // evaluates several consecutive tokens in one step (speculative
-  // verification samples each row at its own position).
-  uint8_t ahead = 0;
+  // verification samples each row at its own position), or a row of a
+  // batched decode step whose sequence is `ahead` positions past the
+  // step's first (the table runs from the lowest of its rows' positions).
+  uint32_t ahead = 0;
 };
 
-constexpr uint32_t kMaxPatchAhead = 31;
+// Most positions a command looks ahead: more than any context.
+constexpr uint32_t kMaxPatchAhead = (1u << 24) - 1;
 
 struct BufferBinding {
   Buffer* buffer = nullptr;  // kept alive by the table (DispatchTable::retain)

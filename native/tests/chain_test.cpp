@@ -186,7 +186,7 @@ TEST(Chain, AheadShiftsEveryPatchedValueAndTheMovedBinding) {
   }
   DispatchCmd far = probe(*in, 0, *seq, 0, *log);
   far.patch = {PatchRule::SampledToken, 2, {0, 4}, md::kMaxPatchAhead + 1};
-  EXPECT_EQ(md::commandProblem(far), "patch ahead 32 is over 31");
+  EXPECT_EQ(md::commandProblem(far), "patch ahead 16777216 is over 16777215");
 }
 
 TEST(Chain, AChainPastTheEndOfItsBufferIsRefusedBeforeEncoding) {

@@ -81,6 +81,22 @@ class Recorder {
   }
 
  private:
+  // The commands a per-sequence op takes: (first row, rows) pairs; one per
+  // row with sequenceRows, else one for the batch.
+  struct RowSpan {
+    uint32_t first, rows;
+    int32_t sequenceRow;
+  };
+  std::vector<RowSpan> rowSpans() const {
+    if (!o_.sequenceRows) return {{0, o_.count, -1}};
+    std::vector<RowSpan> spans;
+    for (uint32_t r = 0; r < o_.count; ++r) spans.push_back({r, 1, int32_t(r)});
+    return spans;
+  }
+  static std::string rowLabel(const std::string& label, const RowSpan& s) {
+    return s.sequenceRow < 0 ? label : label + " (row " + std::to_string(s.sequenceRow) + ")";
+  }
+
   // The rows the LM head reads: the last token's, or every token's (verification).
   uint32_t headRows() const { return o_.logits == LogitRows::Every ? o_.count : 1; }
   // Verification evaluates every projection with the matrix-vector kernels,
@@ -125,19 +141,24 @@ class Recorder {
   }
 
   void embed(const GraphOp& op) {
-    RecordedCommand c = command("md_embed_rows_" + suffixOf(g_.tensor(op.weight).type), op.label);
-    c.buffers = {{0, "tokens", 0}, {1, tensorName(op.weight), 0}, {3, activationName(op.out), 0}};
-    md_embed_params p{};
-    p.vocab_size = c_.vocabSize;
-    p.dim = op.width;
-    p.count = o_.count;
-    p.scale = op.scale;
-    c.paramsIndex = 2;
-    c.params = bytesOf(p);
-    grid(c, uint64_t(o_.count) * op.width, 128);
-    c.patchRule = "tokenOffset";
-    c.patchBuffer = 0;
-    add(std::move(c));
+    for (const RowSpan& s : rowSpans()) {
+      RecordedCommand c = command("md_embed_rows_" + suffixOf(g_.tensor(op.weight).type), rowLabel(op.label, s));
+      c.buffers = {{0, "tokens", 0},
+                   {1, tensorName(op.weight), 0},
+                   {3, activationName(op.out), uint64_t(s.first) * op.width * 4}};
+      md_embed_params p{};
+      p.vocab_size = c_.vocabSize;
+      p.dim = op.width;
+      p.count = s.rows;
+      p.scale = op.scale;
+      c.paramsIndex = 2;
+      c.params = bytesOf(p);
+      grid(c, uint64_t(s.rows) * op.width, 128);
+      c.patchRule = "tokenOffset";
+      c.patchBuffer = 0;
+      c.sequenceRow = s.sequenceRow;
+      add(std::move(c));
+    }
   }
 
   std::vector<Matrix> matrices(const GraphOp& op) const {
@@ -366,10 +387,8 @@ class Recorder {
   }
 
   void rope(const GraphOp& op) {
-    RecordedCommand c = command("md_rope_f32", op.label);
     const TensorRef factorsRef = g_.ropeFactorsFor(c_, o_.contextSize);
     const bool factors = factorsRef.present();
-    c.buffers = {{0, "q", 0}, {1, factors ? tensorName(factorsRef) : "q", 0}, {3, "k", 0}};
     md_rope_params p{};
     p.heads = c_.headCount;
     p.k_heads = c_.headCountKv;
@@ -382,32 +401,43 @@ class Recorder {
     p.freq_scale = f.freqScale;
     p.has_factors = factors ? 1 : 0;
     p.attn_factor = c_.ropeAttnFactor;
-    p.count = o_.count;
-    c.paramsIndex = 2;
-    c.params = bytesOf(p);
-    grid(c, uint64_t(o_.count) * (c_.headCount + c_.headCountKv) * (c_.ropeDims / 2), 64);
-    c.patchRule = "position";
-    c.patchFields = {uint32_t(offsetof(md_rope_params, position))};
-    add(std::move(c));
+    for (const RowSpan& s : rowSpans()) {
+      RecordedCommand c = command("md_rope_f32", rowLabel(op.label, s));
+      c.buffers = {{0, "q", uint64_t(s.first) * c_.headCount * c_.headDim * 4},
+                   {1, factors ? tensorName(factorsRef) : "q", 0},
+                   {3, "k", uint64_t(s.first) * c_.headCountKv * c_.headDim * 4}};
+      p.count = s.rows;
+      c.paramsIndex = 2;
+      c.params = bytesOf(p);
+      grid(c, uint64_t(s.rows) * (c_.headCount + c_.headCountKv) * (c_.ropeDims / 2), 64);
+      c.patchRule = "position";
+      c.patchFields = {uint32_t(offsetof(md_rope_params, position))};
+      c.sequenceRow = s.sequenceRow;
+      add(std::move(c));
+    }
   }
 
   void kvStore(const GraphOp& op) {
     const uint32_t kvDim = c_.headCountKv * c_.headDim;
     const std::string layer = std::to_string(op.layer);
-    RecordedCommand c = command("md_kv_store_" + suffixOf(o_.cacheType), op.label);
-    c.buffers = {{0, "k", 0}, {1, "v", 0}, {3, "keys." + layer, 0}, {4, "values." + layer, 0}};
-    md_kv_store_params p{};
-    p.kv_dim = kvDim;
-    p.count = o_.count;
-    c.paramsIndex = 2;
-    c.params = bytesOf(p);
     // One thread per value; Q8_0's one per block.
     const uint32_t items =
         o_.cacheType == TensorType::Q8_0 ? kvDim / tensorTypeInfo(TensorType::Q8_0).blockValues : kvDim;
-    grid(c, uint64_t(o_.count) * items, 64);
-    c.patchRule = "position";
-    c.patchFields = {uint32_t(offsetof(md_kv_store_params, position))};
-    add(std::move(c));
+    for (const RowSpan& s : rowSpans()) {
+      RecordedCommand c = command("md_kv_store_" + suffixOf(o_.cacheType), rowLabel(op.label, s));
+      const uint64_t row = uint64_t(s.first) * kvDim * 4;
+      c.buffers = {{0, "k", row}, {1, "v", row}, {3, "keys." + layer, 0}, {4, "values." + layer, 0}};
+      md_kv_store_params p{};
+      p.kv_dim = kvDim;
+      p.count = s.rows;
+      c.paramsIndex = 2;
+      c.params = bytesOf(p);
+      grid(c, uint64_t(s.rows) * items, 64);
+      c.patchRule = "position";
+      c.patchFields = {uint32_t(offsetof(md_kv_store_params, position))};
+      c.sequenceRow = s.sequenceRow;
+      add(std::move(c));
+    }
   }
 
   void attention(const GraphOp& op) {
@@ -418,31 +448,38 @@ class Recorder {
     p.head_dim = c_.headDim;
     p.context = o_.contextSize;
     p.scale = c_.attentionScale > 0 ? c_.attentionScale : float(1.0 / std::sqrt(double(c_.headDim)));
-    p.count = o_.count;
     p.splits = o_.attentionSplits;
     p.window = op.window;
-    RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), op.label);
-    c.buffers = {{0, "q", 0},
-                 {1, "keys." + layer, 0},
-                 {2, "values." + layer, 0},
-                 {4, activationName(op.out), 0},
-                 {5, "partials", 0}};
-    c.paramsIndex = 3;
-    c.params = bytesOf(p);
-    c.threadgroups = o_.count * c_.headCountKv * o_.attentionSplits;  // one per (query, KV head, split)
-    c.threadsPerThreadgroup = 128;
-    c.patchRule = "kvLength";
-    c.patchFields = {uint32_t(offsetof(md_attention_params, kv_length))};
-    add(c);
-    if (o_.attentionSplits > 1) {
-      RecordedCommand merge = command("md_attention_merge_f32", op.label + " merge");
-      merge.buffers = {{0, "partials", 0}, {2, activationName(op.out), 0}};
-      merge.paramsIndex = 1;
-      merge.params = c.params;
-      grid(merge, uint64_t(o_.count) * c_.headCount * c_.headDim, 128);
-      merge.patchRule = "kvLength";
-      merge.patchFields = c.patchFields;
-      add(std::move(merge));
+    const uint64_t qRow = uint64_t(c_.headCount) * c_.headDim * 4;
+    const uint64_t partialsRow =
+        uint64_t(c_.headCount) * o_.attentionSplits * MD_ATTENTION_PARTIAL_FLOATS(c_.headDim) * 4;
+    for (const RowSpan& s : rowSpans()) {
+      p.count = s.rows;
+      RecordedCommand c = command("md_attention_" + suffixOf(o_.cacheType), rowLabel(op.label, s));
+      c.buffers = {{0, "q", s.first * qRow},
+                   {1, "keys." + layer, 0},
+                   {2, "values." + layer, 0},
+                   {4, activationName(op.out), s.first * qRow},
+                   {5, "partials", s.first * partialsRow}};
+      c.paramsIndex = 3;
+      c.params = bytesOf(p);
+      c.threadgroups = s.rows * c_.headCountKv * o_.attentionSplits;  // one per (query, KV head, split)
+      c.threadsPerThreadgroup = 128;
+      c.patchRule = "kvLength";
+      c.patchFields = {uint32_t(offsetof(md_attention_params, kv_length))};
+      c.sequenceRow = s.sequenceRow;
+      add(c);
+      if (o_.attentionSplits > 1) {
+        RecordedCommand merge = command("md_attention_merge_f32", c.label + " merge");
+        merge.buffers = {{0, "partials", s.first * partialsRow}, {2, activationName(op.out), s.first * qRow}};
+        merge.paramsIndex = 1;
+        merge.params = c.params;
+        grid(merge, uint64_t(s.rows) * c_.headCount * c_.headDim, 128);
+        merge.patchRule = "kvLength";
+        merge.patchFields = c.patchFields;
+        merge.sequenceRow = s.sequenceRow;
+        add(std::move(merge));
+      }
     }
   }
 
@@ -482,6 +519,8 @@ RecordedForward recordForward(const ForwardGraph& graph, const ModelConfig& conf
       options.cacheType != TensorType::Q8_0)
     throw std::invalid_argument("cacheType: expected F16, F32 or Q8_0, got type " +
                                 std::to_string(uint32_t(options.cacheType)));
+  if (options.sequenceRows && (options.logits != LogitRows::Every || options.headPick))
+    throw std::invalid_argument("sequenceRows: a batched decode step leaves every row's logits (logits 'every', no headPick)");
   return Recorder(graph, config, options).run();
 }
 

@@ -37,6 +37,13 @@ struct RecordOptions {
   uint32_t contextSize = 0;
   uint32_t attentionSplits = 1;
   TensorType cacheType = TensorType::F16;
+  // A batched decode step: each of the `count` rows is the next token of a
+  // different sequence (logits Every). The ops on a sequence's own state
+  // (its token, RoPE at its position, its KV cache and the attention over
+  // it) are one command per row, marked with the row
+  // (RecordedCommand::sequenceRow); the projections take the rows as a
+  // batch, each row with a one-token step's bits.
+  bool sequenceRows = false;
 };
 
 // A binding of a named buffer at `index`: an activation (activationName),
@@ -65,6 +72,11 @@ struct RecordedCommand {
   // writes that binding's offset mod 128 into that byte (the matrix-vector
   // kernels' line_phases).
   std::vector<std::pair<uint32_t, uint32_t>> linePhases;
+  // With RecordOptions::sequenceRows: the row this command serves, or -1
+  // for a command of the whole batch. The binder binds "tokens", "keys.<l>"
+  // and "values.<l>" to that row's sequence's buffers, and moves the patch
+  // to that sequence's position.
+  int32_t sequenceRow = -1;
 };
 
 struct RecordedForward {
