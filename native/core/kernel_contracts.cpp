@@ -237,10 +237,10 @@ void add(Contract& c) {
 MD_WEIGHT_TYPES(MD_STAGE_FITS)
 #undef MD_STAGE_FITS
 // The batch form of the quantized types stages its rows' windows at once.
-#define MD_BATCH_STAGE_FITS(NAME, suffix, id, values, bytes)                                                    \
-  static_assert((values) == 1 ||                                                                                \
-                    (MD_MATVEC_MAX_THREADS / 32) * MD_MATVEC_BATCH_STAGE_WORDS(bytes, values) * 4 <= 32768 - 1024, \
-                "the " #suffix " batch matrix-vector stage does not fit in threadgroup memory");
+#define MD_BATCH_STAGE_FITS(NAME, suffix, id, values, bytes)                                                          \
+  static_assert(                                                                                                      \
+      (values) == 1 || (MD_MATVEC_MAX_THREADS / 32) * MD_MATVEC_BATCH_STAGE_WORDS(bytes, values) * 4 <= 32768 - 1024, \
+      "the " #suffix " batch matrix-vector stage does not fit in threadgroup memory");
 MD_WEIGHT_TYPES(MD_BATCH_STAGE_FITS)
 #undef MD_BATCH_STAGE_FITS
 

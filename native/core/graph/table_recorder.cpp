@@ -520,7 +520,8 @@ RecordedForward recordForward(const ForwardGraph& graph, const ModelConfig& conf
     throw std::invalid_argument("cacheType: expected F16, F32 or Q8_0, got type " +
                                 std::to_string(uint32_t(options.cacheType)));
   if (options.sequenceRows && (options.logits != LogitRows::Every || options.headPick))
-    throw std::invalid_argument("sequenceRows: a batched decode step leaves every row's logits (logits 'every', no headPick)");
+    throw std::invalid_argument(
+        "sequenceRows: a batched decode step leaves every row's logits (logits 'every', no headPick)");
   return Recorder(graph, config, options).run();
 }
 
