@@ -129,6 +129,8 @@
         "native/core/quant/tensor_types.cpp",
         "native/core/quant/convert_rows.cpp",
         "native/core/quant/dot.cpp",
+        "native/core/quant/repack.cpp",
+        "native/core/transformer/repack_weights.cpp",
         "native/core/quant/cpu_features.cpp",
         "native/core/quant/dot_portable.cpp",
         "native/core/quant/dot_neon.cpp",

@@ -155,7 +155,7 @@ describe('options, progress and abort', () => {
     // An unknown option name is a TypeError listing the options, as everywhere in the package.
     await expect(loadModel(good, { gpuLayers: 2 } as never)).rejects.toThrow(
       new TypeError(
-        'Unknown option gpuLayers; the options are: threads, signal, onLoadProgress, prefetch, batchSize, cpuKernels, vocabOnly, kvCacheType, maxSequences, prefillChunk',
+        'Unknown option gpuLayers; the options are: threads, signal, onLoadProgress, prefetch, batchSize, cpuKernels, vocabOnly, kvCacheType, maxSequences, prefillChunk, repack',
       ),
     );
     await expect(loadModel(42 as never)).rejects.toThrow(TypeError);

@@ -33,6 +33,8 @@ export interface ModelBenchSettings {
   constrained: boolean;
   /** Also decode with the LM head unfused (the logits sampled) against fused, greedy and temperature-only (native only). */
   fusedHead: boolean;
+  /** loadModel's repack (false: --no-repack). */
+  repack: boolean;
 }
 
 /** Decode with `speculative: true` against without, ours, on one prompt, in the same run. */
@@ -113,7 +115,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   fusedHead: FusedHeadResult[] | null;
 }> {
   const before = process.memoryUsage().rss;
-  const model = await loadModel(s.model, { threads: s.threads });
+  const model = await loadModel(s.model, { threads: s.threads, repack: s.repack });
   const contextSize = s.promptTokens + s.generatedTokens + 8;
   const prompt = promptOf(s.promptTokens, model.vocabSize);
   // End-of-text tokens are biased away: every run generates the same count.

@@ -38,6 +38,8 @@ export const MODEL_BENCH_USAGE = `Usage: metal-decode bench model --model FILE [
   --fused-head       also decode greedy and temperature-only with the logits written and
                      sampled, against the LM head fused with the pick (native only: the
                      GPU tables always fuse); the tokens must be the same
+  --no-repack        load with repack: false (every weight read in place from the mapped
+                     file), to compare with the CPU's repacked Q4_0 tiles (the default)
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)
@@ -137,7 +139,7 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
   const { help, json, values, flags } = parseFileBenchArgs(
     argv,
     ['threads', 'prompt', 'tokens', 'runs', 'backend'],
-    ['speculative', 'constrained', 'fused-head'],
+    ['speculative', 'constrained', 'fused-head', 'no-repack'],
   );
   const backend = values.backend ?? 'native';
   if (backend !== 'native' && backend !== 'metal' && backend !== 'emulated') {
@@ -162,6 +164,7 @@ export function parseModelBenchArgs(argv: string[]): ModelBenchArgs {
       speculative: flags.speculative,
       constrained: flags.constrained,
       fusedHead: flags['fused-head'],
+      repack: !flags['no-repack'],
     },
   };
 }

@@ -77,6 +77,16 @@ export interface LoadModelOptions {
    * with no one else decoding runs whole.
    */
   prefillChunk?: number;
+  /**
+   * The CPU's prompt kernels read Q4_0 matrices repacked in groups of 8
+   * rows, one row per vector lane, as llama.cpp's CPU backend repacks them
+   * (on CPUs whose kernels have such tiles: AVX2, AVX-VNNI, AVX-512 without
+   * AMX). The copy is made while loading, on the model's thread; the mapped
+   * pages of the matrices are let go, so memory stays the file's
+   * (`info.repackedBytes` says how much was copied). Default true; false
+   * keeps every weight in the mapped file, read in place.
+   */
+  repack?: boolean;
 }
 
 export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
@@ -92,6 +102,7 @@ const OPTION_NAMES = new Set([
   'kvCacheType',
   'maxSequences',
   'prefillChunk',
+  'repack',
 ]);
 const PREFETCH_CHUNK = 64 << 20;
 
@@ -122,7 +133,9 @@ function checkOptions(
   }
   const maxSequences = o.maxSequences === undefined ? undefined : integerInRange('maxSequences', o.maxSequences, 1, 65536);
   const prefillChunk = o.prefillChunk === undefined ? PREFILL_CHUNK : integerInRange('prefillChunk', o.prefillChunk, 1, 65536);
+  if (o.repack !== undefined && typeof o.repack !== 'boolean') throw invalidParameterError('repack', 'a boolean', o.repack, 'type');
   return {
+    repack: o.repack ?? true,
     threads,
     maxSequences,
     prefillChunk,
@@ -237,6 +250,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (o.signal?.aborted) throw aborted();
 
   const native = o.vocabOnly ? undefined : openTransformer(addon, header, arch.name, config, o);
+  let repackedBytes = 0;
   // The tokenizer's worker builds its encoders while the weights load, and
   // the model is ready only with them: its first encode() or encodeAsync()
   // waits for nothing but the encoding. A failure there is reported by the
@@ -247,6 +261,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     try {
       await prefetchWeights(native, header, o, aborted);
       if (o.signal?.aborted) throw aborted();
+      if (o.repack) repackedBytes = await native.repackWeights();
     } catch (error) {
       native.dispose();
       vocabulary?.dispose();
@@ -273,6 +288,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       kvCacheType: o.kvCacheType,
       ...(o.maxSequences !== undefined && { maxSequences: o.maxSequences }),
       prefillChunk: o.prefillChunk,
+      repackedBytes,
     },
     tokenizer,
     Object.freeze(eosTokens),

@@ -56,6 +56,8 @@ export interface GgufModelInfo {
   maxSequences?: number;
   /** Tokens of a prompt evaluated between two decode passes of the other CPU sequences (loadModel's prefillChunk). */
   prefillChunk: number;
+  /** Bytes of the matrices repacked for the CPU's tiles while loading (loadModel's repack): 0 when none were. */
+  repackedBytes: number;
 }
 
 export class GgufModel implements DecodeModel {

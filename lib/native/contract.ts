@@ -230,6 +230,12 @@ export interface NativeTransformer {
   readonly isa: string;
   /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
   prefetch(begin: number, end: number): Promise<number>;
+  /**
+   * The matrices the CPU's tiles read repacked for them (native/core/quant/repack.h), on the
+   * model's thread after the jobs before it; their mapped pages let go. Resolves with the bytes
+   * copied: 0 where the kernels have no repacked tiles (NEON, portable) or use matrix units (AMX).
+   */
+  repackWeights(): Promise<number>;
   /** cacheType: the KV cache's GGUF tensor type id (F16, F32 or Q8_0; see lib/models/kv-cache-type.ts). */
   createSequence(contextSize: number, maxBatch: number, cacheType: number): NativeTransformerSequence;
   /**

@@ -10,6 +10,7 @@
 #include "../core/mapped_file.h"
 #include "../core/quant/dot.h"
 #include "../core/quant/tensor_types.h"
+#include "../core/transformer/repack_weights.h"
 #include "../core/transformer/head_pick.h"
 #include "../core/transformer/transformer.h"
 #include "addon.h"
@@ -139,6 +140,7 @@ Napi::Function TransformerHandle::define(Napi::Env env) {
                          InstanceAccessor("threads", &TransformerHandle::Threads, nullptr),
                          InstanceAccessor("isa", &TransformerHandle::Isa, nullptr),
                          InstanceMethod("prefetch", &TransformerHandle::Prefetch),
+                         InstanceMethod("repackWeights", &TransformerHandle::RepackWeights),
                          InstanceMethod("fileProblem", &TransformerHandle::FileProblem),
                          InstanceMethod("createSequence", &TransformerHandle::CreateSequence),
                          InstanceMethod("shiftCache", &TransformerHandle::ShiftCache),
@@ -213,6 +215,25 @@ Napi::Value TransformerHandle::Prefetch(const Napi::CallbackInfo& info) {
   model->jobs.post([model, promise, begin, end]() mutable {
     const uint64_t bytes = model->file->prefetch(begin, end);
     promise.settle([bytes](Napi::Env env) { return Napi::Number::New(env, double(bytes)); });
+  });
+  return promise.promise();
+}
+
+// The matrices the CPU's tiles read repacked (repack_weights.h), on the
+// model's thread (after the jobs posted before, such as the prefetch),
+// their mapped pages let go: resolves with the bytes copied (0 where the
+// kernels have no repacked tiles).
+Napi::Value TransformerHandle::RepackWeights(const Napi::CallbackInfo& info) {
+  auto model = live(info.Env(), "repackWeights");
+  DevicePromise promise(info.Env(), "metal-decode:repackWeights");
+  model->jobs.post([model, promise]() mutable {
+    try {
+      const uint64_t bytes =
+          model->transformer->repackWeights([&](const uint8_t* p, size_t n) { model->file->release(p, n); });
+      promise.settle([bytes](Napi::Env env) { return Napi::Number::New(env, double(bytes)); });
+    } catch (const std::exception& e) {
+      promise.reject(std::string("repackWeights: ") + e.what());
+    }
   });
   return promise.promise();
 }

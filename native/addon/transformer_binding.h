@@ -29,6 +29,7 @@ class TransformerHandle : public Napi::ObjectWrap<TransformerHandle> {
 
  private:
   Napi::Value FileSize(const Napi::CallbackInfo& info);
+  Napi::Value RepackWeights(const Napi::CallbackInfo& info);
   Napi::Value Threads(const Napi::CallbackInfo& info);
   Napi::Value Isa(const Napi::CallbackInfo& info);
   // fileProblem() -> string | undefined: why the file no longer holds what

@@ -99,4 +99,11 @@ uint64_t MappedFile::prefetch(uint64_t begin, uint64_t end) const {
   return end - begin;
 }
 
+void MappedFile::release(const uint8_t* p, size_t bytes) const {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + bytes) / page * page;
+  if (p < data_ || p + bytes > data_ + size_ || end <= begin) return;
+  ::madvise(reinterpret_cast<void*>(begin), size_t(end - begin), MADV_DONTNEED);
+}
+
 }  // namespace md

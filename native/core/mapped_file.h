@@ -32,6 +32,11 @@ class MappedFile {
   // the first token does not wait for the disk. Returns the bytes covered.
   uint64_t prefetch(uint64_t begin, uint64_t end) const;
 
+  // Lets the kernel drop the pages wholly inside [p, p + bytes) from this
+  // process's memory (a copy of them is what is read now: repacked
+  // weights); a later read of them pages them in again from the file.
+  void release(const uint8_t* p, size_t bytes) const;
+
  private:
   std::string path_;
   int fd_ = -1;

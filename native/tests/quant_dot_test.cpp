@@ -14,6 +14,7 @@
 #include "quant/convert_rows.h"
 #include "quant/cpu_features.h"
 #include "quant/dot.h"
+#include "quant/repack.h"
 
 namespace md {
 namespace {
@@ -276,6 +277,80 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
 #endif
   EXPECT_STREQ(dotTableNamed("portable").isa, "portable");
   EXPECT_THROW(dotTableNamed("sse9"), std::invalid_argument);
+}
+
+// Q4_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4 tokens
+// gives each token the bits the one-token tile gives it (a batch equals
+// token by token), and the plain tiles' dot products within float
+// summation order: each row's block terms are summed in block order, where
+// the plain tiles keep a sum per vector lane and add the lanes at the end.
+// The sums are exact in int32 either way; the bound is 4 float32 roundings
+// of the sum of the terms' magnitudes, far below a quant step.
+TEST(RepackedTiles, Q4_0x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummationOrder) {
+  std::mt19937 rng(41);
+  const int64_t n = 1024;
+  const TensorTypeInfo& q4 = tensorTypeInfo(TensorType::Q4_0);
+  const size_t wBytes = rowBytes(q4, uint64_t(n));
+  std::vector<uint8_t> plain;
+  for (int r = 0; r < kQ4_0x8Rows; ++r) {
+    const std::vector<uint8_t> row = randomRow(TensorType::Q4_0, n, rng);
+    plain.insert(plain.end(), row.begin(), row.end());
+  }
+  // The repacked tiles' activation rows: Q8_0, then each block's int16 sum of quants.
+  std::vector<uint8_t> acts;
+  for (int t = 0; t < kTileTokens; ++t) {
+    std::vector<uint8_t> row = randomRow(TensorType::Q8_0, n, rng);
+    const auto* q = reinterpret_cast<const blocks::Q8_0*>(row.data());
+    std::vector<uint8_t> sums(size_t(n / 32) * 2);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      int16_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum = int16_t(sum + q[b].qs[j]);
+      std::memcpy(sums.data() + b * 2, &sum, 2);
+    }
+    acts.insert(acts.end(), row.begin(), row.end());
+    acts.insert(acts.end(), sums.begin(), sums.end());
+  }
+  const size_t aBytes = acts.size() / kTileTokens;
+  ASSERT_TRUE(canRepackQ4_0x8(kQ4_0x8Rows, uint64_t(n)));
+  std::vector<uint8_t> packed(q4_0x8GroupBytes(uint64_t(n)));
+  ASSERT_EQ(packed.size(), plain.size());
+  repackQ4_0x8(plain.data(), uint64_t(n), 0, 1, packed.data());
+  int tested = 0;
+  for (const DotTable* table : availableTables()) {
+    if (table->q4_0x8 == nullptr) continue;
+    ++tested;
+    float alone[kTileRows * kTileTokens];
+    for (int t = 0; t < kTileTokens; ++t)
+      table->q4_0x8(packed.data(), 0, kQ4_0x8Rows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
+    for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+      float out[kTileRows * kTileTokens];
+      table->q4_0x8(packed.data(), 0, kQ4_0x8Rows, acts.data(), aBytes, tokens, n, out, kTileTokens);
+      for (int r = 0; r < kQ4_0x8Rows; ++r)
+        for (int t = 0; t < tokens; ++t)
+          EXPECT_EQ(out[r * kTileTokens + t], alone[r * kTileTokens + t])
+              << table->isa << " tile of " << tokens << " at row " << r << ", token " << t;
+    }
+    for (int r = 0; r < kQ4_0x8Rows; ++r)
+      for (int t = 0; t < kTileTokens; ++t) {
+        const float expected = table->dot(TensorType::Q4_0, plain.data() + r * wBytes, acts.data() + t * aBytes, n);
+        double magnitude = 0;  // the terms' magnitudes, from the dequantized values
+        const auto* w = reinterpret_cast<const blocks::Q4_0*>(plain.data() + r * wBytes);
+        const auto* a = reinterpret_cast<const blocks::Q8_0*>(acts.data() + t * aBytes);
+        for (int64_t i = 0; i < n / 32; ++i)
+          for (int j = 0; j < 32; ++j) {
+            const int q = j < 16 ? (w[i].qs[j] & 0xF) : (w[i].qs[j - 16] >> 4);
+            magnitude += std::fabs(double(halfToFloat(w[i].d)) * (q - 8) * halfToFloat(a[i].d) * a[i].qs[j]);
+          }
+        EXPECT_NEAR(alone[r * kTileTokens + t], expected, 4 * 6e-8 * magnitude)
+            << table->isa << " row " << r << ", token " << t;
+      }
+  }
+  // Every x86-64 CPU this runs on has AVX2; an arm64 one has no repacked tiles yet.
+#if defined(__x86_64__)
+  EXPECT_GE(tested, 1);
+#else
+  EXPECT_EQ(tested, 0);
+#endif
 }
 
 TEST(ActivationQuantizers, Q8_0RoundsToNearestEvenWithScaleMaxOver127) {

@@ -5,6 +5,7 @@
 // arguments are errors naming them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "cpu_sampler.h"
+#include "float16.h"
 #include "md_sampling.h"
+#include "transformer/repack_weights.h"
 #include "quant/dot.h"
 #include "transformer/transformer.h"
 
@@ -26,22 +29,44 @@ struct TinyModel {
   std::vector<uint8_t> file;
   std::vector<TensorEntry> entries;
 
+  bool q4 = false;  // the matrices Q4_0 (the embedding table and the vectors stay F32)
+
   void add(const std::string& name, std::vector<uint64_t> dims, std::mt19937& rng, bool ones = false) {
     uint64_t count = 1;
     for (uint64_t d : dims) count *= d;
     std::normal_distribution<float> normal(0.f, 0.3f);
+    std::vector<float> values(count);
+    for (float& v : values) v = ones ? 1.f + 0.1f * normal(rng) : normal(rng);
     const size_t offset = file.size();
-    file.resize(offset + count * 4);
-    for (uint64_t i = 0; i < count; ++i) {
-      const float v = ones ? 1.f + 0.1f * normal(rng) : normal(rng);
-      std::memcpy(file.data() + offset + i * 4, &v, 4);
+    if (q4 && dims.size() == 2 && name != "token_embd.weight") {
+      // Q4_0 as llama.cpp quantizes it: d = the block's largest magnitude (signed) / -8.
+      for (uint64_t b = 0; b < count / 32; ++b) {
+        const float* x = values.data() + b * 32;
+        float max = 0;
+        for (int j = 0; j < 32; ++j)
+          if (std::fabs(x[j]) > std::fabs(max)) max = x[j];
+        const float d = max / -8, id = d != 0 ? 1 / d : 0;
+        uint8_t block[18];
+        const uint16_t half = halfFromFloat(d);
+        std::memcpy(block, &half, 2);
+        for (int j = 0; j < 16; ++j) {
+          const auto quant = [&](float v) { return uint8_t(std::min(15.f, v * id + 8.5f)); };
+          block[2 + j] = uint8_t(quant(x[j]) | (quant(x[j + 16]) << 4));
+        }
+        file.insert(file.end(), block, block + 18);
+      }
+      entries.push_back({name, uint32_t(TensorType::Q4_0), dims, offset});
+      return;
     }
+    file.resize(offset + count * 4);
+    std::memcpy(file.data() + offset, values.data(), count * 4);
     entries.push_back({name, 0, dims, offset});
   }
 };
 
-TinyModel tinyModel(bool qwen3 = false, uint32_t layers = 2) {
+TinyModel tinyModel(bool qwen3 = false, uint32_t layers = 2, bool q4 = false) {
   TinyModel m;
+  m.q4 = q4;
   ModelConfig& c = m.config;
   c.vocabSize = 50;
   c.embeddingLength = 64;
@@ -106,6 +131,28 @@ TEST(Transformer, ABatchEqualsTokenByTokenAndThreadsDoNotMatter) {
     for (float v : batch) spread = std::fmax(spread, std::fabs(v - batch[0]));
     EXPECT_GT(spread, 1e-3f) << "logits should depend on the token";
   }
+}
+
+// The matrices repacked for the CPU's tiles (repack_weights.h, where the
+// dot table has them): a batch still equals token by token bit for bit,
+// and the logits are the unrepacked ones within float summation order.
+TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
+  TinyModel m = tinyModel(false, 2, true);
+  Transformer plain = makeTransformer(m, 2), repacked = makeTransformer(m, 2);
+  const uint64_t bytes = repacked.repackWeights([](const uint8_t*, size_t) {});
+  // Q, K, V, the output and the FFN's three matrices of each layer (the LM head's 50 rows are not groups of 8).
+  const uint64_t perLayer = (128 * 64 + 2 * 64 * 64 + 64 * 128 + 2 * 96 * 64 + 64 * 96) / 32 * 18;
+  EXPECT_EQ(bytes, repacksFor(bestDotTable()) ? 2 * perLayer : 0u) << bestDotTable().isa;
+  EXPECT_EQ(repacked.repackedBytes(), bytes);
+  const std::vector<uint32_t> tokens{3, 17, 42, 8, 8, 0, 49, 12, 5};
+  std::vector<float> batch(50), stepwise(50), before(50);
+  TransformerState a(m.config, 16, 512), b(m.config, 16, 512), c(m.config, 16, 512);
+  repacked.evaluate(a, tokens.data(), int64_t(tokens.size()), 0, batch.data());
+  for (size_t i = 0; i < tokens.size(); ++i) repacked.evaluate(b, &tokens[i], 1, int64_t(i), stepwise.data());
+  plain.evaluate(c, tokens.data(), int64_t(tokens.size()), 0, before.data());
+  EXPECT_EQ(maxDifference(batch, stepwise), 0.f);
+  EXPECT_LT(maxDifference(batch, before), 1e-4f);
+  if (bytes > 0) EXPECT_GT(maxDifference(batch, before), 0.f) << "the repacked tiles sum in another order";
 }
 
 // Many users at once: one token of each of several sequences (different

@@ -14,6 +14,7 @@
 
 #include "blocks.h"
 #include "dot.h"
+#include "repack.h"
 
 namespace md {
 
@@ -370,6 +371,65 @@ struct DotKernels {
       }
   }
 
+  // ---- Q4_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
+  //
+  // Per block and token: the 8 rows' sums of quant x activation, exact in
+  // int32 (each chunk's 4 bytes per row against the token's 4 matching
+  // bytes, broadcast), on top of -8 times the activations' sum (Q4_0's
+  // offset: the activation rows are Q8_0 with each block's sum after the
+  // row, ActivationRows::inQ8_0WithSums); then one conversion and one
+  // multiply-add for the 8 rows,
+  // each row's terms added in block order. The same sum for a token
+  // whatever the tile's token count, so a batch gives each token the bits
+  // it gets alone.
+  template <int T>
+  static void q4_0x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    F acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = S::fzero();
+    const V low = S::splat(0x0F);
+    const int64_t nb = n / blocks::kBlock;
+    for (int64_t i = 0; i < nb; ++i) {
+      const uint8_t* g = w + size_t(i) * kQ4_0x8BlockBytes;
+      const F dw = S::halves8(reinterpret_cast<const uint16_t*>(g));
+      V lo[4], hi[4];
+      for (int p = 0; p < 4; ++p) {
+        const V raw = S::load(g + 16 + 32 * p);
+        lo[p] = S::andV(raw, low);
+        hi[p] = S::highNibbles(raw);
+      }
+      for (int t = 0; t < T; ++t) {
+        const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
+        int32_t x4[8];
+        std::memcpy(x4, y.qs, sizeof x4);
+        int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
+        std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
+        I sum = S::splat32(-8 * int32_t(xsum));
+        for (int p = 0; p < 4; ++p) {
+          sum = S::dotU8S8Add(sum, lo[p], S::splat32(x4[p]));
+          sum = S::dotU8S8Add(sum, hi[p], S::splat32(x4[4 + p]));
+        }
+        acc[t] = S::fmaddLanes(acc[t], sum, S::mulF(dw, S::half(y.d)));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float rows[kQ4_0x8Rows];
+      S::storeF(acc[t], rows);
+      for (int r = 0; r < kQ4_0x8Rows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+    }
+  }
+
+  // A group of 8 repacked rows (w its block 0; rows is 8) against up to
+  // kTileTokens tokens: Q8_0 rows of n values, each followed by its blocks' int16 sums.
+  static void q4_0x8Dispatch(const uint8_t* w, size_t, int, const uint8_t* a, size_t as, int tokens, int64_t n,
+                             float* out, size_t os) {
+    switch (tokens) {
+      case 1: return q4_0x8Tile<1>(w, a, as, n, out, os);
+      case 2: return q4_0x8Tile<2>(w, a, as, n, out, os);
+      case 3: return q4_0x8Tile<3>(w, a, as, n, out, os);
+      default: return q4_0x8Tile<4>(w, a, as, n, out, os);
+    }
+  }
+
   // ---- Dispatch on the tile's actual shape ----
 
   template <template <int, int> class Kernel>
@@ -454,6 +514,7 @@ struct DotKernels {
     t.q6_k = &dispatch<Q6_KK>;
     t.iq4_nl = &dispatch<IQ4_NLK>;
     t.iq4_xs = &dispatch<IQ4_XSK>;
+    if constexpr (S::kRowLanes) t.q4_0x8 = &q4_0x8Dispatch;
     return t;
   }
 };

@@ -53,6 +53,15 @@ struct Avx2 {
     return _mm256_shuffle_epi8(t, indices);
   }
 
+  // ---- Rows in lanes (repack.h's groups of 8 rows): lane r of I and F is row r ----
+  static constexpr bool kRowLanes = true;
+  static I splat32(int32_t x) { return _mm256_set1_epi32(x); }
+  static F halves8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F mulF(F a, float m) { return _mm256_mul_ps(a, _mm256_set1_ps(m)); }
+  // acc + float(i) * scale, lane by lane.
+  static F fmaddLanes(F acc, I i, F scale) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), scale, acc); }
+  static void storeF(F f, float* out) { _mm256_storeu_ps(out, f); }
+
   static I izero() { return _mm256_setzero_si256(); }
   static F fzero() { return _mm256_setzero_ps(); }
   static I dotU8S8(I acc, V u, V s, int16_t scaleLow, int16_t scaleHigh) {

@@ -2,8 +2,10 @@
 #include "matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
+#include "../quant/blocks.h"
 #include "../quant/convert_rows.h"
 
 namespace md {
@@ -25,6 +27,24 @@ int slotIndex(TensorType type) {
 // stays in the L2 cache while every activation row passes over it.
 constexpr int64_t kRowBlock = 16;
 
+// The tile kernel of `w`: its type's, or the repacked layout's (repack_weights.h).
+TileDot tileFor(const DotTable& dots, const TensorView& w) {
+  if (!w.repacked()) return dots.forType(w.type);
+  if (w.type != TensorType::Q4_0 || dots.q4_0x8 == nullptr)
+    throw std::logic_error("matmul: a repacked tensor without its tiles in this dot table");
+  return dots.q4_0x8;
+}
+
+// A row boundary of a thread's range moved up to a tile of a repacked
+// tensor (its groups of 8 rows are not split): every thread moves the
+// boundary it shares with its neighbour alike, so the ranges still cover
+// each row once.
+int64_t tileBoundary(const TensorView& w, int64_t row, int64_t rows) {
+  if (!w.repacked()) return row;
+  const int64_t g = int64_t(w.groupRows);
+  return std::min(rows, (row + g - 1) / g * g);
+}
+
 // Rows [r0, r1) x tokens [t0, t1) of W x with the vector tiles, each tile
 // handed to emit(r, n, t, tokens, part) (part[i * kTileTokens + k] is row
 // r + i, token t + k): the one loop that matmul() and matvecTiles() run,
@@ -39,7 +59,7 @@ void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t s
       const int tokens = int(std::min<int64_t>(kTileTokens, t1 - t));
       for (int64_t r = rb; r < re; r += kTileRows) {
         const int n = int(std::min<int64_t>(kTileRows, re - r));
-        tile(w.row(uint64_t(r)), w.rowBytes, n, act + size_t(t) * stride, stride, tokens, cols, part, kTileTokens);
+        tile(w.tile(uint64_t(r)), w.rowBytes, n, act + size_t(t) * stride, stride, tokens, cols, part, kTileTokens);
         emit(r, n, t, tokens, part);
       }
     }
@@ -55,24 +75,45 @@ void ActivationRows::reset(const float* source, int64_t rows, int64_t cols) {
   for (Slot& s : slots_) s.valid = false;
 }
 
+const uint8_t* ActivationRows::inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes) {
+  return convert(slots_.back(), TensorType::Q8_0, true, pool, rowBytes);
+}
+
 const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* rowBytes) {
-  Slot& slot = slots_[size_t(slotIndex(type))];
+  return convert(slots_[size_t(slotIndex(type))], type, false, pool, rowBytes);
+}
+
+const uint8_t* ActivationRows::convert(Slot& slot, TensorType type, bool sums, ThreadPool& pool, size_t* rowBytes) {
   if (!slot.valid) {
     slot.type = type;
-    slot.rowBytes = md::rowBytes(tensorTypeInfo(type), uint64_t(cols_));
+    const size_t quantBytes = md::rowBytes(tensorTypeInfo(type), uint64_t(cols_));
+    const int64_t blocks = cols_ / int64_t(tensorTypeInfo(type).blockValues);
+    slot.rowBytes = quantBytes + (sums ? size_t(blocks) * 2 : 0);
     if (slot.bytes.size() < slot.rowBytes * size_t(rows_)) slot.bytes.resize(slot.rowBytes * size_t(rows_));
     const float* source = source_;
     const int64_t cols = cols_, rows = rows_;
     uint8_t* dst = slot.bytes.data();
     const size_t stride = slot.rowBytes;
+    auto row = [&](int64_t r) {
+      uint8_t* out = dst + size_t(r) * stride;
+      quantizeActivations(type, source + r * cols, out, cols);
+      if (sums) {
+        const auto* q = reinterpret_cast<const blocks::Q8_0*>(out);
+        for (int64_t b = 0; b < blocks; ++b) {
+          int32_t sum = 0;
+          for (int j = 0; j < blocks::kBlock; ++j) sum += q[b].qs[j];
+          const int16_t s16 = int16_t(sum);  // |sum| <= 32 x 127
+          std::memcpy(out + quantBytes + size_t(b) * 2, &s16, 2);
+        }
+      }
+    };
     if (rows == 1) {
-      quantizeActivations(type, source, dst, cols);
+      row(0);
     } else {
       pool.run([&](int t) {
         int64_t begin, end;
         ThreadPool::split(rows, t, pool.size(), &begin, &end);
-        for (int64_t r = begin; r < end; ++r)
-          quantizeActivations(type, source + r * cols, dst + size_t(r) * stride, cols);
+        for (int64_t r = begin; r < end; ++r) row(r);
       });
     }
     slot.valid = true;
@@ -104,8 +145,9 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     p.w = job.weights;
     p.out = job.out;
     p.bias = job.bias != nullptr && job.bias->present() ? reinterpret_cast<const float*>(job.bias->data) : nullptr;
-    p.tile = dots.forType(job.weights->type);
-    p.act = x.in(activationTypeFor(job.weights->type), pool, &p.stride);
+    p.tile = tileFor(dots, *job.weights);
+    p.act = job.weights->repacked() ? x.inQ8_0WithSums(pool, &p.stride)
+                                    : x.in(activationTypeFor(job.weights->type), pool, &p.stride);
     p.firstRow = total;
     total += int64_t(job.weights->rows);
   }
@@ -116,7 +158,8 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     for (int j = 0; j < count; ++j) {
       const Prepared& p = prepared[j];
       const int64_t rows = int64_t(p.w->rows);
-      const int64_t from = std::max<int64_t>(begin - p.firstRow, 0), to = std::min<int64_t>(end - p.firstRow, rows);
+      const int64_t from = tileBoundary(*p.w, std::max<int64_t>(begin - p.firstRow, 0), rows),
+                    to = tileBoundary(*p.w, std::min<int64_t>(end - p.firstRow, rows), rows);
       if (from >= to) continue;
       // Rows [r0, r1) x tokens [t0, t1) with the vector tiles.
       auto tiles = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
@@ -130,7 +173,7 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
       // Matrix units take the 16 x 16-aligned part of a batch, the tiles the edges.
       constexpr int64_t kGrid = 16;
       const int64_t a0 = (from + kGrid - 1) / kGrid * kGrid, a1 = to / kGrid * kGrid, tb = batch / kGrid * kGrid;
-      if (dots.matrix != nullptr && tb > 0 && a1 > a0 &&
+      if (dots.matrix != nullptr && !p.w->repacked() && tb > 0 && a1 > a0 &&
           dots.matrix(p.w->type, p.w->row(uint64_t(a0)), p.w->rowBytes, a1 - a0, p.act, p.stride, tb, cols, p.out + a0,
                       size_t(rows))) {
         if (p.bias)
@@ -150,14 +193,16 @@ void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, Ac
                  const MatvecVisit& visit) {
   if (x.rows() != 1) throw std::logic_error("matvecTiles: one activation row");
   if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matvecTiles: activation width differs from the weights'");
-  const TileDot tile = dots.forType(w.type);
+  const TileDot tile = tileFor(dots, w);
   size_t stride;
-  const uint8_t* act = x.in(activationTypeFor(w.type), pool, &stride);
+  const uint8_t* act = w.repacked() ? x.inQ8_0WithSums(pool, &stride) : x.in(activationTypeFor(w.type), pool, &stride);
   const int64_t rows = int64_t(w.rows), cols = x.cols();
   // matmul()'s split and tiles for one product and one token (the matrix units take batches of 16 only).
   pool.run([&](int thread) {
     int64_t begin, end;
     ThreadPool::split(rows, thread, pool.size(), &begin, &end);
+    begin = tileBoundary(w, begin, rows);
+    end = tileBoundary(w, end, rows);
     vectorTiles(tile, w, act, stride, cols, begin, end, 0, 1,
                 [&](int64_t r, int n, int64_t, int, const float* part) { visit(thread, r, n, part, kTileTokens); });
   });

@@ -24,6 +24,10 @@ class ActivationRows {
   void reset(const float* source, int64_t rows, int64_t cols);
   // The rows in `type`, converted in parallel on `pool` if not yet.
   const uint8_t* in(TensorType type, ThreadPool& pool, size_t* rowBytes);
+  // The rows in Q8_0, each followed by its blocks' sums of quants (int16,
+  // one per block): what the repacked Q4_0 tiles read (repack.h), which
+  // take Q4_0's offset of 8 off through them.
+  const uint8_t* inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes);
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
 
@@ -34,9 +38,11 @@ class ActivationRows {
     size_t rowBytes = 0;
     std::vector<uint8_t> bytes;
   };
+  const uint8_t* convert(Slot& slot, TensorType type, bool sums, ThreadPool& pool, size_t* rowBytes);
+
   const float* source_ = nullptr;
   int64_t rows_ = 0, cols_ = 0;
-  std::array<Slot, 6> slots_{};
+  std::array<Slot, 7> slots_{};  // the six activation types, then Q8_0 with its sums
 };
 
 // One product of a batch: out[r * w.rows + i] = dot(W row i, x row r)

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "repack_weights.h"
 #include "../float16.h"
 #include "../quant/convert_rows.h"
 #include "md_sampling.h"
@@ -61,6 +62,12 @@ void TransformerState::ensureScratch(const ModelConfig& c, int64_t batch, int th
 Transformer::Transformer(const ModelConfig& config, ModelWeights weights, int threads, const DotTable& dots)
     : config_(config), weights_(std::move(weights)), pool_(threads), dots_(dots) {
   checkConfig(config_);
+}
+
+uint64_t Transformer::repackWeights(const std::function<void(const uint8_t*, size_t)>& released) {
+  const uint64_t bytes = md::repackWeights(weights_, dots_, pool_, released);
+  repackedBytes_ += bytes;
+  return bytes;
 }
 
 void Transformer::evaluate(TransformerState& s, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
@@ -262,8 +269,7 @@ void Transformer::project(TransformerState& s, const GraphOp& op, int64_t count)
   TensorView views[3];
   for (size_t i = 0; i < op.projections.size() && i < 3; ++i) {
     const Projection& p = op.projections[i];
-    views[i] = weights_[p.weight];
-    views[i].data = views[i].row(p.rowOffset);
+    views[i] = weights_[p.weight].from(p.rowOffset);
     views[i].rows = p.rows;
   }
   if (op.accumulate) {

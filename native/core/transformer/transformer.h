@@ -8,6 +8,8 @@
 // positions from start on are forgotten first) and writes the logits of
 // the last one.
 #pragma once
+#include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -82,6 +84,14 @@ class Transformer {
   const ModelConfig& config() const { return config_; }
   int threads() const { return pool_.size(); }
   const char* isa() const { return dots_.isa; }
+  const DotTable& dots() const { return dots_; }
+
+  // The matrices the tiles alone read, repacked for them where the dot
+  // table has their tiles (repack_weights.h); `released` gets each
+  // source's bytes. Not while a forward pass runs. Returns the bytes copied.
+  uint64_t repackWeights(const std::function<void(const uint8_t*, size_t)>& released);
+  // The bytes repackWeights() copied.
+  uint64_t repackedBytes() const { return repackedBytes_.load(); }
 
   // Throws std::out_of_range naming the argument (tokens, start, count,
   // rows) before changing the state when the batch does not fit or a token
@@ -151,6 +161,7 @@ class Transformer {
   ModelWeights weights_;
   ThreadPool pool_;
   const DotTable& dots_;
+  std::atomic<uint64_t> repackedBytes_{0};
 };
 
 }  // namespace md

@@ -12,15 +12,31 @@
 
 namespace md {
 
-// A 1-D or 2-D tensor: `rows` rows of `cols` values (GGUF's ne[1], ne[0]).
+// A 1-D or 2-D tensor: `rows` rows of `cols` values (GGUF's ne[1], ne[0]),
+// as the file has them, or repacked in groups of `groupRows` rows for the
+// CPU's tiles (repack_weights.h; quant/repack.h: the rows are then not
+// addressable one by one).
 struct TensorView {
   TensorType type = TensorType::F32;
   uint64_t cols = 0, rows = 0;
   const uint8_t* data = nullptr;
   size_t rowBytes = 0;
+  uint32_t groupRows = 0;  // 0: rows as the file has them
+  size_t groupBytes = 0;
 
   bool present() const { return data != nullptr; }
+  bool repacked() const { return groupRows != 0; }
+  // Row r's bytes (a tensor as the file has it).
   const uint8_t* row(uint64_t r) const { return data + r * rowBytes; }
+  // Where the tile of rows r.. starts: row r's bytes, or its group's (r a multiple of groupRows).
+  const uint8_t* tile(uint64_t r) const { return groupRows != 0 ? data + (r / groupRows) * groupBytes : row(r); }
+  // The rows from r on (a fused tensor's part; r a multiple of groupRows).
+  TensorView from(uint64_t r) const {
+    TensorView v = *this;
+    v.data = tile(r);
+    v.rows = rows - r;
+    return v;
+  }
 };
 
 // One entry of the file's tensor table, as the loader hands it over.
@@ -36,6 +52,8 @@ struct TensorEntry {
 struct ModelWeights {
   ForwardGraph graph;
   std::vector<TensorView> tensors;
+  // The repacked tensors' bytes (repack_weights.h), which their views point into.
+  std::vector<std::vector<uint8_t>> repacked;
 
   const TensorView& operator[](TensorRef r) const { return tensors[size_t(r.index)]; }
 };

@@ -1,0 +1,68 @@
+// repack_weights.cpp
+#include "repack_weights.h"
+
+#include <vector>
+
+#include "../quant/repack.h"
+
+namespace md {
+namespace {
+
+// The tensors only the tiles read, in groups of 8 rows: projections whose
+// parts start and end on a group (a fused tensor's), and the LM head.
+std::vector<bool> tileOnly(const ForwardGraph& g) {
+  std::vector<bool> tiles(g.tensors.size(), false), other(g.tensors.size(), false);
+  auto mark = [&](std::vector<bool>& set, TensorRef r) {
+    if (r.present()) set[size_t(r.index)] = true;
+  };
+  for (const GraphOp& op : g.ops) {
+    if (op.kind == OpKind::Project) {
+      for (const Projection& p : op.projections) {
+        const bool grouped = p.rowOffset % kQ4_0x8Rows == 0 && p.rows % kQ4_0x8Rows == 0;
+        mark(grouped ? tiles : other, p.weight);
+        mark(other, p.bias);
+      }
+    } else if (op.kind == OpKind::LmHead) {
+      mark(tiles, op.weight);
+    } else {
+      mark(other, op.weight);
+      for (const Projection& p : op.projections) mark(other, p.weight);
+    }
+  }
+  for (size_t i = 0; i < tiles.size(); ++i) tiles[i] = tiles[i] && !other[i];
+  return tiles;
+}
+
+}  // namespace
+
+bool repacksFor(const DotTable& dots) { return dots.q4_0x8 != nullptr && dots.matrix == nullptr; }
+
+uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& pool,
+                       const std::function<void(const uint8_t*, size_t)>& released) {
+  if (!repacksFor(dots)) return 0;
+  const std::vector<bool> tiles = tileOnly(weights.graph);
+  uint64_t total = 0;
+  for (size_t i = 0; i < weights.tensors.size(); ++i) {
+    TensorView& v = weights.tensors[i];
+    if (!tiles[i] || !v.present() || v.repacked() || v.type != TensorType::Q4_0 || !canRepackQ4_0x8(v.rows, v.cols))
+      continue;
+    const uint64_t groups = v.rows / kQ4_0x8Rows;
+    const size_t groupBytes = q4_0x8GroupBytes(v.cols);
+    std::vector<uint8_t>& bytes = weights.repacked.emplace_back(size_t(groups) * groupBytes);
+    const uint8_t* source = v.data;
+    pool.run([&](int t) {
+      int64_t begin, end;
+      ThreadPool::split(int64_t(groups), t, pool.size(), &begin, &end);
+      if (end > begin)
+        repackQ4_0x8(source, v.cols, uint64_t(begin), uint64_t(end - begin), bytes.data() + size_t(begin) * groupBytes);
+    });
+    v.data = bytes.data();
+    v.groupRows = kQ4_0x8Rows;
+    v.groupBytes = groupBytes;
+    released(source, size_t(v.rows) * v.rowBytes);
+    total += bytes.size();
+  }
+  return total;
+}
+
+}  // namespace md
