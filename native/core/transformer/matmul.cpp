@@ -87,8 +87,8 @@ const uint8_t* ActivationRows::convert(Slot& slot, TensorType type, bool sums, T
   if (!slot.valid) {
     slot.type = type;
     const size_t quantBytes = md::rowBytes(tensorTypeInfo(type), uint64_t(cols_));
-    const int64_t blocks = cols_ / int64_t(tensorTypeInfo(type).blockValues);
-    slot.rowBytes = quantBytes + (sums ? size_t(blocks) * 2 : 0);
+    const int64_t blockCount = cols_ / int64_t(tensorTypeInfo(type).blockValues);
+    slot.rowBytes = quantBytes + (sums ? size_t(blockCount) * 2 : 0);
     if (slot.bytes.size() < slot.rowBytes * size_t(rows_)) slot.bytes.resize(slot.rowBytes * size_t(rows_));
     const float* source = source_;
     const int64_t cols = cols_, rows = rows_;
@@ -99,7 +99,7 @@ const uint8_t* ActivationRows::convert(Slot& slot, TensorType type, bool sums, T
       quantizeActivations(type, source + r * cols, out, cols);
       if (sums) {
         const auto* q = reinterpret_cast<const blocks::Q8_0*>(out);
-        for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t b = 0; b < blockCount; ++b) {
           int32_t sum = 0;
           for (int j = 0; j < blocks::kBlock; ++j) sum += q[b].qs[j];
           const int16_t s16 = int16_t(sum);  // |sum| <= 32 x 127
