@@ -175,8 +175,7 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
    * "values.<layer>"), by the name recordForward gives it.
    */
   sequenceBuffer(name: string): GpuBuffer {
-    if (name !== 'tokens' && !name.startsWith('keys.') && !name.startsWith('values.'))
-      throw new Error(`sequenceBuffer: ${name} is not a sequence's own buffer (tokens, keys.<layer>, values.<layer>)`);
+    if (!isSequenceBuffer(name)) throw new Error(`sequenceBuffer: ${name} is not a sequence's own buffer (tokens, keys.<layer>, values.<layer>)`);
     return this.#bufferNamed(name);
   }
 
@@ -523,6 +522,11 @@ export class GgufForwardTable implements SequenceTables, MaskedStepTables {
     this.#buffers.push(buffer);
     return buffer;
   }
+}
+
+/** Whether recordForward's buffer `name` is a sequence's own state (its token buffer and KV caches), which a batched step's per-row commands bind. */
+export function isSequenceBuffer(name: string): boolean {
+  return name === 'tokens' || name.startsWith('keys.') || name.startsWith('values.');
 }
 
 /** Which logits a table leaves: none (prefill), the last token's, or every token's (verification). */

@@ -30,7 +30,7 @@ import {
 } from '../gpu/sampling-command.js';
 import type { NativeModelConfig, NativeRecordedCommand, NativeRecordOptions } from '../native/contract.js';
 import { resolveSampling } from '../sampling-options.js';
-import type { GgufForwardTable } from './gguf-forward-table.js';
+import { isSequenceBuffer, type GgufForwardTable } from './gguf-forward-table.js';
 import type { GpuWeights } from './gpu-weights.js';
 import { recordedCommandSpec } from './recorded-commands.js';
 import { rowsParams } from './transformer-params.js';
@@ -148,11 +148,6 @@ export class SequenceRowsTables {
     this.#rowHalfLogits.dispose();
     for (const buffer of Object.values(this.#scratch) as GpuBuffer[]) buffer.dispose();
   }
-}
-
-/** A sequence's own buffers, which a batched step's per-row commands bind. */
-function isSequenceBuffer(name: string): boolean {
-  return name === 'tokens' || name.startsWith('keys.') || name.startsWith('values.');
 }
 
 // The command acting `ahead` positions past the table's run position.
