@@ -292,7 +292,7 @@ TEST(RepackedTiles, Q4_0x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummati
   const TensorTypeInfo& q4 = tensorTypeInfo(TensorType::Q4_0);
   const size_t wBytes = rowBytes(q4, uint64_t(n));
   std::vector<uint8_t> plain;
-  for (int r = 0; r < kQ4_0x8Rows; ++r) {
+  for (int r = 0; r < kRepackRows; ++r) {
     const std::vector<uint8_t> row = randomRow(TensorType::Q4_0, n, rng);
     plain.insert(plain.end(), row.begin(), row.end());
   }
@@ -311,26 +311,28 @@ TEST(RepackedTiles, Q4_0x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummati
     acts.insert(acts.end(), sums.begin(), sums.end());
   }
   const size_t aBytes = acts.size() / kTileTokens;
-  ASSERT_TRUE(canRepackQ4_0x8(kQ4_0x8Rows, uint64_t(n)));
-  std::vector<uint8_t> packed(q4_0x8GroupBytes(uint64_t(n)));
+  const RepackLayout& layout = *repackLayoutFor(TensorType::Q4_0);
+  ASSERT_TRUE(layout.activationSums);
+  ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
+  std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
   ASSERT_EQ(packed.size(), plain.size());
-  repackQ4_0x8(plain.data(), uint64_t(n), 0, 1, packed.data());
+  repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
   int tested = 0;
   for (const DotTable* table : availableTables()) {
     if (table->q4_0x8 == nullptr) continue;
     ++tested;
     float alone[kTileRows * kTileTokens];
     for (int t = 0; t < kTileTokens; ++t)
-      table->q4_0x8(packed.data(), 0, kQ4_0x8Rows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
+      table->q4_0x8(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
     for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
       float out[kTileRows * kTileTokens];
-      table->q4_0x8(packed.data(), 0, kQ4_0x8Rows, acts.data(), aBytes, tokens, n, out, kTileTokens);
-      for (int r = 0; r < kQ4_0x8Rows; ++r)
+      table->q4_0x8(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
+      for (int r = 0; r < kRepackRows; ++r)
         for (int t = 0; t < tokens; ++t)
           EXPECT_EQ(out[r * kTileTokens + t], alone[r * kTileTokens + t])
               << table->isa << " tile of " << tokens << " at row " << r << ", token " << t;
     }
-    for (int r = 0; r < kQ4_0x8Rows; ++r)
+    for (int r = 0; r < kRepackRows; ++r)
       for (int t = 0; t < kTileTokens; ++t) {
         const float expected = table->dot(TensorType::Q4_0, plain.data() + r * wBytes, acts.data() + t * aBytes, n);
         double magnitude = 0;  // the terms' magnitudes, from the dequantized values
@@ -351,6 +353,58 @@ TEST(RepackedTiles, Q4_0x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummati
 #else
   EXPECT_EQ(tested, 0);
 #endif
+}
+
+// Q4_K, Q5_K and Q6_K repacked in groups of 8 rows: the same integer sums
+// and the same float operations as the row-by-row tiles, lane by lane, so
+// every (row, token) of a 1 to 4 token tile has the plain dot product's bits.
+TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    std::mt19937 rng(43 + uint32_t(type));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    const int64_t n = 1024;
+    const size_t wBytes = rowBytes(tensorTypeInfo(type), uint64_t(n));
+    std::vector<uint8_t> plain;
+    for (int r = 0; r < kRepackRows; ++r) {
+      const std::vector<uint8_t> row = randomRow(type, n, rng);
+      plain.insert(plain.end(), row.begin(), row.end());
+    }
+    const size_t aBytes = rowBytes(tensorTypeInfo(TensorType::Q8_K), uint64_t(n));
+    std::vector<uint8_t> acts(aBytes * kTileTokens);
+    std::vector<float> x(size_t(n) * kTileTokens);
+    for (float& v : x) v = normal(rng);
+    for (int t = 0; t < kTileTokens; ++t)
+      quantizeActivations(TensorType::Q8_K, x.data() + size_t(t) * size_t(n), acts.data() + t * aBytes, n);
+    const RepackLayout& layout = *repackLayoutFor(type);
+    EXPECT_FALSE(layout.activationSums);
+    ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
+    EXPECT_FALSE(canRepack(layout, kRepackRows, uint64_t(n) + 32)) << "whole super-blocks only";
+    EXPECT_FALSE(canRepack(layout, kRepackRows + 4, uint64_t(n))) << "whole groups only";
+    std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
+    // Q4_K's and Q5_K's scales unpacked to a byte each: 32 bytes a super-block of the 8 rows more than the file's.
+    EXPECT_EQ(packed.size(), plain.size() + (type == TensorType::Q6_K ? 0 : size_t(n / 256) * 32));
+    repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
+    int tested = 0;
+    for (const DotTable* table : availableTables()) {
+      const TileDot tile = table->repackedFor(type);
+      if (tile == nullptr) continue;
+      ++tested;
+      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+        float out[kTileRows * kTileTokens];
+        tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
+        for (int r = 0; r < kRepackRows; ++r)
+          for (int t = 0; t < tokens; ++t)
+            EXPECT_EQ(out[r * kTileTokens + t], table->dot(type, plain.data() + r * wBytes, acts.data() + t * aBytes, n))
+                << table->isa << " " << tensorTypeInfo(type).name << " tile of " << tokens << " at row " << r
+                << ", token " << t;
+      }
+    }
+#if defined(__x86_64__)
+    EXPECT_GE(tested, 1);
+#else
+    EXPECT_EQ(tested, 0);
+#endif
+  }
 }
 
 TEST(ActivationQuantizers, Q8_0RoundsToNearestEvenWithScaleMaxOver127) {

@@ -29,6 +29,16 @@ TileDot DotTable::forType(TensorType weights) const {
   }
 }
 
+TileDot DotTable::repackedFor(TensorType weights) const {
+  switch (weights) {
+    case TensorType::Q4_0: return q4_0x8;
+    case TensorType::Q4_K: return q4_kx8;
+    case TensorType::Q5_K: return q5_kx8;
+    case TensorType::Q6_K: return q6_kx8;
+    default: return nullptr;
+  }
+}
+
 float DotTable::dot(TensorType weights, const void* w, const void* a, int64_t n) const {
   float out;
   forType(weights)(static_cast<const uint8_t*>(w), 0, 1, static_cast<const uint8_t*>(a), 0, 1, n, &out, 1);

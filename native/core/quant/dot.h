@@ -35,14 +35,17 @@ struct DotTable {
   const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon" or "portable"
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
-  // Q4_0 repacked in groups of 8 rows (repack.h): a tile is one group
-  // (weights its first byte, rows 8) against up to kTileTokens tokens, the
-  // activation rows Q8_0 each followed by its blocks' int16 sums of quants.
-  // nullptr where the table has no such tile (the weights stay as mapped).
-  TileDot q4_0x8 = nullptr;
+  // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
+  // tile is one group (weights its first byte, rows 8) against up to
+  // kTileTokens tokens. Q4_0x8's activation rows are Q8_0, each followed by
+  // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr where
+  // the table has no such tiles (the weights stay as mapped).
+  TileDot q4_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
 
   // nullptr for a type without a dot product (activation-only types).
   TileDot forType(TensorType weights) const;
+  // The tile of `weights`' repacked layout; nullptr if this table has none.
+  TileDot repackedFor(TensorType weights) const;
   // One weight row with one activation row.
   float dot(TensorType weights, const void* w, const void* a, int64_t n) const;
 };

@@ -412,23 +412,168 @@ struct DotKernels {
       }
     }
     for (int t = 0; t < T; ++t) {
-      float rows[kQ4_0x8Rows];
+      float rows[kRepackRows];
       S::storeF(acc[t], rows);
-      for (int r = 0; r < kQ4_0x8Rows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+    }
+  }
+
+  // ---- Q4_K and Q5_K repacked in groups of 8 rows (repack.h): lane r is row r ----
+  //
+  // Per super-block and token: each part's 8 row sums of quant x
+  // activation, exact in int32 (4 bytes per row and chunk against the
+  // token's 4 matching bytes, broadcast), times the part's 8 scales; the
+  // mins term from Q8_K's sums. Then the float terms as the row-by-row
+  // tile (k45Tile) computes them, lane by lane: the same integers and the
+  // same float operations in the same order, so the same bits.
+  template <bool kFive, int T>
+  static void k45x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    constexpr size_t kBlockBytes = kFive ? kQ5_Kx8BlockBytes : kQ4_Kx8BlockBytes;
+    F sum[T];
+    for (int t = 0; t < T; ++t) sum[t] = S::fzero();
+    const V low = S::splat(0x0F), sixteen = S::splat(16);
+    for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+      const uint8_t* g = w + size_t(i) * kBlockBytes;
+      const uint8_t* quants = g + kQ4_Kx8QuantOffset;
+      I isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = S::izero();
+      for (int s = 0; s < 4; ++s) {  // parts 2s (low nibbles) and 2s + 1 (high)
+        I low32[T], high32[T];
+        for (int t = 0; t < T; ++t) low32[t] = high32[t] = S::izero();
+        for (int p = 0; p < 8; ++p) {
+          const V raw = S::load(quants + 32 * (8 * s + p));
+          V lo = S::andV(raw, low), hi = S::highNibbles(raw);
+          if constexpr (kFive) {
+            const V qh = S::load(g + kQ4_Kx8BlockBytes + 32 * p);
+            lo = S::orV(lo, S::andV(S::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
+            hi = S::orV(hi, S::andV(S::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
+          }
+          for (int t = 0; t < T; ++t) {
+            const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
+            int32_t xlo, xhi;
+            std::memcpy(&xlo, x, 4);
+            std::memcpy(&xhi, x + 32, 4);
+            low32[t] = S::dotU8S8Add(low32[t], lo, S::splat32(xlo));
+            high32[t] = S::dotU8S8Add(high32[t], hi, S::splat32(xhi));
+          }
+        }
+        const I scaleLow = S::bytes8(g + 32 + 16 * s), scaleHigh = S::bytes8(g + 40 + 16 * s);
+        for (int t = 0; t < T; ++t)
+          isum[t] = S::mulAddI(S::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
+      }
+      const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
+      const F dmin = S::halves8(reinterpret_cast<const uint16_t*>(g + 16));
+      for (int t = 0; t < T; ++t) {
+        const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+        I mins = S::izero();
+        for (int j = 0; j < 8; ++j)
+          mins = S::mulAddI(mins, S::bytes8(g + 96 + 8 * j), S::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+        sum[t] = S::addF(sum[t], S::subF(S::mulLanes(S::mulF(d, y.d), S::toF(isum[t])),
+                                         S::mulLanes(S::mulF(dmin, y.d), S::toF(mins))));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float rows[kRepackRows];
+      S::storeF(sum[t], rows);
+      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+    }
+  }
+
+  // ---- Q6_K repacked in groups of 8 rows (repack.h): lane r is row r ----
+  //
+  // As k45x8Tile: per part of 16 values, the 8 rows' exact int32 sums of
+  // unsigned 6-bit quant x activation times the part's 8 scales; the
+  // offset of 32 off through Q8_K's sums; then q6_kTile's float operations,
+  // lane by lane: the plain tile's bits. Quant chunk u of half h (q6_kTile's
+  // q[r][u], values 128h + 32u..) is ql's chunk 16h + 8(u % 2) + c's nibbles
+  // (low for u < 2) with qh's chunk 8h + c's bits 2u, 2u + 1 (c = 0..7).
+  template <int T>
+  static void q6_kx8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    F sum[T];
+    for (int t = 0; t < T; ++t) sum[t] = S::fzero();
+    const V three = S::splat(3);
+    for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+      const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
+      I isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = S::izero();
+      for (int h = 0; h < 2; ++h)
+        for (int u = 0; u < 4; ++u)
+          for (int half16 = 0; half16 < 2; ++half16) {  // the part of 16 values: chunks c = 4 half16 ..
+            I part[T];
+            for (int t = 0; t < T; ++t) part[t] = S::izero();
+            for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+              const V raw = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * (u % 2) + c));
+              const V hb = S::load(g + kQ6_Kx8HighOffset + 32 * (8 * h + c));
+              const V nibbles = u < 2 ? S::lowNibbles(raw) : S::highNibbles(raw);
+              V top;
+              switch (u) {
+                case 0: top = S::andV(hb, three); break;
+                case 1: top = S::andV(S::template shiftRight<2>(hb), three); break;
+                case 2: top = S::andV(S::template shiftRight<4>(hb), three); break;
+                default: top = S::template shiftRight<6>(hb); break;
+              }
+              const V q = S::orV(nibbles, S::template shiftLeft<4>(top));
+              for (int t = 0; t < T; ++t) {
+                int32_t x4;
+                std::memcpy(&x4, block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 32 * u + 4 * c, 4);
+                part[t] = S::dotU8S8Add(part[t], q, S::splat32(x4));
+              }
+            }
+            const I scale = S::signedBytes8(g + 16 + 8 * (8 * h + 2 * u + half16));
+            for (int t = 0; t < T; ++t) isum[t] = S::mulAddI(isum[t], part[t], scale);
+          }
+      const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
+      for (int t = 0; t < T; ++t) {
+        const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
+        I offset = S::izero();
+        for (int j = 0; j < 16; ++j) offset = S::mulAddI(offset, S::signedBytes8(g + 16 + 8 * j), S::splat32(y.bsums[j]));
+        sum[t] = S::addF(sum[t], S::mulLanes(S::mulF(d, y.d), S::toF(S::mulAddI(isum[t], offset, S::splat32(-32)))));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float rows[kRepackRows];
+      S::storeF(sum[t], rows);
+      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
     }
   }
 
   // A group of 8 repacked rows (w its block 0; rows is 8) against up to
-  // kTileTokens tokens: Q8_0 rows of n values, each followed by its blocks' int16 sums.
-  static void q4_0x8Dispatch(const uint8_t* w, size_t, int, const uint8_t* a, size_t as, int tokens, int64_t n,
-                             float* out, size_t os) {
+  // kTileTokens tokens, as Tile<T>::run takes them.
+  template <template <int> class Tile>
+  static void repackedDispatch(const uint8_t* w, size_t, int, const uint8_t* a, size_t as, int tokens, int64_t n,
+                               float* out, size_t os) {
+    static_assert(kTileTokens == 4, "repackedDispatch covers 1 to 4 tokens");
     switch (tokens) {
-      case 1: return q4_0x8Tile<1>(w, a, as, n, out, os);
-      case 2: return q4_0x8Tile<2>(w, a, as, n, out, os);
-      case 3: return q4_0x8Tile<3>(w, a, as, n, out, os);
-      default: return q4_0x8Tile<4>(w, a, as, n, out, os);
+      case 1: return Tile<1>::run(w, a, as, n, out, os);
+      case 2: return Tile<2>::run(w, a, as, n, out, os);
+      case 3: return Tile<3>::run(w, a, as, n, out, os);
+      default: return Tile<4>::run(w, a, as, n, out, os);
     }
   }
+  template <int T>
+  struct Q4_0x8K {
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q4_0x8Tile<T>(w, a, as, n, o, os);
+    }
+  };
+  template <int T>
+  struct Q4_Kx8K {
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k45x8Tile<false, T>(w, a, as, n, o, os);
+    }
+  };
+  template <int T>
+  struct Q6_Kx8K {
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      q6_kx8Tile<T>(w, a, as, n, o, os);
+    }
+  };
+  template <int T>
+  struct Q5_Kx8K {
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      k45x8Tile<true, T>(w, a, as, n, o, os);
+    }
+  };
 
   // ---- Dispatch on the tile's actual shape ----
 
@@ -514,7 +659,12 @@ struct DotKernels {
     t.q6_k = &dispatch<Q6_KK>;
     t.iq4_nl = &dispatch<IQ4_NLK>;
     t.iq4_xs = &dispatch<IQ4_XSK>;
-    if constexpr (S::kRowLanes) t.q4_0x8 = &q4_0x8Dispatch;
+    if constexpr (S::kRowLanes) {
+      t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
+      t.q4_kx8 = &repackedDispatch<Q4_Kx8K>;
+      t.q5_kx8 = &repackedDispatch<Q5_Kx8K>;
+      t.q6_kx8 = &repackedDispatch<Q6_Kx8K>;
+    }
     return t;
   }
 };

@@ -1,4 +1,4 @@
-// repack.cpp: the layouts of repack.h.
+// repack.cpp: the layouts of repack.h, one row each.
 #include "repack.h"
 
 #include <cstring>
@@ -6,27 +6,103 @@
 #include "blocks.h"
 
 namespace md {
+namespace {
 
-bool canRepackQ4_0x8(uint64_t rows, uint64_t cols) {
-  return rows > 0 && rows % kQ4_0x8Rows == 0 && cols > 0 && cols % blocks::kBlock == 0;
+// Bytes [from, from + count * 4) of each row's `field`, as count chunks of 32 bytes (row r at 4r).
+void interleave(const uint8_t* const fields[kRepackRows], size_t count, uint8_t* out) {
+  for (size_t p = 0; p < count; ++p)
+    for (int r = 0; r < kRepackRows; ++r) std::memcpy(out + 32 * p + 4 * size_t(r), fields[r] + 4 * p, 4);
 }
 
-size_t q4_0x8GroupBytes(uint64_t cols) { return size_t(cols / blocks::kBlock) * kQ4_0x8BlockBytes; }
+void repackQ4_0(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+  const uint8_t* quants[kRepackRows];
+  for (int r = 0; r < kRepackRows; ++r) {
+    const auto* b = reinterpret_cast<const blocks::Q4_0*>(rows[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    quants[r] = b->qs;
+  }
+  interleave(quants, 4, out + 16);
+}
 
-void repackQ4_0x8(const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups, uint8_t* dst) {
-  const uint64_t nb = cols / blocks::kBlock;
-  const size_t rowBytes = size_t(nb) * sizeof(blocks::Q4_0);
+// The part of Q4_K and Q5_K before the fifth bits (their first fields are alike).
+template <class Block>
+void repackK45(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+  const uint8_t* quants[kRepackRows];
+  for (int r = 0; r < kRepackRows; ++r) {
+    const auto* b = reinterpret_cast<const Block*>(rows[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    std::memcpy(out + 16 + 2 * r, &b->dmin, 2);
+    uint8_t scalesAndMins[16];
+    blocks::scalesAndMinsK4(b->scales, scalesAndMins);
+    for (int j = 0; j < 8; ++j) {
+      out[32 + 8 * j + r] = scalesAndMins[j];
+      out[96 + 8 * j + r] = scalesAndMins[8 + j];
+    }
+    quants[r] = b->qs;
+  }
+  interleave(quants, 32, out + kQ4_Kx8QuantOffset);
+}
+
+void repackQ4_K(const uint8_t* const rows[kRepackRows], uint8_t* out) { repackK45<blocks::Q4_K>(rows, out); }
+
+void repackQ5_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+  repackK45<blocks::Q5_K>(rows, out);
+  const uint8_t* fifth[kRepackRows];
+  for (int r = 0; r < kRepackRows; ++r) fifth[r] = reinterpret_cast<const blocks::Q5_K*>(rows[r])->qh;
+  interleave(fifth, 8, out + kQ4_Kx8BlockBytes);
+}
+
+void repackQ6_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+  const uint8_t *low[kRepackRows], *high[kRepackRows];
+  for (int r = 0; r < kRepackRows; ++r) {
+    const auto* b = reinterpret_cast<const blocks::Q6_K*>(rows[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    for (int j = 0; j < 16; ++j) std::memcpy(out + 16 + 8 * j + r, &b->scales[j], 1);
+    low[r] = b->ql;
+    high[r] = b->qh;
+  }
+  interleave(low, 32, out + kQ6_Kx8LowOffset);
+  interleave(high, 16, out + kQ6_Kx8HighOffset);
+}
+
+constexpr RepackLayout kLayouts[] = {
+    {TensorType::Q4_0, blocks::kBlock, kQ4_0x8BlockBytes, true, &repackQ4_0},
+    {TensorType::Q4_K, blocks::kSuperBlock, kQ4_Kx8BlockBytes, false, &repackQ4_K},
+    {TensorType::Q5_K, blocks::kSuperBlock, kQ5_Kx8BlockBytes, false, &repackQ5_K},
+    {TensorType::Q6_K, blocks::kSuperBlock, kQ6_Kx8BlockBytes, false, &repackQ6_K},
+};
+
+static_assert(kQ4_0x8BlockBytes == kRepackRows * sizeof(blocks::Q4_0), "Q4_0x8 keeps the rows' bytes");
+static_assert(kQ6_Kx8BlockBytes == kRepackRows * sizeof(blocks::Q6_K), "Q6_Kx8 keeps the rows' bytes");
+
+}  // namespace
+
+const RepackLayout* repackLayoutFor(TensorType type) {
+  for (const RepackLayout& layout : kLayouts)
+    if (layout.type == type) return &layout;
+  return nullptr;
+}
+
+bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols) {
+  return rows > 0 && rows % kRepackRows == 0 && cols > 0 && cols % layout.blockValues == 0;
+}
+
+size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
+  return size_t(cols / layout.blockValues) * layout.groupBlockBytes;
+}
+
+void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
+                  uint64_t groups, uint8_t* dst) {
+  const uint64_t blockCount = cols / layout.blockValues;
+  const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
+  const size_t rowBytes = size_t(blockCount) * blockBytes;
   for (uint64_t g = firstGroup; g < firstGroup + groups; ++g) {
-    const uint8_t* rows = src + size_t(g) * kQ4_0x8Rows * rowBytes;
-    uint8_t* group = dst + size_t(g - firstGroup) * q4_0x8GroupBytes(cols);
-    for (uint64_t i = 0; i < nb; ++i) {
-      uint8_t* out = group + size_t(i) * kQ4_0x8BlockBytes;
-      for (int r = 0; r < kQ4_0x8Rows; ++r) {
-        blocks::Q4_0 b;
-        std::memcpy(&b, rows + size_t(r) * rowBytes + size_t(i) * sizeof(blocks::Q4_0), sizeof b);
-        std::memcpy(out + 2 * r, &b.d, 2);
-        for (int p = 0; p < 4; ++p) std::memcpy(out + 16 + 32 * p + 4 * r, b.qs + 4 * p, 4);
-      }
+    const uint8_t* group = src + size_t(g) * kRepackRows * rowBytes;
+    uint8_t* out = dst + size_t(g - firstGroup) * repackGroupBytes(layout, cols);
+    for (uint64_t i = 0; i < blockCount; ++i) {
+      const uint8_t* rows[kRepackRows];
+      for (int r = 0; r < kRepackRows; ++r) rows[r] = group + size_t(r) * rowBytes + size_t(i) * blockBytes;
+      layout.repackBlock(rows, out + size_t(i) * layout.groupBlockBytes);
     }
   }
 }

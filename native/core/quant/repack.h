@@ -1,30 +1,75 @@
 // repack.h: weights rearranged at load for the CPU's tile kernels (dot.h),
 // as llama.cpp's CPU backend repacks them: the tiles then keep one weight
 // row in each int32 lane, so one conversion and one multiply-add serve 8
-// rows where the row-by-row tiles take one per row (and a permute to
-// broadcast its scale).
+// rows where the row-by-row tiles take one per row (and a horizontal sum
+// per row and super-block for the K types).
 //
-// Q4_0 in groups of 8 rows ("Q4_0x8"): for each group and each block i of
-// 32 values, the 8 rows' float16 scales, then their quants in four 32-byte
-// chunks: chunk p holds bytes 4p..4p+3 of each row's block, row r at bytes
-// 4r..4r+3. So lane r of a chunk is row r; a byte's low nibble is its
-// quant 4p+k, its high nibble quant 16+4p+k (Q4_0's own order). The same
-// bytes as the 8 rows' blocks, so the same memory.
+// Every layout groups 8 rows. For each group and each block i (32 values
+// for Q4_0, a super-block of 256 for the K types), the 8 rows' block i,
+// rearranged so that a 32-byte chunk holds 4 bytes of each row, row r at
+// bytes 4r..4r+3: lane r of a chunk is row r.
+//
+// Q4_0x8 (144 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
+// then four chunks: chunk p holds bytes 4p..4p+3 of each row's quants; a
+// byte's low nibble is its quant 4p+k, its high nibble quant 16+4p+k.
+//
+// Q4_Kx8 (1184 bytes a super-block; the file's rows take 1152): the 8
+// float16 d, the 8 dmin, the 6-bit scales unpacked to bytes as [part
+// j][row r] (64 bytes), the mins alike (64), then 32 chunks: chunk 8s + p
+// holds bytes 32s + 4p..+3 of each row's quants (low nibbles: part 2s,
+// high nibbles: part 2s + 1, Q4_K's own order). The scales are unpacked
+// at load so that a part's 8 scales are one 8-byte load in the tiles.
+//
+// Q5_Kx8 (1440 bytes; the file's 1408): Q4_Kx8, then 8 chunks of the
+// fifth bits: chunk p holds bytes 4p..4p+3 of each row's qh, the bits of
+// the values of quant chunks 8s + p (bit 2s: low nibble, 2s + 1: high).
+//
+// Q6_Kx8 (1680 bytes a super-block, the 8 rows' own bytes): the 8 float16
+// d, the signed scales of the 16 parts of 16 values as [part j][row r]
+// (128 bytes), then 32 chunks of the low bits (chunk q: bytes 4q..4q+3 of
+// each row's ql), then 16 chunks of the high bits (bytes 4q..4q+3 of qh).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "tensor_types.h"
+
 namespace md {
 
-constexpr int kQ4_0x8Rows = 8;
-constexpr size_t kQ4_0x8BlockBytes = 8 * 18;  // one block of each of the 8 rows
+constexpr int kRepackRows = 8;  // rows per group, one per int32 lane of a 256-bit vector
 
-// Whether a Q4_0 matrix of `rows` x `cols` repacks: whole groups of 8 rows, whole blocks.
-bool canRepackQ4_0x8(uint64_t rows, uint64_t cols);
+constexpr size_t kQ4_0x8BlockBytes = 8 * 18;
+constexpr size_t kQ4_Kx8QuantOffset = 16 + 16 + 64 + 64;           // d, dmin, scales, mins
+constexpr size_t kQ4_Kx8BlockBytes = kQ4_Kx8QuantOffset + 8 * 128;  // then the 8 rows' quants
+constexpr size_t kQ5_Kx8BlockBytes = kQ4_Kx8BlockBytes + 8 * 32;    // then their fifth bits
+constexpr size_t kQ6_Kx8LowOffset = 16 + 128;                       // d, scales
+constexpr size_t kQ6_Kx8HighOffset = kQ6_Kx8LowOffset + 8 * 128;     // after the 8 rows' ql
+constexpr size_t kQ6_Kx8BlockBytes = kQ6_Kx8HighOffset + 8 * 64;     // then their qh
+
+// One row of the table of repacked layouts.
+struct RepackLayout {
+  TensorType type;         // the weights' type in the file
+  uint32_t blockValues;    // values per block
+  size_t groupBlockBytes;  // one block of each of the group's rows, repacked
+  // Whether the tiles' activation rows carry each block's int16 sum of
+  // quants after the row (ActivationRows::inQ8_0WithSums): Q4_0's offset of
+  // 8 comes off through them. The K types' partner, Q8_K, has its own sums.
+  bool activationSums;
+  // Block i of the 8 rows (rows[r] is row r's block i) into `out`.
+  void (*repackBlock)(const uint8_t* const rows[kRepackRows], uint8_t* out);
+};
+
+// The layout of `type`'s weights, or nullptr if the type is not repacked.
+const RepackLayout* repackLayoutFor(TensorType type);
+
+// Whether a matrix of `rows` x `cols` repacks: whole groups of 8 rows, whole blocks.
+bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols);
 // Bytes of one group of 8 rows.
-size_t q4_0x8GroupBytes(uint64_t cols);
-// The rows [firstGroup * 8, (firstGroup + groups) * 8) of the Q4_0 matrix
-// at `src` (rows of cols / 32 blocks) into `dst` (the same groups' bytes).
-void repackQ4_0x8(const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups, uint8_t* dst);
+size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols);
+// The rows [firstGroup * 8, (firstGroup + groups) * 8) of the matrix at
+// `src` (rows of cols values, as the file has them) into `dst` (the same
+// groups, repacked).
+void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
+                  uint64_t groups, uint8_t* dst);
 
 }  // namespace md

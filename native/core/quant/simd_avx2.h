@@ -61,6 +61,19 @@ struct Avx2 {
   // acc + float(i) * scale, lane by lane.
   static F fmaddLanes(F acc, I i, F scale) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), scale, acc); }
   static void storeF(F f, float* out) { _mm256_storeu_ps(out, f); }
+  // 8 unsigned bytes, one per lane.
+  static I bytes8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  // 8 signed bytes, one per lane.
+  static I signedBytes8(const void* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+  }
+  static I mulAddI(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, b)); }
+  static F toF(I i) { return _mm256_cvtepi32_ps(i); }
+  static F mulLanes(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F addF(F a, F b) { return _mm256_add_ps(a, b); }
+  static F subF(F a, F b) { return _mm256_sub_ps(a, b); }
 
   static I izero() { return _mm256_setzero_si256(); }
   static F fzero() { return _mm256_setzero_ps(); }

@@ -7,6 +7,7 @@
 
 #include "../quant/blocks.h"
 #include "../quant/convert_rows.h"
+#include "../quant/repack.h"
 
 namespace md {
 namespace {
@@ -30,9 +31,16 @@ constexpr int64_t kRowBlock = 16;
 // The tile kernel of `w`: its type's, or the repacked layout's (repack_weights.h).
 TileDot tileFor(const DotTable& dots, const TensorView& w) {
   if (!w.repacked()) return dots.forType(w.type);
-  if (w.type != TensorType::Q4_0 || dots.q4_0x8 == nullptr)
-    throw std::logic_error("matmul: a repacked tensor without its tiles in this dot table");
-  return dots.q4_0x8;
+  const TileDot tile = dots.repackedFor(w.type);
+  if (tile == nullptr) throw std::logic_error("matmul: a repacked tensor without its tiles in this dot table");
+  return tile;
+}
+
+// The activation rows `w`'s tiles read: its type's partner, with each
+// block's sums for a layout that takes them (repack.h).
+const uint8_t* activationsFor(const TensorView& w, ActivationRows& x, ThreadPool& pool, size_t* stride) {
+  if (w.repacked() && repackLayoutFor(w.type)->activationSums) return x.inQ8_0WithSums(pool, stride);
+  return x.in(activationTypeFor(w.type), pool, stride);
 }
 
 // A row boundary of a thread's range moved up to a tile of a repacked
@@ -146,8 +154,7 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     p.out = job.out;
     p.bias = job.bias != nullptr && job.bias->present() ? reinterpret_cast<const float*>(job.bias->data) : nullptr;
     p.tile = tileFor(dots, *job.weights);
-    p.act = job.weights->repacked() ? x.inQ8_0WithSums(pool, &p.stride)
-                                    : x.in(activationTypeFor(job.weights->type), pool, &p.stride);
+    p.act = activationsFor(*job.weights, x, pool, &p.stride);
     p.firstRow = total;
     total += int64_t(job.weights->rows);
   }
@@ -195,7 +202,7 @@ void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, Ac
   if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matvecTiles: activation width differs from the weights'");
   const TileDot tile = tileFor(dots, w);
   size_t stride;
-  const uint8_t* act = w.repacked() ? x.inQ8_0WithSums(pool, &stride) : x.in(activationTypeFor(w.type), pool, &stride);
+  const uint8_t* act = activationsFor(w, x, pool, &stride);
   const int64_t rows = int64_t(w.rows), cols = x.cols();
   // matmul()'s split and tiles for one product and one token (the matrix units take batches of 16 only).
   pool.run([&](int thread) {

@@ -18,7 +18,7 @@ std::vector<bool> tileOnly(const ForwardGraph& g) {
   for (const GraphOp& op : g.ops) {
     if (op.kind == OpKind::Project) {
       for (const Projection& p : op.projections) {
-        const bool grouped = p.rowOffset % kQ4_0x8Rows == 0 && p.rows % kQ4_0x8Rows == 0;
+        const bool grouped = p.rowOffset % kRepackRows == 0 && p.rows % kRepackRows == 0;
         mark(grouped ? tiles : other, p.weight);
         mark(other, p.bias);
       }
@@ -35,7 +35,10 @@ std::vector<bool> tileOnly(const ForwardGraph& g) {
 
 }  // namespace
 
-bool repacksFor(const DotTable& dots) { return dots.q4_0x8 != nullptr && dots.matrix == nullptr; }
+bool repacksFor(const DotTable& dots) {
+  return dots.matrix == nullptr && (dots.q4_0x8 != nullptr || dots.q4_kx8 != nullptr || dots.q5_kx8 != nullptr ||
+                                    dots.q6_kx8 != nullptr);
+}
 
 uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& pool,
                        const std::function<void(const uint8_t*, size_t)>& released) {
@@ -44,20 +47,23 @@ uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& 
   uint64_t total = 0;
   for (size_t i = 0; i < weights.tensors.size(); ++i) {
     TensorView& v = weights.tensors[i];
-    if (!tiles[i] || !v.present() || v.repacked() || v.type != TensorType::Q4_0 || !canRepackQ4_0x8(v.rows, v.cols))
+    const RepackLayout* layout = repackLayoutFor(v.type);
+    if (!tiles[i] || !v.present() || v.repacked() || layout == nullptr || dots.repackedFor(v.type) == nullptr ||
+        !canRepack(*layout, v.rows, v.cols))
       continue;
-    const uint64_t groups = v.rows / kQ4_0x8Rows;
-    const size_t groupBytes = q4_0x8GroupBytes(v.cols);
+    const uint64_t groups = v.rows / kRepackRows;
+    const size_t groupBytes = repackGroupBytes(*layout, v.cols);
     std::vector<uint8_t>& bytes = weights.repacked.emplace_back(size_t(groups) * groupBytes);
     const uint8_t* source = v.data;
     pool.run([&](int t) {
       int64_t begin, end;
       ThreadPool::split(int64_t(groups), t, pool.size(), &begin, &end);
       if (end > begin)
-        repackQ4_0x8(source, v.cols, uint64_t(begin), uint64_t(end - begin), bytes.data() + size_t(begin) * groupBytes);
+        repackGroups(*layout, source, v.cols, uint64_t(begin), uint64_t(end - begin),
+                     bytes.data() + size_t(begin) * groupBytes);
     });
     v.data = bytes.data();
-    v.groupRows = kQ4_0x8Rows;
+    v.groupRows = kRepackRows;
     v.groupBytes = groupBytes;
     released(source, size_t(v.rows) * v.rowBytes);
     total += bytes.size();
