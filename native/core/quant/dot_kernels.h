@@ -482,11 +482,13 @@ struct DotKernels {
   // ---- Q6_K repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
   // As k45x8Tile: per part of 16 values, the 8 rows' exact int32 sums of
-  // unsigned 6-bit quant x activation times the part's 8 scales; the
-  // offset of 32 off through Q8_K's sums; then q6_kTile's float operations,
-  // lane by lane: the plain tile's bits. Quant chunk u of half h (q6_kTile's
-  // q[r][u], values 128h + 32u..) is ql's chunk 16h + 8(u % 2) + c's nibbles
-  // (low for u < 2) with qh's chunk 8h + c's bits 2u, 2u + 1 (c = 0..7).
+  // unsigned 6-bit quant x activation, less 32 times the part's activation
+  // sum (Q6_K's offset, from Q8_K's sums), times the part's 8 scales; then
+  // q6_kTile's float operations, lane by lane: the same integer and the
+  // same bits. Chunk c (0..7) of half h gives each of the half's four
+  // 32-value runs u (q6_kTile's q[r][u]) 4 bytes a row: the nibbles of ql's
+  // chunk 16h + 8(u % 2) + c (low for u < 2) under qh's chunk 8h + c's bits
+  // 2u and 2u + 1; runs' chunks 0..3 are one part, 4..7 the next.
   template <int T>
   static void q6_kx8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     F sum[T];
@@ -497,38 +499,40 @@ struct DotKernels {
       I isum[T];
       for (int t = 0; t < T; ++t) isum[t] = S::izero();
       for (int h = 0; h < 2; ++h)
-        for (int u = 0; u < 4; ++u)
-          for (int half16 = 0; half16 < 2; ++half16) {  // the part of 16 values: chunks c = 4 half16 ..
-            I part[T];
-            for (int t = 0; t < T; ++t) part[t] = S::izero();
-            for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
-              const V raw = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * (u % 2) + c));
-              const V hb = S::load(g + kQ6_Kx8HighOffset + 32 * (8 * h + c));
-              const V nibbles = u < 2 ? S::lowNibbles(raw) : S::highNibbles(raw);
-              V top;
-              switch (u) {
-                case 0: top = S::andV(hb, three); break;
-                case 1: top = S::andV(S::template shiftRight<2>(hb), three); break;
-                case 2: top = S::andV(S::template shiftRight<4>(hb), three); break;
-                default: top = S::template shiftRight<6>(hb); break;
-              }
-              const V q = S::orV(nibbles, S::template shiftLeft<4>(top));
-              for (int t = 0; t < T; ++t) {
+        for (int half16 = 0; half16 < 2; ++half16) {
+          I part[4][T];
+          for (int u = 0; u < 4; ++u)
+            for (int t = 0; t < T; ++t) part[u][t] = S::izero();
+          for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+            const V lowA = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + c));
+            const V lowB = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 + c));
+            const V hb = S::load(g + kQ6_Kx8HighOffset + 32 * (8 * h + c));
+            V q[4];
+            q[0] = S::orV(S::lowNibbles(lowA), S::template shiftLeft<4>(S::andV(hb, three)));
+            q[1] = S::orV(S::lowNibbles(lowB), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
+            q[2] = S::orV(S::highNibbles(lowA), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
+            q[3] = S::orV(S::highNibbles(lowB), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
+            for (int t = 0; t < T; ++t) {
+              const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 4 * c;
+              for (int u = 0; u < 4; ++u) {
                 int32_t x4;
-                std::memcpy(&x4, block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 32 * u + 4 * c, 4);
-                part[t] = S::dotU8S8Add(part[t], q, S::splat32(x4));
+                std::memcpy(&x4, x + 32 * u, 4);
+                part[u][t] = S::dotU8S8Add(part[u][t], q[u], S::splat32(x4));
               }
             }
-            const I scale = S::signedBytes8(g + 16 + 8 * (8 * h + 2 * u + half16));
-            for (int t = 0; t < T; ++t) isum[t] = S::mulAddI(isum[t], part[t], scale);
           }
+          for (int u = 0; u < 4; ++u) {
+            const int j = 8 * h + 2 * u + half16;  // the part: values 16j..16j + 15
+            const I scale = S::signedBytes8(g + 16 + 8 * j);
+            for (int t = 0; t < T; ++t) {
+              const I offset = S::splat32(-32 * int32_t(block<blocks::Q8_K>(a, as, t)[i].bsums[j]));
+              isum[t] = S::mulAddI(isum[t], S::addI(part[u][t], offset), scale);
+            }
+          }
+        }
       const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
-      for (int t = 0; t < T; ++t) {
-        const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
-        I offset = S::izero();
-        for (int j = 0; j < 16; ++j) offset = S::mulAddI(offset, S::signedBytes8(g + 16 + 8 * j), S::splat32(y.bsums[j]));
-        sum[t] = S::addF(sum[t], S::mulLanes(S::mulF(d, y.d), S::toF(S::mulAddI(isum[t], offset, S::splat32(-32)))));
-      }
+      for (int t = 0; t < T; ++t)
+        sum[t] = S::addF(sum[t], S::mulLanes(S::mulF(d, block<blocks::Q8_K>(a, as, t)[i].d), S::toF(isum[t])));
     }
     for (int t = 0; t < T; ++t) {
       float rows[kRepackRows];

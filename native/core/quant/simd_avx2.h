@@ -69,6 +69,7 @@ struct Avx2 {
   static I signedBytes8(const void* p) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
   }
+  static I addI(I a, I b) { return _mm256_add_epi32(a, b); }
   static I mulAddI(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, b)); }
   static F toF(I i) { return _mm256_cvtepi32_ps(i); }
   static F mulLanes(F a, F b) { return _mm256_mul_ps(a, b); }
