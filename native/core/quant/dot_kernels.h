@@ -352,23 +352,58 @@ struct DotKernels {
       for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
-  // ---- Float rows: one row dot per pair ----
-
+  // ---- Float rows ----
+  //
+  // With vector lanes (S::kFloatTiles): a tile of R rows x T tokens, each
+  // pair's 8 lanes summed in one accumulator 8 values a step, the lanes
+  // added, then the last n % 8 products one by one onto the sum (as ggml
+  // adds its leftovers). Each row's 8 values are converted once for every
+  // token and each token's once for every row, and a pair's operations do
+  // not depend on the tile's shape: a batch gives each token the bits it
+  // gets alone. Otherwise one row dot per pair.
   template <int Kind, int R, int T>
   static void floatTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        const void* x = w + size_t(r) * ws;
-        const void* y = a + size_t(t) * as;
-        float v;
-        if constexpr (Kind == 0)
-          v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
-        else if constexpr (Kind == 1)
-          v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-        else
-          v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-        out[size_t(r) * os + size_t(t)] = v;
+    if constexpr (S::kFloatTiles) {
+      constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
+      F acc[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        F wv[R];
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* row = w + size_t(r) * ws + size_t(i) * kValueBytes;
+          if (i % 64 == 0) prefetch(row, 2 * R * ws);
+          wv[r] = S::template floats8<Kind>(row);
+        }
+        for (int t = 0; t < T; ++t) {
+          const F xv = S::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddF(wv[r], xv, acc[r][t]);
+        }
       }
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+          float sum = S::hsumF(acc[r][t]);
+          for (int64_t j = i; j < n; ++j)
+            sum += S::template float1<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
+                   S::template float1<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
+          out[size_t(r) * os + size_t(t)] = sum;
+        }
+    } else {
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+          const void* x = w + size_t(r) * ws;
+          const void* y = a + size_t(t) * as;
+          float v;
+          if constexpr (Kind == 0)
+            v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
+          else if constexpr (Kind == 1)
+            v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+          else
+            v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+          out[size_t(r) * os + size_t(t)] = v;
+        }
+    }
   }
 
   // ---- Q4_0 repacked in groups of 8 rows (repack.h): lane r is row r ----

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace md::simd {
 
@@ -138,50 +139,33 @@ struct Avx2 {
     return _mm_cvtss_f32(s);
   }
 
-  // Float rows of any length: 16 values a step, then the last n % 16 one
-  // by one onto the reduced sum (as ggml adds its leftovers), in intrinsics
-  // so nothing here is an inline function the portable path could share.
-  static float dotF32(const float* a, const float* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    float sum = hsumF(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-  }
-  static float dotF16(const uint16_t* a, const uint16_t* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    auto half8 = [](const uint16_t* p) {
+  // ---- Float rows (DotKernels::floatTile): Kind 0 float32, 1 float16, 2 bfloat16 ----
+  static constexpr bool kFloatTiles = true;
+  template <int Kind>
+  static F floats8(const uint8_t* p) {
+    if constexpr (Kind == 0) {
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    } else if constexpr (Kind == 1) {
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    };
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      acc0 = _mm256_fmadd_ps(half8(a + i), half8(b + i), acc0);
-      acc1 = _mm256_fmadd_ps(half8(a + i + 8), half8(b + i + 8), acc1);
-    }
-    float sum = hsumF(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += _cvtsh_ss(a[i]) * _cvtsh_ss(b[i]);
-    return sum;
-  }
-  static float dotBF16(const uint16_t* a, const uint16_t* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    auto bf8 = [](const uint16_t* p) {
+    } else {
       const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-    };
-    auto bf1 = [](uint16_t x) { return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(int(uint32_t(x) << 16)))); };
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      acc0 = _mm256_fmadd_ps(bf8(a + i), bf8(b + i), acc0);
-      acc1 = _mm256_fmadd_ps(bf8(a + i + 8), bf8(b + i + 8), acc1);
     }
-    float sum = hsumF(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += bf1(a[i]) * bf1(b[i]);
-    return sum;
   }
+  template <int Kind>
+  static float float1(const uint8_t* p) {
+    if constexpr (Kind == 0) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      if constexpr (Kind == 1) return _cvtsh_ss(bits);
+      return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(int(uint32_t(bits) << 16))));
+    }
+  }
+  static F fmaddF(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }
 };
 
 }  // namespace md::simd
