@@ -9,9 +9,11 @@
 // Tolerances, on every logit at every position of a 64-token prompt
 // (logits span about -20..20), 1.4 to 2 times the largest difference
 // measured on either backend:
-// - F16: 0.04, as the F32 file (measured 2.1e-2 on the CPU, 2.8e-2 on the
-//   emulated GPU, 2026-11-26): F16 weights are read as they are; the
-//   spread is the F16 KV cache's, as for F32 (stories260k.test.ts).
+// - F16: 0.06 (measured on the CPU 2.1e-2 on 2026-11-26; on 2026-11-28's
+//   machine 3.6e-2 with the row dots of 16 values a step, 4.1e-2 with the
+//   float tiles of 8 a step; 2.8e-2 on the emulated GPU): F16 weights are
+//   read as they are; the spread is the F16 KV cache's and the float sums'
+//   order, as for F32 (stories260k.test.ts).
 // - BF16: 0.15 (measured 8.0e-2 both): llama.cpp's CPU (and ours) round
 //   the activations to BF16 (8 bits of mantissa) before each product; the
 //   GPU multiplies float activations (as llama.cpp's Metal backend does).
@@ -36,7 +38,7 @@ const dir = mkdtempSync(join(tmpdir(), 'md-stories-types-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const CASES: { target: ConvertTarget; tolerance: number; matrices: Record<string, number> }[] = [
-  { target: 'F16', tolerance: 0.04, matrices: { F16: 37 } },
+  { target: 'F16', tolerance: 0.06, matrices: { F16: 37 } },
   { target: 'BF16', tolerance: 0.15, matrices: { BF16: 37 } },
   { target: 'Q8_0', tolerance: 0.5, matrices: { Q8_0: 32, F16: 5 } },
   { target: 'Q4_0', tolerance: 0.5, matrices: { Q4_0: 32, F16: 5 } },

@@ -39,7 +39,7 @@ export const MODEL_BENCH_USAGE = `Usage: metal-decode bench model --model FILE [
                      sampled, against the LM head fused with the pick (native only: the
                      GPU tables always fuse); the tokens must be the same
   --no-repack        load with repack: false (every weight read in place from the mapped
-                     file), to compare with the CPU's repacked Q4_0 tiles (the default)
+                     file), to compare with the CPU's repacked tiles (the default)
   --threads N        forward-pass threads for both engines (default: the physical cores)
   --prompt N         prompt tokens (default 128)
   --tokens N         generated tokens (default 64)

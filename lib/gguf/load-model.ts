@@ -78,13 +78,15 @@ export interface LoadModelOptions {
    */
   prefillChunk?: number;
   /**
-   * The CPU's prompt kernels read Q4_0 matrices repacked in groups of 8
-   * rows, one row per vector lane, as llama.cpp's CPU backend repacks them
-   * (on CPUs whose kernels have such tiles: AVX2, AVX-VNNI, AVX-512 without
-   * AMX). The copy is made while loading, on the model's thread; the mapped
-   * pages of the matrices are let go, so memory stays the file's
-   * (`info.repackedBytes` says how much was copied). Default true; false
-   * keeps every weight in the mapped file, read in place.
+   * The CPU's kernels read Q4_0, Q8_0, Q4_K, Q5_K and Q6_K matrices
+   * repacked in groups of 8 rows, one row per vector lane, as llama.cpp's
+   * CPU backend repacks them (on CPUs whose kernels have such tiles: AVX2,
+   * AVX-VNNI, AVX-512 without AMX; Q8_0 only with VNNI). The copy is made
+   * while loading, on the model's thread; the mapped pages of the matrices
+   * are let go, so memory stays the file's (Q4_K and Q5_K take 2-3% more:
+   * their 6-bit scales are unpacked to bytes). `info.repackedBytes` says
+   * how much was copied. Default true; false keeps every weight in the
+   * mapped file, read in place.
    */
   repack?: boolean;
 }

@@ -279,80 +279,96 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
   EXPECT_THROW(dotTableNamed("sse9"), std::invalid_argument);
 }
 
-// Q4_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4 tokens
-// gives each token the bits the one-token tile gives it (a batch equals
-// token by token), and the plain tiles' dot products within float
+// Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4
+// tokens gives each token the bits the one-token tile gives it (a batch
+// equals token by token), and the plain tiles' dot products within float
 // summation order: each row's block terms are summed in block order, where
 // the plain tiles keep a sum per vector lane and add the lanes at the end.
 // The sums are exact in int32 either way; the bound is 4 float32 roundings
 // of the sum of the terms' magnitudes, far below a quant step.
-TEST(RepackedTiles, Q4_0x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummationOrder) {
-  std::mt19937 rng(41);
-  const int64_t n = 1024;
-  const TensorTypeInfo& q4 = tensorTypeInfo(TensorType::Q4_0);
-  const size_t wBytes = rowBytes(q4, uint64_t(n));
-  std::vector<uint8_t> plain;
-  for (int r = 0; r < kRepackRows; ++r) {
-    const std::vector<uint8_t> row = randomRow(TensorType::Q4_0, n, rng);
-    plain.insert(plain.end(), row.begin(), row.end());
-  }
-  // The repacked tiles' activation rows: Q8_0, then each block's int16 sum of quants.
-  std::vector<uint8_t> acts;
-  for (int t = 0; t < kTileTokens; ++t) {
-    std::vector<uint8_t> row = randomRow(TensorType::Q8_0, n, rng);
-    const auto* q = reinterpret_cast<const blocks::Q8_0*>(row.data());
-    std::vector<uint8_t> sums(size_t(n / 32) * 2);
-    for (int64_t b = 0; b < n / 32; ++b) {
-      int16_t sum = 0;
-      for (int j = 0; j < 32; ++j) sum = int16_t(sum + q[b].qs[j]);
-      std::memcpy(sums.data() + b * 2, &sum, 2);
+TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSummationOrder) {
+  for (TensorType type : {TensorType::Q4_0, TensorType::Q8_0}) {
+    std::mt19937 rng(41 + uint32_t(type));
+    const int64_t n = 1024;
+    const size_t wBytes = rowBytes(tensorTypeInfo(type), uint64_t(n));
+    std::vector<uint8_t> plain;
+    for (int r = 0; r < kRepackRows; ++r) {
+      const std::vector<uint8_t> row = randomRow(type, n, rng);
+      plain.insert(plain.end(), row.begin(), row.end());
     }
-    acts.insert(acts.end(), row.begin(), row.end());
-    acts.insert(acts.end(), sums.begin(), sums.end());
-  }
-  const size_t aBytes = acts.size() / kTileTokens;
-  const RepackLayout& layout = *repackLayoutFor(TensorType::Q4_0);
-  ASSERT_TRUE(layout.activationSums);
-  ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
-  std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
-  ASSERT_EQ(packed.size(), plain.size());
-  repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
-  int tested = 0;
-  for (const DotTable* table : availableTables()) {
-    if (table->q4_0x8 == nullptr) continue;
-    ++tested;
-    float alone[kTileRows * kTileTokens];
-    for (int t = 0; t < kTileTokens; ++t)
-      table->q4_0x8(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
-    for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
-      float out[kTileRows * kTileTokens];
-      table->q4_0x8(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
-      for (int r = 0; r < kRepackRows; ++r)
-        for (int t = 0; t < tokens; ++t)
-          EXPECT_EQ(out[r * kTileTokens + t], alone[r * kTileTokens + t])
-              << table->isa << " tile of " << tokens << " at row " << r << ", token " << t;
-    }
-    for (int r = 0; r < kRepackRows; ++r)
-      for (int t = 0; t < kTileTokens; ++t) {
-        const float expected = table->dot(TensorType::Q4_0, plain.data() + r * wBytes, acts.data() + t * aBytes, n);
-        double magnitude = 0;  // the terms' magnitudes, from the dequantized values
-        const auto* w = reinterpret_cast<const blocks::Q4_0*>(plain.data() + r * wBytes);
-        const auto* a = reinterpret_cast<const blocks::Q8_0*>(acts.data() + t * aBytes);
-        for (int64_t i = 0; i < n / 32; ++i)
-          for (int j = 0; j < 32; ++j) {
-            const int q = j < 16 ? (w[i].qs[j] & 0xF) : (w[i].qs[j - 16] >> 4);
-            magnitude += std::fabs(double(halfToFloat(w[i].d)) * (q - 8) * halfToFloat(a[i].d) * a[i].qs[j]);
-          }
-        EXPECT_NEAR(alone[r * kTileTokens + t], expected, 4 * 6e-8 * magnitude)
-            << table->isa << " row " << r << ", token " << t;
+    // Weight j of block i of row r, as an integer, and its block's scale.
+    auto quant = [&](int r, int64_t i, int j) {
+      const uint8_t* row = plain.data() + r * wBytes;
+      if (type == TensorType::Q8_0) return int(reinterpret_cast<const blocks::Q8_0*>(row)[i].qs[j]);
+      const blocks::Q4_0& b = reinterpret_cast<const blocks::Q4_0*>(row)[i];
+      return (j < 16 ? (b.qs[j] & 0xF) : (b.qs[j - 16] >> 4)) - 8;
+    };
+    auto scale = [&](int r, int64_t i) {
+      const uint8_t* row = plain.data() + r * wBytes;
+      return halfToFloat(type == TensorType::Q8_0 ? reinterpret_cast<const blocks::Q8_0*>(row)[i].d
+                                                  : reinterpret_cast<const blocks::Q4_0*>(row)[i].d);
+    };
+    // The repacked tiles' activation rows: Q8_0, then each block's int16 sum
+    // of quants. Quantized activations lie in -127..127 (the plain Q8_0
+    // tile's sign trick relies on it), so random -128s become -127.
+    std::vector<uint8_t> acts;
+    for (int t = 0; t < kTileTokens; ++t) {
+      std::vector<uint8_t> row = randomRow(TensorType::Q8_0, n, rng);
+      auto* q = reinterpret_cast<blocks::Q8_0*>(row.data());
+      for (int64_t b = 0; b < n / 32; ++b)
+        for (int8_t& v : q[b].qs) v = v == -128 ? int8_t(-127) : v;
+      std::vector<uint8_t> sums(size_t(n / 32) * 2);
+      for (int64_t b = 0; b < n / 32; ++b) {
+        int16_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum = int16_t(sum + q[b].qs[j]);
+        std::memcpy(sums.data() + b * 2, &sum, 2);
       }
-  }
-  // Every x86-64 CPU this runs on has AVX2; an arm64 one has no repacked tiles yet.
+      acts.insert(acts.end(), row.begin(), row.end());
+      acts.insert(acts.end(), sums.begin(), sums.end());
+    }
+    const size_t aBytes = acts.size() / kTileTokens;
+    const RepackLayout& layout = *repackLayoutFor(type);
+    ASSERT_TRUE(layout.activationSums);
+    ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
+    std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
+    ASSERT_EQ(packed.size(), plain.size());
+    repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
+    int tested = 0;
+    for (const DotTable* table : availableTables()) {
+      const TileDot tile = table->repackedFor(type);
+      if (tile == nullptr) continue;
+      ++tested;
+      float alone[kTileRows * kTileTokens];
+      for (int t = 0; t < kTileTokens; ++t)
+        tile(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
+      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+        float out[kTileRows * kTileTokens];
+        tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
+        for (int r = 0; r < kRepackRows; ++r)
+          for (int t = 0; t < tokens; ++t)
+            EXPECT_EQ(out[r * kTileTokens + t], alone[r * kTileTokens + t])
+                << table->isa << " " << tensorTypeInfo(type).name << " tile of " << tokens << " at row " << r
+                << ", token " << t;
+      }
+      for (int r = 0; r < kRepackRows; ++r)
+        for (int t = 0; t < kTileTokens; ++t) {
+          const float expected = table->dot(type, plain.data() + r * wBytes, acts.data() + t * aBytes, n);
+          double magnitude = 0;  // the terms' magnitudes, from the dequantized values
+          const auto* a = reinterpret_cast<const blocks::Q8_0*>(acts.data() + t * aBytes);
+          for (int64_t i = 0; i < n / 32; ++i)
+            for (int j = 0; j < 32; ++j)
+              magnitude += std::fabs(double(scale(r, i)) * quant(r, i, j) * halfToFloat(a[i].d) * a[i].qs[j]);
+          EXPECT_NEAR(alone[r * kTileTokens + t], expected, 4 * 6e-8 * magnitude)
+              << table->isa << " " << tensorTypeInfo(type).name << " row " << r << ", token " << t;
+        }
+    }
+    // Every x86-64 CPU this runs on has AVX2 (Q8_0x8: VNNI); an arm64 one has no repacked tiles yet.
 #if defined(__x86_64__)
-  EXPECT_GE(tested, 1);
+    if (type == TensorType::Q4_0 || cpuHasAvx512Vnni() || cpuHasAvxVnni()) EXPECT_GE(tested, 1);
 #else
-  EXPECT_EQ(tested, 0);
+    EXPECT_EQ(tested, 0);
 #endif
+  }
 }
 
 // Q4_K, Q5_K and Q6_K repacked in groups of 8 rows: the same integer sums
@@ -394,7 +410,8 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
         tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
         for (int r = 0; r < kRepackRows; ++r)
           for (int t = 0; t < tokens; ++t)
-            EXPECT_EQ(out[r * kTileTokens + t], table->dot(type, plain.data() + r * wBytes, acts.data() + t * aBytes, n))
+            EXPECT_EQ(out[r * kTileTokens + t],
+                      table->dot(type, plain.data() + r * wBytes, acts.data() + t * aBytes, n))
                 << table->isa << " " << tensorTypeInfo(type).name << " tile of " << tokens << " at row " << r
                 << ", token " << t;
       }

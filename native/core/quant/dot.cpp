@@ -32,6 +32,7 @@ TileDot DotTable::forType(TensorType weights) const {
 TileDot DotTable::repackedFor(TensorType weights) const {
   switch (weights) {
     case TensorType::Q4_0: return q4_0x8;
+    case TensorType::Q8_0: return q8_0x8;
     case TensorType::Q4_K: return q4_kx8;
     case TensorType::Q5_K: return q5_kx8;
     case TensorType::Q6_K: return q6_kx8;

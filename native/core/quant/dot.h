@@ -37,10 +37,11 @@ struct DotTable {
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
   // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
   // tile is one group (weights its first byte, rows 8) against up to
-  // kTileTokens tokens. Q4_0x8's activation rows are Q8_0, each followed by
-  // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr where
-  // the table has no such tiles (the weights stay as mapped).
-  TileDot q4_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
+  // kTileTokens tokens. Q4_0x8's and Q8_0x8's activation rows are Q8_0,
+  // each followed by its blocks' int16 sums of quants; the K layouts' are
+  // Q8_K. nullptr where the table has no such tiles (the weights stay as
+  // mapped).
+  TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
 
   // nullptr for a type without a dot product (activation-only types).
   TileDot forType(TensorType weights) const;

@@ -335,6 +335,9 @@ const DotTable* amxDotTable() {
     static DotTable t = *base;
     t.isa = "amx";
     t.matrix = &amxProduct;
+    // The types the matrix units take read the file's rows (their batches
+    // are faster still): no repacked tiles for them. Q6_K's stay.
+    t.q4_0x8 = t.q8_0x8 = t.q4_kx8 = t.q5_kx8 = nullptr;
     return &t;
   }();
   return table;

@@ -20,6 +20,7 @@ struct Avx512 : Avx2 {
     const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(scaleHigh), _mm_set1_epi16(scaleLow));
     return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scales);
   }
+  static constexpr bool kExactU8Dot = true;
   static I dotU8S8Add(I acc, V u, V s) { return _mm256_dpbusd_epi32(acc, u, s); }
   static I negatedOffset(V s, uint8_t k) {
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), splat(k), s));

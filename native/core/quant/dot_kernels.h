@@ -406,43 +406,57 @@ struct DotKernels {
     }
   }
 
-  // ---- Q4_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
+  // ---- Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
   // Per block and token: the 8 rows' sums of quant x activation, exact in
   // int32 (each chunk's 4 bytes per row against the token's 4 matching
-  // bytes, broadcast), on top of -8 times the activations' sum (Q4_0's
-  // offset: the activation rows are Q8_0 with each block's sum after the
-  // row, ActivationRows::inQ8_0WithSums); then one conversion and one
-  // multiply-add for the 8 rows,
-  // each row's terms added in block order. The same sum for a token
-  // whatever the tile's token count, so a batch gives each token the bits
-  // it gets alone.
-  template <int T>
-  static void q4_0x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  // bytes, broadcast), on top of -offset times the activations' sum (the
+  // unsigned quants' offset: the activation rows are Q8_0 with each block's
+  // sum after the row, ActivationRows::inQ8_0WithSums); then one conversion
+  // and one multiply-add for the 8 rows, each row's terms added in block
+  // order. The same sum for a token whatever the tile's token count, so a
+  // batch gives each token the bits it gets alone.
+  //
+  // unpack() gives the block's 8 value vectors: vector c holds values
+  // 4c..4c+3 of each row, as unsigned bytes q + offset.
+  struct Q4_0x8Format {
+    static constexpr int32_t kOffset = 8;
+    static constexpr size_t kBlockBytes = kQ4_0x8BlockBytes;
+    static void unpack(const uint8_t* quants, V v[8]) {
+      const V low = S::splat(0x0F);
+      for (int p = 0; p < 4; ++p) {
+        const V raw = S::load(quants + 32 * p);
+        v[p] = S::andV(raw, low);
+        v[4 + p] = S::highNibbles(raw);
+      }
+    }
+  };
+  struct Q8_0x8Format {
+    static constexpr int32_t kOffset = 128;
+    static constexpr size_t kBlockBytes = kQ8_0x8BlockBytes;
+    static void unpack(const uint8_t* quants, V v[8]) {
+      for (int c = 0; c < 8; ++c) v[c] = S::load(quants + 32 * c);
+    }
+  };
+
+  template <class Format, int T>
+  static void block32x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     F acc[T];
     for (int t = 0; t < T; ++t) acc[t] = S::fzero();
-    const V low = S::splat(0x0F);
     const int64_t nb = n / blocks::kBlock;
     for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* g = w + size_t(i) * kQ4_0x8BlockBytes;
+      const uint8_t* g = w + size_t(i) * Format::kBlockBytes;
       const F dw = S::halves8(reinterpret_cast<const uint16_t*>(g));
-      V lo[4], hi[4];
-      for (int p = 0; p < 4; ++p) {
-        const V raw = S::load(g + 16 + 32 * p);
-        lo[p] = S::andV(raw, low);
-        hi[p] = S::highNibbles(raw);
-      }
+      V v[8];
+      Format::unpack(g + 16, v);
       for (int t = 0; t < T; ++t) {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         int32_t x4[8];
         std::memcpy(x4, y.qs, sizeof x4);
         int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
         std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-        I sum = S::splat32(-8 * int32_t(xsum));
-        for (int p = 0; p < 4; ++p) {
-          sum = S::dotU8S8Add(sum, lo[p], S::splat32(x4[p]));
-          sum = S::dotU8S8Add(sum, hi[p], S::splat32(x4[4 + p]));
-        }
+        I sum = S::splat32(-Format::kOffset * int32_t(xsum));
+        for (int c = 0; c < 8; ++c) sum = S::dotU8S8Add(sum, v[c], S::splat32(x4[c]));
         acc[t] = S::fmaddLanes(acc[t], sum, S::mulF(dw, S::half(y.d)));
       }
     }
@@ -493,8 +507,7 @@ struct DotKernels {
           }
         }
         const I scaleLow = S::bytes8(g + 32 + 16 * s), scaleHigh = S::bytes8(g + 40 + 16 * s);
-        for (int t = 0; t < T; ++t)
-          isum[t] = S::mulAddI(S::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
+        for (int t = 0; t < T; ++t) isum[t] = S::mulAddI(S::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
       }
       const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
       const F dmin = S::halves8(reinterpret_cast<const uint16_t*>(g + 16));
@@ -545,7 +558,8 @@ struct DotKernels {
             V q[4];
             q[0] = S::orV(S::lowNibbles(lowA), S::template shiftLeft<4>(S::andV(hb, three)));
             q[1] = S::orV(S::lowNibbles(lowB), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
-            q[2] = S::orV(S::highNibbles(lowA), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
+            q[2] =
+                S::orV(S::highNibbles(lowA), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
             q[3] = S::orV(S::highNibbles(lowB), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
             for (int t = 0; t < T; ++t) {
               const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 4 * c;
@@ -592,7 +606,13 @@ struct DotKernels {
   template <int T>
   struct Q4_0x8K {
     static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q4_0x8Tile<T>(w, a, as, n, o, os);
+      block32x8Tile<Q4_0x8Format, T>(w, a, as, n, o, os);
+    }
+  };
+  template <int T>
+  struct Q8_0x8K {
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
+      block32x8Tile<Q8_0x8Format, T>(w, a, as, n, o, os);
     }
   };
   template <int T>
@@ -700,6 +720,9 @@ struct DotKernels {
     t.iq4_xs = &dispatch<IQ4_XSK>;
     if constexpr (S::kRowLanes) {
       t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
+      // Q8_0x8's unsigned quants reach 255: only vpdpbusd sums their products
+      // exactly (AVX2's vpmaddubsw saturates a pair's sum at 32767).
+      if constexpr (S::kExactU8Dot) t.q8_0x8 = &repackedDispatch<Q8_0x8K>;
       t.q4_kx8 = &repackedDispatch<Q4_Kx8K>;
       t.q5_kx8 = &repackedDispatch<Q5_Kx8K>;
       t.q6_kx8 = &repackedDispatch<Q6_Kx8K>;

@@ -2,6 +2,7 @@
 #include "repack.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "blocks.h"
 
@@ -22,6 +23,17 @@ void repackQ4_0(const uint8_t* const rows[kRepackRows], uint8_t* out) {
     quants[r] = b->qs;
   }
   interleave(quants, 4, out + 16);
+}
+
+void repackQ8_0(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+  const uint8_t* quants[kRepackRows];
+  for (int r = 0; r < kRepackRows; ++r) {
+    const auto* b = reinterpret_cast<const blocks::Q8_0*>(rows[r]);
+    std::memcpy(out + 2 * r, &b->d, 2);
+    quants[r] = reinterpret_cast<const uint8_t*>(b->qs);
+  }
+  interleave(quants, 8, out + 16);
+  for (size_t k = 16; k < kQ8_0x8BlockBytes; ++k) out[k] ^= 0x80;  // q + 128, as an unsigned byte
 }
 
 // The part of Q4_K and Q5_K before the fifth bits (their first fields are alike).
@@ -67,15 +79,19 @@ void repackQ6_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
 
 constexpr RepackLayout kLayouts[] = {
     {TensorType::Q4_0, blocks::kBlock, kQ4_0x8BlockBytes, true, &repackQ4_0},
+    {TensorType::Q8_0, blocks::kBlock, kQ8_0x8BlockBytes, true, &repackQ8_0},
     {TensorType::Q4_K, blocks::kSuperBlock, kQ4_Kx8BlockBytes, false, &repackQ4_K},
     {TensorType::Q5_K, blocks::kSuperBlock, kQ5_Kx8BlockBytes, false, &repackQ5_K},
     {TensorType::Q6_K, blocks::kSuperBlock, kQ6_Kx8BlockBytes, false, &repackQ6_K},
 };
 
 static_assert(kQ4_0x8BlockBytes == kRepackRows * sizeof(blocks::Q4_0), "Q4_0x8 keeps the rows' bytes");
+static_assert(kQ8_0x8BlockBytes == kRepackRows * sizeof(blocks::Q8_0), "Q8_0x8 keeps the rows' bytes");
 static_assert(kQ6_Kx8BlockBytes == kRepackRows * sizeof(blocks::Q6_K), "Q6_Kx8 keeps the rows' bytes");
 
 }  // namespace
+
+RepackLayouts repackLayouts() { return {std::begin(kLayouts), std::end(kLayouts)}; }
 
 const RepackLayout* repackLayoutFor(TensorType type) {
   for (const RepackLayout& layout : kLayouts)
@@ -91,8 +107,8 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
   return size_t(cols / layout.blockValues) * layout.groupBlockBytes;
 }
 
-void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
-                  uint64_t groups, uint8_t* dst) {
+void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups,
+                  uint8_t* dst) {
   const uint64_t blockCount = cols / layout.blockValues;
   const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
   const size_t rowBytes = size_t(blockCount) * blockBytes;

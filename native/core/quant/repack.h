@@ -13,6 +13,11 @@
 // then four chunks: chunk p holds bytes 4p..4p+3 of each row's quants; a
 // byte's low nibble is its quant 4p+k, its high nibble quant 16+4p+k.
 //
+// Q8_0x8 (272 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
+// then eight chunks: chunk c holds quants 4c..4c+3 of each row, each plus
+// 128 (stored as unsigned bytes, the operand VNNI's vpdpbusd takes
+// unsigned; the 128 comes off through the activations' block sums).
+//
 // Q4_Kx8 (1184 bytes a super-block; the file's rows take 1152): the 8
 // float16 d, the 8 dmin, the 6-bit scales unpacked to bytes as [part
 // j][row r] (64 bytes), the mins alike (64), then 32 chunks: chunk 8s + p
@@ -39,12 +44,13 @@ namespace md {
 constexpr int kRepackRows = 8;  // rows per group, one per int32 lane of a 256-bit vector
 
 constexpr size_t kQ4_0x8BlockBytes = 8 * 18;
-constexpr size_t kQ4_Kx8QuantOffset = 16 + 16 + 64 + 64;           // d, dmin, scales, mins
+constexpr size_t kQ8_0x8BlockBytes = 8 * 34;
+constexpr size_t kQ4_Kx8QuantOffset = 16 + 16 + 64 + 64;            // d, dmin, scales, mins
 constexpr size_t kQ4_Kx8BlockBytes = kQ4_Kx8QuantOffset + 8 * 128;  // then the 8 rows' quants
 constexpr size_t kQ5_Kx8BlockBytes = kQ4_Kx8BlockBytes + 8 * 32;    // then their fifth bits
 constexpr size_t kQ6_Kx8LowOffset = 16 + 128;                       // d, scales
-constexpr size_t kQ6_Kx8HighOffset = kQ6_Kx8LowOffset + 8 * 128;     // after the 8 rows' ql
-constexpr size_t kQ6_Kx8BlockBytes = kQ6_Kx8HighOffset + 8 * 64;     // then their qh
+constexpr size_t kQ6_Kx8HighOffset = kQ6_Kx8LowOffset + 8 * 128;    // after the 8 rows' ql
+constexpr size_t kQ6_Kx8BlockBytes = kQ6_Kx8HighOffset + 8 * 64;    // then their qh
 
 // One row of the table of repacked layouts.
 struct RepackLayout {
@@ -53,7 +59,8 @@ struct RepackLayout {
   size_t groupBlockBytes;  // one block of each of the group's rows, repacked
   // Whether the tiles' activation rows carry each block's int16 sum of
   // quants after the row (ActivationRows::inQ8_0WithSums): Q4_0's offset of
-  // 8 comes off through them. The K types' partner, Q8_K, has its own sums.
+  // 8 and Q8_0x8's 128 come off through them. The K types' partner, Q8_K,
+  // has its own sums.
   bool activationSums;
   // Block i of the 8 rows (rows[r] is row r's block i) into `out`.
   void (*repackBlock)(const uint8_t* const rows[kRepackRows], uint8_t* out);
@@ -61,6 +68,11 @@ struct RepackLayout {
 
 // The layout of `type`'s weights, or nullptr if the type is not repacked.
 const RepackLayout* repackLayoutFor(TensorType type);
+// Every layout: [begin, end).
+struct RepackLayouts {
+  const RepackLayout *begin, *end;
+};
+RepackLayouts repackLayouts();
 
 // Whether a matrix of `rows` x `cols` repacks: whole groups of 8 rows, whole blocks.
 bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols);
@@ -69,7 +81,7 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols);
 // The rows [firstGroup * 8, (firstGroup + groups) * 8) of the matrix at
 // `src` (rows of cols values, as the file has them) into `dst` (the same
 // groups, repacked).
-void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
-                  uint64_t groups, uint8_t* dst);
+void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups,
+                  uint8_t* dst);
 
 }  // namespace md

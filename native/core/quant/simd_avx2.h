@@ -56,6 +56,8 @@ struct Avx2 {
 
   // ---- Rows in lanes (repack.h's groups of 8 rows): lane r of I and F is row r ----
   static constexpr bool kRowLanes = true;
+  // Whether dotU8S8Add is exact for any unsigned byte (vpdpbusd): vpmaddubsw saturates.
+  static constexpr bool kExactU8Dot = false;
   static I splat32(int32_t x) { return _mm256_set1_epi32(x); }
   static F halves8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F mulF(F a, float m) { return _mm256_mul_ps(a, _mm256_set1_ps(m)); }
@@ -67,9 +69,7 @@ struct Avx2 {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
   // 8 signed bytes, one per lane.
-  static I signedBytes8(const void* p) {
-    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
-  }
+  static I signedBytes8(const void* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
   static I addI(I a, I b) { return _mm256_add_epi32(a, b); }
   static I mulAddI(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, b)); }
   static F toF(I i) { return _mm256_cvtepi32_ps(i); }

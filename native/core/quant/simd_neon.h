@@ -11,7 +11,7 @@ namespace md::simd {
 
 struct Neon {
   static constexpr const char* kName = "neon";
-  static constexpr bool kRowLanes = false;  // no repacked tiles yet (repack.h)
+  static constexpr bool kRowLanes = false;    // no repacked tiles yet (repack.h)
   static constexpr bool kFloatTiles = false;  // one row dot per pair (DotKernels::floatTile)
   struct V {
     uint8x16_t lo, hi;

@@ -11,7 +11,7 @@ namespace md::simd {
 
 struct Portable {
   static constexpr const char* kName = "portable";
-  static constexpr bool kRowLanes = false;  // one lane: no repacked tiles (repack.h)
+  static constexpr bool kRowLanes = false;    // one lane: no repacked tiles (repack.h)
   static constexpr bool kFloatTiles = false;  // one row dot per pair (DotKernels::floatTile)
   struct V {
     uint8_t b[32];

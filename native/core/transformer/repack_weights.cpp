@@ -36,8 +36,10 @@ std::vector<bool> tileOnly(const ForwardGraph& g) {
 }  // namespace
 
 bool repacksFor(const DotTable& dots) {
-  return dots.matrix == nullptr && (dots.q4_0x8 != nullptr || dots.q4_kx8 != nullptr || dots.q5_kx8 != nullptr ||
-                                    dots.q6_kx8 != nullptr);
+  const RepackLayouts layouts = repackLayouts();
+  for (const RepackLayout* l = layouts.begin; l != layouts.end; ++l)
+    if (dots.repackedFor(l->type) != nullptr) return true;
+  return false;
 }
 
 uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& pool,

@@ -14,8 +14,9 @@
 
 namespace md {
 
-// Whether `dots` repacks: it has the tiles, and no matrix units (whose
-// batches read the rows as the file has them, and are faster still).
+// Whether `dots` repacks: it has repacked tiles for some type (the AMX
+// table has none for the types its matrix units take, whose batches read
+// the rows as the file has them and are faster still).
 bool repacksFor(const DotTable& dots);
 
 // Repacks the matrices of `weights` the tiles alone read, on `pool`;
