@@ -279,6 +279,16 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
   EXPECT_THROW(dotTableNamed("sse9"), std::invalid_argument);
 }
 
+// The 8 rows of a repacked group, as the file has them.
+std::vector<uint8_t> randomGroup(TensorType type, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> rows;
+  for (int r = 0; r < kRepackRows; ++r) {
+    const std::vector<uint8_t> row = randomRow(type, n, rng);
+    rows.insert(rows.end(), row.begin(), row.end());
+  }
+  return rows;
+}
+
 // Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4
 // tokens gives each token the bits the one-token tile gives it (a batch
 // equals token by token), and the plain tiles' dot products within float
@@ -291,11 +301,7 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
     std::mt19937 rng(41 + uint32_t(type));
     const int64_t n = 1024;
     const size_t wBytes = rowBytes(tensorTypeInfo(type), uint64_t(n));
-    std::vector<uint8_t> plain;
-    for (int r = 0; r < kRepackRows; ++r) {
-      const std::vector<uint8_t> row = randomRow(type, n, rng);
-      plain.insert(plain.end(), row.begin(), row.end());
-    }
+    const std::vector<uint8_t> plain = randomGroup(type, n, rng);
     // Weight j of block i of row r, as an integer, and its block's scale.
     auto quant = [&](int r, int64_t i, int j) {
       const uint8_t* row = plain.data() + r * wBytes;
@@ -380,11 +386,7 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
     std::normal_distribution<float> normal(0.f, 1.f);
     const int64_t n = 1024;
     const size_t wBytes = rowBytes(tensorTypeInfo(type), uint64_t(n));
-    std::vector<uint8_t> plain;
-    for (int r = 0; r < kRepackRows; ++r) {
-      const std::vector<uint8_t> row = randomRow(type, n, rng);
-      plain.insert(plain.end(), row.begin(), row.end());
-    }
+    const std::vector<uint8_t> plain = randomGroup(type, n, rng);
     const size_t aBytes = rowBytes(tensorTypeInfo(TensorType::Q8_K), uint64_t(n));
     std::vector<uint8_t> acts(aBytes * kTileTokens);
     std::vector<float> x(size_t(n) * kTileTokens);

@@ -603,36 +603,20 @@ struct DotKernels {
       default: return Tile<4>::run(w, a, as, n, out, os);
     }
   }
-  template <int T>
-  struct Q4_0x8K {
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      block32x8Tile<Q4_0x8Format, T>(w, a, as, n, o, os);
-    }
+  // Each layout's tile as repackedDispatch takes it: Tile<T>::run.
+#define MD_REPACKED_KERNEL(NAME, ...)                                                                \
+  template <int T>                                                                                   \
+  struct NAME {                                                                                      \
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
+      __VA_ARGS__(w, a, as, n, o, os);                                                               \
+    }                                                                                                \
   };
-  template <int T>
-  struct Q8_0x8K {
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      block32x8Tile<Q8_0x8Format, T>(w, a, as, n, o, os);
-    }
-  };
-  template <int T>
-  struct Q4_Kx8K {
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k45x8Tile<false, T>(w, a, as, n, o, os);
-    }
-  };
-  template <int T>
-  struct Q6_Kx8K {
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      q6_kx8Tile<T>(w, a, as, n, o, os);
-    }
-  };
-  template <int T>
-  struct Q5_Kx8K {
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) {
-      k45x8Tile<true, T>(w, a, as, n, o, os);
-    }
-  };
+  MD_REPACKED_KERNEL(Q4_0x8K, block32x8Tile<Q4_0x8Format, T>)
+  MD_REPACKED_KERNEL(Q8_0x8K, block32x8Tile<Q8_0x8Format, T>)
+  MD_REPACKED_KERNEL(Q4_Kx8K, k45x8Tile<false, T>)
+  MD_REPACKED_KERNEL(Q5_Kx8K, k45x8Tile<true, T>)
+  MD_REPACKED_KERNEL(Q6_Kx8K, q6_kx8Tile<T>)
+#undef MD_REPACKED_KERNEL
 
   // ---- Dispatch on the tile's actual shape ----
 
