@@ -25,8 +25,8 @@ class ActivationRows {
   // The rows in `type`, converted in parallel on `pool` if not yet.
   const uint8_t* in(TensorType type, ThreadPool& pool, size_t* rowBytes);
   // The rows in Q8_0, each followed by its blocks' sums of quants (int16,
-  // one per block): what the repacked Q4_0 tiles read (repack.h), which
-  // take Q4_0's offset of 8 off through them.
+  // one per block): what the repacked Q4_0 and Q8_0 tiles read
+  // (repack.h), which take their quants' offset off through them.
   const uint8_t* inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes);
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
