@@ -370,7 +370,9 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
     }
     // Every x86-64 CPU this runs on has AVX2 (Q8_0x8: VNNI); an arm64 one has no repacked tiles yet.
 #if defined(__x86_64__)
-    if (type == TensorType::Q4_0 || cpuHasAvx512Vnni() || cpuHasAvxVnni()) EXPECT_GE(tested, 1);
+    if (type == TensorType::Q4_0 || cpuHasAvx512Vnni() || cpuHasAvxVnni()) {
+      EXPECT_GE(tested, 1);
+    }
 #else
     EXPECT_EQ(tested, 0);
 #endif

@@ -161,7 +161,9 @@ TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
   plain.evaluate(c, tokens.data(), int64_t(tokens.size()), 0, before.data());
   EXPECT_EQ(maxDifference(batch, stepwise), 0.f);
   EXPECT_LT(maxDifference(batch, before), 1e-4f);
-  if (bytes > 0) EXPECT_GT(maxDifference(batch, before), 0.f) << "the repacked tiles sum in another order";
+  if (bytes > 0) {
+    EXPECT_GT(maxDifference(batch, before), 0.f) << "the repacked tiles sum in another order";
+  }
 }
 
 // Many users at once: one token of each of several sequences (different
