@@ -140,7 +140,9 @@ TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
   TinyModel m = tinyModel(false, 2, true);
   // AMX reads Q4_0's rows as the file has them; its CPU's AVX-512 vector kernels repack them.
   const DotTable& dots = bestDotTable().matrix != nullptr ? dotTableNamed("avx512") : bestDotTable();
-  if (const DotTable* amx = amxDotTable()) EXPECT_FALSE(amx->repackedFor(TensorType::Q4_0));
+  if (const DotTable* amx = amxDotTable()) {
+    EXPECT_FALSE(amx->repackedFor(TensorType::Q4_0));
+  }
   auto transformer = [&] {
     return Transformer(m.config, bindWeights(m.config, m.entries, m.file.data(), m.file.size()), 2, dots);
   };
