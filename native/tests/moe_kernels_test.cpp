@@ -222,7 +222,9 @@ TEST(MoeKernels, TheGroupedMatmulGivesEachExpertsPairsTheBitsOfItsMatrixAlone) {
         std::vector<uint32_t> mine;
         for (uint32_t pair = 0; pair < pairs; ++pair)
           if (ids[pair] == e) mine.push_back(pair);
-        if (e == 0) ASSERT_EQ(mine.size(), count);
+        if (e == 0) {
+          ASSERT_EQ(mine.size(), count);
+        }
         if (mine.empty()) continue;
         std::vector<float> gathered;
         for (uint32_t pair : mine) {

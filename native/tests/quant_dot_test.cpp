@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -289,6 +290,40 @@ std::vector<uint8_t> randomGroup(TensorType type, int64_t n, std::mt19937& rng) 
   return rows;
 }
 
+// kTileTokens activation rows as the repacked tiles of `weights` read
+// them. Q4_0 and Q8_0: Q8_0, then each block's int16 sum of quants;
+// quantized activations lie in -127..127 (the plain Q8_0 tile's sign trick
+// relies on it), so random -128s become -127. The K types: Q8_K.
+std::vector<uint8_t> repackedActivations(TensorType weights, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> acts;
+  if (!repackLayoutFor(weights)->activationSums) {
+    const size_t aBytes = rowBytes(tensorTypeInfo(TensorType::Q8_K), uint64_t(n));
+    acts.resize(aBytes * kTileTokens);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int t = 0; t < kTileTokens; ++t) {
+      for (float& v : x) v = normal(rng);
+      quantizeActivations(TensorType::Q8_K, x.data(), acts.data() + t * aBytes, n);
+    }
+    return acts;
+  }
+  for (int t = 0; t < kTileTokens; ++t) {
+    std::vector<uint8_t> row = randomRow(TensorType::Q8_0, n, rng);
+    auto* q = reinterpret_cast<blocks::Q8_0*>(row.data());
+    for (int64_t b = 0; b < n / 32; ++b)
+      for (int8_t& v : q[b].qs) v = v == -128 ? int8_t(-127) : v;
+    std::vector<uint8_t> sums(size_t(n / 32) * 2);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      int16_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum = int16_t(sum + q[b].qs[j]);
+      std::memcpy(sums.data() + b * 2, &sum, 2);
+    }
+    acts.insert(acts.end(), row.begin(), row.end());
+    acts.insert(acts.end(), sums.begin(), sums.end());
+  }
+  return acts;
+}
+
 // Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4
 // tokens gives each token the bits the one-token tile gives it (a batch
 // equals token by token), and the plain tiles' dot products within float
@@ -314,24 +349,7 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
       return halfToFloat(type == TensorType::Q8_0 ? reinterpret_cast<const blocks::Q8_0*>(row)[i].d
                                                   : reinterpret_cast<const blocks::Q4_0*>(row)[i].d);
     };
-    // The repacked tiles' activation rows: Q8_0, then each block's int16 sum
-    // of quants. Quantized activations lie in -127..127 (the plain Q8_0
-    // tile's sign trick relies on it), so random -128s become -127.
-    std::vector<uint8_t> acts;
-    for (int t = 0; t < kTileTokens; ++t) {
-      std::vector<uint8_t> row = randomRow(TensorType::Q8_0, n, rng);
-      auto* q = reinterpret_cast<blocks::Q8_0*>(row.data());
-      for (int64_t b = 0; b < n / 32; ++b)
-        for (int8_t& v : q[b].qs) v = v == -128 ? int8_t(-127) : v;
-      std::vector<uint8_t> sums(size_t(n / 32) * 2);
-      for (int64_t b = 0; b < n / 32; ++b) {
-        int16_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum = int16_t(sum + q[b].qs[j]);
-        std::memcpy(sums.data() + b * 2, &sum, 2);
-      }
-      acts.insert(acts.end(), row.begin(), row.end());
-      acts.insert(acts.end(), sums.begin(), sums.end());
-    }
+    const std::vector<uint8_t> acts = repackedActivations(type, n, rng);
     const size_t aBytes = acts.size() / kTileTokens;
     const RepackLayout& layout = *repackLayoutFor(type);
     ASSERT_TRUE(layout.activationSums);
@@ -385,16 +403,11 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
 TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
   for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     std::mt19937 rng(43 + uint32_t(type));
-    std::normal_distribution<float> normal(0.f, 1.f);
     const int64_t n = 1024;
     const size_t wBytes = rowBytes(tensorTypeInfo(type), uint64_t(n));
     const std::vector<uint8_t> plain = randomGroup(type, n, rng);
-    const size_t aBytes = rowBytes(tensorTypeInfo(TensorType::Q8_K), uint64_t(n));
-    std::vector<uint8_t> acts(aBytes * kTileTokens);
-    std::vector<float> x(size_t(n) * kTileTokens);
-    for (float& v : x) v = normal(rng);
-    for (int t = 0; t < kTileTokens; ++t)
-      quantizeActivations(TensorType::Q8_K, x.data() + size_t(t) * size_t(n), acts.data() + t * aBytes, n);
+    const std::vector<uint8_t> acts = repackedActivations(type, n, rng);
+    const size_t aBytes = acts.size() / kTileTokens;
     const RepackLayout& layout = *repackLayoutFor(type);
     EXPECT_FALSE(layout.activationSums);
     ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
@@ -425,6 +438,44 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
 #else
     EXPECT_EQ(tested, 0);
 #endif
+  }
+}
+
+// A tile of two groups (16 rows; on AVX-512 one 512-bit vector holds both,
+// simd_avx512.h) gives each row the bits a tile of its group alone gives,
+// for every layout, table and token count.
+TEST(RepackedTiles, TwoGroupsGiveEachRowTheBitsOfItsGroupAlone) {
+  for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l) {
+    const RepackLayout& layout = *l;
+    const TensorType type = layout.type;
+    std::mt19937 rng(47 + uint32_t(type));
+    const int64_t n = 512;
+    std::vector<uint8_t> plain = randomGroup(type, n, rng);
+    const std::vector<uint8_t> second = randomGroup(type, n, rng);
+    plain.insert(plain.end(), second.begin(), second.end());
+    const std::vector<uint8_t> acts = repackedActivations(type, n, rng);
+    const size_t aBytes = acts.size() / kTileTokens, groupBytes = repackGroupBytes(layout, uint64_t(n));
+    std::vector<uint8_t> packed(2 * groupBytes);
+    repackGroups(layout, plain.data(), uint64_t(n), 0, 2, packed.data());
+    for (const DotTable* table : availableTables()) {
+      const TileDot tile = table->repackedFor(type);
+      if (tile == nullptr) continue;
+      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+        // NaN where a tile writes nothing: NaN equals nothing.
+        float both[kRepackedTileRows * kTileTokens], alone[kRepackedTileRows * kTileTokens];
+        std::fill(std::begin(both), std::end(both), std::nanf(""));
+        std::fill(std::begin(alone), std::end(alone), std::nanf(""));
+        tile(packed.data(), groupBytes, kRepackedTileRows, acts.data(), aBytes, tokens, n, both, kTileTokens);
+        for (int g = 0; g < 2; ++g)
+          tile(packed.data() + g * groupBytes, groupBytes, kRepackRows, acts.data(), aBytes, tokens, n,
+               alone + g * kRepackRows * kTileTokens, kTileTokens);
+        for (int r = 0; r < kRepackedTileRows; ++r)
+          for (int t = 0; t < tokens; ++t)
+            EXPECT_EQ(both[r * kTileTokens + t], alone[r * kTileTokens + t])
+                << table->isa << " " << tensorTypeInfo(type).name << " tile of " << tokens << " at row " << r
+                << ", token " << t;
+      }
+    }
   }
 }
 

@@ -16,6 +16,8 @@ namespace md {
 
 constexpr int kTileRows = 8;
 constexpr int kTileTokens = 4;
+// A repacked tile's rows: one or two groups of 8 (repack.h).
+constexpr int kRepackedTileRows = 16;
 
 // out[r * outStride + t] = dot(weight row r, activation row t) for
 // r < rows <= kTileRows and t < tokens <= kTileTokens; rows of n values.
@@ -36,11 +38,11 @@ struct DotTable {
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
   // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
-  // tile is one group (weights its first byte, rows 8) against up to
-  // kTileTokens tokens. Q4_0x8's and Q8_0x8's activation rows are Q8_0,
-  // each followed by its blocks' int16 sums of quants; the K layouts' are
-  // Q8_K. nullptr where the table has no such tiles (the weights stay as
-  // mapped).
+  // tile is one or two groups (weights the first group's first byte,
+  // weightStride the bytes of a group, rows 8 or kRepackedTileRows)
+  // against up to kTileTokens tokens; a row gets the same bits either way. Q4_0x8's and Q8_0x8's activation rows are
+  // Q8_0, each followed by its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr where the table has no
+  // such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
 
   // nullptr for a type without a dot product (activation-only types).

@@ -408,12 +408,17 @@ struct DotKernels {
 
   // ---- Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
-  // Per block and token: the 8 rows' sums of quant x activation, exact in
+  // The repacked tiles run on a row-lane set L: S itself (one group of 8
+  // rows a vector) or S::Wide (two groups, 16 rows; simd_avx512.h). Each
+  // lane takes the same steps either way, so a row has the same bits in a
+  // tile of 8 rows as in one of 16.
+  //
+  // Per block and token: the rows' sums of quant x activation, exact in
   // int32 (each chunk's 4 bytes per row against the token's 4 matching
   // bytes, broadcast), on top of -offset times the activations' sum (the
   // unsigned quants' offset: the activation rows are Q8_0 with each block's
   // sum after the row, ActivationRows::inQ8_0WithSums); then one conversion
-  // and one multiply-add for the 8 rows, each row's terms added in block
+  // and one multiply-add for the rows, each row's terms added in block
   // order. The same sum for a token whatever the tile's token count, so a
   // batch gives each token the bits it gets alone.
   //
@@ -422,200 +427,221 @@ struct DotKernels {
   struct Q4_0x8Format {
     static constexpr int32_t kOffset = 8;
     static constexpr size_t kBlockBytes = kQ4_0x8BlockBytes;
-    static void unpack(const uint8_t* quants, V v[8]) {
-      const V low = S::splat(0x0F);
+    template <class L>
+    static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
       for (int p = 0; p < 4; ++p) {
-        const V raw = S::load(quants + 32 * p);
-        v[p] = S::andV(raw, low);
-        v[4 + p] = S::highNibbles(raw);
+        const typename L::V raw = L::chunk(quants + 32 * p, gs);
+        v[p] = L::lowNibbles(raw);
+        v[4 + p] = L::highNibbles(raw);
       }
     }
   };
   struct Q8_0x8Format {
     static constexpr int32_t kOffset = 128;
     static constexpr size_t kBlockBytes = kQ8_0x8BlockBytes;
-    static void unpack(const uint8_t* quants, V v[8]) {
-      for (int c = 0; c < 8; ++c) v[c] = S::load(quants + 32 * c);
+    template <class L>
+    static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
+      for (int c = 0; c < 8; ++c) v[c] = L::chunk(quants + 32 * c, gs);
     }
   };
 
-  template <class Format, int T>
-  static void block32x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
-    F acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = S::fzero();
+  // The tile's lanes to out: row r of token t at out[r * os + t].
+  template <class L, int T>
+  static void storeTile(const typename L::F (&lanes)[T], float* out, size_t os) {
+    constexpr int kRows = kRepackRows * L::kGroups;
+    for (int t = 0; t < T; ++t) {
+      float rows[kRows];
+      L::storeRows(lanes[t], rows);
+      for (int r = 0; r < kRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+    }
+  }
+
+  template <class L, class Format, int T>
+  static void block32x8Tile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out,
+                            size_t os) {
+    using LV = typename L::V;
+    using LI = typename L::I;
+    using LF = typename L::F;
+    LF acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = L::fzero();
     const int64_t nb = n / blocks::kBlock;
     for (int64_t i = 0; i < nb; ++i) {
       const uint8_t* g = w + size_t(i) * Format::kBlockBytes;
-      const F dw = S::halves8(reinterpret_cast<const uint16_t*>(g));
-      V v[8];
-      Format::unpack(g + 16, v);
+      const LF dw = L::halves(g, gs);
+      LV v[8];
+      Format::template unpack<L>(g + 16, gs, v);
       for (int t = 0; t < T; ++t) {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         int32_t x4[8];
         std::memcpy(x4, y.qs, sizeof x4);
         int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
         std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-        I sum = S::splat32(-Format::kOffset * int32_t(xsum));
-        for (int c = 0; c < 8; ++c) sum = S::dotU8S8Add(sum, v[c], S::splat32(x4[c]));
-        acc[t] = S::fmaddLanes(acc[t], sum, S::mulF(dw, S::half(y.d)));
+        LI sum = L::splat32(-Format::kOffset * int32_t(xsum));
+        for (int c = 0; c < 8; ++c) sum = L::dotU8S8Add(sum, v[c], L::splat32(x4[c]));
+        acc[t] = L::fmaddLanes(acc[t], sum, L::mulF(dw, S::half(y.d)));
       }
     }
-    for (int t = 0; t < T; ++t) {
-      float rows[kRepackRows];
-      S::storeF(acc[t], rows);
-      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
-    }
+    storeTile<L, T>(acc, out, os);
   }
 
   // ---- Q4_K and Q5_K repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
-  // Per super-block and token: each part's 8 row sums of quant x
-  // activation, exact in int32 (4 bytes per row and chunk against the
-  // token's 4 matching bytes, broadcast), times the part's 8 scales; the
-  // mins term from Q8_K's sums. Then the float terms as the row-by-row
-  // tile (k45Tile) computes them, lane by lane: the same integers and the
-  // same float operations in the same order, so the same bits.
-  template <bool kFive, int T>
-  static void k45x8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  // Per super-block and token: each part's row sums of quant x activation,
+  // exact in int32 (4 bytes per row and chunk against the token's 4
+  // matching bytes, broadcast), times the part's row scales; the mins term
+  // from Q8_K's sums. Then the float terms as the row-by-row tile (k45Tile)
+  // computes them, lane by lane: the same integers and the same float
+  // operations in the same order, so the same bits.
+  template <class L, bool kFive, int T>
+  static void k45x8Tile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using LV = typename L::V;
+    using LI = typename L::I;
+    using LF = typename L::F;
     constexpr size_t kBlockBytes = kFive ? kQ5_Kx8BlockBytes : kQ4_Kx8BlockBytes;
-    F sum[T];
-    for (int t = 0; t < T; ++t) sum[t] = S::fzero();
-    const V low = S::splat(0x0F), sixteen = S::splat(16);
+    LF sum[T];
+    for (int t = 0; t < T; ++t) sum[t] = L::fzero();
+    const LV sixteen = L::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       const uint8_t* g = w + size_t(i) * kBlockBytes;
       const uint8_t* quants = g + kQ4_Kx8QuantOffset;
-      I isum[T];
-      for (int t = 0; t < T; ++t) isum[t] = S::izero();
+      LI isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = L::izero();
       for (int s = 0; s < 4; ++s) {  // parts 2s (low nibbles) and 2s + 1 (high)
-        I low32[T], high32[T];
-        for (int t = 0; t < T; ++t) low32[t] = high32[t] = S::izero();
+        LI low32[T], high32[T];
+        for (int t = 0; t < T; ++t) low32[t] = high32[t] = L::izero();
         for (int p = 0; p < 8; ++p) {
-          const V raw = S::load(quants + 32 * (8 * s + p));
-          V lo = S::andV(raw, low), hi = S::highNibbles(raw);
+          const LV raw = L::chunk(quants + 32 * (8 * s + p), gs);
+          LV lo = L::lowNibbles(raw), hi = L::highNibbles(raw);
           if constexpr (kFive) {
-            const V qh = S::load(g + kQ4_Kx8BlockBytes + 32 * p);
-            lo = S::orV(lo, S::andV(S::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
-            hi = S::orV(hi, S::andV(S::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
+            const LV qh = L::chunk(g + kQ4_Kx8BlockBytes + 32 * p, gs);
+            lo = L::orV(lo, L::andV(L::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
+            hi = L::orV(hi, L::andV(L::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
           }
           for (int t = 0; t < T; ++t) {
             const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
             int32_t xlo, xhi;
             std::memcpy(&xlo, x, 4);
             std::memcpy(&xhi, x + 32, 4);
-            low32[t] = S::dotU8S8Add(low32[t], lo, S::splat32(xlo));
-            high32[t] = S::dotU8S8Add(high32[t], hi, S::splat32(xhi));
+            low32[t] = L::dotU8S8Add(low32[t], lo, L::splat32(xlo));
+            high32[t] = L::dotU8S8Add(high32[t], hi, L::splat32(xhi));
           }
         }
-        const I scaleLow = S::bytes8(g + 32 + 16 * s), scaleHigh = S::bytes8(g + 40 + 16 * s);
-        for (int t = 0; t < T; ++t) isum[t] = S::mulAddI(S::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
+        const LI scaleLow = L::bytes(g + 32 + 16 * s, gs), scaleHigh = L::bytes(g + 40 + 16 * s, gs);
+        for (int t = 0; t < T; ++t) isum[t] = L::mulAddI(L::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
       }
-      const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
-      const F dmin = S::halves8(reinterpret_cast<const uint16_t*>(g + 16));
+      const LF d = L::halves(g, gs), dmin = L::halves(g + 16, gs);
       for (int t = 0; t < T; ++t) {
         const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
-        I mins = S::izero();
+        LI mins = L::izero();
         for (int j = 0; j < 8; ++j)
-          mins = S::mulAddI(mins, S::bytes8(g + 96 + 8 * j), S::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
-        sum[t] = S::addF(sum[t], S::subF(S::mulLanes(S::mulF(d, y.d), S::toF(isum[t])),
-                                         S::mulLanes(S::mulF(dmin, y.d), S::toF(mins))));
+          mins = L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+        sum[t] = L::addF(sum[t], L::subF(L::mulLanes(L::mulF(d, y.d), L::toF(isum[t])),
+                                         L::mulLanes(L::mulF(dmin, y.d), L::toF(mins))));
       }
     }
-    for (int t = 0; t < T; ++t) {
-      float rows[kRepackRows];
-      S::storeF(sum[t], rows);
-      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
-    }
+    storeTile<L, T>(sum, out, os);
   }
 
   // ---- Q6_K repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
-  // As k45x8Tile: per part of 16 values, the 8 rows' exact int32 sums of
+  // As k45x8Tile: per part of 16 values, the rows' exact int32 sums of
   // unsigned 6-bit quant x activation, less 32 times the part's activation
-  // sum (Q6_K's offset, from Q8_K's sums), times the part's 8 scales; then
-  // q6_kTile's float operations, lane by lane: the same integer and the
-  // same bits. Chunk c (0..7) of half h gives each of the half's four
-  // 32-value runs u (q6_kTile's q[r][u]) 4 bytes a row: the nibbles of ql's
-  // chunk 16h + 8(u % 2) + c (low for u < 2) under qh's chunk 8h + c's bits
-  // 2u and 2u + 1; runs' chunks 0..3 are one part, 4..7 the next.
-  template <int T>
-  static void q6_kx8Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
-    F sum[T];
-    for (int t = 0; t < T; ++t) sum[t] = S::fzero();
-    const V three = S::splat(3);
+  // sum (Q6_K's offset, from Q8_K's sums), times the part's row scales;
+  // then q6_kTile's float operations, lane by lane: the same integer and
+  // the same bits. Chunk c (0..7) of half h gives each of the half's four
+  // 32-value runs u (q6_kTile's q[r][u]) 4 bytes a row: the nibbles of
+  // ql's chunk 16h + 8(u % 2) + c (low for u < 2) under qh's chunk 8h + c's
+  // bits 2u and 2u + 1; runs' chunks 0..3 are one part, 4..7 the next.
+  template <class L, int T>
+  static void q6_kx8Tile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using LV = typename L::V;
+    using LI = typename L::I;
+    using LF = typename L::F;
+    LF sum[T];
+    for (int t = 0; t < T; ++t) sum[t] = L::fzero();
+    const LV three = L::splat(3);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
-      I isum[T];
-      for (int t = 0; t < T; ++t) isum[t] = S::izero();
+      LI isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = L::izero();
       for (int h = 0; h < 2; ++h)
         for (int half16 = 0; half16 < 2; ++half16) {
-          I part[4][T];
+          LI part[4][T];
           for (int u = 0; u < 4; ++u)
-            for (int t = 0; t < T; ++t) part[u][t] = S::izero();
+            for (int t = 0; t < T; ++t) part[u][t] = L::izero();
           for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
-            const V lowA = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + c));
-            const V lowB = S::load(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 + c));
-            const V hb = S::load(g + kQ6_Kx8HighOffset + 32 * (8 * h + c));
-            V q[4];
-            q[0] = S::orV(S::lowNibbles(lowA), S::template shiftLeft<4>(S::andV(hb, three)));
-            q[1] = S::orV(S::lowNibbles(lowB), S::template shiftLeft<4>(S::andV(S::template shiftRight<2>(hb), three)));
+            const LV lowA = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + c), gs);
+            const LV lowB = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 + c), gs);
+            const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
+            LV q[4];
+            q[0] = L::orV(L::lowNibbles(lowA), L::template shiftLeft<4>(L::andV(hb, three)));
+            q[1] = L::orV(L::lowNibbles(lowB), L::template shiftLeft<4>(L::andV(L::template shiftRight<2>(hb), three)));
             q[2] =
-                S::orV(S::highNibbles(lowA), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
-            q[3] = S::orV(S::highNibbles(lowB), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
+                L::orV(L::highNibbles(lowA), L::template shiftLeft<4>(L::andV(L::template shiftRight<4>(hb), three)));
+            q[3] = L::orV(L::highNibbles(lowB), L::template shiftLeft<4>(L::template shiftRight<6>(hb)));
             for (int t = 0; t < T; ++t) {
               const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 4 * c;
               for (int u = 0; u < 4; ++u) {
                 int32_t x4;
                 std::memcpy(&x4, x + 32 * u, 4);
-                part[u][t] = S::dotU8S8Add(part[u][t], q[u], S::splat32(x4));
+                part[u][t] = L::dotU8S8Add(part[u][t], q[u], L::splat32(x4));
               }
             }
           }
           for (int u = 0; u < 4; ++u) {
             const int j = 8 * h + 2 * u + half16;  // the part: values 16j..16j + 15
-            const I scale = S::signedBytes8(g + 16 + 8 * j);
+            const LI scale = L::signedBytes(g + 16 + 8 * j, gs);
             for (int t = 0; t < T; ++t) {
-              const I offset = S::splat32(-32 * int32_t(block<blocks::Q8_K>(a, as, t)[i].bsums[j]));
-              isum[t] = S::mulAddI(isum[t], S::addI(part[u][t], offset), scale);
+              const LI offset = L::splat32(-32 * int32_t(block<blocks::Q8_K>(a, as, t)[i].bsums[j]));
+              isum[t] = L::mulAddI(isum[t], L::addI(part[u][t], offset), scale);
             }
           }
         }
-      const F d = S::halves8(reinterpret_cast<const uint16_t*>(g));
+      const LF d = L::halves(g, gs);
       for (int t = 0; t < T; ++t)
-        sum[t] = S::addF(sum[t], S::mulLanes(S::mulF(d, block<blocks::Q8_K>(a, as, t)[i].d), S::toF(isum[t])));
+        sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, block<blocks::Q8_K>(a, as, t)[i].d), L::toF(isum[t])));
     }
-    for (int t = 0; t < T; ++t) {
-      float rows[kRepackRows];
-      S::storeF(sum[t], rows);
-      for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
-    }
+    storeTile<L, T>(sum, out, os);
   }
 
-  // A group of 8 repacked rows (w its block 0; rows is 8) against up to
-  // kTileTokens tokens, as Tile<T>::run takes them.
-  template <template <int> class Tile>
-  static void repackedDispatch(const uint8_t* w, size_t, int, const uint8_t* a, size_t as, int tokens, int64_t n,
-                               float* out, size_t os) {
-    static_assert(kTileTokens == 4, "repackedDispatch covers 1 to 4 tokens");
+  // Groups of 8 repacked rows (w the first group's block 0, the next
+  // groups gs bytes apart; rows a multiple of 8 up to kRepackedTileRows)
+  // against up to kTileTokens tokens: pairs of groups on S::Wide where it
+  // takes two, the rest on S.
+  template <template <class, int> class Tile>
+  static void repackedDispatch(const uint8_t* w, size_t gs, int rows, const uint8_t* a, size_t as, int tokens,
+                               int64_t n, float* out, size_t os) {
+    using Wide = typename S::Wide;
+    static_assert(kRepackedTileRows == 2 * kRepackRows, "a tile takes one or two groups");
+    if (Wide::kGroups == 2 && rows == kRepackedTileRows)
+      return repackedTokens<Tile, Wide>(w, gs, a, as, tokens, n, out, os);
+    for (int r = 0; r < rows; r += kRepackRows)
+      repackedTokens<Tile, S>(w + size_t(r / kRepackRows) * gs, gs, a, as, tokens, n, out + size_t(r) * os, os);
+  }
+  template <template <class, int> class Tile, class L>
+  static void repackedTokens(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int tokens, int64_t n,
+                             float* out, size_t os) {
+    static_assert(kTileTokens == 4, "repackedTokens covers 1 to 4 tokens");
     switch (tokens) {
-      case 1: return Tile<1>::run(w, a, as, n, out, os);
-      case 2: return Tile<2>::run(w, a, as, n, out, os);
-      case 3: return Tile<3>::run(w, a, as, n, out, os);
-      default: return Tile<4>::run(w, a, as, n, out, os);
+      case 1: return Tile<L, 1>::run(w, gs, a, as, n, out, os);
+      case 2: return Tile<L, 2>::run(w, gs, a, as, n, out, os);
+      case 3: return Tile<L, 3>::run(w, gs, a, as, n, out, os);
+      default: return Tile<L, 4>::run(w, gs, a, as, n, out, os);
     }
   }
-  // Each layout's tile as repackedDispatch takes it: Tile<T>::run.
-#define MD_REPACKED_KERNEL(NAME, ...)                                                                \
-  template <int T>                                                                                   \
-  struct NAME {                                                                                      \
-    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
-      __VA_ARGS__(w, a, as, n, o, os);                                                               \
-    }                                                                                                \
+  // Each layout's tile as repackedDispatch takes it: Tile<L, T>::run.
+#define MD_REPACKED_KERNEL(NAME, ...)                                                                           \
+  template <class L, int T>                                                                                     \
+  struct NAME {                                                                                                 \
+    static void run(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
+      __VA_ARGS__(w, gs, a, as, n, o, os);                                                                      \
+    }                                                                                                           \
   };
-  MD_REPACKED_KERNEL(Q4_0x8K, block32x8Tile<Q4_0x8Format, T>)
-  MD_REPACKED_KERNEL(Q8_0x8K, block32x8Tile<Q8_0x8Format, T>)
-  MD_REPACKED_KERNEL(Q4_Kx8K, k45x8Tile<false, T>)
-  MD_REPACKED_KERNEL(Q5_Kx8K, k45x8Tile<true, T>)
-  MD_REPACKED_KERNEL(Q6_Kx8K, q6_kx8Tile<T>)
+  MD_REPACKED_KERNEL(Q4_0x8K, block32x8Tile<L, Q4_0x8Format, T>)
+  MD_REPACKED_KERNEL(Q8_0x8K, block32x8Tile<L, Q8_0x8Format, T>)
+  MD_REPACKED_KERNEL(Q4_Kx8K, k45x8Tile<L, false, T>)
+  MD_REPACKED_KERNEL(Q5_Kx8K, k45x8Tile<L, true, T>)
+  MD_REPACKED_KERNEL(Q6_Kx8K, q6_kx8Tile<L, T>)
 #undef MD_REPACKED_KERNEL
 
   // ---- Dispatch on the tile's actual shape ----

@@ -4,6 +4,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -55,21 +56,35 @@ struct Avx2 {
   }
 
   // ---- Rows in lanes (repack.h's groups of 8 rows): lane r of I and F is row r ----
+  //
+  // A vector holds kGroups groups (lanes 8g..8g + 7 are group g's rows);
+  // the tiles read each group's bytes at p, p + groupBytes, ... AVX2's
+  // vectors hold one group; Wide is the widest lane set this CPU's tiles
+  // take (simd_avx512.h: two groups in 512 bits).
   static constexpr bool kRowLanes = true;
+  static constexpr int kGroups = 1;
+  using Wide = Avx2;
   // Whether dotU8S8Add is exact for any unsigned byte (vpdpbusd): vpmaddubsw saturates.
   static constexpr bool kExactU8Dot = false;
+  static V chunk(const uint8_t* p, size_t) { return load(p); }
   static I splat32(int32_t x) { return _mm256_set1_epi32(x); }
-  static F halves8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // 8 float16 a group, as floats.
+  static F halves(const uint8_t* p, size_t) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static F mulF(F a, float m) { return _mm256_mul_ps(a, _mm256_set1_ps(m)); }
   // acc + float(i) * scale, lane by lane.
   static F fmaddLanes(F acc, I i, F scale) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), scale, acc); }
-  static void storeF(F f, float* out) { _mm256_storeu_ps(out, f); }
-  // 8 unsigned bytes, one per lane.
-  static I bytes8(const uint8_t* p) {
+  // The lanes to out[0..8 kGroups).
+  static void storeRows(F f, float* out) { _mm256_storeu_ps(out, f); }
+  // 8 unsigned bytes a group, one per lane.
+  static I bytes(const uint8_t* p, size_t) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
-  // 8 signed bytes, one per lane.
-  static I signedBytes8(const void* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
+  // 8 signed bytes a group, one per lane.
+  static I signedBytes(const uint8_t* p, size_t) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
   static I addI(I a, I b) { return _mm256_add_epi32(a, b); }
   static I mulAddI(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, b)); }
   static F toF(I i) { return _mm256_cvtepi32_ps(i); }

@@ -60,14 +60,18 @@ int64_t tileBoundary(const TensorView& w, int64_t row, int64_t rows) {
 template <class Emit>
 void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t stride, int64_t cols, int64_t r0,
                  int64_t r1, int64_t t0, int64_t t1, Emit emit) {
-  float part[kTileRows * kTileTokens];
+  static_assert(kRowBlock % kRepackedTileRows == 0 && kRowBlock % kTileRows == 0, "whole tiles a row block");
+  float part[kRepackedTileRows * kTileTokens];
+  // A repacked tile steps over its groups (r0 and r1 are whole groups, tileBoundary).
+  const int64_t tileRows = w.repacked() ? kRepackedTileRows : kTileRows;
+  const size_t tileStride = w.repacked() ? w.groupBytes : w.rowBytes;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t re = std::min(r1, rb + kRowBlock);
     for (int64_t t = t0; t < t1; t += kTileTokens) {
       const int tokens = int(std::min<int64_t>(kTileTokens, t1 - t));
-      for (int64_t r = rb; r < re; r += kTileRows) {
-        const int n = int(std::min<int64_t>(kTileRows, re - r));
-        tile(w.tile(uint64_t(r)), w.rowBytes, n, act + size_t(t) * stride, stride, tokens, cols, part, kTileTokens);
+      for (int64_t r = rb; r < re; r += tileRows) {
+        const int n = int(std::min<int64_t>(tileRows, re - r));
+        tile(w.tile(uint64_t(r)), tileStride, n, act + size_t(t) * stride, stride, tokens, cols, part, kTileTokens);
         emit(r, n, t, tokens, part);
       }
     }
