@@ -479,6 +479,51 @@ TEST(RepackedTiles, TwoGroupsGiveEachRowTheBitsOfItsGroupAlone) {
   }
 }
 
+// The attention's weighted sums of value rows: every table gives the
+// scalar loop's bits (each product rounded, then added, rows in order),
+// whole vectors of 64 and 8 values and the leftover values alike.
+TEST(WeightedRows, EveryTableGivesTheScalarLoopsBits) {
+  std::mt19937 rng(53);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t n : {128, 100, 7}) {
+    const int64_t count = 37;
+    const size_t stride = size_t(n) * 4 + 12;  // rows apart by more than their values
+    std::vector<uint8_t> f32(stride * count), f16(stride * count);
+    std::vector<float> weights(static_cast<size_t>(count));
+    for (float& w : weights) w = normal(rng);
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = normal(rng);
+        std::memcpy(f32.data() + size_t(j) * stride + size_t(i) * 4, &v, 4);
+        const uint16_t h = halfFromFloat(v);
+        std::memcpy(f16.data() + size_t(j) * stride + size_t(i) * 2, &h, 2);
+      }
+    std::vector<float> start(static_cast<size_t>(n)), expected32, expected16;
+    for (float& v : start) v = normal(rng);
+    expected32 = expected16 = start;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < count; ++j) {
+        float v;
+        std::memcpy(&v, f32.data() + size_t(j) * stride + size_t(i) * 4, 4);
+        const float product = weights[size_t(j)] * v;
+        expected32[size_t(i)] += product;
+        uint16_t h;
+        std::memcpy(&h, f16.data() + size_t(j) * stride + size_t(i) * 2, 2);
+        const float product16 = weights[size_t(j)] * halfToFloat(h);
+        expected16[size_t(i)] += product16;
+      }
+    for (const DotTable* table : availableTables()) {
+      std::vector<float> out32 = start, out16 = start;
+      table->weightedF32(f32.data(), stride, weights.data(), count, n, out32.data());
+      table->weightedF16(f16.data(), stride, weights.data(), count, n, out16.data());
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(out32[size_t(i)], expected32[size_t(i)]) << table->isa << " float32, n " << n << ", value " << i;
+        EXPECT_EQ(out16[size_t(i)], expected16[size_t(i)]) << table->isa << " float16, n " << n << ", value " << i;
+      }
+    }
+  }
+}
+
 TEST(ActivationQuantizers, Q8_0RoundsToNearestEvenWithScaleMaxOver127) {
   std::vector<float> x(32, 0.f);
   x[0] = 127.f;  // d = 1

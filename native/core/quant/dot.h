@@ -33,6 +33,13 @@ using MatrixProduct = bool (*)(TensorType type, const uint8_t* weights, size_t w
                                const uint8_t* activations, size_t activationStride, int64_t tokens, int64_t n,
                                float* out, size_t outStride);
 
+// The attention's weighted sum of value rows: out[i] += weights[j] * (row
+// j's value i) for j = 0 .. count - 1 in order, rows of n values `stride`
+// bytes apart. Each product is rounded, then added (no fused
+// multiply-add), so every table gives the scalar loop's bits.
+using WeightedRows = void (*)(const uint8_t* rows, size_t stride, const float* weights, int64_t count, int64_t n,
+                              float* out);
+
 struct DotTable {
   const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon" or "portable"
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
@@ -44,6 +51,8 @@ struct DotTable {
   // Q8_0, each followed by its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr where the table has no
   // such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
+
+  WeightedRows weightedF32 = nullptr, weightedF16 = nullptr;  // float32 rows; float16 rows
 
   // nullptr for a type without a dot product (activation-only types).
   TileDot forType(TensorType weights) const;

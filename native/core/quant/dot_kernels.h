@@ -406,6 +406,56 @@ struct DotKernels {
     }
   }
 
+  // ---- Weighted sums of float rows (WeightedRows) ----
+  //
+  // Each out[i] gets out[i] + w0 v0[i], then + w1 v1[i], ...: the scalar
+  // loop's operations (products rounded, then added), 8 lanes at a time
+  // where S has float lanes, 64 values of out held in registers over all
+  // the rows.
+  template <int Kind>
+  static float rowValue(const uint8_t* p) {
+    if constexpr (Kind == 0) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      return S::half(bits);
+    }
+  }
+  template <int Kind>
+  static void weightedRows(const uint8_t* rows, size_t stride, const float* weights, int64_t count, int64_t n,
+                           float* out) {
+    static_assert(Kind == 0 || Kind == 1, "float32 or float16 rows");
+    constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
+    int64_t i = 0;
+    if constexpr (S::kFloatTiles) {
+      constexpr int kVectors = 8;
+      for (; i + 8 * kVectors <= n; i += 8 * kVectors) {
+        F acc[kVectors];
+        for (int k = 0; k < kVectors; ++k) acc[k] = S::loadF(out + i + 8 * k);
+        for (int64_t j = 0; j < count; ++j) {
+          const F wj = S::splatF(weights[j]);
+          const uint8_t* row = rows + size_t(j) * stride + size_t(i) * kValueBytes;
+          for (int k = 0; k < kVectors; ++k)
+            acc[k] = S::addF(acc[k], S::mulLanes(wj, S::template floats8<Kind>(row + 8 * k * kValueBytes)));
+        }
+        for (int k = 0; k < kVectors; ++k) S::storeF(acc[k], out + i + 8 * k);
+      }
+      for (; i + 8 <= n; i += 8) {
+        F acc = S::loadF(out + i);
+        for (int64_t j = 0; j < count; ++j)
+          acc = S::addF(acc, S::mulLanes(S::splatF(weights[j]), S::template floats8<Kind>(rows + size_t(j) * stride +
+                                                                                          size_t(i) * kValueBytes)));
+        S::storeF(acc, out + i);
+      }
+    }
+    for (; i < n; ++i)
+      for (int64_t j = 0; j < count; ++j)
+        out[i] += weights[j] * rowValue<Kind>(rows + size_t(j) * stride + size_t(i) * kValueBytes);
+  }
+
   // ---- Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
   // The repacked tiles run on a row-lane set L: S itself (one group of 8
@@ -728,6 +778,8 @@ struct DotKernels {
     t.q6_k = &dispatch<Q6_KK>;
     t.iq4_nl = &dispatch<IQ4_NLK>;
     t.iq4_xs = &dispatch<IQ4_XSK>;
+    t.weightedF32 = &weightedRows<0>;
+    t.weightedF16 = &weightedRows<1>;
     if constexpr (S::kRowLanes) {
       t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
       // Q8_0x8's unsigned quants reach 255: only vpdpbusd sums their products

@@ -181,6 +181,9 @@ struct Avx2 {
     }
   }
   static F fmaddF(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static F splatF(float x) { return _mm256_set1_ps(x); }
+  static F loadF(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeF(F f, float* p) { _mm256_storeu_ps(p, f); }
 };
 
 }  // namespace md::simd

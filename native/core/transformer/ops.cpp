@@ -47,7 +47,8 @@ void applyRope(RopeMode mode, int ropeDims, const float* cosines, const float* s
 
 void softmax(float* x, int64_t n) {
   float max = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  // x[i] > max, not std::fmax (a libm call here): both skip NaNs.
+  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = std::exp(x[i] - max);

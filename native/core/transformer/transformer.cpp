@@ -369,15 +369,16 @@ void Transformer::attention(TransformerState& s, uint32_t layer, uint32_t window
       softmax(scores, positions);
       float* out = attended + t * qDim + h * hd;
       std::fill(out, out + hd, 0.f);
-      for (int64_t j = 0; j < positions; ++j) {
-        const uint8_t* v = values + size_t(first + j) * rowBytes + size_t(g) * headBytes;
-        if (cache == TensorType::F16) {
-          const float p = halfToFloat(halfFromFloat(scores[j]));
-          const uint16_t* halves = reinterpret_cast<const uint16_t*>(v);
-          for (int64_t i = 0; i < hd; ++i) out[i] += p * halfToFloat(halves[i]);
-        } else {
-          dequantizeRow(cache, v, valueRow, hd);
-          for (int64_t i = 0; i < hd; ++i) out[i] += scores[j] * valueRow[i];
+      const uint8_t* valuesFrom = values + size_t(first) * rowBytes + size_t(g) * headBytes;
+      if (cache == TensorType::F16) {
+        for (int64_t j = 0; j < positions; ++j) scores[j] = halfToFloat(halfFromFloat(scores[j]));
+        dots_.weightedF16(valuesFrom, rowBytes, scores, positions, hd, out);
+      } else if (cache == TensorType::F32) {
+        dots_.weightedF32(valuesFrom, rowBytes, scores, positions, hd, out);
+      } else {
+        for (int64_t j = 0; j < positions; ++j) {
+          dequantizeRow(cache, valuesFrom + size_t(j) * rowBytes, valueRow, hd);
+          dots_.weightedF32(reinterpret_cast<const uint8_t*>(valueRow), 0, scores + j, 1, hd, out);
         }
       }
     }
