@@ -36,6 +36,7 @@ export class RequestWorker {
   readonly #workerData: unknown;
   readonly #rebuild: (error: WorkerError) => Error;
   readonly #resourceLimits: ResourceLimits | undefined;
+  readonly #endWhenIdle: boolean;
   #worker: Worker | undefined;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
@@ -46,18 +47,27 @@ export class RequestWorker {
   /**
    * `script`: the compiled worker's path from lib/; `rebuild`: the error to
    * throw for one the worker reports; `resourceLimits`: the thread's heap,
-   * for code from a file (a thread past it ends, the process carries on).
+   * for code from a file (a thread past it ends, the process carries on);
+   * `endWhenIdle`: the thread ends once no request is pending, handing its
+   * heap back (a thread that keeps no state between requests).
    */
   constructor(
     script: string,
     workerData: unknown,
     rebuild: (error: WorkerError) => Error = (e) => new Error(e.message),
     resourceLimits?: ResourceLimits,
+    endWhenIdle = false,
   ) {
     this.#script = script;
     this.#workerData = workerData;
     this.#rebuild = rebuild;
     this.#resourceLimits = resourceLimits;
+    this.#endWhenIdle = endWhenIdle;
+  }
+
+  /** Whether a thread is up (it starts on a request; endWhenIdle ends it after the last answer). */
+  get threadRunning(): boolean {
+    return this.#worker !== undefined;
   }
 
   request<T>(message: unknown, transfer: ArrayBuffer[] = [], limits: RequestLimits = {}): Promise<T> {
@@ -162,7 +172,13 @@ export class RequestWorker {
     worker.on('message', ({ id, value, error }: { id: number; value?: unknown; error?: WorkerError }) => {
       const pending = this.#pending.get(id);
       this.#pending.delete(id);
-      if (this.#pending.size === 0) worker.unref();
+      if (this.#pending.size === 0) {
+        worker.unref();
+        if (this.#endWhenIdle && this.#sync === undefined && this.#worker === worker) {
+          this.#worker = undefined;
+          void worker.terminate();
+        }
+      }
       if (error !== undefined) pending?.reject(this.#rebuild(error));
       else pending?.resolve(value);
     });

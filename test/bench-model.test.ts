@@ -48,7 +48,9 @@ it('measures both engines on the same file and prints the ratios and memory', as
   expect(stdout).toMatch(/^metal-decode \(native\) +\d+\.\d +\d+\.\d\d +\d+ +\w+ kernels, 1 threads$/m);
   expect(stdout).toMatch(/^llama\.cpp +\d+\.\d +\d+\.\d\d +\d+ +node-llama-cpp \d+\.\d+\.\d+/m);
   expect(stdout).toMatch(/^ratio +\d+\.\d\dx +\d+\.\d\dx +\d+\.\d\dx/m);
-  expect(stdout).toContain('resident memory this package added');
+  expect(stdout).toContain('resident memory each engine added');
+  expect(stdout).toMatch(/^metal-decode \(native\) +\d+ MiB +\d+ MiB \+ \d+ MiB +\d+\.\d\dx$/m);
+  expect(stdout).toMatch(/^llama\.cpp +\d+ MiB +\d+ MiB \+ \d+ MiB +\d+\.\d\dx$/m);
 });
 
 it('--json gives the result with every number; --compare none leaves llama.cpp out', async () => {
@@ -76,6 +78,7 @@ it('--json gives the result with every number; --compare none leaves llama.cpp o
   expect(result.speculation).toBeNull();
   expect(result.engines[0].prefillTokensPerSecond).toBeGreaterThan(0);
   expect(result.engines[0].decodeTokensPerSecond).toBeGreaterThan(0);
+  expect(result.engines[0].residentBytes).toBe(result.residentBytes);
   expect(result.fileBytes).toBeGreaterThan(0);
   expect(result.kvCacheBytes).toBe(2 * 2 * (8 + 4 + 8) * 2 * 32 * 2); // K and V, F16, positions x layers x KV heads x head dim
 });

@@ -65,6 +65,8 @@ export interface EngineResult {
   decodeTokensPerSecond: number | null;
   timeToFirstTokenMs: number | null;
   note: string;
+  /** Resident memory the engine added, loaded with its prompt evaluated and tokens generated; null when it did not run. */
+  residentBytes: number | null;
 }
 
 export interface ModelBenchResult {
@@ -95,9 +97,10 @@ interface Timings {
   ttft: number[];
 }
 
-function summary(engine: string, t: Timings, prompt: number, note: string): EngineResult {
+function summary(engine: string, t: Timings, prompt: number, note: string, residentBytes: number): EngineResult {
   return {
     engine,
+    residentBytes,
     prefillTokensPerSecond: prompt / (median(t.prefill) / 1000),
     decodeTokensPerSecond: 1000 / median(t.decode),
     timeToFirstTokenMs: median(t.ttft),
@@ -154,7 +157,7 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
         ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
         : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
     return {
-      result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note),
+      result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note, residentBytes),
       kvCacheBytes,
       residentBytes,
       vocab: model.vocabSize,
@@ -226,10 +229,18 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
   } catch (error) {
     const reason = `node-llama-cpp is not installed (npm install node-llama-cpp to compare): ${(error as Error).message.split('\n')[0]}`;
     if (s.compare === 'llama.cpp') throw new Error(reason);
-    return { engine: 'llama.cpp', prefillTokensPerSecond: null, decodeTokensPerSecond: null, timeToFirstTokenMs: null, note: reason };
+    return {
+      engine: 'llama.cpp',
+      prefillTokensPerSecond: null,
+      decodeTokensPerSecond: null,
+      timeToFirstTokenMs: null,
+      note: reason,
+      residentBytes: null,
+    };
   }
   // Against our Metal tables, llama.cpp's Metal backend with every layer on the GPU; else its CPU build.
   const metal = s.backend === 'metal';
+  const before = process.memoryUsage().rss;
   const llama = await llamaCpp.getLlama({
     gpu: metal ? 'metal' : false,
     build: 'never',
@@ -239,6 +250,7 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
   const model = await llama.loadModel({ modelPath: s.model, gpuLayers: metal ? 'max' : 0 });
   const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
   const t: Timings = { prefill: [], decode: [], ttft: [] };
+  let residentBytes = 0;
   try {
     for (let run = 0; run < s.runs + 1; run++) {
       const context = await model.createContext({
@@ -260,6 +272,8 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
           stamps.push(performance.now());
           if (stamps.length === s.generatedTokens) break;
         }
+        // With its context still open, as ours is measured with the KV cache it last had.
+        residentBytes = Math.max(residentBytes, process.memoryUsage().rss - before);
         if (run === 0) continue;
         t.prefill.push(prefill);
         t.ttft.push(stamps[0] - start);
@@ -272,7 +286,7 @@ async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<Engi
     await model.dispose();
   }
   const build = metal ? 'Metal, every layer on the GPU' : `CPU build picked by ggml for this CPU, ${s.threads} threads`;
-  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`);
+  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`, residentBytes);
 }
 
 // node-llama-cpp's exports map hides its package.json: find it from the entry point.
@@ -367,10 +381,14 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
     ]);
   }
   const budget = r.fileBytes + r.kvCacheBytes;
+  // llama.cpp's in the same process, measured after ours was disposed: its
+  // loaded library, model, context and vocabulary.
   const memory: Table = {
-    title: 'resident memory this package added',
-    header: ['resident', 'file + KV cache', 'ratio'],
-    rows: [[mb(r.residentBytes), `${mb(r.fileBytes)} + ${mb(r.kvCacheBytes)}`, `${(r.residentBytes / budget).toFixed(2)}x`]],
+    title: 'resident memory each engine added',
+    header: ['engine', 'resident', 'file + KV cache', 'ratio'],
+    rows: r.engines
+      .filter((e) => e.residentBytes !== null)
+      .map((e) => [e.engine, mb(e.residentBytes!), `${mb(r.fileBytes)} + ${mb(r.kvCacheBytes)}`, `${(e.residentBytes! / budget).toFixed(2)}x`]),
   };
   return [speed, memory];
 }

@@ -133,10 +133,19 @@ async function unpackNumbers(packed: Float64Array): Promise<number[]> {
 
 let headerWorker: RequestWorker | undefined;
 
-/** readGgufHeader() on a worker thread shared by every load: the event loop turns while the header is parsed and unpacked. */
+/**
+ * readGgufHeader() on a worker thread: the event loop turns while the
+ * header is parsed and unpacked. The thread ends when no load is reading a
+ * header: the parse leaves some 70 MB of a large vocabulary's garbage in
+ * its heap, which would stay resident beside the model.
+ */
 export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
-  headerWorker ??= new RequestWorker('gguf/header-worker.js', undefined, (e) =>
-    e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message),
+  headerWorker ??= new RequestWorker(
+    'gguf/header-worker.js',
+    undefined,
+    (e) => (e.name === 'GgufError' && e.fields ? new GgufError(e.fields.file, e.fields.field, e.fields.detail) : new Error(e.message)),
+    undefined,
+    true,
   );
   const { header, strings, numbers } = await headerWorker.request<PackedHeader>({ path });
   const metadata: Record<string, MetadataValue> = { ...header.metadata };
