@@ -1,7 +1,7 @@
 // repack.test.ts: loadModel's repack. The CPU's prompt kernels read Q4_0,
 // Q8_0, Q4_K, Q5_K and Q6_K matrices repacked in groups of 8 rows
 // (native/core/quant/repack.h) where the kernels have such tiles (AVX2,
-// AVX-VNNI, AVX-512 without AMX; Q8_0 only with VNNI). A prompt's logits
+// AVX-VNNI, AVX-512, NEON; on AMX CPUs Q6_K only). A prompt's logits
 // then equal token by token, bit for bit. Against the file read in place:
 // Q4_0's and Q8_0's within float32 summation order, the K types' bit for
 // bit (the same integers and float operations, lane by lane). The option
@@ -65,12 +65,9 @@ describe.each(['Q4_0', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K'] as const)('%s', (type) =>
 
   test('where the kernels have repacked tiles, the matrices are repacked, and a prompt equals token by token, bit for bit', async () => {
     const kernels = repacked.info.cpuKernels;
-    const tiles =
-      type === 'Q8_0'
-        ? ['avx-vnni', 'avx512'].includes(kernels)
-        : ['avx2', 'avx-vnni', 'avx512', ...(type === 'Q6_K' ? ['amx'] : [])].includes(kernels);
+    const tiles = ['avx2', 'avx-vnni', 'avx512', 'neon', ...(type === 'Q6_K' ? ['amx'] : [])].includes(kernels);
     if (tiles) expect(repacked.info.repackedBytes).toBeGreaterThan(0);
-    else expect(repacked.info.repackedBytes).toBe(0); // NEON and the portable kernels read the file in place
+    else expect(repacked.info.repackedBytes).toBe(0); // the portable kernels read the file in place
     expect(plain.info.repackedBytes).toBe(0);
     const batch = await logitsOf(repacked, false);
     expect(Array.from(await logitsOf(repacked, true))).toEqual(Array.from(batch));

@@ -160,7 +160,8 @@ export function reportSvg(report: BenchReport): string {
   }
   const header =
     `<text x="0" y="16" font-weight="bold" font-size="15">metal-decode bench</text>` +
-    `<text x="0" y="34" font-size="11">${xml(describeMachine(report.machine))}</text>`;
+    // The chart's width holds the machine line without its CPU features (the tables and the JSON keep them).
+    `<text x="0" y="34" font-size="11">${xml(describeMachine({ ...report.machine, cpuFeatures: [] }))}</text>`;
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${top}" viewBox="0 0 ${WIDTH} ${top}" font-family="sans-serif" font-size="12">\n` +
     `<rect width="100%" height="100%" fill="white"/>\n${header}\n${charts.map((c) => c.svg).join('\n')}\n</svg>\n`

@@ -15,6 +15,48 @@ export interface MachineInfo {
   arch: string;
   node: string;
   packageVersion: string;
+  /** The CPU's features the CPU kernels choose by (x86 levels, VNNI, AMX; arm64's dot product and i8mm), where the system lists them. */
+  cpuFeatures: string[];
+}
+
+// /proc/cpuinfo's names: x86's "flags", arm64's "Features" (asimddp: the dot product).
+const KERNEL_FEATURES = [
+  'avx2',
+  'fma',
+  'f16c',
+  'avx512f',
+  'avx512bw',
+  'avx512vl',
+  'avx512_vnni',
+  'avx512_bf16',
+  'avx_vnni',
+  'amx_tile',
+  'amx_int8',
+  'asimd',
+  'asimddp',
+  'i8mm',
+  'fphp',
+];
+
+/** The kernel-relevant features on Linux's /proc/cpuinfo, in KERNEL_FEATURES' order; [] where there is none. */
+export function cpuFeatures(cpuinfo = readCpuinfo()): string[] {
+  const line = cpuinfo.split('\n').find((l) => /^(flags|Features)\s*:/.test(l));
+  if (line === undefined) return [];
+  const listed = new Set(
+    line
+      .slice(line.indexOf(':') + 1)
+      .trim()
+      .split(/\s+/),
+  );
+  return KERNEL_FEATURES.filter((f) => listed.has(f));
+}
+
+function readCpuinfo(): string {
+  try {
+    return readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** This package's version, from its package.json (found upwards: the code runs from lib/ in tests and dist/lib/ when built). */
@@ -41,12 +83,14 @@ export function machineInfo(): MachineInfo {
     arch: os.arch(),
     node: process.version,
     packageVersion: packageVersion(),
+    cpuFeatures: cpuFeatures(),
   };
 }
 
 export function describeMachine(m: MachineInfo): string {
   return (
     `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, GPU: ${m.gpu ?? 'none (Metal does not run here)'}; ` +
-    `${m.platform}-${m.arch}, Node ${m.node}, metal-decode ${m.packageVersion}`
+    `${m.platform}-${m.arch}, Node ${m.node}, metal-decode ${m.packageVersion}` +
+    (m.cpuFeatures.length > 0 ? `; CPU features: ${m.cpuFeatures.join(' ')}` : '')
   );
 }

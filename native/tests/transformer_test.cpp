@@ -151,8 +151,8 @@ TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
   // Q, K, V, the output and the FFN's three matrices of each layer (the LM head's 50 rows are not groups of 8).
   const uint64_t perLayer = (128 * 64 + 2 * 64 * 64 + 64 * 128 + 2 * 96 * 64 + 64 * 96) / 32 * 18;
   EXPECT_EQ(bytes, repacksFor(dots) ? 2 * perLayer : 0u) << dots.isa;
-#if defined(__x86_64__)
-  EXPECT_GT(bytes, 0u) << "every x86-64 CPU this runs on has AVX2's repacked tiles";
+#if defined(__x86_64__) || defined(__aarch64__)
+  EXPECT_GT(bytes, 0u) << "every x86-64 CPU this runs on has AVX2's repacked tiles, every arm64 one NEON's";
 #endif
   EXPECT_EQ(repacked.repackedBytes(), bytes);
   const std::vector<uint32_t> tokens{3, 17, 42, 8, 8, 0, 49, 12, 5};

@@ -18,6 +18,26 @@
 
 namespace md {
 
+// The repacked tiles' row-lane sets of a backend S: RowLanes holds one
+// group of 8 rows (S::Rows where S's own vectors are narrower, NEON's;
+// else S itself), WideLanes the most groups (S::Wide, else RowLanes).
+template <class S, class = void>
+struct RowLanesOf {
+  using type = S;
+};
+template <class S>
+struct RowLanesOf<S, std::void_t<typename S::Rows>> {
+  using type = typename S::Rows;
+};
+template <class S, class = void>
+struct WideLanesOf {
+  using type = typename RowLanesOf<S>::type;
+};
+template <class S>
+struct WideLanesOf<S, std::void_t<typename S::Wide>> {
+  using type = typename S::Wide;
+};
+
 template <class S>
 struct DotKernels {
   using V = typename S::V;
@@ -458,10 +478,10 @@ struct DotKernels {
 
   // ---- Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): lane r is row r ----
   //
-  // The repacked tiles run on a row-lane set L: S itself (one group of 8
-  // rows a vector) or S::Wide (two groups, 16 rows; simd_avx512.h). Each
-  // lane takes the same steps either way, so a row has the same bits in a
-  // tile of 8 rows as in one of 16.
+  // The repacked tiles run on a row-lane set L: RowLanesOf<S> (one group
+  // of 8 rows) or WideLanesOf<S> (two groups, 16 rows, where S has them:
+  // simd_avx512.h). Each lane takes the same steps either way, so a row
+  // has the same bits in a tile of 8 rows as in one of 16.
   //
   // Per block and token: the rows' sums of quant x activation, exact in
   // int32 (each chunk's 4 bytes per row against the token's 4 matching
@@ -473,10 +493,16 @@ struct DotKernels {
   // batch gives each token the bits it gets alone.
   //
   // unpack() gives the block's 8 value vectors: vector c holds values
-  // 4c..4c+3 of each row, as unsigned bytes q + offset.
+  // 4c..4c+3 of each row, as unsigned bytes q + offset<L>(), or as the
+  // signed quants where kSigned<L>.
   struct Q4_0x8Format {
-    static constexpr int32_t kOffset = 8;
     static constexpr size_t kBlockBytes = kQ4_0x8BlockBytes;
+    template <class L>
+    static constexpr bool kSigned = false;
+    template <class L>
+    static constexpr int32_t offset() {
+      return 8;
+    }
     template <class L>
     static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
       for (int p = 0; p < 4; ++p) {
@@ -486,12 +512,25 @@ struct DotKernels {
       }
     }
   };
+  // Q8_0x8's stored bytes are q + 128. Where dotU8S8Add is exact for any
+  // byte (VNNI's vpdpbusd) the tile takes them so, the 128 off through the
+  // activations' sums; elsewhere (AVX2's vpmaddubsw would saturate a pair
+  // at 32767; NEON's sdot multiplies signed bytes) it flips them back to
+  // q and takes a signed dot. The same integer sums either way.
   struct Q8_0x8Format {
-    static constexpr int32_t kOffset = 128;
     static constexpr size_t kBlockBytes = kQ8_0x8BlockBytes;
     template <class L>
+    static constexpr bool kSigned = !L::kExactU8Dot;
+    template <class L>
+    static constexpr int32_t offset() {
+      return kSigned<L> ? 0 : 128;
+    }
+    template <class L>
     static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
-      for (int c = 0; c < 8; ++c) v[c] = L::chunk(quants + 32 * c, gs);
+      for (int c = 0; c < 8; ++c) {
+        v[c] = L::chunk(quants + 32 * c, gs);
+        if constexpr (kSigned<L>) v[c] = L::toSigned(v[c]);
+      }
     }
   };
 
@@ -526,8 +565,14 @@ struct DotKernels {
         std::memcpy(x4, y.qs, sizeof x4);
         int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
         std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-        LI sum = L::splat32(-Format::kOffset * int32_t(xsum));
-        for (int c = 0; c < 8; ++c) sum = L::dotU8S8Add(sum, v[c], L::splat32(x4[c]));
+        LI sum = L::splat32(-Format::template offset<L>() * int32_t(xsum));
+        for (int c = 0; c < 8; ++c) {
+          const LV x = L::repeat4(x4[c]);
+          if constexpr (Format::template kSigned<L>)
+            sum = L::addI(sum, L::dotS8S8(v[c], x));
+          else
+            sum = L::dotU8S8Add(sum, v[c], x);
+        }
         acc[t] = L::fmaddLanes(acc[t], sum, L::mulF(dw, S::half(y.d)));
       }
     }
@@ -572,8 +617,8 @@ struct DotKernels {
             int32_t xlo, xhi;
             std::memcpy(&xlo, x, 4);
             std::memcpy(&xhi, x + 32, 4);
-            low32[t] = L::dotU8S8Add(low32[t], lo, L::splat32(xlo));
-            high32[t] = L::dotU8S8Add(high32[t], hi, L::splat32(xhi));
+            low32[t] = L::dotU8S8Add(low32[t], lo, L::repeat4(xlo));
+            high32[t] = L::dotU8S8Add(high32[t], hi, L::repeat4(xhi));
           }
         }
         const LI scaleLow = L::bytes(g + 32 + 16 * s, gs), scaleHigh = L::bytes(g + 40 + 16 * s, gs);
@@ -634,7 +679,7 @@ struct DotKernels {
               for (int u = 0; u < 4; ++u) {
                 int32_t x4;
                 std::memcpy(&x4, x + 32 * u, 4);
-                part[u][t] = L::dotU8S8Add(part[u][t], q[u], L::splat32(x4));
+                part[u][t] = L::dotU8S8Add(part[u][t], q[u], L::repeat4(x4));
               }
             }
           }
@@ -656,17 +701,19 @@ struct DotKernels {
 
   // Groups of 8 repacked rows (w the first group's block 0, the next
   // groups gs bytes apart; rows a multiple of 8 up to kRepackedTileRows)
-  // against up to kTileTokens tokens: pairs of groups on S::Wide where it
-  // takes two, the rest on S.
+  // against up to kTileTokens tokens: pairs of groups on the wide lanes
+  // where S has them, the rest one group at a time.
   template <template <class, int> class Tile>
   static void repackedDispatch(const uint8_t* w, size_t gs, int rows, const uint8_t* a, size_t as, int tokens,
                                int64_t n, float* out, size_t os) {
-    using Wide = typename S::Wide;
-    static_assert(kRepackedTileRows == 2 * kRepackRows, "a tile takes one or two groups");
-    if (Wide::kGroups == 2 && rows == kRepackedTileRows)
-      return repackedTokens<Tile, Wide>(w, gs, a, as, tokens, n, out, os);
+    using Rows = typename RowLanesOf<S>::type;
+    using Wide = typename WideLanesOf<S>::type;
+    static_assert(Rows::kGroups == 1 && kRepackedTileRows == 2 * kRepackRows, "a tile takes one or two groups");
+    if constexpr (Wide::kGroups == 2) {
+      if (rows == kRepackedTileRows) return repackedTokens<Tile, Wide>(w, gs, a, as, tokens, n, out, os);
+    }
     for (int r = 0; r < rows; r += kRepackRows)
-      repackedTokens<Tile, S>(w + size_t(r / kRepackRows) * gs, gs, a, as, tokens, n, out + size_t(r) * os, os);
+      repackedTokens<Tile, Rows>(w + size_t(r / kRepackRows) * gs, gs, a, as, tokens, n, out + size_t(r) * os, os);
   }
   template <template <class, int> class Tile, class L>
   static void repackedTokens(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int tokens, int64_t n,
@@ -782,9 +829,7 @@ struct DotKernels {
     t.weightedF16 = &weightedRows<1>;
     if constexpr (S::kRowLanes) {
       t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
-      // Q8_0x8's unsigned quants reach 255: only vpdpbusd sums their products
-      // exactly (AVX2's vpmaddubsw saturates a pair's sum at 32767).
-      if constexpr (S::kExactU8Dot) t.q8_0x8 = &repackedDispatch<Q8_0x8K>;
+      t.q8_0x8 = &repackedDispatch<Q8_0x8K>;
       t.q4_kx8 = &repackedDispatch<Q4_Kx8K>;
       t.q5_kx8 = &repackedDispatch<Q5_Kx8K>;
       t.q6_kx8 = &repackedDispatch<Q6_Kx8K>;

@@ -16,7 +16,8 @@
 // Q8_0x8 (272 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
 // then eight chunks: chunk c holds quants 4c..4c+3 of each row, each plus
 // 128 (stored as unsigned bytes, the operand VNNI's vpdpbusd takes
-// unsigned; the 128 comes off through the activations' block sums).
+// unsigned; the 128 comes off through the activations' block sums; tiles
+// without vpdpbusd flip the high bit back and take a signed dot).
 //
 // Q4_Kx8 (1184 bytes a super-block; the file's rows take 1152): the 8
 // float16 d, the 8 dmin, the 6-bit scales unpacked to bytes as [part
@@ -41,7 +42,7 @@
 
 namespace md {
 
-constexpr int kRepackRows = 8;  // rows per group, one per int32 lane of a 256-bit vector
+constexpr int kRepackRows = 8;  // rows per group, one per int32 lane of 256 bits (AVX-512 takes two groups)
 
 constexpr size_t kQ4_0x8BlockBytes = 8 * 18;
 constexpr size_t kQ8_0x8BlockBytes = 8 * 34;

@@ -59,15 +59,18 @@ struct Avx2 {
   //
   // A vector holds kGroups groups (lanes 8g..8g + 7 are group g's rows);
   // the tiles read each group's bytes at p, p + groupBytes, ... AVX2's
-  // vectors hold one group; Wide is the widest lane set this CPU's tiles
-  // take (simd_avx512.h: two groups in 512 bits).
+  // vectors hold one group (DotKernels' RowLanes; a backend's Wide, where
+  // it has one, holds two: simd_avx512.h).
   static constexpr bool kRowLanes = true;
   static constexpr int kGroups = 1;
-  using Wide = Avx2;
   // Whether dotU8S8Add is exact for any unsigned byte (vpdpbusd): vpmaddubsw saturates.
   static constexpr bool kExactU8Dot = false;
   static V chunk(const uint8_t* p, size_t) { return load(p); }
+  // Bytes stored plus 128 back to signed: the high bit flipped.
+  static V toSigned(V x) { return _mm256_xor_si256(x, _mm256_set1_epi8(char(0x80))); }
   static I splat32(int32_t x) { return _mm256_set1_epi32(x); }
+  // The 4 bytes of x in every 4 bytes (a token's 4 bytes against each row's).
+  static V repeat4(int32_t x) { return _mm256_set1_epi32(x); }
   // 8 float16 a group, as floats.
   static F halves(const uint8_t* p, size_t) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

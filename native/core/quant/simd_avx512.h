@@ -15,6 +15,7 @@ namespace md::simd {
 
 struct Avx512TwoGroups {
   static constexpr int kGroups = 2;
+  static constexpr bool kExactU8Dot = true;  // vpdpbusd
   using V = __m512i;
   using I = __m512i;  // 16 x int32
   using F = __m512;   // 16 x float
@@ -47,6 +48,7 @@ struct Avx512TwoGroups {
   static I izero() { return _mm512_setzero_si512(); }
   static F fzero() { return _mm512_setzero_ps(); }
   static I splat32(int32_t x) { return _mm512_set1_epi32(x); }
+  static V repeat4(int32_t x) { return _mm512_set1_epi32(x); }
   // Lane j: acc + the sum of bytes 4j..4j+3 of u (unsigned) times s (signed), exact.
   static I dotU8S8Add(I acc, V u, V s) { return _mm512_dpbusd_epi32(acc, u, s); }
   static F halves(const uint8_t* p, size_t groupBytes) {

@@ -4,14 +4,19 @@
 #pragma once
 #include <arm_neon.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 namespace md::simd {
 
+struct NeonRows;
+
 struct Neon {
   static constexpr const char* kName = "neon";
-  static constexpr bool kRowLanes = false;    // no repacked tiles yet (repack.h)
+  // Repacked tiles (repack.h) on NeonRows: a group's 8 rows in two 128-bit vectors.
+  static constexpr bool kRowLanes = true;
+  using Rows = NeonRows;
   static constexpr bool kFloatTiles = false;  // one row dot per pair (DotKernels::floatTile)
   struct V {
     uint8x16_t lo, hi;
@@ -63,14 +68,16 @@ struct Neon {
   static I izero() { return vdupq_n_s32(0); }
   static F fzero() { return vdupq_n_f32(0); }
 
-  // Four int32 partial sums of a[i] * c[i] over 16 signed bytes.
+  // Lane j: acc + the sum of a[i] * c[i] over bytes 4j..4j+3 (sdot's
+  // lanes, which the repacked tiles' row lanes rely on; without the
+  // extension, widening multiplies and two pairwise adds give the same).
   static int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t c) {
 #if defined(__ARM_FEATURE_DOTPROD)
     return vdotq_s32(acc, a, c);
 #else
     const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(c));
     const int16x8_t hi = vmull_s8(vget_high_s8(a), vget_high_s8(c));
-    return vaddq_s32(acc, vaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
 #endif
   }
   // The unsigned bytes are at most 63 here, so they read as signed too.
@@ -156,6 +163,95 @@ struct Neon {
     for (; i < n; ++i) sum += bf1(a[i]) * bf1(b[i]);
     return sum;
   }
+};
+
+// The repacked tiles' row lanes (simd_avx2.h's "Rows in lanes") on NEON:
+// one group of 8 rows, rows 0..3 in `lo` and 4..7 in `hi` of each pair of
+// 128-bit vectors. Each lane takes the AVX2 lanes' integer and float steps
+// (fused multiply-adds where they fuse), so the K types keep the plain
+// tiles' bits here too. With the dot-product extension one sdot sums 4
+// bytes of 4 rows against a token's 4 bytes, read once with ld1r.
+struct NeonRows {
+  static constexpr int kGroups = 1;
+  // sdot multiplies signed bytes: dotU8S8Add's unsigned operand must stay
+  // under 128 (Q8_0x8 takes the signed dot; i8mm's usdot would take them).
+  static constexpr bool kExactU8Dot = false;
+  struct V {
+    uint8x16_t lo, hi;
+  };
+  struct I {
+    int32x4_t lo, hi;
+  };
+  struct F {
+    float32x4_t lo, hi;
+  };
+
+  static V chunk(const uint8_t* p, size_t) { return {vld1q_u8(p), vld1q_u8(p + 16)}; }
+  static V splat(uint8_t x) { return {vdupq_n_u8(x), vdupq_n_u8(x)}; }
+  static V andV(V a, V c) { return {vandq_u8(a.lo, c.lo), vandq_u8(a.hi, c.hi)}; }
+  static V orV(V a, V c) { return {vorrq_u8(a.lo, c.lo), vorrq_u8(a.hi, c.hi)}; }
+  static V lowNibbles(V x) { return {vandq_u8(x.lo, vdupq_n_u8(0x0F)), vandq_u8(x.hi, vdupq_n_u8(0x0F))}; }
+  static V highNibbles(V x) { return {vshrq_n_u8(x.lo, 4), vshrq_n_u8(x.hi, 4)}; }
+  template <int N>
+  static V shiftRight(V x) {
+    return {vshrq_n_u8(x.lo, N), vshrq_n_u8(x.hi, N)};
+  }
+  template <int N>
+  static V shiftLeft(V x) {
+    return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)};
+  }
+  // 0xFF where every bit of m is set in the byte, else 0.
+  static V testMask(V x, uint8_t m) {
+    const uint8x16_t mask = vdupq_n_u8(m);
+    return {vceqq_u8(vandq_u8(x.lo, mask), mask), vceqq_u8(vandq_u8(x.hi, mask), mask)};
+  }
+  static V toSigned(V x) { return {veorq_u8(x.lo, vdupq_n_u8(0x80)), veorq_u8(x.hi, vdupq_n_u8(0x80))}; }
+  // Lane j: the sum of a[i] * c[i] over bytes 4j..4j+3, both signed.
+  static I dotS8S8(V a, V c) {
+    return {Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo)),
+            Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi))};
+  }
+  static V repeat4(int32_t x) {
+    const uint8x16_t r = vreinterpretq_u8_s32(vdupq_n_s32(x));
+    return {r, r};
+  }
+
+  static I izero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+  static F fzero() { return {vdupq_n_f32(0), vdupq_n_f32(0)}; }
+  static I splat32(int32_t x) { return {vdupq_n_s32(x), vdupq_n_s32(x)}; }
+  // Lane j: acc + the sum of bytes 4j..4j+3 of u times s, u under 128 (read as signed), exact.
+  static I dotU8S8Add(I acc, V u, V s) {
+    return {Neon::dot16(acc.lo, vreinterpretq_s8_u8(u.lo), vreinterpretq_s8_u8(s.lo)),
+            Neon::dot16(acc.hi, vreinterpretq_s8_u8(u.hi), vreinterpretq_s8_u8(s.hi))};
+  }
+  static F halves(const uint8_t* p, size_t) {
+    const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t*>(p)));
+    return {vcvt_f32_f16(vget_low_f16(h)), vcvt_f32_f16(vget_high_f16(h))};
+  }
+  static F mulF(F a, float m) { return {vmulq_n_f32(a.lo, m), vmulq_n_f32(a.hi, m)}; }
+  // acc + float(i) * scale, fused as AVX2's vfmadd.
+  static F fmaddLanes(F acc, I i, F scale) {
+    return {vfmaq_f32(acc.lo, vcvtq_f32_s32(i.lo), scale.lo), vfmaq_f32(acc.hi, vcvtq_f32_s32(i.hi), scale.hi)};
+  }
+  static void storeRows(F f, float* out) {
+    vst1q_f32(out, f.lo);
+    vst1q_f32(out + 4, f.hi);
+  }
+  static I bytes(const uint8_t* p, size_t) {
+    const uint16x8_t wide = vmovl_u8(vld1_u8(p));
+    return {vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(wide))),
+            vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(wide)))};
+  }
+  static I signedBytes(const uint8_t* p, size_t) {
+    const int16x8_t wide = vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(p)));
+    return {vmovl_s16(vget_low_s16(wide)), vmovl_s16(vget_high_s16(wide))};
+  }
+  static I addI(I a, I b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
+  static I mulAddI(I acc, I a, I b) { return {vmlaq_s32(acc.lo, a.lo, b.lo), vmlaq_s32(acc.hi, a.hi, b.hi)}; }
+  static F toF(I i) { return {vcvtq_f32_s32(i.lo), vcvtq_f32_s32(i.hi)}; }
+  static F mulLanes(F a, F b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
+  static F addF(F a, F b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
+  static F subF(F a, F b) { return {vsubq_f32(a.lo, b.lo), vsubq_f32(a.hi, b.hi)}; }
 };
 
 }  // namespace md::simd
