@@ -136,8 +136,8 @@ let headerWorker: RequestWorker | undefined;
 /**
  * readGgufHeader() on a worker thread: the event loop turns while the
  * header is parsed and unpacked. The thread ends when no load is reading a
- * header: the parse leaves some 70 MB of a large vocabulary's garbage in
- * its heap, which would stay resident beside the model.
+ * header: the parse leaves a large vocabulary's garbage in its heap,
+ * which would stay resident beside the model.
  */
 export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader> {
   headerWorker ??= new RequestWorker(

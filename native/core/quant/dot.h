@@ -47,9 +47,10 @@ struct DotTable {
   // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
   // tile is one or two groups (weights the first group's first byte,
   // weightStride the bytes of a group, rows 8 or kRepackedTileRows)
-  // against up to kTileTokens tokens; a row gets the same bits either way. Q4_0x8's and Q8_0x8's activation rows are
-  // Q8_0, each followed by its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr where the table has no
-  // such tiles (the weights stay as mapped).
+  // against up to kTileTokens tokens; a row gets the same bits either
+  // way. Q4_0x8's and Q8_0x8's activation rows are Q8_0, each followed by
+  // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr
+  // where the table has no such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
 
   WeightedRows weightedF32 = nullptr, weightedF16 = nullptr;  // float32 rows; float16 rows

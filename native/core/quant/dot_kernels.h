@@ -405,8 +405,8 @@ struct DotKernels {
         for (int t = 0; t < T; ++t) {
           float sum = S::hsumF(acc[r][t]);
           for (int64_t j = i; j < n; ++j)
-            sum += S::template float1<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
-                   S::template float1<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
+            sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
+                   rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
           out[size_t(r) * os + size_t(t)] = sum;
         }
     } else {
@@ -432,17 +432,21 @@ struct DotKernels {
   // loop's operations (products rounded, then added), 8 lanes at a time
   // where S has float lanes, 64 values of out held in registers over all
   // the rows.
+
+  // One value of a float row: Kind 0 float32, 1 float16, 2 bfloat16.
   template <int Kind>
   static float rowValue(const uint8_t* p) {
+    float f;
     if constexpr (Kind == 0) {
-      float f;
       std::memcpy(&f, p, 4);
-      return f;
     } else {
       uint16_t bits;
       std::memcpy(&bits, p, 2);
-      return S::half(bits);
+      if constexpr (Kind == 1) return S::half(bits);
+      const uint32_t wide = uint32_t(bits) << 16;
+      std::memcpy(&f, &wide, 4);
     }
+    return f;
   }
   template <int Kind>
   static void weightedRows(const uint8_t* rows, size_t stride, const float* weights, int64_t count, int64_t n,
@@ -726,13 +730,17 @@ struct DotKernels {
       default: return Tile<L, 4>::run(w, gs, a, as, n, out, os);
     }
   }
-  // Each layout's tile as repackedDispatch takes it: Tile<L, T>::run.
-#define MD_REPACKED_KERNEL(NAME, ...)                                                                           \
-  template <class L, int T>                                                                                     \
-  struct NAME {                                                                                                 \
-    static void run(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
-      __VA_ARGS__(w, gs, a, as, n, o, os);                                                                      \
-    }                                                                                                           \
+  // A kernel struct's run(): the tile function with the tile's arguments
+  // (MD_REPACKED_KERNEL here, MD_TILE_KERNEL below). Each layout's tile as
+  // repackedDispatch takes it: Tile<L, T>::run.
+#define MD_KERNEL_RUN(...)                                                                                    \
+  static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
+    __VA_ARGS__(w, ws, a, as, n, o, os);                                                                      \
+  }
+#define MD_REPACKED_KERNEL(NAME, ...) \
+  template <class L, int T>           \
+  struct NAME {                       \
+    MD_KERNEL_RUN(__VA_ARGS__)        \
   };
   MD_REPACKED_KERNEL(Q4_0x8K, block32x8Tile<L, Q4_0x8Format, T>)
   MD_REPACKED_KERNEL(Q8_0x8K, block32x8Tile<L, Q8_0x8Format, T>)
@@ -783,12 +791,10 @@ struct DotKernels {
   }
 
   // Each type's tile as the class template dispatch() takes: Kernel<R, T>::run.
-#define MD_TILE_KERNEL(NAME, ...)                                                                               \
-  template <int R, int T>                                                                                       \
-  struct NAME {                                                                                                 \
-    static void run(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
-      __VA_ARGS__(w, ws, a, as, n, o, os);                                                                      \
-    }                                                                                                           \
+#define MD_TILE_KERNEL(NAME, ...) \
+  template <int R, int T>         \
+  struct NAME {                   \
+    MD_KERNEL_RUN(__VA_ARGS__)    \
   };
   MD_TILE_KERNEL(Q8_0K, q8Tile<Q8_0Format, R, T>)
   MD_TILE_KERNEL(Q4_0K, q8Tile<Q4_0Format, R, T>)
@@ -806,6 +812,7 @@ struct DotKernels {
   MD_TILE_KERNEL(F16K, floatTile<1, R, T>)
   MD_TILE_KERNEL(BF16K, floatTile<2, R, T>)
 #undef MD_TILE_KERNEL
+#undef MD_KERNEL_RUN
 
   static DotTable table() {
     DotTable t{};

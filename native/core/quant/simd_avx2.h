@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace md::simd {
 
@@ -168,19 +167,6 @@ struct Avx2 {
     } else {
       const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-    }
-  }
-  template <int Kind>
-  static float float1(const uint8_t* p) {
-    if constexpr (Kind == 0) {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, p, 2);
-      if constexpr (Kind == 1) return _cvtsh_ss(bits);
-      return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(int(uint32_t(bits) << 16))));
     }
   }
   static F fmaddF(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }

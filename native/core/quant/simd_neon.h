@@ -171,14 +171,12 @@ struct Neon {
 // (fused multiply-adds where they fuse), so the K types keep the plain
 // tiles' bits here too. With the dot-product extension one sdot sums 4
 // bytes of 4 rows against a token's 4 bytes, read once with ld1r.
-struct NeonRows {
+// The byte operations are Neon's (its V is a pair of 128-bit vectors too).
+struct NeonRows : Neon {
   static constexpr int kGroups = 1;
   // sdot multiplies signed bytes: dotU8S8Add's unsigned operand must stay
   // under 128 (Q8_0x8 takes the signed dot; i8mm's usdot would take them).
   static constexpr bool kExactU8Dot = false;
-  struct V {
-    uint8x16_t lo, hi;
-  };
   struct I {
     int32x4_t lo, hi;
   };
@@ -186,21 +184,8 @@ struct NeonRows {
     float32x4_t lo, hi;
   };
 
-  static V chunk(const uint8_t* p, size_t) { return {vld1q_u8(p), vld1q_u8(p + 16)}; }
-  static V splat(uint8_t x) { return {vdupq_n_u8(x), vdupq_n_u8(x)}; }
-  static V andV(V a, V c) { return {vandq_u8(a.lo, c.lo), vandq_u8(a.hi, c.hi)}; }
-  static V orV(V a, V c) { return {vorrq_u8(a.lo, c.lo), vorrq_u8(a.hi, c.hi)}; }
-  static V lowNibbles(V x) { return {vandq_u8(x.lo, vdupq_n_u8(0x0F)), vandq_u8(x.hi, vdupq_n_u8(0x0F))}; }
-  static V highNibbles(V x) { return {vshrq_n_u8(x.lo, 4), vshrq_n_u8(x.hi, 4)}; }
-  template <int N>
-  static V shiftRight(V x) {
-    return {vshrq_n_u8(x.lo, N), vshrq_n_u8(x.hi, N)};
-  }
-  template <int N>
-  static V shiftLeft(V x) {
-    return {vshlq_n_u8(x.lo, N), vshlq_n_u8(x.hi, N)};
-  }
-  // 0xFF where every bit of m is set in the byte, else 0.
+  static V chunk(const uint8_t* p, size_t) { return load(p); }
+  // 0xFF where every bit of m is set in the byte, else 0 (Neon's tests for any bit).
   static V testMask(V x, uint8_t m) {
     const uint8x16_t mask = vdupq_n_u8(m);
     return {vceqq_u8(vandq_u8(x.lo, mask), mask), vceqq_u8(vandq_u8(x.hi, mask), mask)};
