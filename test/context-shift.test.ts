@@ -72,13 +72,15 @@ describe.each(Object.keys(VARIANTS) as VariantName[])('%s', (variant) => {
       native.dispose();
       expect(maxDifference(ours, theirs)).toBeLessThanOrEqual(tolerance);
       // The shift matters: without it (the kept tokens evaluated afresh) the logits are further from llama.cpp's
-      // than twice ours are, and than the float types' tolerance. (Not the quantized tolerance: where few layers see
-      // the whole context, gemma3's windows and qwen3moe's, unshifted Q8_0 logits measured 0.077 and 0.29 from it.)
+      // than ours are by half again, and than the float types' tolerance. (Not the quantized tolerance: where few
+      // layers see the whole context, gemma3's windows and qwen3moe's, unshifted Q8_0 logits measured 0.068 and 0.29
+      // from it. Nor twice ours: on AVX-512 without AMX, gemma3's Q8_0 logits measured 0.034 from llama.cpp's
+      // shifted, 0.068 unshifted; the order of a block's sums depends on the CPU's kernels.)
       const fresh = model.openSequence({ backend: 'native', contextSize: 64 });
       const kept = [...TOKENS.slice(0, KEEP), ...TOKENS.slice(KEEP + DISCARD), NEXT];
       const unshifted = await fresh.evaluate(Uint32Array.from(kept), 0);
       fresh.dispose();
-      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(Math.max(0.05, 2 * maxDifference(ours, theirs)));
+      expect(maxDifference(unshifted, theirs)).toBeGreaterThan(Math.max(0.05, 1.5 * maxDifference(ours, theirs)));
       for (const backend of GPU_BACKENDS) {
         const gpu = model.openSequence({ backend, contextSize: 64 });
         const onGpu = await shiftedLogits(gpu);
