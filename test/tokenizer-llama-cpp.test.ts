@@ -16,7 +16,8 @@ import { CHUNK_CHARS } from '../lib/tokenizers/encoder.js';
 import { loadModel, type GgufTokenizer } from '../lib/index.js';
 import { llamaCpp } from './gguf/llama-cpp-oracle.js';
 import { writeRandomModel } from './gguf/random-model.js';
-import { realVocabulary, vocabularyMetadata, type VocabularyName } from './gguf/real-vocab.js';
+import { realVocabulary, vocabularyMetadata, type RealVocabulary, type VocabularyName } from './gguf/real-vocab.js';
+import { byteLevelOfBytes } from '../lib/tokenizers/byte-level.js';
 import { randomUnicodeStrings, tokenizerStrings } from './gguf/tokenizer-strings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'md-tok-'));
@@ -136,3 +137,75 @@ describe.each([
     });
   },
 );
+
+// A byte-level BPE vocabulary made by hand for the cases real ones do not
+// reach: a merge whose text is no token (llama.cpp then gives the tokens
+// of its one-byte characters), a pair merged twice (the first rank holds),
+// ties between equal pairs (the leftmost merges first), and a plain word
+// typed control (merged into it, as llama.cpp's text_to_token finds every
+// token). (llama.cpp refuses a file where two tokens spell one text.)
+describe('a handmade byte-level BPE vocabulary', () => {
+  test("merges, ties and texts that are no token: llama.cpp's ids", async () => {
+    const bytes = Array.from({ length: 256 }, (_, b) => Buffer.from([b]));
+    const tokens = bytes.map((b) => byteLevelOfBytes(b));
+    const types = tokens.map(() => 1);
+    const add = (text: string, type = 1) => {
+      tokens.push(text);
+      types.push(type);
+    };
+    add('aa');
+    add('ab');
+    add('Ġab');
+    add('hel');
+    add('hello', 3); // typed control, yet a plain word merges into it
+    add('xy');
+    add('<|end|>', 3);
+    const merges = ['a a', 'a b', 'ab c', 'abc d', 'Ġ ab', 'h e', 'he l', 'l o', 'hel lo', 'x y', 'a b', 'xy z', 'y z'];
+    const vocabulary: RealVocabulary = {
+      model: 'gpt2',
+      tokens,
+      types,
+      merges,
+      scores: [],
+      pre: 'gpt-2',
+      bos: 0,
+      eos: tokens.length - 1,
+      addBos: false,
+    };
+    const path = join(dir, 'handmade.gguf');
+    await writeRandomModel(path, {
+      arch: 'llama',
+      type: 'Q8_0',
+      seed: 1,
+      vocabulary: vocabularyMetadata(vocabulary),
+      shape: { vocab: tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
+    });
+    const ours = await loadModel(path, { threads: 1, prefetch: false });
+    const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
+    try {
+      const letters = 'aabcdhelloxyz  ';
+      let seed = 7;
+      const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      const texts = ['aaa', 'aaaa', 'abc', 'abcd', 'abcde', ' ab ab', 'hello', 'hel lo', 'xyz', 'xxyz', 'abab<|end|>ab'];
+      for (let i = 0; i < 300; i++)
+        texts.push(Array.from({ length: 1 + Math.floor(random() * 12) }, () => letters[Math.floor(random() * letters.length)]).join(''));
+      const mismatches: string[] = [];
+      for (const text of texts) {
+        for (const special of [false, true]) {
+          const ids = ours.tokenizer.encode(text, { special });
+          const expected = [...theirs.tokenize(text, special)].map(Number);
+          if (ids.join() !== expected.join())
+            mismatches.push(`${JSON.stringify(text)} special=${special}: ours ${ids.join(',')} llama.cpp ${expected.join(',')}`);
+        }
+      }
+      expect(mismatches.slice(0, 5)).toEqual([]);
+      // The cases are reached: "abc" is no token, "hello" is the control token, "aaa" merges on the left.
+      expect(ours.tokenizer.encode('abc')).toEqual([97, 98, 99]);
+      expect(ours.tokenizer.encode('hello')).toEqual([260]);
+      expect(ours.tokenizer.encode('aaa')).toEqual([256, 97]);
+    } finally {
+      ours.dispose();
+      await theirs.dispose();
+    }
+  });
+});

@@ -25,6 +25,8 @@ describe('errors name the key', () => {
     [{ 'tokenizer.ggml.tokens': [1, 2] as never }, 'm.gguf: tokenizer.ggml.tokens: expected an array of strings'],
     [{ 'tokenizer.ggml.token_type': [1, 2] }, 'm.gguf: tokenizer.ggml.token_type: expected 8 numbers'],
     [{ 'tokenizer.ggml.merges': undefined as never }, 'm.gguf: tokenizer.ggml.merges: expected an array of strings'],
+    [{ 'tokenizer.ggml.merges': ['a b', 'ab'] }, 'm.gguf: tokenizer.ggml.merges: merge 1 ("ab") has no space after its first character'],
+    [{ 'tokenizer.ggml.merges': [' ab'] }, 'm.gguf: tokenizer.ggml.merges: merge 0 (" ab") has no space after its first character'],
     [
       { 'tokenizer.ggml.pre': 'deepseek-llm' },
       'm.gguf: tokenizer.ggml.pre: "deepseek-llm" is not supported (supported: default, gpt-2, llama-bpe, qwen2, smollm)',

@@ -3,9 +3,9 @@
 // SentencePiece (llama) encoding, special tokens read from the text only
 // when asked (parse_special), and token bytes for streaming: byte-level
 // symbols, ▁ as a space, <0xNN> byte tokens, control tokens as empty text.
-import type { MetadataValue } from '@huggingface/gguf';
 
 import type { Tokenizer } from '../generate/model.js';
+import type { GgufHeader } from './read-header.js';
 import { invalidParameterError } from '../errors.js';
 import { isPlainObject } from '../predicates.js';
 import { bytesOfByteLevel } from '../tokenizers/byte-level.js';
@@ -63,8 +63,8 @@ export class GgufTokenizer implements Tokenizer {
   }
 
   /** undefined when the file has no vocabulary; GgufError when it has a malformed one. */
-  static fromMetadata(path: string, metadata: Readonly<Record<string, MetadataValue>>, vocabSize: number): GgufTokenizer | undefined {
-    const vocabulary = readVocabulary(path, metadata, vocabSize);
+  static fromHeader({ path, metadata, packedStrings }: GgufHeader, vocabSize: number): GgufTokenizer | undefined {
+    const vocabulary = readVocabulary(path, metadata, vocabSize, packedStrings);
     return vocabulary && new GgufTokenizer(vocabulary);
   }
 

@@ -243,7 +243,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const counts = tensorTypeCounts(header, addon);
   const config = readConfig(header, arch);
   checkKvCacheType(o.kvCacheType, config.headDim);
-  const vocabulary = GgufTokenizer.fromMetadata(path, header.metadata, config.vocabSize);
+  const vocabulary = GgufTokenizer.fromHeader(header, config.vocabSize);
   await turn();
   const tokenizer = vocabulary ?? new ByteTokenizer();
   const eosTokens = vocabulary?.endOfGenerationTokens ?? endOfGenerationTokens(path, header.metadata, new Map(), config.vocabSize);

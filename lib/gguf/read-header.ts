@@ -15,6 +15,9 @@ import { PACK_AT_LEAST, packStrings, unpackStringsInSlices, type PackedStrings }
 
 // Token texts, read again exactly (see read-string-array.ts).
 const TOKENS = 'tokenizer.ggml.tokens';
+// Only the encoder's thread reads the merges (into its table): on the main
+// thread they stay packed, not 300,000 strings for the life of the model.
+const MERGES = 'tokenizer.ggml.merges';
 
 export interface GgufHeader {
   path: string;
@@ -24,6 +27,8 @@ export interface GgufHeader {
   tensors: NativeTensorEntry[];
   /** Where tensor data begins. */
   dataOffset: number;
+  /** Large string arrays left packed, in place of their metadata keys (the BPE merges, off the main thread's heap). */
+  packedStrings?: Readonly<Record<string, PackedStrings>>;
 }
 
 function safeNumber(path: string, field: string, value: bigint | number): number {
@@ -149,7 +154,11 @@ export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader>
   );
   const { header, strings, numbers } = await headerWorker.request<PackedHeader>({ path });
   const metadata: Record<string, MetadataValue> = { ...header.metadata };
-  for (const [key, packed] of Object.entries(strings)) metadata[key] = await unpackStringsInSlices(packed);
+  const packedStrings: Record<string, PackedStrings> = {};
+  for (const [key, packed] of Object.entries(strings)) {
+    if (key === MERGES) packedStrings[key] = packed;
+    else metadata[key] = await unpackStringsInSlices(packed);
+  }
   for (const [key, packed] of Object.entries(numbers)) metadata[key] = await unpackNumbers(packed);
-  return { ...header, metadata };
+  return { ...header, metadata, packedStrings };
 }

@@ -19,6 +19,11 @@ function byteLevelAlphabet(): { codePoints: number[]; chars: string[]; bytes: Ma
   return alphabet;
 }
 
+/** The 256 characters of the alphabet, by the byte each spells. */
+export function byteLevelChars(): readonly string[] {
+  return byteLevelAlphabet().chars;
+}
+
 /** The bytes a byte-level string spells; undefined when a character is not in the alphabet. */
 export function bytesOfByteLevel(text: string): Uint8Array | undefined {
   const { bytes } = byteLevelAlphabet();

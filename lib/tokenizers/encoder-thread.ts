@@ -6,31 +6,23 @@ import type { EncodeRequest } from './encoder.js';
 import type { GgufVocabulary } from './gguf-vocabulary.js';
 import { packedFormOf, unpackStrings, type PackedStrings } from './packed-strings.js';
 
-/** A vocabulary as workerData: its tokens and merges in the packed form they came in, when they did. */
-export type VocabularyForThread = Omit<GgufVocabulary, 'tokens' | 'merges'> & {
-  tokens: readonly string[] | PackedStrings;
-  merges: readonly string[] | PackedStrings | undefined;
-};
+/** A vocabulary as workerData: its tokens in the packed form they came in, when they did. */
+export type VocabularyForThread = Omit<GgufVocabulary, 'tokens'> & { tokens: readonly string[] | PackedStrings };
 
 function forThread(vocabulary: GgufVocabulary): VocabularyForThread {
-  return {
-    ...vocabulary,
-    tokens: packedFormOf(vocabulary.tokens) ?? vocabulary.tokens,
-    merges: packedFormOf(vocabulary.merges) ?? vocabulary.merges,
-  };
+  return { ...vocabulary, tokens: packedFormOf(vocabulary.tokens) ?? vocabulary.tokens };
 }
 
-/** The worker side: the vocabulary with its strings unpacked. */
+/** The worker side: the vocabulary with its tokens unpacked. */
 export function vocabularyOnThread(data: VocabularyForThread): GgufVocabulary {
-  const strings = (s: readonly string[] | PackedStrings) => (Array.isArray(s) ? s : unpackStrings(s as PackedStrings));
-  return { ...data, tokens: strings(data.tokens), merges: data.merges && strings(data.merges) };
+  return { ...data, tokens: Array.isArray(data.tokens) ? data.tokens : unpackStrings(data.tokens as PackedStrings) };
 }
 
 export class EncoderThread {
   readonly #worker: RequestWorker;
 
   constructor(vocabulary: GgufVocabulary) {
-    this.#worker = new RequestWorker('tokenizers/encoder-worker.js', forThread(vocabulary));
+    this.#worker = new RequestWorker('tokenizers/encoder-worker.js', forThread(vocabulary), undefined, { maxYoungGenerationSizeMb: 4 });
   }
 
   /** Builds the encoders in the worker ahead of the first request. */

@@ -7,15 +7,15 @@ import { serveRequests } from '../request-worker.js';
 import { VocabularyEncoder, type EncodeRequest } from './encoder.js';
 import { vocabularyOnThread, type VocabularyForThread } from './encoder-thread.js';
 
-const encoder = new VocabularyEncoder(vocabularyOnThread(workerData as VocabularyForThread));
+const data = workerData as VocabularyForThread;
+const encoder = new VocabularyEncoder(vocabularyOnThread(data));
 
 serveRequests<{ request?: EncodeRequest; prepare?: boolean }>(
   (message) => {
-    if (message.prepare) {
-      encoder.prepare();
-      return undefined;
-    }
-    return Uint32Array.from(encoder.encode(message.request!));
+    // Either builds the encoder; then its merge table holds the merges, and their text can go.
+    const ids = message.prepare ? encoder.prepare() : Uint32Array.from(encoder.encode(message.request!));
+    data.merges = undefined;
+    return ids;
   },
   (value) => (value instanceof Uint32Array ? [value.buffer as ArrayBuffer] : []),
 );

@@ -1,44 +1,39 @@
 // gguf-bpe.ts: the byte-level BPE tokenizer of a GGUF file
 // (tokenizer.ggml.model = "gpt2") for runs of text between special tokens
-// (encoder.ts splits those out first), built with @huggingface/tokenizers
-// from the file's vocabulary, merges and pre-tokenizer name.
-import { Tokenizer } from '@huggingface/tokenizers';
+// (encoder.ts splits those out first). @huggingface/tokenizers splits the
+// text into words by the file's pre-tokenizer and spells them in the
+// byte-level alphabet; bpe-model.ts merges each word. (The package's own
+// BPE model keeps its merges as strings and pair arrays: about 110 MiB
+// for Llama 3's vocabulary, held for the life of the model.)
+import * as hfTokenizers from '@huggingface/tokenizers';
 
+import { BpeModel } from './bpe-model.js';
+import { packStrings } from './packed-strings.js';
 import type { GgufVocabulary } from './gguf-vocabulary.js';
-import { TOKEN_TYPE } from './token-types.js';
 import { IGNORES_MERGES, PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
+
+/** What is used of the package's pre-tokenizers (its declarations name them in paths NodeNext resolution cannot follow). */
+interface WordSplitter {
+  pre_tokenize(text: string): string[];
+}
+const { SequencePreTokenizer } = hfTokenizers as unknown as { SequencePreTokenizer: new (config: object) => WordSplitter };
 
 /** An encoder of text runs for the vocabulary. */
 export function bpeEncoder(v: GgufVocabulary): (text: string) => number[] {
-  const vocab: Record<string, number> = {};
-  v.tokens.forEach((token, id) => {
-    const fileType = v.fileTypes[id];
-    // Tokens typed normal in the file stay reachable by merges, even when
-    // their text makes them control (llama.cpp merges over every text).
-    if (fileType !== TOKEN_TYPE.control && fileType !== TOKEN_TYPE.userDefined && fileType !== TOKEN_TYPE.unused) vocab[token] = id;
+  const splits = PRE_TOKENIZER_SPLITS[v.pre].map((regex) => ({
+    type: 'Split',
+    pattern: { Regex: regex },
+    behavior: 'Isolated',
+    invert: false,
+  }));
+  const words = new SequencePreTokenizer({
+    type: 'Sequence',
+    pretokenizers: [...splits, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }],
   });
-  const splits = PRE_TOKENIZER_SPLITS[v.pre].map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }));
-  const tokenizer = new Tokenizer(
-    {
-      normalizer: null,
-      pre_tokenizer: {
-        type: 'Sequence',
-        pretokenizers: [...splits, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }],
-      },
-      model: {
-        type: 'BPE',
-        vocab,
-        merges: v.merges,
-        ignore_merges: IGNORES_MERGES.has(v.pre),
-        byte_fallback: false,
-        fuse_unk: false,
-        unk_token: null,
-      },
-      decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
-      post_processor: null,
-      added_tokens: [],
-    },
-    { clean_up_tokenization_spaces: false },
-  );
-  return (text) => tokenizer.encode(text, { add_special_tokens: false }).ids;
+  const model = new BpeModel({ tokens: v.tokens, merges: v.merges ?? packStrings([]), ignoreMerges: IGNORES_MERGES.has(v.pre) });
+  return (text) => {
+    const ids: number[] = [];
+    for (const word of words.pre_tokenize(text)) model.encodeWord(word, ids);
+    return ids;
+  };
 }
