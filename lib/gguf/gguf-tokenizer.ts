@@ -63,8 +63,8 @@ export class GgufTokenizer implements Tokenizer {
   }
 
   /** undefined when the file has no vocabulary; GgufError when it has a malformed one. */
-  static fromHeader({ path, metadata, packedStrings }: GgufHeader, vocabSize: number): GgufTokenizer | undefined {
-    const vocabulary = readVocabulary(path, metadata, vocabSize, packedStrings);
+  static fromHeader({ path, metadata, bpeMerges }: GgufHeader, vocabSize: number): GgufTokenizer | undefined {
+    const vocabulary = readVocabulary(path, metadata, vocabSize, bpeMerges);
     return vocabulary && new GgufTokenizer(vocabulary);
   }
 

@@ -11,12 +11,11 @@ import { GgufError } from './gguf-error.js';
 import { readStringArray } from './read-string-array.js';
 import { turn } from '../generate/event-loop.js';
 import { RequestWorker } from '../request-worker.js';
+import { compileMerges, type CompiledMerges } from '../tokenizers/bpe-merges.js';
 import { PACK_AT_LEAST, packStrings, unpackStringsInSlices, type PackedStrings } from '../tokenizers/packed-strings.js';
 
 // Token texts, read again exactly (see read-string-array.ts).
 const TOKENS = 'tokenizer.ggml.tokens';
-// Only the encoder's thread reads the merges (into its table): on the main
-// thread they stay packed, not 300,000 strings for the life of the model.
 const MERGES = 'tokenizer.ggml.merges';
 
 export interface GgufHeader {
@@ -27,8 +26,11 @@ export interface GgufHeader {
   tensors: NativeTensorEntry[];
   /** Where tensor data begins. */
   dataOffset: number;
-  /** Large string arrays left packed, in place of their metadata keys (the BPE merges, off the main thread's heap). */
-  packedStrings?: Readonly<Record<string, PackedStrings>>;
+  /**
+   * A byte-level BPE vocabulary's merges as ids, in place of the metadata's
+   * tokenizer.ggml.merges: made on the header's thread (bpe-merges.ts says why).
+   */
+  bpeMerges?: CompiledMerges;
 }
 
 function safeNumber(path: string, field: string, value: bigint | number): number {
@@ -105,10 +107,22 @@ export interface PackedHeader {
   numbers: Record<string, Float64Array>;
 }
 
-/** The header with each array of PACK_AT_LEAST or more strings or numbers moved out of its metadata, packed. */
+/**
+ * The header with each array of PACK_AT_LEAST or more strings or numbers
+ * moved out of its metadata, packed; a byte-level BPE vocabulary's merges
+ * made into ids.
+ */
 export function packHeader(header: GgufHeader): PackedHeader {
   const metadata = { ...header.metadata };
-  const packed: PackedHeader = { header: { ...header, metadata }, strings: {}, numbers: {} };
+  const tokens = metadata[TOKENS];
+  const merges = metadata[MERGES];
+  let bpeMerges: CompiledMerges | undefined;
+  // Only arrays of strings: readVocabulary() names what else is wrong.
+  if (metadata['tokenizer.ggml.model'] === 'gpt2' && isStringArray(tokens) && isStringArray(merges)) {
+    bpeMerges = compileMerges(header.path, tokens, merges);
+    delete metadata[MERGES];
+  }
+  const packed: PackedHeader = { header: { ...header, metadata, bpeMerges }, strings: {}, numbers: {} };
   for (const [key, value] of Object.entries(metadata)) {
     if (!Array.isArray(value) || value.length < PACK_AT_LEAST) continue;
     if (value.every((v) => typeof v === 'string')) packed.strings[key] = packStrings(value as string[]);
@@ -117,6 +131,10 @@ export function packHeader(header: GgufHeader): PackedHeader {
     delete metadata[key];
   }
   return packed;
+}
+
+function isStringArray(value: MetadataValue | undefined): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
 
 /** The buffers of a packed header, moved rather than copied. */
@@ -154,11 +172,7 @@ export async function readGgufHeaderOffThread(path: string): Promise<GgufHeader>
   );
   const { header, strings, numbers } = await headerWorker.request<PackedHeader>({ path });
   const metadata: Record<string, MetadataValue> = { ...header.metadata };
-  const packedStrings: Record<string, PackedStrings> = {};
-  for (const [key, packed] of Object.entries(strings)) {
-    if (key === MERGES) packedStrings[key] = packed;
-    else metadata[key] = await unpackStringsInSlices(packed);
-  }
+  for (const [key, packed] of Object.entries(strings)) metadata[key] = await unpackStringsInSlices(packed);
   for (const [key, packed] of Object.entries(numbers)) metadata[key] = await unpackNumbers(packed);
-  return { ...header, metadata, packedStrings };
+  return { ...header, metadata };
 }

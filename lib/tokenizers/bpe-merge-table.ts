@@ -2,7 +2,9 @@
 // from a pair of symbol ids to the merge's rank and the merged symbol, in
 // one Int32Array (open addressing, linear probing). Llama 3's 280,147
 // merges take 8 MiB here; as JavaScript strings, pair arrays and a Map
-// with string keys they took about ten times that.
+// with string keys they took about ten times that. The array lives in a
+// SharedArrayBuffer: the thread that builds it and the threads that read
+// it share one copy.
 
 const EMPTY = -1;
 /** Int32s a slot: left, right, rank, merged. */
@@ -11,36 +13,40 @@ const SLOT = 4;
 const MAX_LOAD = 0.7;
 
 export class MergeTable {
-  readonly #slots: Int32Array;
+  readonly slots: Int32Array;
   readonly #mask: number;
 
-  /** A table for up to `count` merges. */
-  constructor(count: number) {
-    let capacity = 16;
-    while (capacity * MAX_LOAD < count) capacity *= 2;
-    this.#slots = new Int32Array(capacity * SLOT).fill(EMPTY);
-    this.#mask = capacity - 1;
+  /** An empty table for up to `count` merges, or one over the slots of a table built elsewhere. */
+  constructor(count: number | Int32Array) {
+    if (typeof count === 'number') {
+      let capacity = 16;
+      while (capacity * MAX_LOAD < count) capacity *= 2;
+      this.slots = new Int32Array(new SharedArrayBuffer(capacity * SLOT * Int32Array.BYTES_PER_ELEMENT)).fill(EMPTY);
+    } else {
+      this.slots = count;
+    }
+    this.#mask = this.slots.length / SLOT - 1;
   }
 
   /** Adds a merge; a pair already in the table keeps its first (lowest) rank, as llama.cpp's emplace. */
   add(left: number, right: number, rank: number, merged: number): void {
     const at = this.#find(left, right);
-    if (this.#slots[at] !== EMPTY) return;
-    this.#slots[at] = left;
-    this.#slots[at + 1] = right;
-    this.#slots[at + 2] = rank;
-    this.#slots[at + 3] = merged;
+    if (this.slots[at] !== EMPTY) return;
+    this.slots[at] = left;
+    this.slots[at + 1] = right;
+    this.slots[at + 2] = rank;
+    this.slots[at + 3] = merged;
   }
 
   /** The rank of merging `left` and `right`, or -1 when they do not merge. */
   rank(left: number, right: number): number {
     const at = this.#find(left, right);
-    return this.#slots[at] === EMPTY ? -1 : this.#slots[at + 2];
+    return this.slots[at] === EMPTY ? -1 : this.slots[at + 2];
   }
 
   /** The symbol `left` and `right` merge into (they must merge). */
   merged(left: number, right: number): number {
-    return this.#slots[this.#find(left, right) + 3];
+    return this.slots[this.#find(left, right) + 3];
   }
 
   // The slot holding the pair, or the empty slot where it would go.
@@ -52,8 +58,8 @@ export class MergeTable {
     for (;;) {
       slot &= this.#mask;
       const at = slot * SLOT;
-      const held = this.#slots[at];
-      if (held === EMPTY || (held === left && this.#slots[at + 1] === right)) return at;
+      const held = this.slots[at];
+      if (held === EMPTY || (held === left && this.slots[at + 1] === right)) return at;
       slot++;
     }
   }

@@ -2,12 +2,12 @@
 // llm_tokenizer_bpe_session runs it: of the adjacent pairs of symbols, the
 // one with the lowest merge rank merges first (the leftmost of equals),
 // until no pair has a rank; each symbol left is the token of its text.
-// Symbols are ids (a token's id, or one past the vocabulary for a text
-// that is no token), the merges a MergeTable of ids, so a vocabulary of
-// 150,000 tokens and merges costs a few MiB beside its token texts.
+// Symbols are ids and the merges a MergeTable of them (bpe-merges.ts), so
+// a vocabulary of 150,000 tokens and merges costs a few MiB beside its
+// token texts.
 import { MergeTable } from './bpe-merge-table.js';
+import { BpeSymbols, type CompiledMerges } from './bpe-merges.js';
 import { byteLevelChars } from './byte-level.js';
-import { eachPackedString, type PackedStrings } from './packed-strings.js';
 
 /** Words shorter than this are remembered, up to CACHE_WORDS of them. */
 const CACHE_CHARS = 256;
@@ -16,18 +16,13 @@ const DEAD = -1;
 
 export interface BpeVocabulary {
   tokens: readonly string[];
-  /** "left right", by rank: split at the first space after the first character (llama.cpp's find(' ', 1)). */
-  merges: PackedStrings;
+  merges: CompiledMerges;
   /** Llama 3: a word that is a token is that token, merged or not. */
   ignoreMerges: boolean;
 }
 
 export class BpeModel {
-  /** Token ids by text: the last id of a text, as llama.cpp's token_to_id. */
-  readonly #ids = new Map<string, number>();
-  readonly #vocabSize: number;
-  /** The texts of symbols that are no token, by id - vocabSize. */
-  readonly #otherTexts: string[] = [];
+  readonly #symbols: BpeSymbols;
   /** The symbol of each byte-level character, by its UTF-16 code. */
   readonly #charSymbols: Int32Array;
   readonly #merges: MergeTable;
@@ -35,33 +30,18 @@ export class BpeModel {
   readonly #cache = new Map<string, readonly number[]>();
 
   constructor({ tokens, merges, ignoreMerges }: BpeVocabulary) {
-    tokens.forEach((text, id) => this.#ids.set(text, id));
-    this.#vocabSize = tokens.length;
+    // The texts that are no token come in the order compileMerges() gave them their ids.
+    this.#symbols = new BpeSymbols(tokens, [...merges.otherTexts]);
+    this.#merges = new MergeTable(merges.slots);
     this.#ignoreMerges = ignoreMerges;
-    const otherIds = new Map<string, number>();
-    const symbol = (text: string): number => {
-      let id = this.#ids.get(text) ?? otherIds.get(text);
-      if (id === undefined) otherIds.set(text, (id = this.#vocabSize + this.#otherTexts.push(text) - 1));
-      return id;
-    };
     const chars = byteLevelChars();
     this.#charSymbols = new Int32Array(Math.max(...chars.map((c) => c.charCodeAt(0))) + 1).fill(DEAD);
-    for (const c of chars) this.#charSymbols[c.charCodeAt(0)] = symbol(c);
-    this.#merges = new MergeTable(merges.lengths.length);
-    let rank = 0;
-    for (const merge of eachPackedString(merges)) {
-      const space = merge.indexOf(' ', 1);
-      // gguf-vocabulary.ts refuses such a file with the field named.
-      if (space < 0) throw new Error(`BPE merge ${rank} (${JSON.stringify(merge)}) has no space after its first character`);
-      const left = merge.slice(0, space);
-      const right = merge.slice(space + 1);
-      this.#merges.add(symbol(left), symbol(right), rank++, symbol(left + right));
-    }
+    for (const c of chars) this.#charSymbols[c.charCodeAt(0)] = this.#symbols.of(c);
   }
 
   /** Appends the token ids of one word (byte-level text) to `out`. */
   encodeWord(word: string, out: number[]): void {
-    const whole = this.#ignoreMerges ? this.#ids.get(word) : undefined;
+    const whole = this.#ignoreMerges ? this.#symbols.ids.get(word) : undefined;
     if (whole !== undefined) {
       out.push(whole);
       return;
@@ -125,12 +105,12 @@ export class BpeModel {
   #tokensOf(symbols: readonly number[]): number[] {
     const ids: number[] = [];
     for (const s of symbols) {
-      if (s < this.#vocabSize) {
+      if (s < this.#symbols.vocabSize) {
         ids.push(s);
         continue;
       }
-      for (const c of this.#otherTexts[s - this.#vocabSize]) {
-        const id = c.charCodeAt(0) < 0x80 ? this.#ids.get(c) : undefined;
+      for (const c of this.#symbols.otherTexts[s - this.#symbols.vocabSize]) {
+        const id = c.charCodeAt(0) < 0x80 ? this.#symbols.ids.get(c) : undefined;
         if (id !== undefined) ids.push(id);
       }
     }

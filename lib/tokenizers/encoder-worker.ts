@@ -7,15 +7,9 @@ import { serveRequests } from '../request-worker.js';
 import { VocabularyEncoder, type EncodeRequest } from './encoder.js';
 import { vocabularyOnThread, type VocabularyForThread } from './encoder-thread.js';
 
-const data = workerData as VocabularyForThread;
-const encoder = new VocabularyEncoder(vocabularyOnThread(data));
+const encoder = new VocabularyEncoder(vocabularyOnThread(workerData as VocabularyForThread));
 
 serveRequests<{ request?: EncodeRequest; prepare?: boolean }>(
-  (message) => {
-    // Either builds the encoder; then its merge table holds the merges, and their text can go.
-    const ids = message.prepare ? encoder.prepare() : Uint32Array.from(encoder.encode(message.request!));
-    data.merges = undefined;
-    return ids;
-  },
+  (message) => (message.prepare ? encoder.prepare() : Uint32Array.from(encoder.encode(message.request!))),
   (value) => (value instanceof Uint32Array ? [value.buffer as ArrayBuffer] : []),
 );

@@ -31,7 +31,7 @@ export interface EncodeRequest {
 }
 
 export class VocabularyEncoder {
-  #v: GgufVocabulary;
+  readonly #v: GgufVocabulary;
   #runEncoder: ((text: string, leadingSpace: boolean) => number[]) | undefined;
   readonly #specials = new Map<boolean, { id: number; text: string }[]>();
   #splittable: boolean | undefined;
@@ -72,12 +72,7 @@ export class VocabularyEncoder {
   }
 
   #encoder(): (text: string, leadingSpace: boolean) => number[] {
-    if (this.#runEncoder === undefined) {
-      this.#runEncoder = this.#v.model === 'llama' ? sentencePieceEncoder(this.#v) : bpeEncoder(this.#v);
-      // The merges are in the BPE's table now.
-      this.#v = { ...this.#v, merges: undefined };
-    }
-    return this.#runEncoder;
+    return (this.#runEncoder ??= this.#v.model === 'llama' ? sentencePieceEncoder(this.#v) : bpeEncoder(this.#v));
   }
 
   #specialTokens(parse: boolean): { id: number; text: string }[] {

@@ -8,7 +8,6 @@
 import * as hfTokenizers from '@huggingface/tokenizers';
 
 import { BpeModel } from './bpe-model.js';
-import { packStrings } from './packed-strings.js';
 import type { GgufVocabulary } from './gguf-vocabulary.js';
 import { IGNORES_MERGES, PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
 
@@ -30,7 +29,8 @@ export function bpeEncoder(v: GgufVocabulary): (text: string) => number[] {
     type: 'Sequence',
     pretokenizers: [...splits, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false }],
   });
-  const model = new BpeModel({ tokens: v.tokens, merges: v.merges ?? packStrings([]), ignoreMerges: IGNORES_MERGES.has(v.pre) });
+  if (v.merges === undefined) throw new Error('a byte-level BPE vocabulary without its merges');
+  const model = new BpeModel({ tokens: v.tokens, merges: v.merges, ignoreMerges: IGNORES_MERGES.has(v.pre) });
   return (text) => {
     const ids: number[] = [];
     for (const word of words.pre_tokenize(text)) model.encodeWord(word, ids);

@@ -7,7 +7,7 @@ import type { MetadataValue } from '@huggingface/gguf';
 
 import { GgufError, unsupportedValue } from '../gguf/gguf-error.js';
 import { CONTROL_LOOKING_TEXTS, END_OF_GENERATION_TEXTS, FILL_IN_THE_MIDDLE_END_TEXTS } from './control-looking.js';
-import { packStrings, type PackedStrings } from './packed-strings.js';
+import { compileMerges, type CompiledMerges } from './bpe-merges.js';
 import { PRE_TOKENIZER_SPLITS } from './pre-tokenizers.js';
 import { TOKEN_TYPE } from './token-types.js';
 
@@ -23,11 +23,8 @@ export interface GgufVocabulary {
   types: Uint8Array;
   /** SentencePiece merge priorities (tokenizer.ggml.scores; all 0 when absent, as llama.cpp). */
   scores: ArrayLike<number> | undefined;
-  /**
-   * Byte-level BPE merges, "left right" by rank, packed: only the encoder's
-   * thread reads them, once, into its merge table.
-   */
-  merges: PackedStrings | undefined;
+  /** Byte-level BPE merges, as ids. */
+  merges: CompiledMerges | undefined;
   /** The pre-tokenizer of a BPE vocabulary (tokenizer.ggml.pre). */
   pre: string;
   /** The beginning-of-sequence token (tokenizer.ggml.bos_token_id). */
@@ -77,7 +74,8 @@ export function readVocabulary(
   path: string,
   metadata: Readonly<Record<string, MetadataValue>>,
   vocabSize: number,
-  packedStrings: Readonly<Record<string, PackedStrings>> = {},
+  /** The merges, when the header's thread made them into ids. */
+  bpeMerges?: CompiledMerges,
 ): GgufVocabulary | undefined {
   if (metadata['tokenizer.ggml.tokens'] === undefined) return undefined;
   const tokens = stringArray(path, metadata, 'tokenizer.ggml.tokens');
@@ -96,7 +94,7 @@ export function readVocabulary(
   for (const ids of looking.values()) for (const id of ids) types[id] = TOKEN_TYPE.control;
 
   let scores: ArrayLike<number> | undefined;
-  let merges: PackedStrings | undefined;
+  let merges: CompiledMerges | undefined;
   let pre = 'default';
   if (model === 'llama') {
     const s = metadata['tokenizer.ggml.scores'];
@@ -105,8 +103,7 @@ export function readVocabulary(
     }
     scores = (s as number[] | undefined) ?? new Float32Array(vocabSize);
   } else {
-    merges = packedStrings['tokenizer.ggml.merges'] ?? packStrings(stringArray(path, metadata, 'tokenizer.ggml.merges'));
-    checkMerges(path, merges);
+    merges = bpeMerges ?? compileMerges(path, tokens, stringArray(path, metadata, 'tokenizer.ggml.merges'));
     const name = metadata['tokenizer.ggml.pre'] ?? 'default';
     if (typeof name !== 'string' || !(name in PRE_TOKENIZER_SPLITS)) {
       throw new GgufError(path, 'tokenizer.ggml.pre', unsupportedValue(name, Object.keys(PRE_TOKENIZER_SPLITS)));
@@ -139,17 +136,6 @@ export function readVocabulary(
     cleanSpaces: model === 'gpt2' && !KEEPS_SPACES.has(pre),
     endOfGeneration: endOfGenerationTokens(path, metadata, looking, vocabSize),
   };
-}
-
-// "left right": llama.cpp splits each merge at the first space after its first character.
-function checkMerges(path: string, { text, lengths }: PackedStrings): void {
-  for (let i = 0, at = 0; i < lengths.length; at += lengths[i++]) {
-    const space = text.indexOf(' ', at + 1);
-    if (space < 0 || space >= at + lengths[i]) {
-      const merge = text.substring(at, at + lengths[i]);
-      throw new GgufError(path, 'tokenizer.ggml.merges', `merge ${i} (${JSON.stringify(merge)}) has no space after its first character`);
-    }
-  }
 }
 
 // The ids of the tokens with control-looking texts, by text, in one pass

@@ -45,11 +45,6 @@ export async function unpackStringsInSlices(packed: PackedStrings): Promise<stri
   return strings;
 }
 
-/** Each string in turn, made as it is reached (nothing else keeps it): for reading a large array once. */
-export function* eachPackedString(packed: PackedStrings): Generator<string> {
-  for (let i = 0, at = 0; i < packed.lengths.length; i++) yield packed.text.substring(at, (at += packed.lengths[i]));
-}
-
 /** The packed form `strings` were unpacked from, when they were; to hand them to another thread as they came. */
 export function packedFormOf(strings: readonly string[] | undefined): PackedStrings | undefined {
   return strings && packedForms.get(strings);
