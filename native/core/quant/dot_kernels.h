@@ -563,22 +563,29 @@ struct DotKernels {
       const LF dw = L::halves(g, gs);
       LV v[8];
       Format::template unpack<L>(g + 16, gs, v);
+      // Chunk by chunk, each token's sum in turn: one chunk's weights live
+      // at a time (AVX2's 16 registers hold no 8 value vectors beside the
+      // tokens' sums). Integer sums: the order changes no bit.
+      const blocks::Q8_0* y[T];
+      LI sum[T];
       for (int t = 0; t < T; ++t) {
-        const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
-        int32_t x4[8];
-        std::memcpy(x4, y.qs, sizeof x4);
+        y[t] = &block<blocks::Q8_0>(a, as, t)[i];
         int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
         std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-        LI sum = L::splat32(-Format::template offset<L>() * int32_t(xsum));
-        for (int c = 0; c < 8; ++c) {
-          const LV x = L::repeat4(x4[c]);
-          if constexpr (Format::template kSigned<L>)
-            sum = L::addI(sum, L::dotS8S8(v[c], x));
-          else
-            sum = L::dotU8S8Add(sum, v[c], x);
-        }
-        acc[t] = L::fmaddLanes(acc[t], sum, L::mulF(dw, S::half(y.d)));
+        sum[t] = L::splat32(-Format::template offset<L>() * int32_t(xsum));
       }
+      for (int c = 0; c < 8; ++c) {
+        for (int t = 0; t < T; ++t) {
+          int32_t x4;
+          std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
+          const LV x = L::repeat4(x4);
+          if constexpr (Format::template kSigned<L>)
+            sum[t] = L::addI(sum[t], L::dotS8S8(v[c], x));
+          else
+            sum[t] = L::dotU8S8Add(sum[t], v[c], x);
+        }
+      }
+      for (int t = 0; t < T; ++t) acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
     }
     storeTile<L, T>(acc, out, os);
   }
