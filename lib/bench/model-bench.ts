@@ -4,7 +4,10 @@
 // llama.cpp (node-llama-cpp, when it is installed) on the same file, the
 // same threads and the same kind of device, in one run, so the ratios
 // compare like with like. Medians over --runs runs.
+import { execFile } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 import { generate } from '../generate/session.js';
 import { loadModel } from '../gguf/load-model.js';
@@ -13,9 +16,12 @@ import type { Tokenizer } from '../generate/model.js';
 import type { TableSequence } from '../gpu/table-sequence.js';
 import { benchConstrained, type ConstrainedResult } from './constrained-bench.js';
 import { benchFusedHead, type FusedHeadResult } from './head-bench.js';
-import { median } from './stats.js';
+import { promptOf, summary, type EngineResult, type Timings } from './engine-result.js';
 import { timedDecode } from './timed-decode.js';
 import type { Table } from './tables.js';
+import { workerScript } from '../worker-script.js';
+
+export type { EngineResult } from './engine-result.js';
 
 export interface ModelBenchSettings {
   model: string;
@@ -58,17 +64,6 @@ export interface SpeculationResult {
   sameTokens: boolean;
 }
 
-export interface EngineResult {
-  engine: string;
-  /** null when the engine did not run; `note` says why. */
-  prefillTokensPerSecond: number | null;
-  decodeTokensPerSecond: number | null;
-  timeToFirstTokenMs: number | null;
-  note: string;
-  /** Resident memory the engine added, loaded with its prompt evaluated and tokens generated; null when it did not run. */
-  residentBytes: number | null;
-}
-
 export interface ModelBenchResult {
   settings: ModelBenchSettings;
   fileBytes: number;
@@ -84,28 +79,6 @@ export interface ModelBenchResult {
   constrained: ConstrainedResult | null;
   /** With --fused-head. */
   fusedHead: FusedHeadResult[] | null;
-}
-
-/** A prompt of valid, varied token ids (the same for both engines). */
-function promptOf(count: number, vocab: number): number[] {
-  return Array.from({ length: count }, (_, i) => (i * 7919 + 13) % Math.max(1, vocab - 8));
-}
-
-interface Timings {
-  prefill: number[];
-  decode: number[];
-  ttft: number[];
-}
-
-function summary(engine: string, t: Timings, prompt: number, note: string, residentBytes: number): EngineResult {
-  return {
-    engine,
-    residentBytes,
-    prefillTokensPerSecond: prompt / (median(t.prefill) / 1000),
-    decodeTokensPerSecond: 1000 / median(t.decode),
-    timeToFirstTokenMs: median(t.ttft),
-    note,
-  };
 }
 
 async function benchOurs(s: ModelBenchSettings): Promise<{
@@ -222,97 +195,25 @@ async function benchSpeculation(
   return results;
 }
 
-async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promise<EngineResult> {
-  let llamaCpp: typeof import('node-llama-cpp');
+// llama.cpp in a process of its own (llama-cpp-model-run.ts says why).
+async function benchLlamaCppInChild(s: ModelBenchSettings, vocab: number): Promise<EngineResult> {
+  const child = fileURLToPath(workerScript('bench/llama-cpp-model-child.js'));
   try {
-    llamaCpp = await import('node-llama-cpp');
+    const { stdout } = await promisify(execFile)(process.execPath, [child, JSON.stringify({ settings: s, vocab })], {
+      maxBuffer: 1 << 20,
+    });
+    return JSON.parse(stdout) as EngineResult;
   } catch (error) {
-    const reason = `node-llama-cpp is not installed (npm install node-llama-cpp to compare): ${(error as Error).message.split('\n')[0]}`;
-    if (s.compare === 'llama.cpp') throw new Error(reason);
-    return {
-      engine: 'llama.cpp',
-      prefillTokensPerSecond: null,
-      decodeTokensPerSecond: null,
-      timeToFirstTokenMs: null,
-      note: reason,
-      residentBytes: null,
-    };
+    const stderr = (error as { stderr?: string }).stderr?.trim();
+    throw new Error(`llama.cpp's run failed: ${stderr || (error as Error).message}`);
   }
-  // Against our Metal tables, llama.cpp's Metal backend with every layer on the GPU; else its CPU build.
-  const metal = s.backend === 'metal';
-  const before = process.memoryUsage().rss;
-  const llama = await llamaCpp.getLlama({
-    gpu: metal ? 'metal' : false,
-    build: 'never',
-    progressLogs: false,
-    logLevel: llamaCpp.LlamaLogLevel.error,
-  });
-  const model = await llama.loadModel({ modelPath: s.model, gpuLayers: metal ? 'max' : 0 });
-  const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
-  const t: Timings = { prefill: [], decode: [], ttft: [] };
-  let residentBytes = 0;
-  try {
-    for (let run = 0; run < s.runs + 1; run++) {
-      const context = await model.createContext({
-        contextSize: s.promptTokens + s.generatedTokens + 8,
-        threads: s.threads,
-        batchSize: 512,
-        flashAttention: false,
-      });
-      try {
-        const sequence = context.getSequence();
-        let start = performance.now();
-        await sequence.evaluateWithoutGeneratingNewTokens(prompt);
-        const prefill = performance.now() - start;
-        await sequence.clearHistory();
-        const stamps: number[] = [];
-        start = performance.now();
-        for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-          void token;
-          stamps.push(performance.now());
-          if (stamps.length === s.generatedTokens) break;
-        }
-        // With its context still open, as ours is measured with the KV cache it last had.
-        residentBytes = Math.max(residentBytes, process.memoryUsage().rss - before);
-        if (run === 0) continue;
-        t.prefill.push(prefill);
-        t.ttft.push(stamps[0] - start);
-        t.decode.push((stamps[stamps.length - 1] - stamps[0]) / (stamps.length - 1));
-      } finally {
-        await context.dispose();
-      }
-    }
-  } finally {
-    await model.dispose();
-  }
-  const build = metal ? 'Metal, every layer on the GPU' : `CPU build picked by ggml for this CPU, ${s.threads} threads`;
-  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`, residentBytes);
-}
-
-// node-llama-cpp's exports map hides its package.json: find it from the entry point.
-async function llamaCppVersion(): Promise<string> {
-  try {
-    const { readFileSync, existsSync } = await import('node:fs');
-    const { dirname, join } = await import('node:path');
-    const { fileURLToPath } = await import('node:url');
-    for (let dir = dirname(fileURLToPath(import.meta.resolve('node-llama-cpp'))); dir !== dirname(dir); dir = dirname(dir)) {
-      const manifest = join(dir, 'package.json');
-      if (existsSync(manifest)) {
-        const { name, version } = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string; version: string };
-        if (name === 'node-llama-cpp') return version;
-      }
-    }
-  } catch {
-    // not found: say so below
-  }
-  return '(version unknown)';
 }
 
 export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResult> {
   const fileBytes = statSync(s.model).size;
   const ours = await benchOurs(s);
   const engines = [ours.result];
-  if (s.compare !== 'none') engines.push(await benchLlamaCpp(s, ours.vocab));
+  if (s.compare !== 'none') engines.push(await benchLlamaCppInChild(s, ours.vocab));
   const theirs = engines[1];
   const ratios = theirs?.prefillTokensPerSecond
     ? {
