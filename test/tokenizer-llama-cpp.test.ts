@@ -23,6 +23,17 @@ import { randomUnicodeStrings, tokenizerStrings } from './gguf/tokenizer-strings
 const dir = mkdtempSync(join(tmpdir(), 'md-tok-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** A file of the smallest shape around the vocabulary (its weights random): the tokenizers are what is tested. */
+async function writeVocabularyModel(path: string, arch: 'llama' | 'qwen3', vocabulary: RealVocabulary, pre?: string): Promise<void> {
+  await writeRandomModel(path, {
+    arch,
+    type: 'Q8_0',
+    seed: 1,
+    vocabulary: vocabularyMetadata(vocabulary, pre),
+    shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
+  });
+}
+
 const STRINGS = tokenizerStrings(1000);
 const RANDOM = randomUnicodeStrings(500);
 
@@ -38,13 +49,7 @@ describe.each([
     test("1,000 strings: the same ids and text as llama.cpp, special tokens parsed or not; every token's text and end-of-generation tokens", async () => {
       const vocabulary = realVocabulary(name, size);
       const path = join(dir, `${name}-${pre ?? 'own'}.gguf`);
-      await writeRandomModel(path, {
-        arch,
-        type: 'Q8_0',
-        seed: 1,
-        vocabulary: vocabularyMetadata(vocabulary, pre),
-        shape: { vocab: vocabulary.tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
-      });
+      await writeVocabularyModel(path, arch, vocabulary, pre);
       const ours = await loadModel(path, { threads: 1, prefetch: false });
       const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
       try {
@@ -173,13 +178,7 @@ describe('a handmade byte-level BPE vocabulary', () => {
       addBos: false,
     };
     const path = join(dir, 'handmade.gguf');
-    await writeRandomModel(path, {
-      arch: 'llama',
-      type: 'Q8_0',
-      seed: 1,
-      vocabulary: vocabularyMetadata(vocabulary),
-      shape: { vocab: tokens.length, d: 64, layers: 1, heads: 2, kvHeads: 1, headDim: 32, ff: 64 },
-    });
+    await writeVocabularyModel(path, 'llama', vocabulary);
     const ours = await loadModel(path, { threads: 1, prefetch: false });
     const theirs = await (await llamaCpp()).loadModel({ modelPath: path, gpuLayers: 0 });
     try {
