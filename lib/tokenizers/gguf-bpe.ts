@@ -3,8 +3,8 @@
 // (encoder.ts splits those out first). @huggingface/tokenizers splits the
 // text into words by the file's pre-tokenizer and spells them in the
 // byte-level alphabet; bpe-model.ts merges each word. (The package's own
-// BPE model keeps its merges as strings and pair arrays: about 110 MiB
-// for Llama 3's vocabulary, held for the life of the model.)
+// BPE model keeps its merges as strings and pair arrays: replacing it
+// took Llama 3's vocabulary from 227 to 135 MiB resident.)
 import * as hfTokenizers from '@huggingface/tokenizers';
 
 import { BpeModel } from './bpe-model.js';

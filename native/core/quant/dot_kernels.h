@@ -381,29 +381,35 @@ struct DotKernels {
   // token and each token's once for every row, and a pair's operations do
   // not depend on the tile's shape: a batch gives each token the bits it
   // gets alone. Otherwise one row dot per pair.
+  //
+  // The 8 lanes are those of the row-lane set (RowLanesOf: S itself on
+  // x86, two 128-bit vectors on NEON, whose lanes 0..3 and 4..7 sum as
+  // Neon::dotF16's two accumulators do).
   template <int Kind, int R, int T>
   static void floatTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     if constexpr (S::kFloatTiles) {
+      using FL = typename RowLanesOf<S>::type;
+      using LF = typename FL::F;
       constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
-      F acc[R][T];
+      LF acc[R][T];
       for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+        for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) {
-        F wv[R];
+        LF wv[R];
         for (int r = 0; r < R; ++r) {
           const uint8_t* row = w + size_t(r) * ws + size_t(i) * kValueBytes;
           if (i % 64 == 0) prefetch(row, 2 * R * ws);
-          wv[r] = S::template floats8<Kind>(row);
+          wv[r] = FL::template floats8<Kind>(row);
         }
         for (int t = 0; t < T; ++t) {
-          const F xv = S::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
-          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddF(wv[r], xv, acc[r][t]);
+          const LF xv = FL::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
+          for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
         }
       }
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) {
-          float sum = S::hsumF(acc[r][t]);
+          float sum = FL::hsumF(acc[r][t]);
           for (int64_t j = i; j < n; ++j)
             sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
                    rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
@@ -455,24 +461,27 @@ struct DotKernels {
     constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
     int64_t i = 0;
     if constexpr (S::kFloatTiles) {
+      using FL = typename RowLanesOf<S>::type;  // as floatTile's
+      using LF = typename FL::F;
       constexpr int kVectors = 8;
       for (; i + 8 * kVectors <= n; i += 8 * kVectors) {
-        F acc[kVectors];
-        for (int k = 0; k < kVectors; ++k) acc[k] = S::loadF(out + i + 8 * k);
+        LF acc[kVectors];
+        for (int k = 0; k < kVectors; ++k) acc[k] = FL::loadF(out + i + 8 * k);
         for (int64_t j = 0; j < count; ++j) {
-          const F wj = S::splatF(weights[j]);
+          const LF wj = FL::splatF(weights[j]);
           const uint8_t* row = rows + size_t(j) * stride + size_t(i) * kValueBytes;
           for (int k = 0; k < kVectors; ++k)
-            acc[k] = S::addF(acc[k], S::mulLanes(wj, S::template floats8<Kind>(row + 8 * k * kValueBytes)));
+            acc[k] = FL::addF(acc[k], FL::mulLanes(wj, FL::template floats8<Kind>(row + 8 * k * kValueBytes)));
         }
-        for (int k = 0; k < kVectors; ++k) S::storeF(acc[k], out + i + 8 * k);
+        for (int k = 0; k < kVectors; ++k) FL::storeF(acc[k], out + i + 8 * k);
       }
       for (; i + 8 <= n; i += 8) {
-        F acc = S::loadF(out + i);
+        LF acc = FL::loadF(out + i);
         for (int64_t j = 0; j < count; ++j)
-          acc = S::addF(acc, S::mulLanes(S::splatF(weights[j]), S::template floats8<Kind>(rows + size_t(j) * stride +
-                                                                                          size_t(i) * kValueBytes)));
-        S::storeF(acc, out + i);
+          acc = FL::addF(acc,
+                         FL::mulLanes(FL::splatF(weights[j]),
+                                      FL::template floats8<Kind>(rows + size_t(j) * stride + size_t(i) * kValueBytes)));
+        FL::storeF(acc, out + i);
       }
     }
     for (; i < n; ++i)

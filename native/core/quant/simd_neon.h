@@ -17,7 +17,8 @@ struct Neon {
   // Repacked tiles (repack.h) on NeonRows: a group's 8 rows in two 128-bit vectors.
   static constexpr bool kRowLanes = true;
   using Rows = NeonRows;
-  static constexpr bool kFloatTiles = false;  // one row dot per pair (DotKernels::floatTile)
+  // Float rows in tiles (DotKernels::floatTile) on NeonRows' 8 lanes.
+  static constexpr bool kFloatTiles = true;
   struct V {
     uint8x16_t lo, hi;
   };
@@ -234,6 +235,31 @@ struct NeonRows : Neon {
   static I addI(I a, I b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
   static I mulAddI(I acc, I a, I b) { return {vmlaq_s32(acc.lo, a.lo, b.lo), vmlaq_s32(acc.hi, a.hi, b.hi)}; }
   static F toF(I i) { return {vcvtq_f32_s32(i.lo), vcvtq_f32_s32(i.hi)}; }
+
+  // ---- Float rows (DotKernels::floatTile, weightedRows): Kind 0 float32, 1 float16, 2 bfloat16 ----
+  // 8 values of a row: 0..3 in lo, 4..7 in hi, as Neon::dotF16's accumulators take them.
+  template <int Kind>
+  static F floats8(const uint8_t* p) {
+    if constexpr (Kind == 0) {
+      const float* f = reinterpret_cast<const float*>(p);
+      return {vld1q_f32(f), vld1q_f32(f + 4)};
+    } else if constexpr (Kind == 1) {
+      const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t*>(p)));
+      return {vcvt_f32_f16(vget_low_f16(h)), vcvt_f32_f16(vget_high_f16(h))};
+    } else {
+      const uint16x8_t b = vld1q_u16(reinterpret_cast<const uint16_t*>(p));
+      return {vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(b), 16)),
+              vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(b), 16))};
+    }
+  }
+  static F fmaddF(F a, F b, F acc) { return {vfmaq_f32(acc.lo, a.lo, b.lo), vfmaq_f32(acc.hi, a.hi, b.hi)}; }
+  static float hsumF(F f) { return vaddvq_f32(vaddq_f32(f.lo, f.hi)); }
+  static F splatF(float x) { return {vdupq_n_f32(x), vdupq_n_f32(x)}; }
+  static F loadF(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }
+  static void storeF(F f, float* p) {
+    vst1q_f32(p, f.lo);
+    vst1q_f32(p + 4, f.hi);
+  }
   static F mulLanes(F a, F b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
   static F addF(F a, F b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
   static F subF(F a, F b) { return {vsubq_f32(a.lo, b.lo), vsubq_f32(a.hi, b.hi)}; }
