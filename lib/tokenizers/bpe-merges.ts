@@ -5,12 +5,11 @@
 // 300,000 strings never reach a thread that lives on; the encoder's thread
 // gets the table (shared) and the few texts that are no token.
 import { GgufError } from '../gguf/gguf-error.js';
-import { MergeTable } from './bpe-merge-table.js';
+import { MergeTable, type MergeTableData } from './bpe-merge-table.js';
 import { byteLevelChars } from './byte-level.js';
 
 export interface CompiledMerges {
-  /** MergeTable's slots, in a SharedArrayBuffer. */
-  slots: Int32Array;
+  table: MergeTableData;
   /** The texts of the symbols that are no token, by id - vocabulary size. */
   otherTexts: string[];
 }
@@ -55,5 +54,5 @@ export function compileMerges(path: string, tokens: readonly string[], merges: r
     const right = merge.slice(space + 1);
     table.add(symbols.of(left), symbols.of(right), rank, symbols.of(left + right));
   });
-  return { slots: table.slots, otherTexts: symbols.otherTexts };
+  return { table: { slots: table.slots, seed: table.seed }, otherTexts: symbols.otherTexts };
 }

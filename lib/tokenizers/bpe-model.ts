@@ -32,7 +32,7 @@ export class BpeModel {
   constructor({ tokens, merges, ignoreMerges }: BpeVocabulary) {
     // The texts that are no token come in the order compileMerges() gave them their ids.
     this.#symbols = new BpeSymbols(tokens, [...merges.otherTexts]);
-    this.#merges = new MergeTable(merges.slots);
+    this.#merges = new MergeTable(merges.table);
     this.#ignoreMerges = ignoreMerges;
     const chars = byteLevelChars();
     this.#charSymbols = new Int32Array(Math.max(...chars.map((c) => c.charCodeAt(0))) + 1).fill(DEAD);
