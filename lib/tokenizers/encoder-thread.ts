@@ -1,6 +1,6 @@
 // encoder-thread.ts: a vocabulary's encoder on a worker thread
-// (encoder-worker.ts), so neither building it (a few hundred milliseconds
-// for 150,000 tokens) nor encoding long prompts holds the event loop.
+// (encoder-worker.ts), so neither building it (a map of 150,000 token
+// texts) nor encoding long prompts holds the event loop.
 import { RequestWorker } from '../request-worker.js';
 import type { EncodeRequest } from './encoder.js';
 import type { GgufVocabulary } from './gguf-vocabulary.js';
@@ -22,6 +22,9 @@ export class EncoderThread {
   readonly #worker: RequestWorker;
 
   constructor(vocabulary: GgufVocabulary) {
+    // A small young generation: the thread's live data (token texts, their
+    // map) is made once and stays, and the default's 32 MiB of semispaces
+    // stayed resident beside it.
     this.#worker = new RequestWorker('tokenizers/encoder-worker.js', forThread(vocabulary), undefined, { maxYoungGenerationSizeMb: 4 });
   }
 

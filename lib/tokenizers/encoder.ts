@@ -40,7 +40,7 @@ export class VocabularyEncoder {
     this.#v = vocabulary;
   }
 
-  /** Builds the encoder now (a large BPE vocabulary takes a few hundred milliseconds). */
+  /** Builds the encoder now (a map of every token text), ahead of the first text. */
   prepare(): void {
     this.#encoder();
   }
