@@ -110,8 +110,21 @@
       ]
     },
     {
+      # The NEON tiles with the int8 matrix multiply (i8mm: Apple M2 and
+      # later), built for it on arm64 and picked when the OS reports it.
+      "target_name": "md_dot_neon_i8mm",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_neon_i8mm.cpp"],
+      "conditions": [
+        ["target_arch=='arm64'", {
+          "cflags_cc": ["-march=armv8.2-a+dotprod+i8mm+fp16"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-march=armv8.2-a+dotprod+i8mm+fp16"] }
+        }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx", "md_dot_neon_i8mm"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // check-isa-symbols.mjs: the files built for one instruction set (AVX2,
-// AVX-VNNI, AVX-512) must not define a shared inline function or template
+// AVX-VNNI, AVX-512, AMX, arm64's i8mm) must not define a shared inline function or template
 // (a weak symbol) that other files use too. The linker keeps one copy of
 // such a symbol for the whole library, and if it keeps the AVX-512 one, a
 // CPU without AVX-512 crashes in code that was meant to be portable.

@@ -17,7 +17,10 @@
 #   6. the benchmark (npx metal-decode bench), metal against the others;
 #   7. the GGUF forward pass on the GPU: a Llama-3.2-1B-shaped Q4_0 file
 #      (random weights, written here), bench model --backend metal, with
-#      llama.cpp's Metal build on the same file beside it.
+#      llama.cpp's Metal build on the same file beside it;
+#   8. the CPU forward pass on the same file and a Q4_K one (bench model
+#      --backend native): which NEON kernels the chip takes (neon-i8mm on
+#      M2 and later) and their prompt speed beside llama.cpp's CPU build.
 # The report goes to stdout and to build-mac/first-run-report.md; the full
 # logs stay in build-mac/. Exit 0 only if every step passed.
 set -uo pipefail
@@ -122,6 +125,22 @@ say ""
 say "## The forward pass on the GPU"
 say '```'
 tee -a "$report" <"$out/bench-model.log"
+say '```'
+
+# 8. The CPU forward pass: NEON tiles (smmla where the chip has i8mm) against llama.cpp's.
+model_k="$out/llama-1b-q4_k.gguf"
+step "write a Llama-3.2-1B-shaped Q4_K file" "$out/make-model-k.log" \
+  node dist/test/gguf/make-model.js --shape llama-3.2-1b --type Q4_K --out "$model_k"
+: >"$out/bench-cpu.log"
+for file in "$model" "$model_k"; do
+  step "bench model --backend native ($(basename "$file"))" "$out/bench-cpu-$(basename "$file").log" \
+    node bin/metal-decode.js bench model --model "$file" --backend native --compare auto
+  cat "$out/bench-cpu-$(basename "$file").log" >>"$out/bench-cpu.log"
+done
+say ""
+say "## The forward pass on the CPU"
+say '```'
+tee -a "$report" <"$out/bench-cpu.log"
 say '```'
 
 say ""

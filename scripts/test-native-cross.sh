@@ -35,7 +35,24 @@ build_dir=build-cmake-aarch64
 configure "$build_dir" armv8.2-a+dotprod+fp16
 cmake --build "$build_dir" -j"$jobs"
 echo "== the test binaries are aarch64: $(file -b "$build_dir/md_core_tests" | cut -d, -f1-2)"
-ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
+# The file built for i8mm must share no inline function with the others
+# (the linker would keep one copy, maybe the i8mm one, for a CPU without it).
+node scripts/check-isa-symbols.mjs "$build_dir/CMakeFiles/md_core.dir/native/core/quant/dot_neon_i8mm.cpp.o:NeonI8mm"
+# qemu's default CPU has the int8 matrix multiply (i8mm, as M2 and later):
+# the dot tests see it and take the neon-i8mm table too.
+MD_EXPECT_NEON_I8MM=1 ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
+
+# What one block costs each NEON table's tiles, in instructions executed
+# (there is no Arm machine to time them): the i8mm tiles must take fewer
+# than the sdot ones wherever a tile has two tokens or more.
+node scripts/count-neon-tiles.mjs "$build_dir" --check
+
+dot_tests='DotTables.*:RepackedTiles.*:RepackedLayouts.*:WeightedRows.*:Transformer.Repacked*:ActivationQuantizers.*'
+# An M1 has the dot product but not i8mm: on such a CPU (a Cortex-A76)
+# the detection must say so, and nothing built for i8mm may run.
+echo "== the dot tests on a CPU without i8mm (cortex-a76)"
+MD_EXPECT_NEON_I8MM=0 qemu-aarch64 -cpu cortex-a76 -L /usr/aarch64-linux-gnu "$build_dir/md_core_tests" \
+  --gtest_filter="$dot_tests" --gtest_brief=1
 
 # Arm CPUs without the dot product (Cortex-A72, a Raspberry Pi 4) take the
 # widening multiplies in its place (simd_neon.h's dot16): the dot kernels'
@@ -43,6 +60,10 @@ ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
 plain_dir=build-cmake-aarch64-armv8
 configure "$plain_dir" armv8-a
 cmake --build "$plain_dir" -j"$jobs" --target md_core_tests
-qemu-aarch64 -L /usr/aarch64-linux-gnu "$plain_dir/md_core_tests" \
-  --gtest_filter='DotTables.*:RepackedTiles.*:WeightedRows.*:Transformer.Repacked*:ActivationQuantizers.*' \
-  --gtest_brief=1
+# Under the default CPU (i8mm tables too), then a Cortex-A72's (neither
+# the dot product nor i8mm: no instruction of either may run).
+MD_EXPECT_NEON_I8MM=1 qemu-aarch64 -L /usr/aarch64-linux-gnu "$plain_dir/md_core_tests" \
+  --gtest_filter="$dot_tests" --gtest_brief=1
+echo "== the dot tests built for armv8-a on a CPU with neither (cortex-a72)"
+MD_EXPECT_NEON_I8MM=0 qemu-aarch64 -cpu cortex-a72 -L /usr/aarch64-linux-gnu "$plain_dir/md_core_tests" \
+  --gtest_filter="$dot_tests" --gtest_brief=1

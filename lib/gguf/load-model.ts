@@ -42,7 +42,8 @@ export interface LoadModelOptions {
   /**
    * The dot-product kernels: 'auto' (default: the best this CPU has), or one
    * by name ('amx' (AVX-512 with AMX for batches), 'avx512', 'avx-vnni' and
-   * 'avx2' on x86-64, 'neon' on arm64, 'portable' anywhere); a name this CPU
+   * 'avx2' on x86-64, 'neon-i8mm' (Apple M2 and later) and 'neon' on
+   * arm64, 'portable' anywhere); a name this CPU
    * cannot run is a RangeError.
    */
   cpuKernels?: CpuKernels;
@@ -91,8 +92,8 @@ export interface LoadModelOptions {
   repack?: boolean;
 }
 
-export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon' | 'portable';
-const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon', 'portable'];
+export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon-i8mm' | 'neon' | 'portable';
+const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon-i8mm', 'neon', 'portable'];
 const OPTION_NAMES = new Set([
   'threads',
   'signal',

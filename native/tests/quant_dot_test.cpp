@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "float16.h"
@@ -96,6 +98,7 @@ std::vector<const DotTable*> availableTables() {
   if (const DotTable* t = avx512DotTable()) tables.push_back(t);
   if (const DotTable* t = amxDotTable()) tables.push_back(t);
   if (const DotTable* t = neonDotTable()) tables.push_back(t);
+  if (const DotTable* t = neonI8mmDotTable()) tables.push_back(t);
   return tables;
 }
 
@@ -274,7 +277,13 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
   }
 #elif defined(__aarch64__)
   ASSERT_NE(neonDotTable(), nullptr);
-  EXPECT_STREQ(bestDotTable().isa, "neon");
+  EXPECT_EQ(neonI8mmDotTable() != nullptr, cpuHasNeonI8mm());
+  EXPECT_STREQ(bestDotTable().isa, cpuHasNeonI8mm() ? "neon-i8mm" : "neon");
+  // The cross-build script runs the tests on emulated CPUs with and
+  // without i8mm and says which: the detection must see it.
+  if (const char* expected = std::getenv("MD_EXPECT_NEON_I8MM")) {
+    EXPECT_EQ(cpuHasNeonI8mm(), std::string(expected) == "1") << "MD_EXPECT_NEON_I8MM=" << expected;
+  }
 #endif
   EXPECT_STREQ(dotTableNamed("portable").isa, "portable");
   EXPECT_THROW(dotTableNamed("sse9"), std::invalid_argument);
@@ -356,12 +365,12 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
     ASSERT_TRUE(canRepack(layout, kRepackRows, uint64_t(n)));
     std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
     ASSERT_EQ(packed.size(), plain.size());
-    repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
     int tested = 0;
     for (const DotTable* table : availableTables()) {
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
       ++tested;
+      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 1, packed.data());
       float alone[kTileRows * kTileTokens];
       for (int t = 0; t < kTileTokens; ++t)
         tile(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
@@ -414,12 +423,12 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
     std::vector<uint8_t> packed(repackGroupBytes(layout, uint64_t(n)));
     // Q4_K's and Q5_K's scales unpacked to a byte each: 32 bytes a super-block of the 8 rows more than the file's.
     EXPECT_EQ(packed.size(), plain.size() + (type == TensorType::Q6_K ? 0 : size_t(n / 256) * 32));
-    repackGroups(layout, plain.data(), uint64_t(n), 0, 1, packed.data());
     int tested = 0;
     for (const DotTable* table : availableTables()) {
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
       ++tested;
+      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 1, packed.data());
       for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
         float out[kTileRows * kTileTokens];
         tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
@@ -439,6 +448,37 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
   }
 }
 
+// The layouts at 8 interleaved bytes (the i8mm tiles') are those at 4
+// with chunks 2q and 2q + 1 made one 64-byte chunk of 8 bytes a row (row
+// r at 8r, its bytes of chunk 2q then of 2q + 1); the scales and mins in
+// front stay. Checked on every machine: the i8mm tiles run only on arm64.
+TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
+  for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l) {
+    const RepackLayout& layout = *l;
+    const TensorType type = layout.type;
+    // Bytes of each repacked block before its first chunk.
+    const size_t front = type == TensorType::Q4_0 || type == TensorType::Q8_0 ? 16
+                         : type == TensorType::Q6_K                           ? kQ6_Kx8LowOffset
+                                                                              : kQ4_Kx8QuantOffset;
+    ASSERT_EQ((layout.groupBlockBytes - front) % 64, 0u) << tensorTypeInfo(type).name;
+    std::mt19937 rng(53 + uint32_t(type));
+    const int64_t n = 2 * int64_t(layout.blockValues);
+    const std::vector<uint8_t> plain = randomGroup(type, n, rng);
+    std::vector<uint8_t> four(repackGroupBytes(layout, uint64_t(n))), eight(four.size());
+    repackGroups(layout, 4, plain.data(), uint64_t(n), 0, 1, four.data());
+    repackGroups(layout, 8, plain.data(), uint64_t(n), 0, 1, eight.data());
+    std::vector<uint8_t> expected = four;
+    for (size_t b = 0; b < four.size(); b += layout.groupBlockBytes)
+      for (size_t q = 0; b + front + 64 * q < b + layout.groupBlockBytes; ++q)
+        for (int r = 0; r < kRepackRows; ++r)
+          for (int half = 0; half < 2; ++half)
+            std::memcpy(expected.data() + b + front + 64 * q + 8 * size_t(r) + 4 * size_t(half),
+                        four.data() + b + front + 32 * (2 * q + size_t(half)) + 4 * size_t(r), 4);
+    EXPECT_EQ(eight, expected) << tensorTypeInfo(type).name;
+    EXPECT_NE(eight, four) << tensorTypeInfo(type).name;
+  }
+}
+
 // A tile of two groups (16 rows; on AVX-512 one 512-bit vector holds both,
 // simd_avx512.h) gives each row the bits a tile of its group alone gives,
 // for every layout, table and token count.
@@ -454,10 +494,10 @@ TEST(RepackedTiles, TwoGroupsGiveEachRowTheBitsOfItsGroupAlone) {
     const std::vector<uint8_t> acts = repackedActivations(type, n, rng);
     const size_t aBytes = acts.size() / kTileTokens, groupBytes = repackGroupBytes(layout, uint64_t(n));
     std::vector<uint8_t> packed(2 * groupBytes);
-    repackGroups(layout, plain.data(), uint64_t(n), 0, 2, packed.data());
     for (const DotTable* table : availableTables()) {
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
+      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 2, packed.data());
       for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
         // NaN where a tile writes nothing: NaN equals nothing.
         float both[kRepackedTileRows * kTileTokens], alone[kRepackedTileRows * kTileTokens];

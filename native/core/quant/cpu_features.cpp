@@ -72,3 +72,42 @@ bool cpuHasAvx512Vnni() { return false; }
 bool cpuHasAmx() { return false; }
 }  // namespace md
 #endif
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+
+namespace md {
+bool cpuHasNeonI8mm() {
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  return has;
+}
+}  // namespace md
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+
+namespace md {
+namespace {
+bool sysctlFlag(const char* name) {
+  int value = 0;
+  size_t size = sizeof value;
+  return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+}  // namespace
+
+bool cpuHasNeonI8mm() {
+  static const bool has = sysctlFlag("hw.optional.arm.FEAT_DotProd") && sysctlFlag("hw.optional.arm.FEAT_I8MM");
+  return has;
+}
+}  // namespace md
+#else
+namespace md {
+bool cpuHasNeonI8mm() { return false; }
+}  // namespace md
+#endif

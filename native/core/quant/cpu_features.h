@@ -1,7 +1,8 @@
-// cpu_features.h: which x86-64 vector extensions this CPU and OS support,
-// read from CPUID and XGETBV. Defined in a file built without any ISA flag,
-// so the ISA-specific files can ask before running their code. Always false
-// on other CPUs.
+// cpu_features.h: which vector extensions this CPU and OS support: on
+// x86-64 read from CPUID and XGETBV, on arm64 from the OS (Linux's
+// auxiliary vector, macOS's sysctl). Defined in a file built without any
+// ISA flag, so the ISA-specific files can ask before running their code.
+// Always false on other CPUs.
 #pragma once
 
 namespace md {
@@ -12,5 +13,9 @@ bool cpuHasAvx512Vnni();  // AVX2 as above, and AVX-512 F/BW/VL/VNNI with ZMM st
 // AVX-512 VNNI as above and AMX (tiles, int8) with tile state saved, and
 // (Linux) the kernel's permission for this process to use it, asked once.
 bool cpuHasAmx();
+
+// arm64: the dot-product (sdot) and int8 matrix-multiply (smmla)
+// extensions both, as Apple M2 and later, and Armv8.6 cores, have.
+bool cpuHasNeonI8mm();
 
 }  // namespace md

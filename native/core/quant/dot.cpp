@@ -60,9 +60,11 @@ const DotTable& dotTableNamed(const char* isa) {
     table = amxDotTable();
   else if (std::strcmp(isa, "neon") == 0)
     table = neonDotTable();
+  else if (std::strcmp(isa, "neon-i8mm") == 0)
+    table = neonI8mmDotTable();
   else
     throw std::invalid_argument(
-        std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx or neon, got ") + isa);
+        std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx, neon or neon-i8mm, got ") + isa);
   if (table == nullptr)
     throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
   return *table;
@@ -75,6 +77,7 @@ const DotTable& bestDotTable() {
   if (const DotTable* t = avx512DotTable()) return *t;
   if (const DotTable* t = avxVnniDotTable()) return *t;
   if (const DotTable* t = avx2DotTable()) return *t;
+  if (const DotTable* t = neonI8mmDotTable()) return *t;
   if (const DotTable* t = neonDotTable()) return *t;
   return *portableDotTable();
 }

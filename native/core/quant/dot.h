@@ -41,7 +41,7 @@ using WeightedRows = void (*)(const uint8_t* rows, size_t stride, const float* w
                               float* out);
 
 struct DotTable {
-  const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon" or "portable"
+  const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon-i8mm", "neon" or "portable"
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
   // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
@@ -52,6 +52,9 @@ struct DotTable {
   // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr
   // where the table has no such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
+  // The bytes of a row side by side in those tiles' chunks (repack.h): 4,
+  // or 8 for the i8mm tiles.
+  int repackInterleaveBytes = 4;
 
   WeightedRows weightedF32 = nullptr, weightedF16 = nullptr;  // float32 rows; float16 rows
 
@@ -70,8 +73,12 @@ const DotTable* avxVnniDotTable();
 const DotTable* avx512DotTable();
 const DotTable* amxDotTable();  // the AVX-512 table with AMX for batches
 const DotTable* neonDotTable();
+// NEON with the dot-product and int8 matrix-multiply (i8mm) extensions
+// (Apple M2 and later): the NEON table with smmla tiles for the repacked
+// layouts.
+const DotTable* neonI8mmDotTable();
 
-// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|amx|neon picks one
+// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|amx|neon|neon-i8mm picks one
 // (an error when it is not available here).
 const DotTable& bestDotTable();
 const DotTable& dotTableNamed(const char* isa);  // throws std::invalid_argument

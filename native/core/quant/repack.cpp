@@ -9,36 +9,38 @@
 namespace md {
 namespace {
 
-// Bytes [from, from + count * 4) of each row's `field`, as count chunks of 32 bytes (row r at 4r).
-void interleave(const uint8_t* const fields[kRepackRows], size_t count, uint8_t* out) {
-  for (size_t p = 0; p < count; ++p)
-    for (int r = 0; r < kRepackRows; ++r) std::memcpy(out + 32 * p + 4 * size_t(r), fields[r] + 4 * p, 4);
+// The first count * 4 bytes of each row's `field`, side by side in chunks
+// of interleaveBytes a row (row r at interleaveBytes * r).
+void interleave(const uint8_t* const fields[kRepackRows], size_t count, int interleaveBytes, uint8_t* out) {
+  const size_t w = size_t(interleaveBytes);
+  for (size_t p = 0; p < count * 4 / w; ++p)
+    for (int r = 0; r < kRepackRows; ++r) std::memcpy(out + kRepackRows * w * p + w * size_t(r), fields[r] + w * p, w);
 }
 
-void repackQ4_0(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+void repackQ4_0(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q4_0*>(rows[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = b->qs;
   }
-  interleave(quants, 4, out + 16);
+  interleave(quants, 4, interleaveBytes, out + 16);
 }
 
-void repackQ8_0(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+void repackQ8_0(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q8_0*>(rows[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = reinterpret_cast<const uint8_t*>(b->qs);
   }
-  interleave(quants, 8, out + 16);
+  interleave(quants, 8, interleaveBytes, out + 16);
   for (size_t k = 16; k < kQ8_0x8BlockBytes; ++k) out[k] ^= 0x80;  // q + 128, as an unsigned byte
 }
 
 // The part of Q4_K and Q5_K before the fifth bits (their first fields are alike).
 template <class Block>
-void repackK45(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+void repackK45(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const Block*>(rows[r]);
@@ -52,19 +54,21 @@ void repackK45(const uint8_t* const rows[kRepackRows], uint8_t* out) {
     }
     quants[r] = b->qs;
   }
-  interleave(quants, 32, out + kQ4_Kx8QuantOffset);
+  interleave(quants, 32, interleaveBytes, out + kQ4_Kx8QuantOffset);
 }
 
-void repackQ4_K(const uint8_t* const rows[kRepackRows], uint8_t* out) { repackK45<blocks::Q4_K>(rows, out); }
+void repackQ4_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+  repackK45<blocks::Q4_K>(rows, interleaveBytes, out);
+}
 
-void repackQ5_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
-  repackK45<blocks::Q5_K>(rows, out);
+void repackQ5_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+  repackK45<blocks::Q5_K>(rows, interleaveBytes, out);
   const uint8_t* fifth[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) fifth[r] = reinterpret_cast<const blocks::Q5_K*>(rows[r])->qh;
-  interleave(fifth, 8, out + kQ4_Kx8BlockBytes);
+  interleave(fifth, 8, interleaveBytes, out + kQ4_Kx8BlockBytes);
 }
 
-void repackQ6_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
+void repackQ6_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
   const uint8_t *low[kRepackRows], *high[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q6_K*>(rows[r]);
@@ -73,8 +77,8 @@ void repackQ6_K(const uint8_t* const rows[kRepackRows], uint8_t* out) {
     low[r] = b->ql;
     high[r] = b->qh;
   }
-  interleave(low, 32, out + kQ6_Kx8LowOffset);
-  interleave(high, 16, out + kQ6_Kx8HighOffset);
+  interleave(low, 32, interleaveBytes, out + kQ6_Kx8LowOffset);
+  interleave(high, 16, interleaveBytes, out + kQ6_Kx8HighOffset);
 }
 
 constexpr RepackLayout kLayouts[] = {
@@ -107,8 +111,8 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
   return size_t(cols / layout.blockValues) * layout.groupBlockBytes;
 }
 
-void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups,
-                  uint8_t* dst) {
+void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
+                  uint64_t firstGroup, uint64_t groups, uint8_t* dst) {
   const uint64_t blockCount = cols / layout.blockValues;
   const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
   const size_t rowBytes = size_t(blockCount) * blockBytes;
@@ -118,7 +122,7 @@ void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols,
     for (uint64_t i = 0; i < blockCount; ++i) {
       const uint8_t* rows[kRepackRows];
       for (int r = 0; r < kRepackRows; ++r) rows[r] = group + size_t(r) * rowBytes + size_t(i) * blockBytes;
-      layout.repackBlock(rows, out + size_t(i) * layout.groupBlockBytes);
+      layout.repackBlock(rows, interleaveBytes, out + size_t(i) * layout.groupBlockBytes);
     }
   }
 }

@@ -9,6 +9,13 @@
 // rearranged so that a 32-byte chunk holds 4 bytes of each row, row r at
 // bytes 4r..4r+3: lane r of a chunk is row r.
 //
+// That is the layout at 4 interleaved bytes, which sdot, vpdpbusd and
+// vpmaddubsw take. The i8mm tiles (smmla: 2 rows x 8 bytes against 2
+// tokens x 8 bytes) take 8: there, chunks 2q and 2q + 1 below are one
+// 64-byte chunk holding bytes 8q..8q+7 of each row's field, row r at 8r.
+// The scales and mins do not change. The dot table says which it takes
+// (DotTable::repackInterleaveBytes).
+//
 // Q4_0x8 (144 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
 // then four chunks: chunk p holds bytes 4p..4p+3 of each row's quants; a
 // byte's low nibble is its quant 4p+k, its high nibble quant 16+4p+k.
@@ -63,8 +70,9 @@ struct RepackLayout {
   // 8 and Q8_0x8's 128 come off through them. The K types' partner, Q8_K,
   // has its own sums.
   bool activationSums;
-  // Block i of the 8 rows (rows[r] is row r's block i) into `out`.
-  void (*repackBlock)(const uint8_t* const rows[kRepackRows], uint8_t* out);
+  // Block i of the 8 rows (rows[r] is row r's block i) into `out`, their
+  // quants interleaved 4 or 8 bytes a row.
+  void (*repackBlock)(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out);
 };
 
 // The layout of `type`'s weights, or nullptr if the type is not repacked.
@@ -81,8 +89,8 @@ bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols);
 size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols);
 // The rows [firstGroup * 8, (firstGroup + groups) * 8) of the matrix at
 // `src` (rows of cols values, as the file has them) into `dst` (the same
-// groups, repacked).
-void repackGroups(const RepackLayout& layout, const uint8_t* src, uint64_t cols, uint64_t firstGroup, uint64_t groups,
-                  uint8_t* dst);
+// groups, repacked, interleaved 4 or 8 bytes a row).
+void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
+                  uint64_t firstGroup, uint64_t groups, uint8_t* dst);
 
 }  // namespace md

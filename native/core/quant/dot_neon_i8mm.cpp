@@ -1,0 +1,399 @@
+// dot_neon_i8mm.cpp: the repacked layouts' tiles on arm64 with the int8
+// matrix-multiply extension (i8mm: Apple M2 and later, Armv8.6 cores), the
+// one file built for it; offered when the OS reports it and the dot
+// product (cpu_features.h). The other types' tiles are the NEON table's.
+//
+// smmla multiplies a 2 x 8 matrix of signed bytes by another's transpose
+// into a 2 x 2 matrix of int32 sums: two tokens' 8 activation bytes
+// against two rows' 8 weight bytes, 32 products in one instruction, where
+// sdot takes 16 (4 rows' 4 bytes against one token's). So the weights here
+// are interleaved 8 bytes a row (repack.h): a chunk's 16-byte vector m
+// holds rows 2m and 2m + 1, and a tile takes its tokens in pairs, [t0 | t1]
+// (an odd last token is paired with itself, its second sums dropped).
+// llama.cpp's i8mm tiles (q4_0_4x8, q4_K_8x8) take the same shape.
+//
+// The integer sums are exact, as sdot's are. After them each tile takes
+// the NEON row-lane tiles' float steps (simd_neon.h's NeonRows, dot_kernels.h)
+// lane by lane, in the same order, so a row has the same bits on both
+// tables. Those steps are written again here rather than included: this
+// file is built for other instructions, so it shares no inline function
+// with the plain NEON file (the linker keeps one copy of each).
+#include "dot.h"
+
+#if defined(__aarch64__) && defined(__ARM_FEATURE_MATMUL_INT8) && defined(__ARM_FEATURE_DOTPROD)
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "blocks.h"
+#include "cpu_features.h"
+#include "repack.h"
+
+namespace md {
+namespace {
+
+// A group's 8 rows in lanes: rows 0..3 in lo, 4..7 in hi (NeonRows' I and F).
+struct RowInts {
+  int32x4_t lo, hi;
+};
+struct RowFloats {
+  float32x4_t lo, hi;
+};
+
+float half(uint16_t bits) {
+  __fp16 h;
+  std::memcpy(&h, &bits, 2);
+  return float(h);
+}
+RowFloats halves(const uint8_t* p) {
+  const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t*>(p)));
+  return {vcvt_f32_f16(vget_low_f16(h)), vcvt_f32_f16(vget_high_f16(h))};
+}
+RowInts unsignedBytes(const uint8_t* p) {
+  const uint16x8_t wide = vmovl_u8(vld1_u8(p));
+  return {vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(wide))), vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(wide)))};
+}
+RowInts signedBytes(const uint8_t* p) {
+  const int16x8_t wide = vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(p)));
+  return {vmovl_s16(vget_low_s16(wide)), vmovl_s16(vget_high_s16(wide))};
+}
+RowInts splat(int32_t x) { return {vdupq_n_s32(x), vdupq_n_s32(x)}; }
+RowInts mulAdd(RowInts acc, RowInts a, RowInts b) {
+  return {vmlaq_s32(acc.lo, a.lo, b.lo), vmlaq_s32(acc.hi, a.hi, b.hi)};
+}
+RowFloats toFloats(RowInts i) { return {vcvtq_f32_s32(i.lo), vcvtq_f32_s32(i.hi)}; }
+RowFloats mul(RowFloats a, float m) { return {vmulq_n_f32(a.lo, m), vmulq_n_f32(a.hi, m)}; }
+RowFloats mulLanes(RowFloats a, RowFloats b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
+RowFloats add(RowFloats a, RowFloats b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
+RowFloats sub(RowFloats a, RowFloats b) { return {vsubq_f32(a.lo, b.lo), vsubq_f32(a.hi, b.hi)}; }
+// acc + float(i) * scale, fused (NeonRows::fmaddLanes).
+RowFloats fmaddLanes(RowFloats acc, RowInts i, RowFloats scale) {
+  return {vfmaq_f32(acc.lo, vcvtq_f32_s32(i.lo), scale.lo), vfmaq_f32(acc.hi, vcvtq_f32_s32(i.hi), scale.hi)};
+}
+
+// The tokens of a tile in pairs: pair p is tokens 2p and 2p + 1, or 2p
+// twice when it is the last of an odd count.
+template <int T>
+struct TokenPairs {
+  static constexpr int kPairs = (T + 1) / 2;
+  static constexpr int first(int p) { return 2 * p; }
+  static constexpr int second(int p) { return 2 * p + 1 < T ? 2 * p + 1 : 2 * p; }
+  static constexpr bool hasSecond(int p) { return 2 * p + 1 < T; }
+};
+
+// smmla's first operand: 8 bytes of each token of a pair, at `offset` of their quants.
+int8x16_t pairBytes(const int8_t* first, const int8_t* second, size_t offset) {
+  return vcombine_s8(vld1_s8(first + offset), vld1_s8(second + offset));
+}
+
+// A pair's sums for the 8 rows: sums[m] = [t0 x row 2m, t0 x row 2m + 1,
+// t1 x row 2m, t1 x row 2m + 1], smmla's 2 x 2 result; each token's row lanes.
+RowInts firstTokenRows(const int32x4_t sums[4]) {
+  auto low = [](int32x4_t a, int32x4_t b) {
+    return vreinterpretq_s32_s64(vzip1q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(b)));
+  };
+  return {low(sums[0], sums[1]), low(sums[2], sums[3])};
+}
+RowInts secondTokenRows(const int32x4_t sums[4]) {
+  auto high = [](int32x4_t a, int32x4_t b) {
+    return vreinterpretq_s32_s64(vzip2q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(b)));
+  };
+  return {high(sums[0], sums[1]), high(sums[2], sums[3])};
+}
+// Four sums starting at the pair's own value per token: [a, a, b, b].
+void startPair(int32x4_t sums[4], int32_t first, int32_t second) {
+  const int32x4_t start = vcombine_s32(vdup_n_s32(first), vdup_n_s32(second));
+  for (int m = 0; m < 4; ++m) sums[m] = start;
+}
+// sums[m] += the pair's bytes x rows 2m, 2m + 1's (weights[m]).
+void multiplyPair(int32x4_t sums[4], int8x16_t pair, const int8x16_t weights[4]) {
+  for (int m = 0; m < 4; ++m) sums[m] = vmmlaq_s32(sums[m], pair, weights[m]);
+}
+
+template <int T>
+void storeTile(const RowFloats (&lanes)[T], float* out, size_t os) {
+  for (int t = 0; t < T; ++t) {
+    float rows[kRepackRows];
+    vst1q_f32(rows, lanes[t].lo);
+    vst1q_f32(rows + 4, lanes[t].hi);
+    for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+  }
+}
+
+template <class Block>
+const Block* tokenBlocks(const uint8_t* a, size_t as, int t) {
+  return reinterpret_cast<const Block*>(a + size_t(t) * as);
+}
+
+// ---- Q4_0 and Q8_0 (blocks of 32) ----
+//
+// Per block and token the rows' exact sums of quant x activation, Q4_0's
+// unsigned nibbles (0..15, signed bytes to smmla) on top of -8 times the
+// activations' block sum, as dot_kernels.h's block32x8Tile; Q8_0x8's bytes
+// are q + 128, flipped back to q. Then its one multiply-add per block.
+template <bool kQ8, int T>
+void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  using Pairs = TokenPairs<T>;
+  constexpr size_t kBlockBytes = kQ8 ? kQ8_0x8BlockBytes : kQ4_0x8BlockBytes;
+  RowFloats acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  const int64_t nb = n / blocks::kBlock;
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* g = w + size_t(i) * kBlockBytes;
+    const uint8_t* quants = g + 16;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_0>(a, as, t)[i].qs;
+    int32x4_t sums[Pairs::kPairs][4];
+    for (int p = 0; p < Pairs::kPairs; ++p) {
+      if constexpr (kQ8) {
+        startPair(sums[p], 0, 0);
+      } else {
+        // The block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums).
+        auto xsum = [&](int t) {
+          int16_t s;
+          std::memcpy(&s, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
+          return -8 * int32_t(s);
+        };
+        startPair(sums[p], xsum(Pairs::first(p)), xsum(Pairs::second(p)));
+      }
+    }
+    if constexpr (kQ8) {
+      for (int q = 0; q < 4; ++q) {  // chunk q: values 8q..8q+7 of each row
+        int8x16_t v[4];
+        for (int m = 0; m < 4; ++m)
+          v[m] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(quants + 64 * q + 16 * m), vdupq_n_u8(0x80)));
+        for (int p = 0; p < Pairs::kPairs; ++p)
+          multiplyPair(sums[p], pairBytes(x[Pairs::first(p)], x[Pairs::second(p)], 8 * q), v);
+      }
+    } else {
+      for (int q = 0; q < 2; ++q) {  // chunk q: low nibbles values 8q.., high 16 + 8q..
+        int8x16_t low[4], high[4];
+        for (int m = 0; m < 4; ++m) {
+          const uint8x16_t raw = vld1q_u8(quants + 64 * q + 16 * m);
+          low[m] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F)));
+          high[m] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+        }
+        for (int p = 0; p < Pairs::kPairs; ++p) {
+          const int8_t *x0 = x[Pairs::first(p)], *x1 = x[Pairs::second(p)];
+          multiplyPair(sums[p], pairBytes(x0, x1, 8 * q), low);
+          multiplyPair(sums[p], pairBytes(x0, x1, 16 + 8 * q), high);
+        }
+      }
+    }
+    const RowFloats dw = halves(g);
+    for (int p = 0; p < Pairs::kPairs; ++p) {
+      const int t0 = Pairs::first(p);
+      acc[t0] = fmaddLanes(acc[t0], firstTokenRows(sums[p]), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t0)[i].d)));
+      if (Pairs::hasSecond(p)) {
+        const int t1 = t0 + 1;
+        acc[t1] =
+            fmaddLanes(acc[t1], secondTokenRows(sums[p]), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t1)[i].d)));
+      }
+    }
+  }
+  storeTile<T>(acc, out, os);
+}
+
+// ---- Q4_K and Q5_K ----
+//
+// Per super-block, sub-block s (parts 2s: low nibbles, 2s + 1: high) and
+// token: each part's exact row sums, times the part's row scales, as
+// dot_kernels.h's k45x8Tile; the fifth bits (Q5_K) from qh's chunk q,
+// whose bit 2s (2s + 1) belongs to the low (high) nibbles of quant chunk
+// 4s + q. Then k45x8Tile's float steps.
+template <bool kFive, int T>
+void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  using Pairs = TokenPairs<T>;
+  constexpr size_t kBlockBytes = kFive ? kQ5_Kx8BlockBytes : kQ4_Kx8BlockBytes;
+  RowFloats sum[T];
+  for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+    const uint8_t* g = w + size_t(i) * kBlockBytes;
+    const uint8_t* quants = g + kQ4_Kx8QuantOffset;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_K>(a, as, t)[i].qs;
+    RowInts isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = splat(0);
+    for (int s = 0; s < 4; ++s) {
+      int32x4_t low32[Pairs::kPairs][4], high32[Pairs::kPairs][4];
+      for (int p = 0; p < Pairs::kPairs; ++p) {
+        startPair(low32[p], 0, 0);
+        startPair(high32[p], 0, 0);
+      }
+      for (int q = 0; q < 4; ++q) {  // values 8q..8q+7 of parts 2s and 2s + 1
+        int8x16_t low[4], high[4];
+        for (int m = 0; m < 4; ++m) {
+          const uint8x16_t raw = vld1q_u8(quants + 64 * (4 * s + q) + 16 * m);
+          uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
+          if constexpr (kFive) {
+            const uint8x16_t qh = vld1q_u8(g + kQ4_Kx8BlockBytes + 64 * q + 16 * m);
+            lo = vorrq_u8(lo, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(1u << (2 * s)))), vdupq_n_u8(16)));
+            hi = vorrq_u8(hi, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(2u << (2 * s)))), vdupq_n_u8(16)));
+          }
+          low[m] = vreinterpretq_s8_u8(lo);
+          high[m] = vreinterpretq_s8_u8(hi);
+        }
+        for (int p = 0; p < Pairs::kPairs; ++p) {
+          const int8_t *x0 = x[Pairs::first(p)], *x1 = x[Pairs::second(p)];
+          multiplyPair(low32[p], pairBytes(x0, x1, 64 * s + 8 * q), low);
+          multiplyPair(high32[p], pairBytes(x0, x1, 64 * s + 32 + 8 * q), high);
+        }
+      }
+      const RowInts scaleLow = unsignedBytes(g + 32 + 16 * s), scaleHigh = unsignedBytes(g + 40 + 16 * s);
+      for (int p = 0; p < Pairs::kPairs; ++p) {
+        const int t0 = Pairs::first(p);
+        isum[t0] = mulAdd(mulAdd(isum[t0], firstTokenRows(low32[p]), scaleLow), firstTokenRows(high32[p]), scaleHigh);
+        if (Pairs::hasSecond(p))
+          isum[t0 + 1] =
+              mulAdd(mulAdd(isum[t0 + 1], secondTokenRows(low32[p]), scaleLow), secondTokenRows(high32[p]), scaleHigh);
+      }
+    }
+    const RowFloats d = halves(g), dmin = halves(g + 16);
+    for (int t = 0; t < T; ++t) {
+      const blocks::Q8_K& y = tokenBlocks<blocks::Q8_K>(a, as, t)[i];
+      RowInts mins = splat(0);
+      for (int j = 0; j < 8; ++j)
+        mins = mulAdd(mins, unsignedBytes(g + 96 + 8 * j), splat(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+      sum[t] = add(sum[t], sub(mulLanes(mul(d, y.d), toFloats(isum[t])), mulLanes(mul(dmin, y.d), toFloats(mins))));
+    }
+  }
+  storeTile<T>(sum, out, os);
+}
+
+// ---- Q6_K ----
+//
+// Per part of 16 values, the rows' exact sums of unsigned 6-bit quant x
+// activation, on top of -32 times the part's activation sum, times the
+// part's row scales, as dot_kernels.h's q6_kx8Tile; then its float steps.
+// Run u (0..3) of half h holds values 128h + 32u + l (l < 32): the low
+// nibbles (u < 2) or high nibbles of ql byte 64h + 32(u % 2) + l, with bits
+// 2u, 2u + 1 of qh byte 32h + l above them. Chunk c8 of a run (values
+// 8c8..8c8+7) is ql's chunk 8h + 4(u % 2) + c8 and qh's chunk 4h + c8;
+// chunks 0, 1 are part 8h + 2u, chunks 2, 3 part 8h + 2u + 1. Runs u and
+// u + 2 read the same bytes, so they are unpacked together.
+
+// Bits kShift, kShift + 1 of each byte, at bits 4 and 5.
+template <int kShift>
+uint8x16_t topBits(uint8x16_t qh) {
+  const uint8x16_t mask = vdupq_n_u8(0x30);
+  if constexpr (kShift < 4)
+    return vandq_u8(vshlq_n_u8(qh, 4 - kShift), mask);
+  else if constexpr (kShift == 4)
+    return vandq_u8(qh, mask);
+  else
+    return vandq_u8(vshrq_n_u8(qh, kShift - 4), mask);
+}
+
+// Runs kRun and kRun + 2 of half h into each token's row sums.
+template <int kRun, int T>
+void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, RowInts isum[T]) {
+  using Pairs = TokenPairs<T>;
+  for (int half16 = 0; half16 < 2; ++half16) {
+    const int jLow = 8 * h + 2 * kRun + half16, jHigh = jLow + 4;  // the parts of runs kRun and kRun + 2
+    int32x4_t low[Pairs::kPairs][4], high[Pairs::kPairs][4];
+    for (int p = 0; p < Pairs::kPairs; ++p) {
+      const blocks::Q8_K *y0 = y[Pairs::first(p)], *y1 = y[Pairs::second(p)];
+      startPair(low[p], -32 * int32_t(y0->bsums[jLow]), -32 * int32_t(y1->bsums[jLow]));
+      startPair(high[p], -32 * int32_t(y0->bsums[jHigh]), -32 * int32_t(y1->bsums[jHigh]));
+    }
+    for (int c8 = 2 * half16; c8 < 2 * half16 + 2; ++c8) {
+      int8x16_t qLow[4], qHigh[4];
+      for (int m = 0; m < 4; ++m) {
+        const uint8x16_t ql = vld1q_u8(g + kQ6_Kx8LowOffset + 64 * (8 * h + 4 * kRun + c8) + 16 * m);
+        const uint8x16_t qh = vld1q_u8(g + kQ6_Kx8HighOffset + 64 * (4 * h + c8) + 16 * m);
+        qLow[m] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(ql, vdupq_n_u8(0x0F)), topBits<2 * kRun>(qh)));
+        qHigh[m] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(ql, 4), topBits<2 * kRun + 4>(qh)));
+      }
+      for (int p = 0; p < Pairs::kPairs; ++p) {
+        const int8_t *x0 = y[Pairs::first(p)]->qs, *x1 = y[Pairs::second(p)]->qs;
+        multiplyPair(low[p], pairBytes(x0, x1, 128 * h + 32 * kRun + 8 * c8), qLow);
+        multiplyPair(high[p], pairBytes(x0, x1, 128 * h + 32 * (kRun + 2) + 8 * c8), qHigh);
+      }
+    }
+    const RowInts scaleLow = signedBytes(g + 16 + 8 * jLow), scaleHigh = signedBytes(g + 16 + 8 * jHigh);
+    for (int p = 0; p < Pairs::kPairs; ++p) {
+      const int t0 = Pairs::first(p);
+      isum[t0] = mulAdd(mulAdd(isum[t0], firstTokenRows(low[p]), scaleLow), firstTokenRows(high[p]), scaleHigh);
+      if (Pairs::hasSecond(p))
+        isum[t0 + 1] =
+            mulAdd(mulAdd(isum[t0 + 1], secondTokenRows(low[p]), scaleLow), secondTokenRows(high[p]), scaleHigh);
+    }
+  }
+}
+
+template <int T>
+void q6_kTile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  RowFloats sum[T];
+  for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
+    const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
+    const blocks::Q8_K* y[T];
+    for (int t = 0; t < T; ++t) y[t] = &tokenBlocks<blocks::Q8_K>(a, as, t)[i];
+    RowInts isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = splat(0);
+    for (int h = 0; h < 2; ++h) {
+      q6_kRuns<0, T>(g, y, h, isum);
+      q6_kRuns<1, T>(g, y, h, isum);
+    }
+    const RowFloats d = halves(g);
+    for (int t = 0; t < T; ++t) sum[t] = add(sum[t], mulLanes(mul(d, y[t]->d), toFloats(isum[t])));
+  }
+  storeTile<T>(sum, out, os);
+}
+
+// A layout's tile as DotTable takes it: groups of 8 rows (rows 8 or 16,
+// the groups gs bytes apart), each against 1 to kTileTokens tokens.
+template <template <int> class Tile>
+void groupsDispatch(const uint8_t* w, size_t gs, int rows, const uint8_t* a, size_t as, int tokens, int64_t n,
+                    float* out, size_t os) {
+  static_assert(kTileTokens == 4, "groupsDispatch covers 1 to 4 tokens");
+  for (int r = 0; r < rows; r += kRepackRows) {
+    const uint8_t* g = w + size_t(r / kRepackRows) * gs;
+    float* o = out + size_t(r) * os;
+    switch (tokens) {
+      case 1: Tile<1>::run(g, a, as, n, o, os); break;
+      case 2: Tile<2>::run(g, a, as, n, o, os); break;
+      case 3: Tile<3>::run(g, a, as, n, o, os); break;
+      default: Tile<4>::run(g, a, as, n, o, os); break;
+    }
+  }
+}
+#define MD_I8MM_TILE(NAME, ...)                                                                      \
+  template <int T>                                                                                   \
+  struct NAME {                                                                                      \
+    static void run(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o, size_t os) { \
+      __VA_ARGS__(w, a, as, n, o, os);                                                               \
+    }                                                                                                \
+  };
+MD_I8MM_TILE(Q4_0Tile, block32Tile<false, T>)
+MD_I8MM_TILE(Q8_0Tile, block32Tile<true, T>)
+MD_I8MM_TILE(Q4_KTile, k45Tile<false, T>)
+MD_I8MM_TILE(Q5_KTile, k45Tile<true, T>)
+MD_I8MM_TILE(Q6_KTile, q6_kTile<T>)
+#undef MD_I8MM_TILE
+
+}  // namespace
+
+const DotTable* neonI8mmDotTable() {
+  static const DotTable* table = []() -> const DotTable* {
+    const DotTable* base = neonDotTable();
+    if (base == nullptr || !cpuHasNeonI8mm()) return nullptr;
+    static DotTable t = *base;
+    t.isa = "neon-i8mm";
+    t.q4_0x8 = &groupsDispatch<Q4_0Tile>;
+    t.q8_0x8 = &groupsDispatch<Q8_0Tile>;
+    t.q4_kx8 = &groupsDispatch<Q4_KTile>;
+    t.q5_kx8 = &groupsDispatch<Q5_KTile>;
+    t.q6_kx8 = &groupsDispatch<Q6_KTile>;
+    t.repackInterleaveBytes = 8;
+    return &t;
+  }();
+  return table;
+}
+
+}  // namespace md
+#else
+namespace md {
+const DotTable* neonI8mmDotTable() { return nullptr; }
+}  // namespace md
+#endif

@@ -1,0 +1,75 @@
+// tile_instructions.cpp: runs one repacked tile CALLS times, for counting
+// the instructions it executes under an emulator. scripts/count-neon-tiles.mjs
+// runs it under qemu-user at 1 and 2 calls (the difference: one call, without
+// the start-up and the data's making), for rows of 4 and 8 blocks (the
+// difference: 4 blocks, without the call's set-up).
+//
+//   md_tile_instructions ISA TYPE TOKENS BLOCKS CALLS
+//
+// ISA is a dot table's name (dot.h), TYPE Q4_0, Q8_0, Q4_K, Q5_K or Q6_K,
+// TOKENS 1..4, BLOCKS the blocks of each row (32 values for Q4_0 and Q8_0,
+// 256 for the K types). The weights and activations are fixed pseudo-random
+// bytes: the tiles take no branch on their values.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "quant/dot.h"
+#include "quant/repack.h"
+#include "quant/tensor_types.h"
+
+namespace {
+
+std::vector<uint8_t> bytes(size_t count, uint32_t seed) {
+  std::vector<uint8_t> out(count);
+  for (uint8_t& b : out) {
+    seed = seed * 1664525u + 1013904223u;
+    b = uint8_t(seed >> 24);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace md;
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: md_tile_instructions ISA TYPE TOKENS BLOCKS CALLS\n");
+    return 2;
+  }
+  try {
+    const DotTable& table = dotTableNamed(argv[1]);
+    const RepackLayout* layout = nullptr;
+    for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l)
+      if (std::strcmp(tensorTypeInfo(l->type).name, argv[2]) == 0) layout = l;
+    const int tokens = std::atoi(argv[3]);
+    const long blocks = std::atol(argv[4]), calls = std::atol(argv[5]);
+    if (layout == nullptr || table.repackedFor(layout->type) == nullptr || tokens < 1 || tokens > kTileTokens ||
+        blocks < 1 || calls < 1) {
+      std::fprintf(stderr, "md_tile_instructions: no %s tile for %s, or tokens/blocks/calls out of range\n", argv[1],
+                   argv[2]);
+      return 2;
+    }
+    const uint64_t n = uint64_t(blocks) * layout->blockValues;
+    const std::vector<uint8_t> plain = bytes(md::rowBytes(tensorTypeInfo(layout->type), n) * kRepackRows, 1);
+    std::vector<uint8_t> packed(repackGroupBytes(*layout, n));
+    repackGroups(*layout, table.repackInterleaveBytes, plain.data(), n, 0, 1, packed.data());
+    // Activation rows: Q8_K for the K types, else Q8_0 and its block sums.
+    const TensorType activation = layout->activationSums ? TensorType::Q8_0 : TensorType::Q8_K;
+    const size_t activationBytes =
+        md::rowBytes(tensorTypeInfo(activation), n) + (layout->activationSums ? size_t(n / 32) * 2 : 0);
+    std::vector<uint8_t> acts = bytes(activationBytes * size_t(tokens), 2);
+    float out[kTileRows * kTileTokens];
+    for (long c = 0; c < calls; ++c)
+      table.repackedFor(layout->type)(packed.data(), packed.size(), kRepackRows, acts.data(), activationBytes, tokens,
+                                      int64_t(n), out, kTileTokens);
+    volatile float sink = out[0];
+    (void)sink;
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "md_tile_instructions: %s\n", e.what());
+    return 2;
+  }
+}
