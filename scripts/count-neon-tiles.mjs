@@ -1,46 +1,53 @@
 #!/usr/bin/env node
 // count-neon-tiles.mjs: what one block of 8 repacked rows costs each NEON
-// table's tile, in instructions executed, counted under qemu-user (one
-// instruction per translated block, each logged). md_tile_instructions
-// runs the tile once and twice (the difference is one call, without the
-// process's start-up and the making of its data), on rows of 4 and of 8
-// blocks (the difference over 4 is one block, without the call's set-up).
+// table's tile, and llama.cpp's own NEON kernels for the same layout, in
+// instructions executed, counted under qemu-user (one instruction per
+// translated block, each logged). Each program runs its kernel once and
+// twice (the difference is one call, without the process's start-up and
+// the making of its data), on rows of 4 and of 8 blocks (the difference
+// over 4 is one block, without the call's set-up).
 //
 // There is no Arm machine here to time the tiles on; this is the counted
-// half of the argument for their speed (bench/README.md gives the other:
-// what each instruction is worth on Apple's cores). With --check it fails
-// unless the i8mm tile of every layout takes fewer instructions than the
-// sdot tile at 2 and 4 tokens.
+// half of the argument for their speed (bench/README.md gives the rest).
+// llama.cpp's kernels are compiled from the source node-llama-cpp ships
+// (its git bundle), with the same cross compiler and flags as ours. Its
+// 4-token kernels read activations interleaved at quantization, which is
+// not counted; ours read each token's row.
 //
-//   node scripts/count-neon-tiles.mjs BUILD_DIR [--check] [--types=Q4_0,Q6_K]
+// With --check it fails unless the i8mm tile of every layout takes fewer
+// instructions than the sdot tile wherever a tile has 2 tokens or more.
+//
+//   node scripts/count-neon-tiles.mjs BUILD_DIR [--check] [--types=Q4_0,Q6_K] [--no-llama-cpp]
 // BUILD_DIR: an aarch64 build (scripts/test-native-cross.sh's
 // build-cmake-aarch64) with md_tile_instructions.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const check = args.includes('--check');
+const withLlamaCpp = !args.includes('--no-llama-cpp');
 const buildDir = args.find((a) => !a.startsWith('--'));
 const typesArg = args.find((a) => a.startsWith('--types='));
 if (!buildDir) {
-  console.error('usage: count-neon-tiles.mjs BUILD_DIR [--check] [--types=Q4_0,Q6_K]');
+  console.error('usage: count-neon-tiles.mjs BUILD_DIR [--check] [--types=Q4_0,Q6_K] [--no-llama-cpp]');
   process.exit(2);
 }
-const binary = join(buildDir, 'md_tile_instructions');
-if (!existsSync(binary)) {
-  console.error(`count-neon-tiles: ${binary} is missing; build the aarch64 tree first (scripts/test-native-cross.sh)`);
+const ours = join(buildDir, 'md_tile_instructions');
+if (!existsSync(ours)) {
+  console.error(`count-neon-tiles: ${ours} is missing; build the aarch64 tree first (scripts/test-native-cross.sh)`);
   process.exit(2);
 }
 
-// Instructions the process executes: qemu logs each one it runs (-singlestep: one per block, -d exec).
-function executed(isa, type, tokens, blocks, calls) {
+// Instructions a process executes: qemu logs each one it runs (-singlestep: one per block, -d exec).
+function executed(argv) {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      'qemu-aarch64',
-      ['-singlestep', '-d', 'exec,nochain', '-L', '/usr/aarch64-linux-gnu', binary, isa, type, String(tokens), String(blocks), String(calls)],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const child = spawn('qemu-aarch64', ['-singlestep', '-d', 'exec,nochain', ...argv], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let lines = 0;
     let tail = '';
     child.stderr.on('data', (chunk) => {
@@ -50,33 +57,81 @@ function executed(isa, type, tokens, blocks, calls) {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`${isa} ${type} ${tokens} ${blocks} ${calls}: exit ${code}: ${tail.trim().split('\n').pop()}`));
+      if (code !== 0) reject(new Error(`${argv.join(' ')}: exit ${code}: ${tail.trim().split('\n').pop()}`));
       else resolve(lines);
     });
   });
 }
+// One block's instructions: argsFor(blocks, calls) gives the command line.
+async function perBlock(argsFor) {
+  const call = async (blocks) => (await executed(argsFor(blocks, 2))) - (await executed(argsFor(blocks, 1)));
+  return ((await call(8)) - (await call(4))) / 4;
+}
 
-const types = typesArg ? typesArg.slice('--types='.length).split(',') : ['Q4_0', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K'];
-const tokenCounts = [1, 2, 4];
+// llama.cpp's arm repack kernels and llama_cpp_neon_tiles.cpp, built static for aarch64.
+function buildLlamaCpp() {
+  const bundle = join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
+  if (!existsSync(bundle)) throw new Error(`count-neon-tiles: ${bundle} is missing (npm install), or pass --no-llama-cpp`);
+  const dir = mkdtempSync(join(tmpdir(), 'md-llama-neon-'));
+  execFileSync('git', ['clone', '--quiet', bundle, join(dir, 'llama.cpp')], { stdio: 'ignore' });
+  const ggml = join(dir, 'llama.cpp/ggml');
+  const flags = ['-std=c++17', '-O3', '-DNDEBUG', '-march=armv8.2-a+dotprod+i8mm+fp16'];
+  const includes = ['include', 'src', 'src/ggml-cpu'].map((d) => `-I${join(ggml, d)}`);
+  const compile = (source, object) =>
+    execFileSync('aarch64-linux-gnu-g++', [...flags, ...includes, '-c', source, '-o', object], { stdio: 'inherit' });
+  compile(join(ggml, 'src/ggml-cpu/arch/arm/repack.cpp'), join(dir, 'repack.o'));
+  compile(join(root, 'native/bench/llama_cpp_neon_tiles.cpp'), join(dir, 'harness.o'));
+  const binary = join(dir, 'llama_cpp_neon_tiles');
+  // The generic fallbacks its NEON kernels name (never called: every feature they need is on) stay unresolved.
+  execFileSync(
+    'aarch64-linux-gnu-g++',
+    ['-static', '-o', binary, join(dir, 'harness.o'), join(dir, 'repack.o'), '-Wl,--unresolved-symbols=ignore-all'],
+    { stdio: 'inherit' },
+  );
+  return { binary, dir };
+}
+
+// Our layouts and llama.cpp's kernels for them: x4 takes sdot, x8 i8mm.
+const layouts = {
+  Q4_0: { sdot: 'q4_0_4x4', i8mm: 'q4_0_4x8' },
+  Q8_0: { sdot: 'q8_0_4x4', i8mm: 'q8_0_4x8' },
+  Q4_K: { sdot: 'q4_K_8x4', i8mm: 'q4_K_8x8' },
+  Q5_K: { sdot: 'q5_K_8x4', i8mm: 'q5_K_8x8' },
+  Q6_K: { sdot: 'q6_K_8x4', i8mm: 'q6_K_8x8' },
+};
+const types = typesArg ? typesArg.slice('--types='.length).split(',') : Object.keys(layouts);
+const llama = withLlamaCpp ? buildLlamaCpp() : null;
 const rows = [];
 let failures = 0;
-for (const type of types) {
-  for (const tokens of tokenCounts) {
-    const perBlock = {};
-    for (const isa of ['neon', 'neon-i8mm']) {
-      const call = async (blocks) => (await executed(isa, type, tokens, blocks, 2)) - (await executed(isa, type, tokens, blocks, 1));
-      perBlock[isa] = ((await call(8)) - (await call(4))) / 4;
-    }
-    const ratio = perBlock['neon-i8mm'] / perBlock.neon;
-    rows.push(`| ${type} | ${tokens} | ${perBlock.neon} | ${perBlock['neon-i8mm']} | ${ratio.toFixed(2)} |`);
-    if (check && tokens >= 2 && !(ratio < 1)) {
-      console.error(`count-neon-tiles: ${type} at ${tokens} tokens: the i8mm tile takes ${ratio.toFixed(2)}x the sdot tile's instructions`);
-      failures++;
+try {
+  for (const type of types) {
+    for (const tokens of [1, 2, 4]) {
+      const ourCount = async (isa) => perBlock((blocks, calls) => [ours, isa, type, String(tokens), String(blocks), String(calls)]);
+      // llama.cpp has a 1-token kernel (gemv) and a 4-token one (gemm); 2 tokens take the gemv twice.
+      const theirCount = async (kernel) => {
+        if (!llama) return NaN;
+        const [kTokens, times] = tokens === 4 ? [4, 1] : [1, tokens];
+        return times * (await perBlock((blocks, calls) => [llama.binary, kernel, String(kTokens), String(blocks), String(calls)]));
+      };
+      const sdot = await ourCount('neon');
+      const i8mm = await ourCount('neon-i8mm');
+      const [theirSdot, theirI8mm] = [await theirCount(layouts[type].sdot), await theirCount(layouts[type].i8mm)];
+      const ratio = (a, b) => (Number.isNaN(b) ? '-' : `${(a / b).toFixed(2)}x`);
+      rows.push(
+        `| ${type} | ${tokens} | ${sdot} | ${Number.isNaN(theirSdot) ? '-' : theirSdot} | ${ratio(sdot, theirSdot)} | ` +
+          `${i8mm} | ${Number.isNaN(theirI8mm) ? '-' : theirI8mm} | ${ratio(i8mm, theirI8mm)} |`,
+      );
+      if (check && tokens >= 2 && !(i8mm < sdot)) {
+        console.error(`count-neon-tiles: ${type} at ${tokens} tokens: the i8mm tile takes ${i8mm}, the sdot tile ${sdot}`);
+        failures++;
+      }
     }
   }
+} finally {
+  if (llama) rmSync(llama.dir, { recursive: true, force: true });
 }
 console.log('Instructions executed per block of 8 rows (32 values for Q4_0 and Q8_0, 256 for the K types):\n');
-console.log('| layout | tokens | neon (sdot) | neon-i8mm (smmla) | i8mm / sdot |');
-console.log('|---|---|---|---|---|');
+console.log('| layout | tokens | ours, sdot | llama.cpp, sdot | ours / llama.cpp | ours, i8mm | llama.cpp, i8mm | ours / llama.cpp |');
+console.log('|---|---|---|---|---|---|---|---|');
 console.log(rows.join('\n'));
 if (failures > 0) process.exit(1);
