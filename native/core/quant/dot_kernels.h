@@ -583,15 +583,27 @@ struct DotKernels {
         std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
         sum[t] = L::splat32(-Format::template offset<L>() * int32_t(xsum));
       }
-      for (int c = 0; c < 8; ++c) {
+      if constexpr (L::kLaneDot) {
+        // Each token's 32 bytes in two loads; chunk c takes lane c % 4 of
+        // the one holding values 4c..4c+3. A signed sum either way.
+        typename L::Token16 x[T][2];
         for (int t = 0; t < T; ++t) {
-          int32_t x4;
-          std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
-          const LV x = L::repeat4(x4);
-          if constexpr (Format::template kSigned<L>)
-            sum[t] = L::addI(sum[t], L::dotS8S8(v[c], x));
-          else
-            sum[t] = L::dotU8S8Add(sum[t], v[c], x);
+          x[t][0] = L::token16(y[t]->qs);
+          x[t][1] = L::token16(y[t]->qs + 16);
+        }
+        for (int c = 0; c < 8; ++c)
+          for (int t = 0; t < T; ++t) sum[t] = L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
+      } else {
+        for (int c = 0; c < 8; ++c) {
+          for (int t = 0; t < T; ++t) {
+            int32_t x4;
+            std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
+            const LV x = L::repeat4(x4);
+            if constexpr (Format::template kSigned<L>)
+              sum[t] = L::addI(sum[t], L::dotS8S8(v[c], x));
+            else
+              sum[t] = L::dotU8S8Add(sum[t], v[c], x);
+          }
         }
       }
       for (int t = 0; t < T; ++t) acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));

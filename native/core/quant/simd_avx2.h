@@ -64,6 +64,8 @@ struct Avx2 {
   static constexpr int kGroups = 1;
   // Whether dotU8S8Add is exact for any unsigned byte (vpdpbusd): vpmaddubsw saturates.
   static constexpr bool kExactU8Dot = false;
+  // Whether the tiles take a token's bytes by lane (NeonRows::dotLane); here broadcast.
+  static constexpr bool kLaneDot = false;
   static V chunk(const uint8_t* p, size_t) { return load(p); }
   // Bytes stored plus 128 back to signed: the high bit flipped.
   static V toSigned(V x) { return _mm256_xor_si256(x, _mm256_set1_epi8(char(0x80))); }

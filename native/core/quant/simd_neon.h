@@ -178,6 +178,11 @@ struct NeonRows : Neon {
   // sdot multiplies signed bytes: dotU8S8Add's unsigned operand must stay
   // under 128 (Q8_0x8 takes the signed dot; i8mm's usdot would take them).
   static constexpr bool kExactU8Dot = false;
+  // The tiles load 16 bytes of a token once and take 4 of them at a time
+  // by lane (sdot's by-element form), where a broadcast took a load and a
+  // move per 4 bytes.
+  static constexpr bool kLaneDot = true;
+  using Token16 = int8x16_t;
   struct I {
     int32x4_t lo, hi;
   };
@@ -196,6 +201,28 @@ struct NeonRows : Neon {
   static I dotS8S8(V a, V c) {
     return {Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo)),
             Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi))};
+  }
+  static Token16 token16(const int8_t* p) { return vld1q_s8(p); }
+  // Lane j: acc + the sum of bytes 4j..4j+3 of v times bytes 4k..4k+3 of
+  // x, both signed (v's bytes under 128 where unsigned), exact. k is a
+  // constant once the tiles' loops are unrolled, and the switch folds.
+  static I dotLane(I acc, V v, Token16 x, int k) {
+    switch (k) {
+      case 0: return dotLaneAt<0>(acc, v, x);
+      case 1: return dotLaneAt<1>(acc, v, x);
+      case 2: return dotLaneAt<2>(acc, v, x);
+      default: return dotLaneAt<3>(acc, v, x);
+    }
+  }
+  template <int K>
+  static I dotLaneAt(I acc, V v, Token16 x) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return {vdotq_laneq_s32(acc.lo, vreinterpretq_s8_u8(v.lo), x, K),
+            vdotq_laneq_s32(acc.hi, vreinterpretq_s8_u8(v.hi), x, K)};
+#else
+    const uint8x16_t b = vreinterpretq_u8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x), K));
+    return dotU8S8Add(acc, v, {b, b});
+#endif
   }
   static V repeat4(int32_t x) {
     const uint8x16_t r = vreinterpretq_u8_s32(vdupq_n_s32(x));
