@@ -38,6 +38,17 @@ struct WideLanesOf<S, std::void_t<typename S::Wide>> {
   using type = typename S::Wide;
 };
 
+// A row-lane set's 16 bytes of a token for its by-lane dot (L::Token16,
+// where L::kLaneDot); a placeholder elsewhere.
+template <class L, class = void>
+struct Token16Of {
+  using type = int;
+};
+template <class L>
+struct Token16Of<L, std::void_t<typename L::Token16>> {
+  using type = typename L::Token16;
+};
+
 template <class S>
 struct DotKernels {
   using V = typename S::V;
@@ -675,58 +686,81 @@ struct DotKernels {
   // unsigned 6-bit quant x activation, less 32 times the part's activation
   // sum (Q6_K's offset, from Q8_K's sums), times the part's row scales;
   // then q6_kTile's float operations, lane by lane: the same integer and
-  // the same bits. Chunk c (0..7) of half h gives each of the half's four
-  // 32-value runs u (q6_kTile's q[r][u]) 4 bytes a row: the nibbles of
-  // ql's chunk 16h + 8(u % 2) + c (low for u < 2) under qh's chunk 8h + c's
-  // bits 2u and 2u + 1; runs' chunks 0..3 are one part, 4..7 the next.
+  // the same bits. Run u (0..3) of half h holds values 128h + 32u + l: 4
+  // bytes a row of each chunk c (0..7) are the nibbles of ql's chunk
+  // 16h + 8(u % 2) + c (low for u < 2) under bits 2u, 2u + 1 of qh's chunk
+  // 8h + c; a run's chunks 0..3 are one part, 4..7 the next.
+  //
+  // Runs u and u + 2 at a time (the same ql bytes, low and high nibbles):
+  // with the four runs' sums live (q6_kTile's order), 4 tokens took 32
+  // vector registers and spilled.
+  template <class L, int U>
+  static typename L::V q6_kTop(typename L::V hb) {  // bits 2U, 2U + 1 of each byte, at bits 4, 5
+    if constexpr (U == 0)
+      return L::template shiftLeft<4>(L::andV(hb, L::splat(3)));
+    else if constexpr (U == 3)
+      return L::template shiftLeft<4>(L::template shiftRight<6>(hb));
+    else
+      return L::template shiftLeft<4>(L::andV(L::template shiftRight<2 * U>(hb), L::splat(3)));
+  }
+  template <class L, int U, int T>
+  static void q6_kx8Runs(const uint8_t* g, size_t gs, const blocks::Q8_K* const y[T], int h, int half16,
+                         typename L::I isum[T]) {
+    using LV = typename L::V;
+    using LI = typename L::I;
+    LI low[T], high[T];  // runs U and U + 2
+    for (int t = 0; t < T; ++t) low[t] = high[t] = L::izero();
+    // The lane path: the parts' 16 bytes of each token.
+    [[maybe_unused]] typename Token16Of<L>::type xLow[T], xHigh[T];
+    if constexpr (L::kLaneDot)
+      for (int t = 0; t < T; ++t) {
+        xLow[t] = L::token16(y[t]->qs + 128 * h + 32 * U + 16 * half16);
+        xHigh[t] = L::token16(y[t]->qs + 128 * h + 32 * (U + 2) + 16 * half16);
+      }
+    for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+      const LV ql = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * U + c), gs);
+      const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
+      const LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
+      const LV qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
+      for (int t = 0; t < T; ++t) {
+        if constexpr (L::kLaneDot) {
+          low[t] = L::dotLane(low[t], qLow, xLow[t], c % 4);
+          high[t] = L::dotLane(high[t], qHigh, xHigh[t], c % 4);
+        } else {
+          int32_t x4;
+          std::memcpy(&x4, y[t]->qs + 128 * h + 32 * U + 4 * c, 4);
+          low[t] = L::dotU8S8Add(low[t], qLow, L::repeat4(x4));
+          std::memcpy(&x4, y[t]->qs + 128 * h + 32 * (U + 2) + 4 * c, 4);
+          high[t] = L::dotU8S8Add(high[t], qHigh, L::repeat4(x4));
+        }
+      }
+    }
+    const int jLow = 8 * h + 2 * U + half16, jHigh = jLow + 4;  // the parts: values 16j..16j + 15
+    const LI scaleLow = L::signedBytes(g + 16 + 8 * jLow, gs), scaleHigh = L::signedBytes(g + 16 + 8 * jHigh, gs);
+    for (int t = 0; t < T; ++t) {
+      isum[t] = L::mulAddI(isum[t], L::addI(low[t], L::splat32(-32 * int32_t(y[t]->bsums[jLow]))), scaleLow);
+      isum[t] = L::mulAddI(isum[t], L::addI(high[t], L::splat32(-32 * int32_t(y[t]->bsums[jHigh]))), scaleHigh);
+    }
+  }
   template <class L, int T>
   static void q6_kx8Tile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
-    using LV = typename L::V;
     using LI = typename L::I;
     using LF = typename L::F;
     LF sum[T];
     for (int t = 0; t < T; ++t) sum[t] = L::fzero();
-    const LV three = L::splat(3);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
+      const blocks::Q8_K* y[T];
+      for (int t = 0; t < T; ++t) y[t] = &block<blocks::Q8_K>(a, as, t)[i];
       LI isum[T];
       for (int t = 0; t < T; ++t) isum[t] = L::izero();
       for (int h = 0; h < 2; ++h)
         for (int half16 = 0; half16 < 2; ++half16) {
-          LI part[4][T];
-          for (int u = 0; u < 4; ++u)
-            for (int t = 0; t < T; ++t) part[u][t] = L::izero();
-          for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
-            const LV lowA = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + c), gs);
-            const LV lowB = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 + c), gs);
-            const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
-            LV q[4];
-            q[0] = L::orV(L::lowNibbles(lowA), L::template shiftLeft<4>(L::andV(hb, three)));
-            q[1] = L::orV(L::lowNibbles(lowB), L::template shiftLeft<4>(L::andV(L::template shiftRight<2>(hb), three)));
-            q[2] =
-                L::orV(L::highNibbles(lowA), L::template shiftLeft<4>(L::andV(L::template shiftRight<4>(hb), three)));
-            q[3] = L::orV(L::highNibbles(lowB), L::template shiftLeft<4>(L::template shiftRight<6>(hb)));
-            for (int t = 0; t < T; ++t) {
-              const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * h + 4 * c;
-              for (int u = 0; u < 4; ++u) {
-                int32_t x4;
-                std::memcpy(&x4, x + 32 * u, 4);
-                part[u][t] = L::dotU8S8Add(part[u][t], q[u], L::repeat4(x4));
-              }
-            }
-          }
-          for (int u = 0; u < 4; ++u) {
-            const int j = 8 * h + 2 * u + half16;  // the part: values 16j..16j + 15
-            const LI scale = L::signedBytes(g + 16 + 8 * j, gs);
-            for (int t = 0; t < T; ++t) {
-              const LI offset = L::splat32(-32 * int32_t(block<blocks::Q8_K>(a, as, t)[i].bsums[j]));
-              isum[t] = L::mulAddI(isum[t], L::addI(part[u][t], offset), scale);
-            }
-          }
+          q6_kx8Runs<L, 0, T>(g, gs, y, h, half16, isum);
+          q6_kx8Runs<L, 1, T>(g, gs, y, h, half16, isum);
         }
       const LF d = L::halves(g, gs);
-      for (int t = 0; t < T; ++t)
-        sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, block<blocks::Q8_K>(a, as, t)[i].d), L::toF(isum[t])));
+      for (int t = 0; t < T; ++t) sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, y[t]->d), L::toF(isum[t])));
     }
     storeTile<L, T>(sum, out, os);
   }
