@@ -3,17 +3,17 @@
 # Mac) with Debian's cross compiler and run under qemu-user: the portable
 # code paths (the ucontext fibers, the sampler without AVX2) compiled by
 # another compiler for another CPU, every kernel test in the shuffled fiber order.
-# Needs: apt-get install g++-aarch64-linux-gnu qemu-user libgtest-dev cmake
+# Needs: apt-get install g++-aarch64-linux-gnu qemu-user libgtest-dev cmake clang
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in cmake aarch64-linux-gnu-g++ qemu-aarch64; do
+for tool in cmake aarch64-linux-gnu-g++ qemu-aarch64 clang++; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 [ -d /usr/src/googletest ] || missing+=("/usr/src/googletest")
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "test-native-cross: missing ${missing[*]}. Debian/Ubuntu: apt-get install cmake g++-aarch64-linux-gnu qemu-user libgtest-dev" >&2
+  echo "test-native-cross: missing ${missing[*]}. Debian/Ubuntu: apt-get install cmake g++-aarch64-linux-gnu qemu-user libgtest-dev clang" >&2
   exit 1
 fi
 
@@ -35,6 +35,15 @@ build_dir=build-cmake-aarch64
 configure "$build_dir" armv8.2-a+dotprod+fp16
 cmake --build "$build_dir" -j"$jobs"
 echo "== the test binaries are aarch64: $(file -b "$build_dir/md_core_tests" | cut -d, -f1-2)"
+# Apple's compiler is clang: the NEON files built by clang for arm64 too,
+# warnings as errors, at each level (the cross build above is GCC's).
+for level in armv8-a armv8.2-a+dotprod+fp16 armv8.2-a+dotprod+i8mm+fp16; do
+  for file in dot_neon dot_neon_i8mm; do
+    clang++ --target=aarch64-linux-gnu -std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off "-march=$level" \
+      -Inative/core -Imetal -c "native/core/quant/$file.cpp" -o "$build_dir/$file.clang.o"
+  done
+done
+echo "== clang builds the NEON files for armv8-a, +dotprod and +i8mm"
 # The file built for i8mm must share no inline function with the others
 # (the linker would keep one copy, maybe the i8mm one, for a CPU without it).
 node scripts/check-isa-symbols.mjs "$build_dir/CMakeFiles/md_core.dir/native/core/quant/dot_neon_i8mm.cpp.o:NeonI8mm"

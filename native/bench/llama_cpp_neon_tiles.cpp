@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include "pseudo_random_bytes.h"
+
 #define GGML_COMMON_DECL_CPP
 #include "ggml-common.h"
 #include "repack.h"
@@ -59,15 +61,6 @@ const Entry kEntries[] = {
      sizeof(block_q8_Kx4), QK_K},
 };
 
-std::vector<uint8_t> bytes(size_t count, uint32_t seed) {
-  std::vector<uint8_t> out(count);
-  for (uint8_t& b : out) {
-    seed = seed * 1664525u + 1013904223u;
-    b = uint8_t(seed >> 24);
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,9 +81,9 @@ int main(int argc, char** argv) {
   constexpr int kRows = 8;
   const int n = int(blocks) * entry->blockValues;
   const std::vector<uint8_t> weights =
-      bytes(size_t(kRows / entry->groupRows) * size_t(blocks) * entry->weightGroupBytes, 1);
+      pseudoRandomBytes(size_t(kRows / entry->groupRows) * size_t(blocks) * entry->weightGroupBytes, 1);
   const std::vector<uint8_t> acts =
-      bytes(size_t(blocks) * (tokens == 1 ? entry->activationBytes : entry->activationX4Bytes), 2);
+      pseudoRandomBytes(size_t(blocks) * (tokens == 1 ? entry->activationBytes : entry->activationX4Bytes), 2);
   float out[4 * kRows];
   for (long c = 0; c < calls; ++c) {
     if (tokens == 1)

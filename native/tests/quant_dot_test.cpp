@@ -476,6 +476,7 @@ TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
                         four.data() + b + front + 32 * (2 * q + size_t(half)) + 4 * size_t(r), 4);
     EXPECT_EQ(eight, expected) << tensorTypeInfo(type).name;
     EXPECT_NE(eight, four) << tensorTypeInfo(type).name;
+    EXPECT_THROW(repackGroups(layout, 2, plain.data(), uint64_t(n), 0, 1, eight.data()), std::invalid_argument);
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <iterator>
+#include <stdexcept>
+#include <string>
 
 #include "blocks.h"
 
@@ -113,6 +115,8 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
 
 void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
                   uint64_t firstGroup, uint64_t groups, uint8_t* dst) {
+  if (interleaveBytes != 4 && interleaveBytes != 8)
+    throw std::invalid_argument("repackGroups: interleaveBytes must be 4 or 8, got " + std::to_string(interleaveBytes));
   const uint64_t blockCount = cols / layout.blockValues;
   const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
   const size_t rowBytes = size_t(blockCount) * blockBytes;

@@ -89,7 +89,8 @@ bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols);
 size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols);
 // The rows [firstGroup * 8, (firstGroup + groups) * 8) of the matrix at
 // `src` (rows of cols values, as the file has them) into `dst` (the same
-// groups, repacked, interleaved 4 or 8 bytes a row).
+// groups, repacked, interleaved 4 or 8 bytes a row; another interleave
+// throws std::invalid_argument).
 void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
                   uint64_t firstGroup, uint64_t groups, uint8_t* dst);
 

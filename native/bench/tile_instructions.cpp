@@ -16,22 +16,11 @@
 #include <exception>
 #include <vector>
 
+#include "pseudo_random_bytes.h"
+
 #include "quant/dot.h"
 #include "quant/repack.h"
 #include "quant/tensor_types.h"
-
-namespace {
-
-std::vector<uint8_t> bytes(size_t count, uint32_t seed) {
-  std::vector<uint8_t> out(count);
-  for (uint8_t& b : out) {
-    seed = seed * 1664525u + 1013904223u;
-    b = uint8_t(seed >> 24);
-  }
-  return out;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace md;
@@ -53,14 +42,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     const uint64_t n = uint64_t(blocks) * layout->blockValues;
-    const std::vector<uint8_t> plain = bytes(md::rowBytes(tensorTypeInfo(layout->type), n) * kRepackRows, 1);
+    const std::vector<uint8_t> plain =
+        pseudoRandomBytes(md::rowBytes(tensorTypeInfo(layout->type), n) * kRepackRows, 1);
     std::vector<uint8_t> packed(repackGroupBytes(*layout, n));
     repackGroups(*layout, table.repackInterleaveBytes, plain.data(), n, 0, 1, packed.data());
     // Activation rows: Q8_K for the K types, else Q8_0 and its block sums.
     const TensorType activation = layout->activationSums ? TensorType::Q8_0 : TensorType::Q8_K;
     const size_t activationBytes =
         md::rowBytes(tensorTypeInfo(activation), n) + (layout->activationSums ? size_t(n / 32) * 2 : 0);
-    std::vector<uint8_t> acts = bytes(activationBytes * size_t(tokens), 2);
+    std::vector<uint8_t> acts = pseudoRandomBytes(activationBytes * size_t(tokens), 2);
     float out[kTileRows * kTileTokens];
     for (long c = 0; c < calls; ++c)
       table.repackedFor(layout->type)(packed.data(), packed.size(), kRepackRows, acts.data(), activationBytes, tokens,
