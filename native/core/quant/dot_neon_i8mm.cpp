@@ -78,7 +78,6 @@ struct TokenPairs {
   static constexpr int kPairs = (T + 1) / 2;
   static constexpr int first(int p) { return 2 * p; }
   static constexpr int second(int p) { return 2 * p + 1 < T ? 2 * p + 1 : 2 * p; }
-  static constexpr bool hasSecond(int p) { return 2 * p + 1 < T; }
 };
 
 // smmla's first operand: 8 bytes of each token of a pair, at `offset` of their quants.
@@ -86,19 +85,16 @@ int8x16_t pairBytes(const int8_t* first, const int8_t* second, size_t offset) {
   return vcombine_s8(vld1_s8(first + offset), vld1_s8(second + offset));
 }
 
-// A pair's sums for the 8 rows: sums[m] = [t0 x row 2m, t0 x row 2m + 1,
-// t1 x row 2m, t1 x row 2m + 1], smmla's 2 x 2 result; each token's row lanes.
-RowInts firstTokenRows(const int32x4_t sums[4]) {
-  auto low = [](int32x4_t a, int32x4_t b) {
-    return vreinterpretq_s32_s64(vzip1q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(b)));
+// Token t's row lanes from its pair's sums (pairSums[t / 2]): sums[m] =
+// [t0 x row 2m, t0 x row 2m + 1, t1 x row 2m, t1 x row 2m + 1], smmla's
+// 2 x 2 result; the even token takes the low halves, the odd the high.
+RowInts tokenRows(const int32x4_t (*pairSums)[4], int t) {
+  const int32x4_t* sums = pairSums[t / 2];
+  auto pick = [t](int32x4_t a, int32x4_t b) {
+    const int64x2_t a64 = vreinterpretq_s64_s32(a), b64 = vreinterpretq_s64_s32(b);
+    return vreinterpretq_s32_s64(t % 2 == 0 ? vzip1q_s64(a64, b64) : vzip2q_s64(a64, b64));
   };
-  return {low(sums[0], sums[1]), low(sums[2], sums[3])};
-}
-RowInts secondTokenRows(const int32x4_t sums[4]) {
-  auto high = [](int32x4_t a, int32x4_t b) {
-    return vreinterpretq_s32_s64(vzip2q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(b)));
-  };
-  return {high(sums[0], sums[1]), high(sums[2], sums[3])};
+  return {pick(sums[0], sums[1]), pick(sums[2], sums[3])};
 }
 // Four sums starting at the pair's own value per token: [a, a, b, b].
 void startPair(int32x4_t sums[4], int32_t first, int32_t second) {
@@ -181,15 +177,8 @@ void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float
       }
     }
     const RowFloats dw = halves(g);
-    for (int p = 0; p < Pairs::kPairs; ++p) {
-      const int t0 = Pairs::first(p);
-      acc[t0] = fmaddLanes(acc[t0], firstTokenRows(sums[p]), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t0)[i].d)));
-      if (Pairs::hasSecond(p)) {
-        const int t1 = t0 + 1;
-        acc[t1] =
-            fmaddLanes(acc[t1], secondTokenRows(sums[p]), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t1)[i].d)));
-      }
-    }
+    for (int t = 0; t < T; ++t)
+      acc[t] = fmaddLanes(acc[t], tokenRows(sums, t), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t)[i].d)));
   }
   storeTile<T>(acc, out, os);
 }
@@ -240,13 +229,8 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
         }
       }
       const RowInts scaleLow = unsignedBytes(g + 32 + 16 * s), scaleHigh = unsignedBytes(g + 40 + 16 * s);
-      for (int p = 0; p < Pairs::kPairs; ++p) {
-        const int t0 = Pairs::first(p);
-        isum[t0] = mulAdd(mulAdd(isum[t0], firstTokenRows(low32[p]), scaleLow), firstTokenRows(high32[p]), scaleHigh);
-        if (Pairs::hasSecond(p))
-          isum[t0 + 1] =
-              mulAdd(mulAdd(isum[t0 + 1], secondTokenRows(low32[p]), scaleLow), secondTokenRows(high32[p]), scaleHigh);
-      }
+      for (int t = 0; t < T; ++t)
+        isum[t] = mulAdd(mulAdd(isum[t], tokenRows(low32, t), scaleLow), tokenRows(high32, t), scaleHigh);
     }
     const RowFloats d = halves(g), dmin = halves(g + 16);
     for (int t = 0; t < T; ++t) {
@@ -311,13 +295,8 @@ void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, RowInts i
       }
     }
     const RowInts scaleLow = signedBytes(g + 16 + 8 * jLow), scaleHigh = signedBytes(g + 16 + 8 * jHigh);
-    for (int p = 0; p < Pairs::kPairs; ++p) {
-      const int t0 = Pairs::first(p);
-      isum[t0] = mulAdd(mulAdd(isum[t0], firstTokenRows(low[p]), scaleLow), firstTokenRows(high[p]), scaleHigh);
-      if (Pairs::hasSecond(p))
-        isum[t0 + 1] =
-            mulAdd(mulAdd(isum[t0 + 1], secondTokenRows(low[p]), scaleLow), secondTokenRows(high[p]), scaleHigh);
-    }
+    for (int t = 0; t < T; ++t)
+      isum[t] = mulAdd(mulAdd(isum[t], tokenRows(low, t), scaleLow), tokenRows(high, t), scaleHigh);
   }
 }
 
