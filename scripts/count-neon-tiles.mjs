@@ -21,7 +21,7 @@
 // BUILD_DIR: an aarch64 build (scripts/test-native-cross.sh's
 // build-cmake-aarch64) with md_tile_instructions.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,6 +68,19 @@ async function perBlock(argsFor) {
   return ((await call(8)) - (await call(4))) / 4;
 }
 
+// The compiler that built BUILD_DIR (CMake's record of it), which builds llama.cpp's kernels too:
+// GCC's cross compiler, or clang (Apple's compiler is clang) targeting aarch64.
+function compilerOf(dir) {
+  const files = join(dir, 'CMakeFiles');
+  const version = readdirSync(files).find((d) => existsSync(join(files, d, 'CMakeCXXCompiler.cmake')));
+  if (!version) throw new Error(`count-neon-tiles: ${dir} has no CMakeFiles/*/CMakeCXXCompiler.cmake`);
+  const id = /set\(CMAKE_CXX_COMPILER_ID "(\w+)"\)/.exec(readFileSync(join(files, version, 'CMakeCXXCompiler.cmake'), 'utf8'))?.[1];
+  if (id === 'Clang') return { name: 'clang', command: 'clang++', target: ['--target=aarch64-linux-gnu'] };
+  if (id === 'GNU') return { name: 'gcc', command: 'aarch64-linux-gnu-g++', target: [] };
+  throw new Error(`count-neon-tiles: ${dir} was built by ${id}; gcc or clang expected`);
+}
+const compiler = compilerOf(buildDir);
+
 // llama.cpp's arm repack kernels and llama_cpp_neon_tiles.cpp, built static for aarch64.
 function buildLlamaCpp() {
   const bundle = join(root, 'node_modules/node-llama-cpp/llama/gitRelease.bundle');
@@ -75,17 +88,16 @@ function buildLlamaCpp() {
   const dir = mkdtempSync(join(tmpdir(), 'md-llama-neon-'));
   execFileSync('git', ['clone', '--quiet', bundle, join(dir, 'llama.cpp')], { stdio: 'ignore' });
   const ggml = join(dir, 'llama.cpp/ggml');
-  const flags = ['-std=c++17', '-O3', '-DNDEBUG', '-march=armv8.2-a+dotprod+i8mm+fp16'];
+  const flags = [...compiler.target, '-std=c++17', '-O3', '-DNDEBUG', '-march=armv8.2-a+dotprod+i8mm+fp16'];
   const includes = ['include', 'src', 'src/ggml-cpu'].map((d) => `-I${join(ggml, d)}`);
-  const compile = (source, object) =>
-    execFileSync('aarch64-linux-gnu-g++', [...flags, ...includes, '-c', source, '-o', object], { stdio: 'inherit' });
+  const compile = (source, object) => execFileSync(compiler.command, [...flags, ...includes, '-c', source, '-o', object], { stdio: 'inherit' });
   compile(join(ggml, 'src/ggml-cpu/arch/arm/repack.cpp'), join(dir, 'repack.o'));
   compile(join(root, 'native/bench/llama_cpp_neon_tiles.cpp'), join(dir, 'harness.o'));
   const binary = join(dir, 'llama_cpp_neon_tiles');
   // The generic fallbacks its NEON kernels name (never called: every feature they need is on) stay unresolved.
   execFileSync(
-    'aarch64-linux-gnu-g++',
-    ['-static', '-o', binary, join(dir, 'harness.o'), join(dir, 'repack.o'), '-Wl,--unresolved-symbols=ignore-all'],
+    compiler.command,
+    [...compiler.target, '-static', '-o', binary, join(dir, 'harness.o'), join(dir, 'repack.o'), '-Wl,--unresolved-symbols=ignore-all'],
     { stdio: 'inherit' },
   );
   return { binary, dir };
@@ -130,7 +142,7 @@ try {
 } finally {
   if (llama) rmSync(llama.dir, { recursive: true, force: true });
 }
-console.log('Instructions executed per block of 8 rows (32 values for Q4_0 and Q8_0, 256 for the K types):\n');
+console.log(`Instructions executed per block of 8 rows (32 values for Q4_0 and Q8_0, 256 for the K types), built by ${compiler.name}:\n`);
 console.log('| layout | tokens | ours, sdot | llama.cpp, sdot | ours / llama.cpp | ours, i8mm | llama.cpp, i8mm | ours / llama.cpp |');
 console.log('|---|---|---|---|---|---|---|---|');
 console.log(rows.join('\n'));

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     const std::vector<uint8_t> plain =
         pseudoRandomBytes(md::rowBytes(tensorTypeInfo(layout->type), n) * kRepackRows, 1);
     std::vector<uint8_t> packed(repackGroupBytes(*layout, n));
-    repackGroups(*layout, table.repackInterleaveBytes, plain.data(), n, 0, 1, packed.data());
+    repackGroups(*layout, table.repackForm, plain.data(), n, 0, 1, packed.data());
     // Activation rows: Q8_K for the K types, else Q8_0 and its block sums.
     const TensorType activation = layout->activationSums ? TensorType::Q8_0 : TensorType::Q8_K;
     const size_t activationBytes =

@@ -370,7 +370,7 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
       ++tested;
-      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 1, packed.data());
+      repackGroups(layout, table->repackForm, plain.data(), uint64_t(n), 0, 1, packed.data());
       float alone[kTileRows * kTileTokens];
       for (int t = 0; t < kTileTokens; ++t)
         tile(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
@@ -428,7 +428,7 @@ TEST(RepackedTiles, KTypesX8GiveThePlainDotsBitForBit) {
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
       ++tested;
-      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 1, packed.data());
+      repackGroups(layout, table->repackForm, plain.data(), uint64_t(n), 0, 1, packed.data());
       for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
         float out[kTileRows * kTileTokens];
         tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
@@ -465,8 +465,8 @@ TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
     const int64_t n = 2 * int64_t(layout.blockValues);
     const std::vector<uint8_t> plain = randomGroup(type, n, rng);
     std::vector<uint8_t> four(repackGroupBytes(layout, uint64_t(n))), eight(four.size());
-    repackGroups(layout, 4, plain.data(), uint64_t(n), 0, 1, four.data());
-    repackGroups(layout, 8, plain.data(), uint64_t(n), 0, 1, eight.data());
+    repackGroups(layout, RepackForm{4, false}, plain.data(), uint64_t(n), 0, 1, four.data());
+    repackGroups(layout, RepackForm{8, false}, plain.data(), uint64_t(n), 0, 1, eight.data());
     std::vector<uint8_t> expected = four;
     for (size_t b = 0; b < four.size(); b += layout.groupBlockBytes)
       for (size_t q = 0; b + front + 64 * q < b + layout.groupBlockBytes; ++q)
@@ -476,7 +476,32 @@ TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
                         four.data() + b + front + 32 * (2 * q + size_t(half)) + 4 * size_t(r), 4);
     EXPECT_EQ(eight, expected) << tensorTypeInfo(type).name;
     EXPECT_NE(eight, four) << tensorTypeInfo(type).name;
-    EXPECT_THROW(repackGroups(layout, 2, plain.data(), uint64_t(n), 0, 1, eight.data()), std::invalid_argument);
+    EXPECT_THROW(repackGroups(layout, RepackForm{2, false}, plain.data(), uint64_t(n), 0, 1, eight.data()),
+                 std::invalid_argument);
+  }
+}
+
+// The signed form (NEON's) is the unsigned one with Q4_0's bytes xor 0x88
+// (each nibble quant + 8 to the quant in two's complement) and Q8_0's xor
+// 0x80 (quant + 128 to the quant), the scales unchanged; the K layouts are
+// the same in both forms.
+TEST(RepackedLayouts, TheSignedFormFlipsQ4_0AndQ8_0sQuantsOnly) {
+  for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l) {
+    const RepackLayout& layout = *l;
+    const TensorType type = layout.type;
+    std::mt19937 rng(59 + uint32_t(type));
+    const int64_t n = 2 * int64_t(layout.blockValues);
+    const std::vector<uint8_t> plain = randomGroup(type, n, rng);
+    for (int interleave : {4, 8}) {
+      std::vector<uint8_t> unsignedForm(repackGroupBytes(layout, uint64_t(n))), signedForm(unsignedForm.size());
+      repackGroups(layout, RepackForm{interleave, false}, plain.data(), uint64_t(n), 0, 1, unsignedForm.data());
+      repackGroups(layout, RepackForm{interleave, true}, plain.data(), uint64_t(n), 0, 1, signedForm.data());
+      const uint8_t flip = type == TensorType::Q4_0 ? 0x88 : type == TensorType::Q8_0 ? 0x80 : 0;
+      std::vector<uint8_t> expected = unsignedForm;
+      for (size_t b = 0; b < expected.size(); b += layout.groupBlockBytes)
+        for (size_t k = 16; flip != 0 && k < layout.groupBlockBytes; ++k) expected[b + k] ^= flip;
+      EXPECT_EQ(signedForm, expected) << tensorTypeInfo(type).name << " interleave " << interleave;
+    }
   }
 }
 
@@ -498,7 +523,7 @@ TEST(RepackedTiles, TwoGroupsGiveEachRowTheBitsOfItsGroupAlone) {
     for (const DotTable* table : availableTables()) {
       const TileDot tile = table->repackedFor(type);
       if (tile == nullptr) continue;
-      repackGroups(layout, table->repackInterleaveBytes, plain.data(), uint64_t(n), 0, 2, packed.data());
+      repackGroups(layout, table->repackForm, plain.data(), uint64_t(n), 0, 2, packed.data());
       for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
         // NaN where a tile writes nothing: NaN equals nothing.
         float both[kRepackedTileRows * kTileTokens], alone[kRepackedTileRows * kTileTokens];

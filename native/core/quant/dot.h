@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "repack.h"
 #include "tensor_types.h"
 
 namespace md {
@@ -52,9 +53,9 @@ struct DotTable {
   // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr
   // where the table has no such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
-  // The bytes of a row side by side in those tiles' chunks (repack.h): 4,
-  // or 8 for the i8mm tiles.
-  int repackInterleaveBytes = 4;
+  // How those tiles take the repacked bytes (repack.h): a row's bytes 4
+  // or 8 (i8mm) side by side; Q4_0's and Q8_0's quants signed (NEON).
+  RepackForm repackForm;
 
   WeightedRows weightedF32 = nullptr, weightedF16 = nullptr;  // float32 rows; float16 rows
 

@@ -15,6 +15,7 @@
 #include "blocks.h"
 #include "dot.h"
 #include "repack.h"
+#include "unroll.h"
 
 namespace md {
 
@@ -105,32 +106,32 @@ struct DotKernels {
   static void q8Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     using Block = typename Format::Block;
     F acc[R][T];
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       const Block* rowBlocks[R];
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         rowBlocks[r] = &block<Block>(w, ws, r)[i];
         prefetch(rowBlocks[r], 2 * R * ws);
         wv[r] = Format::unpack(*rowBlocks[r]);
       }
       // The R weight scales, converted at once.
       const typename S::template Scales<R> wd = S::template scales<R>(rowBlocks);
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         const V av = S::load(y.qs);
         const typename S::template Scales<R> d = S::times(wd, S::half(y.d));
         if constexpr (Format::kOffset > 0) {
           const I offset = S::negatedOffset(av, Format::kOffset);
-          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
+          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
         } else {
-          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
+          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
   }
 
   // Q4_1 and Q5_1 against Q8_1: q * d + m, the m term from Q8_1's sum.
@@ -152,30 +153,30 @@ struct DotKernels {
     using Block = typename Format::Block;
     F acc[R][T];
     float mins[R][T] = {};
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       float wd[R], wm[R];
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         prefetch(&b, 2 * R * ws);
         wv[r] = Format::unpack(b);
         wd[r] = S::half(b.d);
         wm[r] = S::half(b.m);
       }
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         const blocks::Q8_1& y = block<blocks::Q8_1>(a, as, t)[i];
         const V av = S::load(y.qs);
         const float ad = S::half(y.d), as1 = S::half(y.s);
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           acc[r][t] = S::fmaddI(acc[r][t], S::dotU8S8(S::izero(), wv[r], av, 1, 1), wd[r] * ad);
           mins[r][t] += wm[r] * as1;
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]) + mins[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]) + mins[r][t];
   }
 
   // ---- The K types against Q8_K: per super-block, an exact int sum of the
@@ -194,13 +195,13 @@ struct DotKernels {
     const V sixteen = S::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       uint8_t sm[R][16];  // scales, then mins
-      for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
+      MD_UNROLL for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
       I isum[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < 4; ++j) {
         V lo[R], hi[R];
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           const Block& b = block<Block>(w, ws, r)[i];
           prefetch(b.qs + 32 * j, 2 * R * ws);
           const V raw = S::load(b.qs + 32 * j);
@@ -212,26 +213,26 @@ struct DotKernels {
             hi[r] = S::orV(hi[r], S::andV(S::testMask(qh, uint8_t(2u << (2 * j))), sixteen));
           }
         }
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           const V alo = S::load(y.qs + 64 * j), ahi = S::load(y.qs + 64 * j + 32);
-          for (int r = 0; r < R; ++r) {
+          MD_UNROLL for (int r = 0; r < R; ++r) {
             isum[r][t] = S::dotU8S8(isum[r][t], lo[r], alo, sm[r][2 * j], sm[r][2 * j]);
             isum[r][t] = S::dotU8S8(isum[r][t], hi[r], ahi, sm[r][2 * j + 1], sm[r][2 * j + 1]);
           }
         }
       }
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         const float d = S::half(b.d), dmin = S::half(b.dmin);
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(minsTerm(sm[r] + 8, y));
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   template <int R, int T>
@@ -240,11 +241,11 @@ struct DotKernels {
     const V three = S::splat(3);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
           prefetch(b.ql + 64 * half, 2 * R * ws);
           prefetch(b.qh + 32 * half, 2 * R * ws);
@@ -258,21 +259,21 @@ struct DotKernels {
               S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
           q[r][3] = S::orV(S::highNibbles(raw1), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
         }
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
           for (int u = 0; u < 4; ++u) {
             const V av = S::load(q8 + 32 * u);
-            for (int r = 0; r < R; ++r) {
+            MD_UNROLL for (int r = 0; r < R; ++r) {
               const int8_t* sc = block<blocks::Q6_K>(w, ws, r)[i].scales + 8 * half + 2 * u;
               isum[r][t] = S::dotU8S8(isum[r][t], q[r][u], av, sc[0], sc[1]);
             }
           }
         }
       }
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
         const float d = S::half(b.d);
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           int32_t offset = 0;
           for (int j = 0; j < 16; ++j) offset += int32_t(b.scales[j]) * y.bsums[j];
@@ -280,8 +281,8 @@ struct DotKernels {
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // Q2_K and Q3_K: part j is the 2-bit field j % 4 of the 32 bytes at
@@ -296,7 +297,7 @@ struct DotKernels {
     const V three = S::splat(3), four = S::splat(4);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       int8_t sc[R][16];  // each 16 values' scale (Q2_K: its 4 low bits)
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         if constexpr (kThree)
           blocks::scalesQ3K(b.scales, sc[r]);
@@ -304,11 +305,11 @@ struct DotKernels {
           for (int k = 0; k < 16; ++k) sc[r][k] = int8_t(b.scales[k] & 0xF);
       }
       I isum[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           const Block& b = block<Block>(w, ws, r)[i];
           prefetch(b.qs + 32 * half, 2 * R * ws);
           const V raw = S::load(b.qs + 32 * half);
@@ -322,20 +323,20 @@ struct DotKernels {
               q[r][k] = S::orV(q[r][k], S::andV(S::testMask(hm, uint8_t(1u << (4 * half + k))), four));
           }
         }
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
           for (int k = 0; k < 4; ++k) {
             const V av = S::load(q8 + 32 * k);
             const int j = 4 * half + k;
-            for (int r = 0; r < R; ++r)
+            MD_UNROLL for (int r = 0; r < R; ++r)
               isum[r][t] = S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
           }
         }
       }
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         const float d = S::half(b.d);
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           int32_t byScale = 0;  // sum of each 16 values' scale (Q2_K: min) times its Q8_K sum
           for (int k = 0; k < 16; ++k) byScale += int32_t(kThree ? sc[r][k] : int8_t(b.scales[k] >> 4)) * y.bsums[k];
@@ -348,8 +349,8 @@ struct DotKernels {
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // IQ4_XS: IQ4_NL's codebook in super-blocks, a signed 6-bit scale per part.
@@ -358,29 +359,29 @@ struct DotKernels {
     float sum[R][T] = {};
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < blocks::kSuperBlock / blocks::kBlock; ++j) {
         V wv[R];
         int32_t scale[R];
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           const blocks::IQ4_XS& b = block<blocks::IQ4_XS>(w, ws, r)[i];
           prefetch(b.qs + 16 * j, 2 * R * ws);
           wv[r] = S::codebook16(blocks::kIq4Values, S::nibbles16(b.qs + 16 * j));
           scale[r] = blocks::iq4xsScale(b, j);
         }
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const V av = S::load(block<blocks::Q8_K>(a, as, t)[i].qs + 32 * j);
-          for (int r = 0; r < R; ++r) isum[r][t] = S::addScaled(isum[r][t], S::dotS8S8(wv[r], av), scale[r]);
+          MD_UNROLL for (int r = 0; r < R; ++r) isum[r][t] = S::addScaled(isum[r][t], S::dotS8S8(wv[r], av), scale[r]);
         }
       }
-      for (int r = 0; r < R; ++r) {
+      MD_UNROLL for (int r = 0; r < R; ++r) {
         const float d = S::half(block<blocks::IQ4_XS>(w, ws, r)[i].d);
-        for (int t = 0; t < T; ++t) sum[r][t] += block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
+        MD_UNROLL for (int t = 0; t < T; ++t) sum[r][t] += block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
       }
     }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r)
+      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // ---- Float rows ----
@@ -403,23 +404,23 @@ struct DotKernels {
       using LF = typename FL::F;
       constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
       LF acc[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) {
         LF wv[R];
-        for (int r = 0; r < R; ++r) {
+        MD_UNROLL for (int r = 0; r < R; ++r) {
           const uint8_t* row = w + size_t(r) * ws + size_t(i) * kValueBytes;
           if (i % 64 == 0) prefetch(row, 2 * R * ws);
           wv[r] = FL::template floats8<Kind>(row);
         }
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const LF xv = FL::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
-          for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
+          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
         }
       }
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           float sum = FL::hsumF(acc[r][t]);
           for (int64_t j = i; j < n; ++j)
             sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
@@ -427,8 +428,8 @@ struct DotKernels {
           out[size_t(r) * os + size_t(t)] = sum;
         }
     } else {
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int r = 0; r < R; ++r)
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           const void* x = w + size_t(r) * ws;
           const void* y = a + size_t(t) * as;
           float v;
@@ -510,7 +511,7 @@ struct DotKernels {
   // Per block and token: the rows' sums of quant x activation, exact in
   // int32 (each chunk's 4 bytes per row against the token's 4 matching
   // bytes, broadcast), on top of -offset times the activations' sum (the
-  // unsigned quants' offset: the activation rows are Q8_0 with each block's
+  // unsigned form's offset: the activation rows are Q8_0 with each block's
   // sum after the row, ActivationRows::inQ8_0WithSums); then one conversion
   // and one multiply-add for the rows, each row's terms added in block
   // order. The same sum for a token whatever the tile's token count, so a
@@ -518,42 +519,52 @@ struct DotKernels {
   //
   // unpack() gives the block's 8 value vectors: vector c holds values
   // 4c..4c+3 of each row, as unsigned bytes q + offset<L>(), or as the
-  // signed quants where kSigned<L>.
+  // signed quants where kSigned<L>, times kScale<L> (Q4_0's signed form
+  // gives 16 q, the nibble in the byte's high half).
   struct Q4_0x8Format {
     static constexpr size_t kBlockBytes = kQ4_0x8BlockBytes;
     template <class L>
-    static constexpr bool kSigned = false;
+    static constexpr bool kSigned = L::kSignedRepack;
+    template <class L>
+    static constexpr int32_t kScale = kSigned<L> ? 16 : 1;
     template <class L>
     static constexpr int32_t offset() {
-      return 8;
+      return kSigned<L> ? 0 : 8;
     }
     template <class L>
     static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
-      for (int p = 0; p < 4; ++p) {
+      MD_UNROLL for (int p = 0; p < 4; ++p) {
         const typename L::V raw = L::chunk(quants + 32 * p, gs);
-        v[p] = L::lowNibbles(raw);
-        v[4 + p] = L::highNibbles(raw);
+        if constexpr (kSigned<L>) {
+          v[p] = L::template shiftLeft<4>(raw);
+          v[4 + p] = L::andV(raw, L::splat(0xF0));
+        } else {
+          v[p] = L::lowNibbles(raw);
+          v[4 + p] = L::highNibbles(raw);
+        }
       }
     }
   };
-  // Q8_0x8's stored bytes are q + 128. Where dotU8S8Add is exact for any
-  // byte (VNNI's vpdpbusd) the tile takes them so, the 128 off through the
-  // activations' sums; elsewhere (AVX2's vpmaddubsw would saturate a pair
-  // at 32767; NEON's sdot multiplies signed bytes) it flips them back to
-  // q and takes a signed dot. The same integer sums either way.
+  // Q8_0x8's bytes are q + 128 in the unsigned form. Where dotU8S8Add is
+  // exact for any byte (VNNI's vpdpbusd) the tile takes them so, the 128
+  // off through the activations' sums; AVX2's vpmaddubsw would saturate a
+  // pair at 32767, so there it flips them back to q and takes a signed
+  // dot. NEON's are stored signed. The same integer sums every way.
   struct Q8_0x8Format {
     static constexpr size_t kBlockBytes = kQ8_0x8BlockBytes;
     template <class L>
     static constexpr bool kSigned = !L::kExactU8Dot;
+    template <class L>
+    static constexpr int32_t kScale = 1;
     template <class L>
     static constexpr int32_t offset() {
       return kSigned<L> ? 0 : 128;
     }
     template <class L>
     static void unpack(const uint8_t* quants, size_t gs, typename L::V v[8]) {
-      for (int c = 0; c < 8; ++c) {
+      MD_UNROLL for (int c = 0; c < 8; ++c) {
         v[c] = L::chunk(quants + 32 * c, gs);
-        if constexpr (kSigned<L>) v[c] = L::toSigned(v[c]);
+        if constexpr (kSigned<L> && !L::kSignedRepack) v[c] = L::toSigned(v[c]);
       }
     }
   };
@@ -562,10 +573,10 @@ struct DotKernels {
   template <class L, int T>
   static void storeTile(const typename L::F (&lanes)[T], float* out, size_t os) {
     constexpr int kRows = kRepackRows * L::kGroups;
-    for (int t = 0; t < T; ++t) {
+    MD_UNROLL for (int t = 0; t < T; ++t) {
       float rows[kRows];
       L::storeRows(lanes[t], rows);
-      for (int r = 0; r < kRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
+      MD_UNROLL for (int r = 0; r < kRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
     }
   }
 
@@ -576,7 +587,7 @@ struct DotKernels {
     using LI = typename L::I;
     using LF = typename L::F;
     LF acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = L::fzero();
+    MD_UNROLL for (int t = 0; t < T; ++t) acc[t] = L::fzero();
     const int64_t nb = n / blocks::kBlock;
     for (int64_t i = 0; i < nb; ++i) {
       const uint8_t* g = w + size_t(i) * Format::kBlockBytes;
@@ -588,25 +599,29 @@ struct DotKernels {
       // tokens' sums). Integer sums: the order changes no bit.
       const blocks::Q8_0* y[T];
       LI sum[T];
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         y[t] = &block<blocks::Q8_0>(a, as, t)[i];
-        int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
-        std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-        sum[t] = L::splat32(-Format::template offset<L>() * int32_t(xsum));
+        if constexpr (Format::template offset<L>() == 0) {
+          sum[t] = L::izero();
+        } else {
+          int16_t xsum;  // the block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums)
+          std::memcpy(&xsum, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
+          sum[t] = L::splat32(-Format::template offset<L>() * int32_t(xsum));
+        }
       }
       if constexpr (L::kLaneDot) {
         // Each token's 32 bytes in two loads; chunk c takes lane c % 4 of
         // the one holding values 4c..4c+3. A signed sum either way.
         typename L::Token16 x[T][2];
-        for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int t = 0; t < T; ++t) {
           x[t][0] = L::token16(y[t]->qs);
           x[t][1] = L::token16(y[t]->qs + 16);
         }
-        for (int c = 0; c < 8; ++c)
-          for (int t = 0; t < T; ++t) sum[t] = L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
+        MD_UNROLL for (int c = 0; c < 8; ++c)
+          MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
       } else {
-        for (int c = 0; c < 8; ++c) {
-          for (int t = 0; t < T; ++t) {
+        MD_UNROLL for (int c = 0; c < 8; ++c) {
+          MD_UNROLL for (int t = 0; t < T; ++t) {
             int32_t x4;
             std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
             const LV x = L::repeat4(x4);
@@ -617,7 +632,12 @@ struct DotKernels {
           }
         }
       }
-      for (int t = 0; t < T; ++t) acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
+      MD_UNROLL for (int t = 0; t < T; ++t) {
+        if constexpr (Format::template kScale<L> == 16)
+          acc[t] = L::fmaddSixteenths(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
+        else
+          acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
+      }
     }
     storeTile<L, T>(acc, out, os);
   }
@@ -637,16 +657,16 @@ struct DotKernels {
     using LF = typename L::F;
     constexpr size_t kBlockBytes = kFive ? kQ5_Kx8BlockBytes : kQ4_Kx8BlockBytes;
     LF sum[T];
-    for (int t = 0; t < T; ++t) sum[t] = L::fzero();
+    MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::fzero();
     const LV sixteen = L::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       const uint8_t* g = w + size_t(i) * kBlockBytes;
       const uint8_t* quants = g + kQ4_Kx8QuantOffset;
       LI isum[T];
-      for (int t = 0; t < T; ++t) isum[t] = L::izero();
+      MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::izero();
       for (int s = 0; s < 4; ++s) {  // parts 2s (low nibbles) and 2s + 1 (high)
         LI low32[T], high32[T];
-        for (int t = 0; t < T; ++t) low32[t] = high32[t] = L::izero();
+        MD_UNROLL for (int t = 0; t < T; ++t) low32[t] = high32[t] = L::izero();
         for (int p = 0; p < 8; ++p) {
           const LV raw = L::chunk(quants + 32 * (8 * s + p), gs);
           LV lo = L::lowNibbles(raw), hi = L::highNibbles(raw);
@@ -655,7 +675,7 @@ struct DotKernels {
             lo = L::orV(lo, L::andV(L::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
             hi = L::orV(hi, L::andV(L::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
           }
-          for (int t = 0; t < T; ++t) {
+          MD_UNROLL for (int t = 0; t < T; ++t) {
             const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
             int32_t xlo, xhi;
             std::memcpy(&xlo, x, 4);
@@ -665,13 +685,13 @@ struct DotKernels {
           }
         }
         const LI scaleLow = L::bytes(g + 32 + 16 * s, gs), scaleHigh = L::bytes(g + 40 + 16 * s, gs);
-        for (int t = 0; t < T; ++t) isum[t] = L::mulAddI(L::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::mulAddI(L::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
       }
       const LF d = L::halves(g, gs), dmin = L::halves(g + 16, gs);
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
         LI mins = L::izero();
-        for (int j = 0; j < 8; ++j)
+        MD_UNROLL for (int j = 0; j < 8; ++j)
           mins = L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
         sum[t] = L::addF(sum[t], L::subF(L::mulLanes(L::mulF(d, y.d), L::toF(isum[t])),
                                          L::mulLanes(L::mulF(dmin, y.d), L::toF(mins))));
@@ -709,20 +729,20 @@ struct DotKernels {
     using LV = typename L::V;
     using LI = typename L::I;
     LI low[T], high[T];  // runs U and U + 2
-    for (int t = 0; t < T; ++t) low[t] = high[t] = L::izero();
+    MD_UNROLL for (int t = 0; t < T; ++t) low[t] = high[t] = L::izero();
     // The lane path: the parts' 16 bytes of each token.
     [[maybe_unused]] typename Token16Of<L>::type xLow[T], xHigh[T];
     if constexpr (L::kLaneDot)
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         xLow[t] = L::token16(y[t]->qs + 128 * h + 32 * U + 16 * half16);
         xHigh[t] = L::token16(y[t]->qs + 128 * h + 32 * (U + 2) + 16 * half16);
       }
-    for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+    MD_UNROLL for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
       const LV ql = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * U + c), gs);
       const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
       const LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
       const LV qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
-      for (int t = 0; t < T; ++t) {
+      MD_UNROLL for (int t = 0; t < T; ++t) {
         if constexpr (L::kLaneDot) {
           low[t] = L::dotLane(low[t], qLow, xLow[t], c % 4);
           high[t] = L::dotLane(high[t], qHigh, xHigh[t], c % 4);
@@ -737,7 +757,7 @@ struct DotKernels {
     }
     const int jLow = 8 * h + 2 * U + half16, jHigh = jLow + 4;  // the parts: values 16j..16j + 15
     const LI scaleLow = L::signedBytes(g + 16 + 8 * jLow, gs), scaleHigh = L::signedBytes(g + 16 + 8 * jHigh, gs);
-    for (int t = 0; t < T; ++t) {
+    MD_UNROLL for (int t = 0; t < T; ++t) {
       isum[t] = L::mulAddI(isum[t], L::addI(low[t], L::splat32(-32 * int32_t(y[t]->bsums[jLow]))), scaleLow);
       isum[t] = L::mulAddI(isum[t], L::addI(high[t], L::splat32(-32 * int32_t(y[t]->bsums[jHigh]))), scaleHigh);
     }
@@ -747,20 +767,20 @@ struct DotKernels {
     using LI = typename L::I;
     using LF = typename L::F;
     LF sum[T];
-    for (int t = 0; t < T; ++t) sum[t] = L::fzero();
+    MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::fzero();
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
       const blocks::Q8_K* y[T];
-      for (int t = 0; t < T; ++t) y[t] = &block<blocks::Q8_K>(a, as, t)[i];
+      MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &block<blocks::Q8_K>(a, as, t)[i];
       LI isum[T];
-      for (int t = 0; t < T; ++t) isum[t] = L::izero();
+      MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::izero();
       for (int h = 0; h < 2; ++h)
         for (int half16 = 0; half16 < 2; ++half16) {
           q6_kx8Runs<L, 0, T>(g, gs, y, h, half16, isum);
           q6_kx8Runs<L, 1, T>(g, gs, y, h, half16, isum);
         }
       const LF d = L::halves(g, gs);
-      for (int t = 0; t < T; ++t) sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, y[t]->d), L::toF(isum[t])));
+      MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, y[t]->d), L::toF(isum[t])));
     }
     storeTile<L, T>(sum, out, os);
   }
@@ -897,6 +917,10 @@ struct DotKernels {
     t.weightedF32 = &weightedRows<0>;
     t.weightedF16 = &weightedRows<1>;
     if constexpr (S::kRowLanes) {
+      using Rows = typename RowLanesOf<S>::type;
+      static_assert(Rows::kSignedRepack == WideLanesOf<S>::type::kSignedRepack, "one form for a table's tiles");
+      static_assert(!Rows::kSignedRepack || !Rows::kExactU8Dot, "signed quants take the signed dot");
+      t.repackForm.signedQuants = Rows::kSignedRepack;
       t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
       t.q8_0x8 = &repackedDispatch<Q8_0x8K>;
       t.q4_kx8 = &repackedDispatch<Q4_Kx8K>;

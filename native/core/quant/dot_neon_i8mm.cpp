@@ -28,6 +28,7 @@
 #include "blocks.h"
 #include "cpu_features.h"
 #include "repack.h"
+#include "unroll.h"
 
 namespace md {
 namespace {
@@ -70,6 +71,10 @@ RowFloats sub(RowFloats a, RowFloats b) { return {vsubq_f32(a.lo, b.lo), vsubq_f
 RowFloats fmaddLanes(RowFloats acc, RowInts i, RowFloats scale) {
   return {vfmaq_f32(acc.lo, vcvtq_f32_s32(i.lo), scale.lo), vfmaq_f32(acc.hi, vcvtq_f32_s32(i.hi), scale.hi)};
 }
+// acc + (i / 16) * scale, i 16 times an integer (NeonRows::fmaddSixteenths).
+RowFloats fmaddSixteenths(RowFloats acc, RowInts i, RowFloats scale) {
+  return {vfmaq_f32(acc.lo, vcvtq_n_f32_s32(i.lo, 4), scale.lo), vfmaq_f32(acc.hi, vcvtq_n_f32_s32(i.hi, 4), scale.hi)};
+}
 
 // The tokens of a tile in pairs: pair p is tokens 2p and 2p + 1, or 2p
 // twice when it is the last of an odd count.
@@ -80,9 +85,19 @@ struct TokenPairs {
   static constexpr int second(int p) { return 2 * p + 1 < T ? 2 * p + 1 : 2 * p; }
 };
 
-// smmla's first operand: 8 bytes of each token of a pair, at `offset` of their quants.
-int8x16_t pairBytes(const int8_t* first, const int8_t* second, size_t offset) {
-  return vcombine_s8(vld1_s8(first + offset), vld1_s8(second + offset));
+// smmla's first operands from 16 bytes of each token of a pair, at
+// `offset` of their quants: [first's bytes 0..7 | second's 0..7] and the
+// same of bytes 8..15. Two 16-byte loads and two zips: an 8-byte load into
+// each half took clang four instructions a vector (an address, a load to a
+// general register, a move, a load to the lane).
+struct PairChunks {
+  int8x16_t first8, second8;
+  int8x16_t operator[](int k) const { return k == 0 ? first8 : second8; }
+};
+PairChunks pairChunks(const int8_t* first, const int8_t* second, size_t offset) {
+  const int64x2_t f = vreinterpretq_s64_s8(vld1q_s8(first + offset));
+  const int64x2_t s = vreinterpretq_s64_s8(vld1q_s8(second + offset));
+  return {vreinterpretq_s8_s64(vzip1q_s64(f, s)), vreinterpretq_s8_s64(vzip2q_s64(f, s))};
 }
 
 // Token t's row lanes from its pair's sums (pairSums[t / 2]): sums[m] =
@@ -96,24 +111,29 @@ RowInts tokenRows(const int32x4_t (*pairSums)[4], int t) {
   };
   return {pick(sums[0], sums[1]), pick(sums[2], sums[3])};
 }
-// Four sums starting at the pair's own value per token: [a, a, b, b].
+// A pair's sums starting at each token's own value: [a, a, b, b].
+int32x4_t pairStart(int32_t first, int32_t second) { return vcombine_s32(vdup_n_s32(first), vdup_n_s32(second)); }
 void startPair(int32x4_t sums[4], int32_t first, int32_t second) {
-  const int32x4_t start = vcombine_s32(vdup_n_s32(first), vdup_n_s32(second));
-  for (int m = 0; m < 4; ++m) sums[m] = start;
+  const int32x4_t start = pairStart(first, second);
+  MD_UNROLL for (int m = 0; m < 4; ++m) sums[m] = start;
 }
 // sums[m] += the pair's bytes x rows 2m, 2m + 1's (weights[m]).
 void multiplyPair(int32x4_t sums[4], int8x16_t pair, const int8x16_t weights[4]) {
-  for (int m = 0; m < 4; ++m) sums[m] = vmmlaq_s32(sums[m], pair, weights[m]);
+  MD_UNROLL for (int m = 0; m < 4; ++m) sums[m] = vmmlaq_s32(sums[m], pair, weights[m]);
 }
 
-template <int T>
-void storeTile(const RowFloats (&lanes)[T], float* out, size_t os) {
-  for (int t = 0; t < T; ++t) {
-    float rows[kRepackRows];
-    vst1q_f32(rows, lanes[t].lo);
-    vst1q_f32(rows + 4, lanes[t].hi);
-    for (int r = 0; r < kRepackRows; ++r) out[size_t(r) * os + size_t(t)] = rows[r];
-  }
+// Row r of a token's lanes to o[r * os]. The tile's sums go one token at a
+// time, by value: with the array passed by reference, GCC kept them on the
+// stack for the whole loop, a store of each every block.
+void storeToken(RowFloats lanes, float* o, size_t os) {
+  vst1q_lane_f32(o, lanes.lo, 0);
+  vst1q_lane_f32(o + os, lanes.lo, 1);
+  vst1q_lane_f32(o + 2 * os, lanes.lo, 2);
+  vst1q_lane_f32(o + 3 * os, lanes.lo, 3);
+  vst1q_lane_f32(o + 4 * os, lanes.hi, 0);
+  vst1q_lane_f32(o + 5 * os, lanes.hi, 1);
+  vst1q_lane_f32(o + 6 * os, lanes.hi, 2);
+  vst1q_lane_f32(o + 7 * os, lanes.hi, 3);
 }
 
 template <class Block>
@@ -123,64 +143,58 @@ const Block* tokenBlocks(const uint8_t* a, size_t as, int t) {
 
 // ---- Q4_0 and Q8_0 (blocks of 32) ----
 //
-// Per block and token the rows' exact sums of quant x activation, Q4_0's
-// unsigned nibbles (0..15, signed bytes to smmla) on top of -8 times the
-// activations' block sum, as dot_kernels.h's block32x8Tile; Q8_0x8's bytes
-// are q + 128, flipped back to q. Then its one multiply-add per block.
+// Per block and token the rows' exact sums of quant x activation. The
+// quants are stored signed (repack.h's signed form): Q4_0's nibbles come
+// out as 16 q (shifted to the high nibble, or masked there), so its sums
+// are 16 times the quants' and convert as sixteenths, exactly. Then one
+// multiply-add per block, as dot_kernels.h's block32x8Tile.
 template <bool kQ8, int T>
 void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
   using Pairs = TokenPairs<T>;
   constexpr size_t kBlockBytes = kQ8 ? kQ8_0x8BlockBytes : kQ4_0x8BlockBytes;
   RowFloats acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  MD_UNROLL for (int t = 0; t < T; ++t) acc[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
   const int64_t nb = n / blocks::kBlock;
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* g = w + size_t(i) * kBlockBytes;
     const uint8_t* quants = g + 16;
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_0>(a, as, t)[i].qs;
+    MD_UNROLL for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_0>(a, as, t)[i].qs;
     int32x4_t sums[Pairs::kPairs][4];
-    for (int p = 0; p < Pairs::kPairs; ++p) {
-      if constexpr (kQ8) {
-        startPair(sums[p], 0, 0);
-      } else {
-        // The block's sum of quants, after the row's blocks (ActivationRows::inQ8_0WithSums).
-        auto xsum = [&](int t) {
-          int16_t s;
-          std::memcpy(&s, a + size_t(t) * as + size_t(nb) * sizeof(blocks::Q8_0) + size_t(i) * 2, 2);
-          return -8 * int32_t(s);
-        };
-        startPair(sums[p], xsum(Pairs::first(p)), xsum(Pairs::second(p)));
-      }
+    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) startPair(sums[p], 0, 0);
+    // Each pair's 32 bytes: values 8c..8c+7 in xs[p][c / 2][c % 2].
+    PairChunks xs[Pairs::kPairs][2];
+    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+      xs[p][0] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 0);
+      xs[p][1] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 16);
     }
     if constexpr (kQ8) {
-      for (int q = 0; q < 4; ++q) {  // chunk q: values 8q..8q+7 of each row
+      MD_UNROLL for (int q = 0; q < 4; ++q) {  // chunk q: values 8q..8q+7 of each row
         int8x16_t v[4];
-        for (int m = 0; m < 4; ++m)
-          v[m] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(quants + 64 * q + 16 * m), vdupq_n_u8(0x80)));
-        for (int p = 0; p < Pairs::kPairs; ++p)
-          multiplyPair(sums[p], pairBytes(x[Pairs::first(p)], x[Pairs::second(p)], 8 * q), v);
+        MD_UNROLL for (int m = 0; m < 4; ++m) v[m] = vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
+        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) multiplyPair(sums[p], xs[p][q / 2][q % 2], v);
       }
     } else {
-      for (int q = 0; q < 2; ++q) {  // chunk q: low nibbles values 8q.., high 16 + 8q..
+      MD_UNROLL for (int q = 0; q < 2; ++q) {  // chunk q: low nibbles values 8q.., high 16 + 8q..
         int8x16_t low[4], high[4];
-        for (int m = 0; m < 4; ++m) {
-          const uint8x16_t raw = vld1q_u8(quants + 64 * q + 16 * m);
-          low[m] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F)));
-          high[m] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+        MD_UNROLL for (int m = 0; m < 4; ++m) {
+          const int8x16_t raw = vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
+          low[m] = vshlq_n_s8(raw, 4);
+          high[m] = vandq_s8(raw, vdupq_n_s8(int8_t(0xF0)));
         }
-        for (int p = 0; p < Pairs::kPairs; ++p) {
-          const int8_t *x0 = x[Pairs::first(p)], *x1 = x[Pairs::second(p)];
-          multiplyPair(sums[p], pairBytes(x0, x1, 8 * q), low);
-          multiplyPair(sums[p], pairBytes(x0, x1, 16 + 8 * q), high);
+        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+          multiplyPair(sums[p], xs[p][0][q], low);
+          multiplyPair(sums[p], xs[p][1][q], high);
         }
       }
     }
     const RowFloats dw = halves(g);
-    for (int t = 0; t < T; ++t)
-      acc[t] = fmaddLanes(acc[t], tokenRows(sums, t), mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t)[i].d)));
+    MD_UNROLL for (int t = 0; t < T; ++t) {
+      const RowFloats scale = mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t)[i].d));
+      acc[t] = kQ8 ? fmaddLanes(acc[t], tokenRows(sums, t), scale) : fmaddSixteenths(acc[t], tokenRows(sums, t), scale);
+    }
   }
-  storeTile<T>(acc, out, os);
+  MD_UNROLL for (int t = 0; t < T; ++t) storeToken(acc[t], out + t, os);
 }
 
 // ---- Q4_K and Q5_K ----
@@ -195,45 +209,53 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
   using Pairs = TokenPairs<T>;
   constexpr size_t kBlockBytes = kFive ? kQ5_Kx8BlockBytes : kQ4_Kx8BlockBytes;
   RowFloats sum[T];
-  for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
   for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
     const uint8_t* g = w + size_t(i) * kBlockBytes;
     const uint8_t* quants = g + kQ4_Kx8QuantOffset;
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_K>(a, as, t)[i].qs;
+    MD_UNROLL for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_K>(a, as, t)[i].qs;
     RowInts isum[T];
-    for (int t = 0; t < T; ++t) isum[t] = splat(0);
+    MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = splat(0);
     for (int s = 0; s < 4; ++s) {
       int32x4_t low32[Pairs::kPairs][4], high32[Pairs::kPairs][4];
-      for (int p = 0; p < Pairs::kPairs; ++p) {
+      MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
         startPair(low32[p], 0, 0);
         startPair(high32[p], 0, 0);
       }
-      for (int q = 0; q < 4; ++q) {  // values 8q..8q+7 of parts 2s and 2s + 1
-        int8x16_t low[4], high[4];
-        for (int m = 0; m < 4; ++m) {
-          const uint8x16_t raw = vld1q_u8(quants + 64 * (4 * s + q) + 16 * m);
-          uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
-          if constexpr (kFive) {
-            const uint8x16_t qh = vld1q_u8(g + kQ4_Kx8BlockBytes + 64 * q + 16 * m);
-            lo = vorrq_u8(lo, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(1u << (2 * s)))), vdupq_n_u8(16)));
-            hi = vorrq_u8(hi, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(2u << (2 * s)))), vdupq_n_u8(16)));
-          }
-          low[m] = vreinterpretq_s8_u8(lo);
-          high[m] = vreinterpretq_s8_u8(hi);
+      for (int qq = 0; qq < 2; ++qq) {
+        // Each pair's bytes of both parts' values 16qq..16qq+15.
+        PairChunks xLow[Pairs::kPairs], xHigh[Pairs::kPairs];
+        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+          xLow[p] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 64 * s + 16 * qq);
+          xHigh[p] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 64 * s + 32 + 16 * qq);
         }
-        for (int p = 0; p < Pairs::kPairs; ++p) {
-          const int8_t *x0 = x[Pairs::first(p)], *x1 = x[Pairs::second(p)];
-          multiplyPair(low32[p], pairBytes(x0, x1, 64 * s + 8 * q), low);
-          multiplyPair(high32[p], pairBytes(x0, x1, 64 * s + 32 + 8 * q), high);
+        MD_UNROLL for (int k = 0; k < 2; ++k) {
+          const int q = 2 * qq + k;  // values 8q..8q+7 of parts 2s and 2s + 1
+          int8x16_t low[4], high[4];
+          MD_UNROLL for (int m = 0; m < 4; ++m) {
+            const uint8x16_t raw = vld1q_u8(quants + 64 * (4 * s + q) + 16 * m);
+            uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
+            if constexpr (kFive) {
+              const uint8x16_t qh = vld1q_u8(g + kQ4_Kx8BlockBytes + 64 * q + 16 * m);
+              lo = vorrq_u8(lo, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(1u << (2 * s)))), vdupq_n_u8(16)));
+              hi = vorrq_u8(hi, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(2u << (2 * s)))), vdupq_n_u8(16)));
+            }
+            low[m] = vreinterpretq_s8_u8(lo);
+            high[m] = vreinterpretq_s8_u8(hi);
+          }
+          MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+            multiplyPair(low32[p], xLow[p][k], low);
+            multiplyPair(high32[p], xHigh[p][k], high);
+          }
         }
       }
       const RowInts scaleLow = unsignedBytes(g + 32 + 16 * s), scaleHigh = unsignedBytes(g + 40 + 16 * s);
-      for (int t = 0; t < T; ++t)
+      MD_UNROLL for (int t = 0; t < T; ++t)
         isum[t] = mulAdd(mulAdd(isum[t], tokenRows(low32, t), scaleLow), tokenRows(high32, t), scaleHigh);
     }
     const RowFloats d = halves(g), dmin = halves(g + 16);
-    for (int t = 0; t < T; ++t) {
+    MD_UNROLL for (int t = 0; t < T; ++t) {
       const blocks::Q8_K& y = tokenBlocks<blocks::Q8_K>(a, as, t)[i];
       RowInts mins = splat(0);
       for (int j = 0; j < 8; ++j)
@@ -241,7 +263,7 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
       sum[t] = add(sum[t], sub(mulLanes(mul(d, y.d), toFloats(isum[t])), mulLanes(mul(dmin, y.d), toFloats(mins))));
     }
   }
-  storeTile<T>(sum, out, os);
+  MD_UNROLL for (int t = 0; t < T; ++t) storeToken(sum[t], out + t, os);
 }
 
 // ---- Q6_K ----
@@ -268,56 +290,109 @@ uint8x16_t topBits(uint8x16_t qh) {
     return vandq_u8(vshrq_n_u8(qh, kShift - 4), mask);
 }
 
-// Runs kRun and kRun + 2 of half h into each token's row sums.
+// Part j's row scales for row pair m in smmla's layout: [s(2m), s(2m + 1),
+// s(2m), s(2m + 1)]. Either from the part's 8 scales, widened once (rows
+// 0..3 in lo, 4..7 in hi), or from the row pair's two bytes, loaded
+// repeated: more instructions, but nothing held from one row pair to the next.
+int32x4_t rowPairScales(RowInts s, int m) {
+  const int64x2_t half = vreinterpretq_s64_s32(m < 2 ? s.lo : s.hi);
+  return vreinterpretq_s32_s64(m % 2 == 0 ? vzip1q_s64(half, half) : vzip2q_s64(half, half));
+}
+int32x4_t rowPairScales(const uint8_t* g, int j, int m) {
+  const int8x8_t both = vreinterpret_s8_s16(vld1_dup_s16(reinterpret_cast<const int16_t*>(g + 16 + 8 * j + 2 * m)));
+  return vmovl_s16(vget_low_s16(vmovl_s8(both)));
+}
+
+// Runs kRun and kRun + 2 of half h into each token pair's sums, by row
+// pair, in smmla's layout (isum[p][m], as tokenRows reads them). Row pair by
+// row pair, so that only one row pair's part sums are live beside the
+// pairs' activation bytes: with every row pair's at once, 4 tokens spilled.
+// Q6_K's offset of 32: with one pair of tokens, each part's sums start at
+// -32 times each token's activation sum; with two, the quants are taken
+// less 32 (one subtraction a vector, as llama.cpp's Q6_K tiles), where the
+// pairs' starts would take four more registers and spill. The same
+// integers either way (counted: count-neon-tiles.mjs).
 template <int kRun, int T>
-void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, RowInts isum[T]) {
+void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, int32x4_t (*isum)[4]) {
   using Pairs = TokenPairs<T>;
+  constexpr bool kOffsetInQuants = Pairs::kPairs > 1;
+  const int8x16_t offset = vdupq_n_s8(kOffsetInQuants ? 32 : 0);
   for (int half16 = 0; half16 < 2; ++half16) {
     const int jLow = 8 * h + 2 * kRun + half16, jHigh = jLow + 4;  // the parts of runs kRun and kRun + 2
-    int32x4_t low[Pairs::kPairs][4], high[Pairs::kPairs][4];
-    for (int p = 0; p < Pairs::kPairs; ++p) {
+    // Each pair's bytes of the two parts' chunks (c8 = 2 half16 + k), and
+    // where the offset is not in the quants, its sums' start.
+    PairChunks xLow[Pairs::kPairs], xHigh[Pairs::kPairs];
+    int32x4_t startLow[Pairs::kPairs], startHigh[Pairs::kPairs];
+    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
       const blocks::Q8_K *y0 = y[Pairs::first(p)], *y1 = y[Pairs::second(p)];
-      startPair(low[p], -32 * int32_t(y0->bsums[jLow]), -32 * int32_t(y1->bsums[jLow]));
-      startPair(high[p], -32 * int32_t(y0->bsums[jHigh]), -32 * int32_t(y1->bsums[jHigh]));
+      xLow[p] = pairChunks(y0->qs, y1->qs, 128 * h + 32 * kRun + 16 * half16);
+      xHigh[p] = pairChunks(y0->qs, y1->qs, 128 * h + 32 * (kRun + 2) + 16 * half16);
+      startLow[p] = startHigh[p] = vdupq_n_s32(0);
+      if constexpr (!kOffsetInQuants) {
+        startLow[p] = pairStart(-32 * int32_t(y0->bsums[jLow]), -32 * int32_t(y1->bsums[jLow]));
+        startHigh[p] = pairStart(-32 * int32_t(y0->bsums[jHigh]), -32 * int32_t(y1->bsums[jHigh]));
+      }
     }
-    for (int c8 = 2 * half16; c8 < 2 * half16 + 2; ++c8) {
-      int8x16_t qLow[4], qHigh[4];
-      for (int m = 0; m < 4; ++m) {
+    [[maybe_unused]] RowInts scaleLow, scaleHigh;
+    if constexpr (!kOffsetInQuants) {
+      scaleLow = signedBytes(g + 16 + 8 * jLow);
+      scaleHigh = signedBytes(g + 16 + 8 * jHigh);
+    }
+    MD_UNROLL for (int m = 0; m < 4; ++m) {  // rows 2m, 2m + 1
+      int32x4_t low[Pairs::kPairs], high[Pairs::kPairs];
+      MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+        low[p] = startLow[p];
+        high[p] = startHigh[p];
+      }
+      MD_UNROLL for (int k = 0; k < 2; ++k) {
+        const int c8 = 2 * half16 + k;
         const uint8x16_t ql = vld1q_u8(g + kQ6_Kx8LowOffset + 64 * (8 * h + 4 * kRun + c8) + 16 * m);
         const uint8x16_t qh = vld1q_u8(g + kQ6_Kx8HighOffset + 64 * (4 * h + c8) + 16 * m);
-        qLow[m] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(ql, vdupq_n_u8(0x0F)), topBits<2 * kRun>(qh)));
-        qHigh[m] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(ql, 4), topBits<2 * kRun + 4>(qh)));
+        int8x16_t qLow = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(ql, vdupq_n_u8(0x0F)), topBits<2 * kRun>(qh)));
+        int8x16_t qHigh = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(ql, 4), topBits<2 * kRun + 4>(qh)));
+        if constexpr (kOffsetInQuants) {
+          qLow = vsubq_s8(qLow, offset);
+          qHigh = vsubq_s8(qHigh, offset);
+        }
+        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
+          low[p] = vmmlaq_s32(low[p], xLow[p][k], qLow);
+          high[p] = vmmlaq_s32(high[p], xHigh[p][k], qHigh);
+        }
       }
-      for (int p = 0; p < Pairs::kPairs; ++p) {
-        const int8_t *x0 = y[Pairs::first(p)]->qs, *x1 = y[Pairs::second(p)]->qs;
-        multiplyPair(low[p], pairBytes(x0, x1, 128 * h + 32 * kRun + 8 * c8), qLow);
-        multiplyPair(high[p], pairBytes(x0, x1, 128 * h + 32 * (kRun + 2) + 8 * c8), qHigh);
+      int32x4_t sl, sh;
+      if constexpr (kOffsetInQuants) {
+        sl = rowPairScales(g, jLow, m);
+        sh = rowPairScales(g, jHigh, m);
+      } else {
+        sl = rowPairScales(scaleLow, m);
+        sh = rowPairScales(scaleHigh, m);
       }
+      MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p)
+        isum[p][m] = vmlaq_s32(vmlaq_s32(isum[p][m], low[p], sl), high[p], sh);
     }
-    const RowInts scaleLow = signedBytes(g + 16 + 8 * jLow), scaleHigh = signedBytes(g + 16 + 8 * jHigh);
-    for (int t = 0; t < T; ++t)
-      isum[t] = mulAdd(mulAdd(isum[t], tokenRows(low, t), scaleLow), tokenRows(high, t), scaleHigh);
   }
 }
 
 template <int T>
 void q6_kTile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+  using Pairs = TokenPairs<T>;
   RowFloats sum[T];
-  for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
+  MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
   for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
     const uint8_t* g = w + size_t(i) * kQ6_Kx8BlockBytes;
     const blocks::Q8_K* y[T];
-    for (int t = 0; t < T; ++t) y[t] = &tokenBlocks<blocks::Q8_K>(a, as, t)[i];
-    RowInts isum[T];
-    for (int t = 0; t < T; ++t) isum[t] = splat(0);
+    MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &tokenBlocks<blocks::Q8_K>(a, as, t)[i];
+    int32x4_t isum[Pairs::kPairs][4];
+    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) startPair(isum[p], 0, 0);
     for (int h = 0; h < 2; ++h) {
       q6_kRuns<0, T>(g, y, h, isum);
       q6_kRuns<1, T>(g, y, h, isum);
     }
     const RowFloats d = halves(g);
-    for (int t = 0; t < T; ++t) sum[t] = add(sum[t], mulLanes(mul(d, y[t]->d), toFloats(isum[t])));
+    MD_UNROLL for (int t = 0; t < T; ++t)
+      sum[t] = add(sum[t], mulLanes(mul(d, y[t]->d), toFloats(tokenRows(isum, t))));
   }
-  storeTile<T>(sum, out, os);
+  MD_UNROLL for (int t = 0; t < T; ++t) storeToken(sum[t], out + t, os);
 }
 
 // A layout's tile as DotTable takes it: groups of 8 rows (rows 8 or 16,
@@ -364,7 +439,7 @@ const DotTable* neonI8mmDotTable() {
     t.q4_kx8 = &groupsDispatch<Q4_KTile>;
     t.q5_kx8 = &groupsDispatch<Q5_KTile>;
     t.q6_kx8 = &groupsDispatch<Q6_KTile>;
-    t.repackInterleaveBytes = 8;
+    t.repackForm = RepackForm{8, true};
     return &t;
   }();
   return table;

@@ -19,30 +19,33 @@ void interleave(const uint8_t* const fields[kRepackRows], size_t count, int inte
     for (int r = 0; r < kRepackRows; ++r) std::memcpy(out + kRepackRows * w * p + w * size_t(r), fields[r] + w * p, w);
 }
 
-void repackQ4_0(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+void repackQ4_0(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q4_0*>(rows[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = b->qs;
   }
-  interleave(quants, 4, interleaveBytes, out + 16);
+  interleave(quants, 4, form.interleaveBytes, out + 16);
+  if (form.signedQuants)  // each nibble quant + 8 to the quant in two's complement
+    for (size_t k = 16; k < kQ4_0x8BlockBytes; ++k) out[k] ^= 0x88;
 }
 
-void repackQ8_0(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+void repackQ8_0(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q8_0*>(rows[r]);
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = reinterpret_cast<const uint8_t*>(b->qs);
   }
-  interleave(quants, 8, interleaveBytes, out + 16);
-  for (size_t k = 16; k < kQ8_0x8BlockBytes; ++k) out[k] ^= 0x80;  // q + 128, as an unsigned byte
+  interleave(quants, 8, form.interleaveBytes, out + 16);
+  if (!form.signedQuants)
+    for (size_t k = 16; k < kQ8_0x8BlockBytes; ++k) out[k] ^= 0x80;  // q + 128, as an unsigned byte
 }
 
 // The part of Q4_K and Q5_K before the fifth bits (their first fields are alike).
 template <class Block>
-void repackK45(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+void repackK45(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
   const uint8_t* quants[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const Block*>(rows[r]);
@@ -56,21 +59,21 @@ void repackK45(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint
     }
     quants[r] = b->qs;
   }
-  interleave(quants, 32, interleaveBytes, out + kQ4_Kx8QuantOffset);
+  interleave(quants, 32, form.interleaveBytes, out + kQ4_Kx8QuantOffset);
 }
 
-void repackQ4_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
-  repackK45<blocks::Q4_K>(rows, interleaveBytes, out);
+void repackQ4_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
+  repackK45<blocks::Q4_K>(rows, form, out);
 }
 
-void repackQ5_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
-  repackK45<blocks::Q5_K>(rows, interleaveBytes, out);
+void repackQ5_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
+  repackK45<blocks::Q5_K>(rows, form, out);
   const uint8_t* fifth[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) fifth[r] = reinterpret_cast<const blocks::Q5_K*>(rows[r])->qh;
-  interleave(fifth, 8, interleaveBytes, out + kQ4_Kx8BlockBytes);
+  interleave(fifth, 8, form.interleaveBytes, out + kQ4_Kx8BlockBytes);
 }
 
-void repackQ6_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out) {
+void repackQ6_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
   const uint8_t *low[kRepackRows], *high[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) {
     const auto* b = reinterpret_cast<const blocks::Q6_K*>(rows[r]);
@@ -79,8 +82,8 @@ void repackQ6_K(const uint8_t* const rows[kRepackRows], int interleaveBytes, uin
     low[r] = b->ql;
     high[r] = b->qh;
   }
-  interleave(low, 32, interleaveBytes, out + kQ6_Kx8LowOffset);
-  interleave(high, 16, interleaveBytes, out + kQ6_Kx8HighOffset);
+  interleave(low, 32, form.interleaveBytes, out + kQ6_Kx8LowOffset);
+  interleave(high, 16, form.interleaveBytes, out + kQ6_Kx8HighOffset);
 }
 
 constexpr RepackLayout kLayouts[] = {
@@ -113,10 +116,11 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
   return size_t(cols / layout.blockValues) * layout.groupBlockBytes;
 }
 
-void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
-                  uint64_t firstGroup, uint64_t groups, uint8_t* dst) {
-  if (interleaveBytes != 4 && interleaveBytes != 8)
-    throw std::invalid_argument("repackGroups: interleaveBytes must be 4 or 8, got " + std::to_string(interleaveBytes));
+void repackGroups(const RepackLayout& layout, RepackForm form, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
+                  uint64_t groups, uint8_t* dst) {
+  if (form.interleaveBytes != 4 && form.interleaveBytes != 8)
+    throw std::invalid_argument("repackGroups: interleaveBytes must be 4 or 8, got " +
+                                std::to_string(form.interleaveBytes));
   const uint64_t blockCount = cols / layout.blockValues;
   const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
   const size_t rowBytes = size_t(blockCount) * blockBytes;
@@ -126,7 +130,7 @@ void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t
     for (uint64_t i = 0; i < blockCount; ++i) {
       const uint8_t* rows[kRepackRows];
       for (int r = 0; r < kRepackRows; ++r) rows[r] = group + size_t(r) * rowBytes + size_t(i) * blockBytes;
-      layout.repackBlock(rows, interleaveBytes, out + size_t(i) * layout.groupBlockBytes);
+      layout.repackBlock(rows, form, out + size_t(i) * layout.groupBlockBytes);
     }
   }
 }

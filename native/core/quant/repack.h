@@ -14,17 +14,22 @@
 // tokens x 8 bytes) take 8: there, chunks 2q and 2q + 1 below are one
 // 64-byte chunk holding bytes 8q..8q+7 of each row's field, row r at 8r.
 // The scales and mins do not change. The dot table says which it takes
-// (DotTable::repackInterleaveBytes).
+// (DotTable::repackForm).
+//
+// Q4_0 and Q8_0 have an unsigned form and a signed one (RepackForm).
+// Unsigned: the file's nibbles (quant + 8), and Q8_0's quants plus 128,
+// the operands x86's vpmaddubsw and vpdpbusd take unsigned; the offsets
+// come off through the activations' block sums. Signed (NEON's sdot and
+// smmla multiply signed bytes): each nibble the quant itself in 4-bit two's
+// complement (the file's byte xor 0x88), and Q8_0's quants as they are.
+// llama.cpp's NEON layouts store Q4_0 so too.
 //
 // Q4_0x8 (144 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
 // then four chunks: chunk p holds bytes 4p..4p+3 of each row's quants; a
 // byte's low nibble is its quant 4p+k, its high nibble quant 16+4p+k.
 //
 // Q8_0x8 (272 bytes a block, the 8 rows' own bytes): the 8 float16 scales,
-// then eight chunks: chunk c holds quants 4c..4c+3 of each row, each plus
-// 128 (stored as unsigned bytes, the operand VNNI's vpdpbusd takes
-// unsigned; the 128 comes off through the activations' block sums; tiles
-// without vpdpbusd flip the high bit back and take a signed dot).
+// then eight chunks: chunk c holds quants 4c..4c+3 of each row.
 //
 // Q4_Kx8 (1184 bytes a super-block; the file's rows take 1152): the 8
 // float16 d, the 8 dmin, the 6-bit scales unpacked to bytes as [part
@@ -60,19 +65,24 @@ constexpr size_t kQ6_Kx8LowOffset = 16 + 128;                       // d, scales
 constexpr size_t kQ6_Kx8HighOffset = kQ6_Kx8LowOffset + 8 * 128;    // after the 8 rows' ql
 constexpr size_t kQ6_Kx8BlockBytes = kQ6_Kx8HighOffset + 8 * 64;    // then their qh
 
+// How a dot table's tiles take the repacked bytes (DotTable::repackForm).
+struct RepackForm {
+  int interleaveBytes = 4;    // a row's bytes side by side in a chunk: 4, or 8 (i8mm)
+  bool signedQuants = false;  // Q4_0's and Q8_0's quants signed (above)
+};
+
 // One row of the table of repacked layouts.
 struct RepackLayout {
   TensorType type;         // the weights' type in the file
   uint32_t blockValues;    // values per block
   size_t groupBlockBytes;  // one block of each of the group's rows, repacked
   // Whether the tiles' activation rows carry each block's int16 sum of
-  // quants after the row (ActivationRows::inQ8_0WithSums): Q4_0's offset of
-  // 8 and Q8_0x8's 128 come off through them. The K types' partner, Q8_K,
-  // has its own sums.
+  // quants after the row (ActivationRows::inQ8_0WithSums): the unsigned
+  // form's offsets (Q4_0's 8, Q8_0x8's 128) come off through them. The K
+  // types' partner, Q8_K, has its own sums.
   bool activationSums;
-  // Block i of the 8 rows (rows[r] is row r's block i) into `out`, their
-  // quants interleaved 4 or 8 bytes a row.
-  void (*repackBlock)(const uint8_t* const rows[kRepackRows], int interleaveBytes, uint8_t* out);
+  // Block i of the 8 rows (rows[r] is row r's block i) into `out`, in `form`.
+  void (*repackBlock)(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out);
 };
 
 // The layout of `type`'s weights, or nullptr if the type is not repacked.
@@ -89,9 +99,9 @@ bool canRepack(const RepackLayout& layout, uint64_t rows, uint64_t cols);
 size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols);
 // The rows [firstGroup * 8, (firstGroup + groups) * 8) of the matrix at
 // `src` (rows of cols values, as the file has them) into `dst` (the same
-// groups, repacked, interleaved 4 or 8 bytes a row; another interleave
-// throws std::invalid_argument).
-void repackGroups(const RepackLayout& layout, int interleaveBytes, const uint8_t* src, uint64_t cols,
-                  uint64_t firstGroup, uint64_t groups, uint8_t* dst);
+// groups, repacked in `form`; an interleave other than 4 or 8 throws
+// std::invalid_argument).
+void repackGroups(const RepackLayout& layout, RepackForm form, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
+                  uint64_t groups, uint8_t* dst);
 
 }  // namespace md

@@ -182,6 +182,12 @@ struct NeonRows : Neon {
   // by lane (sdot's by-element form), where a broadcast took a load and a
   // move per 4 bytes.
   static constexpr bool kLaneDot = true;
+  // sdot multiplies signed bytes, so Q4_0's and Q8_0's repacked quants are
+  // stored signed (repack.h): no offset through the activations' sums, no
+  // flip of Q8_0's bytes. Q4_0's nibbles come out as 16 times the quant
+  // (shifted to the high nibble or masked there), so its sums are 16 times
+  // the quants' and convert as sixteenths (fmaddSixteenths).
+  static constexpr bool kSignedRepack = true;
   using Token16 = int8x16_t;
   struct I {
     int32x4_t lo, hi;
@@ -245,6 +251,11 @@ struct NeonRows : Neon {
   // acc + float(i) * scale, fused as AVX2's vfmadd.
   static F fmaddLanes(F acc, I i, F scale) {
     return {vfmaq_f32(acc.lo, vcvtq_f32_s32(i.lo), scale.lo), vfmaq_f32(acc.hi, vcvtq_f32_s32(i.hi), scale.hi)};
+  }
+  // acc + (i / 16) * scale, fused: i is 16 times an integer, so the
+  // conversion's division is exact and the bits are fmaddLanes' of i / 16.
+  static F fmaddSixteenths(F acc, I i, F scale) {
+    return {vfmaq_f32(acc.lo, vcvtq_n_f32_s32(i.lo, 4), scale.lo), vfmaq_f32(acc.hi, vcvtq_n_f32_s32(i.hi, 4), scale.hi)};
   }
   static void storeRows(F f, float* out) {
     vst1q_f32(out, f.lo);

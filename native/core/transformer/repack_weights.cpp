@@ -61,7 +61,7 @@ uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& 
       int64_t begin, end;
       ThreadPool::split(int64_t(groups), t, pool.size(), &begin, &end);
       if (end > begin)
-        repackGroups(*layout, dots.repackInterleaveBytes, source, v.cols, uint64_t(begin), uint64_t(end - begin),
+        repackGroups(*layout, dots.repackForm, source, v.cols, uint64_t(begin), uint64_t(end - begin),
                      bytes.data() + size_t(begin) * groupBytes);
     });
     v.data = bytes.data();
