@@ -669,11 +669,16 @@ struct DotKernels {
         MD_UNROLL for (int t = 0; t < T; ++t) low32[t] = high32[t] = L::izero();
         for (int p = 0; p < 8; ++p) {
           const LV raw = L::chunk(quants + 32 * (8 * s + p), gs);
-          LV lo = L::lowNibbles(raw), hi = L::highNibbles(raw);
-          if constexpr (kFive) {
+          LV lo, hi;
+          if constexpr (!kFive) {
+            lo = L::lowNibbles(raw);
+            hi = L::highNibbles(raw);
+          } else if constexpr (L::kBitInsert) {
+            L::nibblesWithFifthBits(raw, L::chunk(g + kQ4_Kx8BlockBytes + 32 * p, gs), 2 * s, lo, hi);
+          } else {
             const LV qh = L::chunk(g + kQ4_Kx8BlockBytes + 32 * p, gs);
-            lo = L::orV(lo, L::andV(L::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
-            hi = L::orV(hi, L::andV(L::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
+            lo = L::orV(L::lowNibbles(raw), L::andV(L::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
+            hi = L::orV(L::highNibbles(raw), L::andV(L::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
           }
           MD_UNROLL for (int t = 0; t < T; ++t) {
             const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
@@ -713,7 +718,10 @@ struct DotKernels {
   //
   // Runs u and u + 2 at a time (the same ql bytes, low and high nibbles):
   // with the four runs' sums live (q6_kTile's order), 4 tokens took 32
-  // vector registers and spilled.
+  // vector registers and spilled. Where the dot multiplies signed bytes
+  // (L::kSignedRepack: NEON) the quants are taken less 32, one subtraction
+  // a vector, in place of each token's -32 times its part's activation
+  // sum: the same integers.
   template <class L, int U>
   static typename L::V q6_kTop(typename L::V hb) {  // bits 2U, 2U + 1 of each byte, at bits 4, 5
     if constexpr (U == 0)
@@ -737,11 +745,15 @@ struct DotKernels {
         xLow[t] = L::token16(y[t]->qs + 128 * h + 32 * U + 16 * half16);
         xHigh[t] = L::token16(y[t]->qs + 128 * h + 32 * (U + 2) + 16 * half16);
       }
-    MD_UNROLL for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+    for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
       const LV ql = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * U + c), gs);
       const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
-      const LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
-      const LV qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
+      LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
+      LV qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
+      if constexpr (L::kSignedRepack) {
+        qLow = L::subBytes(qLow, L::splat(32));
+        qHigh = L::subBytes(qHigh, L::splat(32));
+      }
       MD_UNROLL for (int t = 0; t < T; ++t) {
         if constexpr (L::kLaneDot) {
           low[t] = L::dotLane(low[t], qLow, xLow[t], c % 4);
@@ -758,8 +770,12 @@ struct DotKernels {
     const int jLow = 8 * h + 2 * U + half16, jHigh = jLow + 4;  // the parts: values 16j..16j + 15
     const LI scaleLow = L::signedBytes(g + 16 + 8 * jLow, gs), scaleHigh = L::signedBytes(g + 16 + 8 * jHigh, gs);
     MD_UNROLL for (int t = 0; t < T; ++t) {
-      isum[t] = L::mulAddI(isum[t], L::addI(low[t], L::splat32(-32 * int32_t(y[t]->bsums[jLow]))), scaleLow);
-      isum[t] = L::mulAddI(isum[t], L::addI(high[t], L::splat32(-32 * int32_t(y[t]->bsums[jHigh]))), scaleHigh);
+      if constexpr (L::kSignedRepack) {
+        isum[t] = L::mulAddI(L::mulAddI(isum[t], low[t], scaleLow), high[t], scaleHigh);
+      } else {
+        isum[t] = L::mulAddI(isum[t], L::addI(low[t], L::splat32(-32 * int32_t(y[t]->bsums[jLow]))), scaleLow);
+        isum[t] = L::mulAddI(isum[t], L::addI(high[t], L::splat32(-32 * int32_t(y[t]->bsums[jHigh]))), scaleHigh);
+      }
     }
   }
   template <class L, int T>

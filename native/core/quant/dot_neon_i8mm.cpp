@@ -223,6 +223,7 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
         startPair(low32[p], 0, 0);
         startPair(high32[p], 0, 0);
       }
+      [[maybe_unused]] const int8x16_t fifthShift = vdupq_n_s8(int8_t(-2 * s));
       for (int qq = 0; qq < 2; ++qq) {
         // Each pair's bytes of both parts' values 16qq..16qq+15.
         PairChunks xLow[Pairs::kPairs], xHigh[Pairs::kPairs];
@@ -235,11 +236,16 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
           int8x16_t low[4], high[4];
           MD_UNROLL for (int m = 0; m < 4; ++m) {
             const uint8x16_t raw = vld1q_u8(quants + 64 * (4 * s + q) + 16 * m);
-            uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
+            uint8x16_t lo, hi;
             if constexpr (kFive) {
-              const uint8x16_t qh = vld1q_u8(g + kQ4_Kx8BlockBytes + 64 * q + 16 * m);
-              lo = vorrq_u8(lo, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(1u << (2 * s)))), vdupq_n_u8(16)));
-              hi = vorrq_u8(hi, vandq_u8(vtstq_u8(qh, vdupq_n_u8(uint8_t(2u << (2 * s)))), vdupq_n_u8(16)));
+              // Bits 2s, 2s + 1 of qh to bits 0, 1; each inserted above its
+              // nibble (NeonRows::nibblesWithFifthBits).
+              const uint8x16_t qh = vshlq_u8(vld1q_u8(g + kQ4_Kx8BlockBytes + 64 * q + 16 * m), fifthShift);
+              lo = vsliq_n_u8(raw, vandq_u8(qh, vdupq_n_u8(1)), 4);
+              hi = vsriq_n_u8(vshlq_n_u8(vandq_u8(qh, vdupq_n_u8(2)), 3), raw, 4);
+            } else {
+              lo = vandq_u8(raw, vdupq_n_u8(0x0F));
+              hi = vshrq_n_u8(raw, 4);
             }
             low[m] = vreinterpretq_s8_u8(lo);
             high[m] = vreinterpretq_s8_u8(hi);

@@ -69,6 +69,8 @@ struct Avx2 {
   // Whether the tiles take Q4_0's and Q8_0's repacked quants signed
   // (repack.h): vpmaddubsw's and vpdpbusd's weight operand is unsigned.
   static constexpr bool kSignedRepack = false;
+  // Whether the lanes insert bits under a mask (NeonRows::nibblesWithFifthBits).
+  static constexpr bool kBitInsert = false;
   static V chunk(const uint8_t* p, size_t) { return load(p); }
   // Bytes stored plus 128 back to signed: the high bit flipped.
   static V toSigned(V x) { return _mm256_xor_si256(x, _mm256_set1_epi8(char(0x80))); }

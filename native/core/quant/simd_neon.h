@@ -188,6 +188,8 @@ struct NeonRows : Neon {
   // (shifted to the high nibble or masked there), so its sums are 16 times
   // the quants' and convert as sixteenths (fmaddSixteenths).
   static constexpr bool kSignedRepack = true;
+  // sli and sri insert shifted bits under the others (nibblesWithFifthBits).
+  static constexpr bool kBitInsert = true;
   using Token16 = int8x16_t;
   struct I {
     int32x4_t lo, hi;
@@ -203,6 +205,20 @@ struct NeonRows : Neon {
     return {vceqq_u8(vandq_u8(x.lo, mask), mask), vceqq_u8(vandq_u8(x.hi, mask), mask)};
   }
   static V toSigned(V x) { return {veorq_u8(x.lo, vdupq_n_u8(0x80)), veorq_u8(x.hi, vdupq_n_u8(0x80))}; }
+  // Q5_K's values: raw's low (high) nibbles with bit `bit` (bit + 1) of qh
+  // above them at bit 4. qh shifted once, then each bit inserted over its
+  // nibble (sli, sri): six operations where a test, a mask and an or for
+  // each bit took eight.
+  static void nibblesWithFifthBits(V raw, V qh, int bit, V& lo, V& hi) {
+    const int8x16_t shift = vdupq_n_s8(int8_t(-bit));
+    auto one = [&](uint8x16_t r, uint8x16_t h, uint8x16_t& l, uint8x16_t& u) {
+      const uint8x16_t bits = vshlq_u8(h, shift);
+      l = vsliq_n_u8(r, vandq_u8(bits, vdupq_n_u8(1)), 4);
+      u = vsriq_n_u8(vshlq_n_u8(vandq_u8(bits, vdupq_n_u8(2)), 3), r, 4);
+    };
+    one(raw.lo, qh.lo, lo.lo, hi.lo);
+    one(raw.hi, qh.hi, lo.hi, hi.hi);
+  }
   // Lane j: the sum of a[i] * c[i] over bytes 4j..4j+3, both signed.
   static I dotS8S8(V a, V c) {
     return {Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.lo), vreinterpretq_s8_u8(c.lo)),
