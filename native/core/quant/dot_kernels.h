@@ -745,7 +745,7 @@ struct DotKernels {
         xLow[t] = L::token16(y[t]->qs + 128 * h + 32 * U + 16 * half16);
         xHigh[t] = L::token16(y[t]->qs + 128 * h + 32 * (U + 2) + 16 * half16);
       }
-    for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
+    MD_UNROLL_FOR_GCC for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
       const LV ql = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * U + c), gs);
       const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
       LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
@@ -790,7 +790,7 @@ struct DotKernels {
       MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &block<blocks::Q8_K>(a, as, t)[i];
       LI isum[T];
       MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::izero();
-      for (int h = 0; h < 2; ++h)
+      MD_UNROLL for (int h = 0; h < 2; ++h)
         for (int half16 = 0; half16 < 2; ++half16) {
           q6_kx8Runs<L, 0, T>(g, gs, y, h, half16, isum);
           q6_kx8Runs<L, 1, T>(g, gs, y, h, half16, isum);

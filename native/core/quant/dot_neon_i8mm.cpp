@@ -390,7 +390,7 @@ void q6_kTile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o
     MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &tokenBlocks<blocks::Q8_K>(a, as, t)[i];
     int32x4_t isum[Pairs::kPairs][4];
     MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) startPair(isum[p], 0, 0);
-    for (int h = 0; h < 2; ++h) {
+    MD_UNROLL for (int h = 0; h < 2; ++h) {
       q6_kRuns<0, T>(g, y, h, isum);
       q6_kRuns<1, T>(g, y, h, isum);
     }
