@@ -667,9 +667,9 @@ struct DotKernels {
       for (int s = 0; s < 4; ++s) {  // parts 2s (low nibbles) and 2s + 1 (high)
         LI low32[T], high32[T];
         MD_UNROLL for (int t = 0; t < T; ++t) low32[t] = high32[t] = L::izero();
-        for (int p = 0; p < 8; ++p) {
+        // Chunk p's 4 bytes a row of parts 2s (lo) and 2s + 1 (hi).
+        auto unpack = [&](int p, LV& lo, LV& hi) {
           const LV raw = L::chunk(quants + 32 * (8 * s + p), gs);
-          LV lo, hi;
           if constexpr (!kFive) {
             lo = L::lowNibbles(raw);
             hi = L::highNibbles(raw);
@@ -680,13 +680,37 @@ struct DotKernels {
             lo = L::orV(L::lowNibbles(raw), L::andV(L::testMask(qh, uint8_t(1u << (2 * s))), sixteen));
             hi = L::orV(L::highNibbles(raw), L::andV(L::testMask(qh, uint8_t(2u << (2 * s))), sixteen));
           }
-          MD_UNROLL for (int t = 0; t < T; ++t) {
-            const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
-            int32_t xlo, xhi;
-            std::memcpy(&xlo, x, 4);
-            std::memcpy(&xhi, x + 32, 4);
-            low32[t] = L::dotU8S8Add(low32[t], lo, L::repeat4(xlo));
-            high32[t] = L::dotU8S8Add(high32[t], hi, L::repeat4(xhi));
+        };
+        if constexpr (L::kLaneDot) {
+          // Each part's 16 bytes of a token loaded once, 4 bytes taken a chunk by lane.
+          MD_UNROLL_FOR_CLANG for (int ph = 0; ph < 2; ++ph) {  // chunks 4ph..4ph+3: values 16ph..16ph+15
+            typename Token16Of<L>::type xLow[T], xHigh[T];
+            MD_UNROLL for (int t = 0; t < T; ++t) {
+              const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 16 * ph;
+              xLow[t] = L::token16(x);
+              xHigh[t] = L::token16(x + 32);
+            }
+            MD_UNROLL for (int k = 0; k < 4; ++k) {
+              LV lo, hi;
+              unpack(4 * ph + k, lo, hi);
+              MD_UNROLL for (int t = 0; t < T; ++t) {
+                low32[t] = L::dotLane(low32[t], lo, xLow[t], k);
+                high32[t] = L::dotLane(high32[t], hi, xHigh[t], k);
+              }
+            }
+          }
+        } else {
+          for (int p = 0; p < 8; ++p) {
+            LV lo, hi;
+            unpack(p, lo, hi);
+            MD_UNROLL for (int t = 0; t < T; ++t) {
+              const int8_t* x = block<blocks::Q8_K>(a, as, t)[i].qs + 64 * s + 4 * p;
+              int32_t xlo, xhi;
+              std::memcpy(&xlo, x, 4);
+              std::memcpy(&xhi, x + 32, 4);
+              low32[t] = L::dotU8S8Add(low32[t], lo, L::repeat4(xlo));
+              high32[t] = L::dotU8S8Add(high32[t], hi, L::repeat4(xhi));
+            }
           }
         }
         const LI scaleLow = L::bytes(g + 32 + 16 * s, gs), scaleHigh = L::bytes(g + 40 + 16 * s, gs);

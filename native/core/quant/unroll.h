@@ -11,12 +11,14 @@
 
 #define MD_UNROLL _Pragma("GCC unroll 16")
 
-// MD_UNROLL_FOR_GCC: the same, where GCC builds; clang is left to its own
-// choice. For the loops where the two compilers' counts part ways
-// (scripts/count-neon-tiles.mjs builds with each): unrolled, GCC's tile
-// executes fewer instructions and clang's more.
+// MD_UNROLL_FOR_GCC, MD_UNROLL_FOR_CLANG: the same, where that compiler
+// builds; the other is left to its own choice. For the loops where the two
+// compilers' counts part ways (scripts/count-neon-tiles.mjs counts with
+// each): unrolled, one's tile executes fewer instructions, the other's more.
 #if defined(__clang__)
 #define MD_UNROLL_FOR_GCC
+#define MD_UNROLL_FOR_CLANG MD_UNROLL
 #else
 #define MD_UNROLL_FOR_GCC MD_UNROLL
+#define MD_UNROLL_FOR_CLANG
 #endif
