@@ -1,3 +1,7 @@
+# The aarch64 build by clang (Apple's compiler is clang), with the
+# libraries of Debian's GCC cross toolchain (g++-aarch64-linux-gnu).
+# scripts/test-native-cross.sh builds the tile-count program with it:
+# the NEON tiles' instructions as clang emits them differ from GCC's.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER clang)

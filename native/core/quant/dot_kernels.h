@@ -106,8 +106,7 @@ struct DotKernels {
   static void q8Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     using Block = typename Format::Block;
     F acc[R][T];
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       const Block* rowBlocks[R];
@@ -124,14 +123,15 @@ struct DotKernels {
         const typename S::template Scales<R> d = S::times(wd, S::half(y.d));
         if constexpr (Format::kOffset > 0) {
           const I offset = S::negatedOffset(av, Format::kOffset);
-          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
+          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] =
+              S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
         } else {
           MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        S::hsumF(acc[r][t]);
   }
 
   // Q4_1 and Q5_1 against Q8_1: q * d + m, the m term from Q8_1's sum.
@@ -153,8 +153,7 @@ struct DotKernels {
     using Block = typename Format::Block;
     F acc[R][T];
     float mins[R][T] = {};
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       float wd[R], wm[R];
@@ -175,8 +174,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]) + mins[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        S::hsumF(acc[r][t]) + mins[r][t];
   }
 
   // ---- The K types against Q8_K: per super-block, an exact int sum of the
@@ -197,8 +196,7 @@ struct DotKernels {
       uint8_t sm[R][16];  // scales, then mins
       MD_UNROLL for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < 4; ++j) {
         V lo[R], hi[R];
         MD_UNROLL for (int r = 0; r < R; ++r) {
@@ -231,8 +229,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        sum[r][t];
   }
 
   template <int R, int T>
@@ -241,8 +239,7 @@ struct DotKernels {
     const V three = S::splat(3);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
         MD_UNROLL for (int r = 0; r < R; ++r) {
@@ -281,8 +278,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        sum[r][t];
   }
 
   // Q2_K and Q3_K: part j is the 2-bit field j % 4 of the 32 bytes at
@@ -305,8 +302,7 @@ struct DotKernels {
           for (int k = 0; k < 16; ++k) sc[r][k] = int8_t(b.scales[k] & 0xF);
       }
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
         MD_UNROLL for (int r = 0; r < R; ++r) {
@@ -328,8 +324,8 @@ struct DotKernels {
           for (int k = 0; k < 4; ++k) {
             const V av = S::load(q8 + 32 * k);
             const int j = 4 * half + k;
-            MD_UNROLL for (int r = 0; r < R; ++r)
-              isum[r][t] = S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
+            MD_UNROLL for (int r = 0; r < R; ++r) isum[r][t] =
+                S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
           }
         }
       }
@@ -349,8 +345,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        sum[r][t];
   }
 
   // IQ4_XS: IQ4_NL's codebook in super-blocks, a signed 6-bit scale per part.
@@ -359,8 +355,7 @@ struct DotKernels {
     float sum[R][T] = {};
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < blocks::kSuperBlock / blocks::kBlock; ++j) {
         V wv[R];
         int32_t scale[R];
@@ -377,11 +372,12 @@ struct DotKernels {
       }
       MD_UNROLL for (int r = 0; r < R; ++r) {
         const float d = S::half(block<blocks::IQ4_XS>(w, ws, r)[i].d);
-        MD_UNROLL for (int t = 0; t < T; ++t) sum[r][t] += block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
+        MD_UNROLL for (int t = 0; t < T; ++t) sum[r][t] +=
+            block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r)
-      MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
+    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
+        sum[r][t];
   }
 
   // ---- Float rows ----
@@ -404,8 +400,7 @@ struct DotKernels {
       using LF = typename FL::F;
       constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
       LF acc[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) {
         LF wv[R];
@@ -419,28 +414,26 @@ struct DotKernels {
           MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) {
-          float sum = FL::hsumF(acc[r][t]);
-          for (int64_t j = i; j < n; ++j)
-            sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
-                   rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
-          out[size_t(r) * os + size_t(t)] = sum;
-        }
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) {
+        float sum = FL::hsumF(acc[r][t]);
+        for (int64_t j = i; j < n; ++j)
+          sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
+                 rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
+        out[size_t(r) * os + size_t(t)] = sum;
+      }
     } else {
-      MD_UNROLL for (int r = 0; r < R; ++r)
-        MD_UNROLL for (int t = 0; t < T; ++t) {
-          const void* x = w + size_t(r) * ws;
-          const void* y = a + size_t(t) * as;
-          float v;
-          if constexpr (Kind == 0)
-            v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
-          else if constexpr (Kind == 1)
-            v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-          else
-            v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-          out[size_t(r) * os + size_t(t)] = v;
-        }
+      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) {
+        const void* x = w + size_t(r) * ws;
+        const void* y = a + size_t(t) * as;
+        float v;
+        if constexpr (Kind == 0)
+          v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
+        else if constexpr (Kind == 1)
+          v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        else
+          v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+        out[size_t(r) * os + size_t(t)] = v;
+      }
     }
   }
 
@@ -617,8 +610,8 @@ struct DotKernels {
           x[t][0] = L::token16(y[t]->qs);
           x[t][1] = L::token16(y[t]->qs + 16);
         }
-        MD_UNROLL for (int c = 0; c < 8; ++c)
-          MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
+        MD_UNROLL for (int c = 0; c < 8; ++c) MD_UNROLL for (int t = 0; t < T; ++t) sum[t] =
+            L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
       } else {
         MD_UNROLL for (int c = 0; c < 8; ++c) {
           MD_UNROLL for (int t = 0; t < T; ++t) {
@@ -714,14 +707,15 @@ struct DotKernels {
           }
         }
         const LI scaleLow = L::bytes(g + 32 + 16 * s, gs), scaleHigh = L::bytes(g + 40 + 16 * s, gs);
-        MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::mulAddI(L::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
+        MD_UNROLL for (int t = 0; t < T; ++t) isum[t] =
+            L::mulAddI(L::mulAddI(isum[t], low32[t], scaleLow), high32[t], scaleHigh);
       }
       const LF d = L::halves(g, gs), dmin = L::halves(g + 16, gs);
       MD_UNROLL for (int t = 0; t < T; ++t) {
         const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
         LI mins = L::izero();
-        MD_UNROLL for (int j = 0; j < 8; ++j)
-          mins = L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+        MD_UNROLL for (int j = 0; j < 8; ++j) mins =
+            L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
         sum[t] = L::addF(sum[t], L::subF(L::mulLanes(L::mulF(d, y.d), L::toF(isum[t])),
                                          L::mulLanes(L::mulF(dmin, y.d), L::toF(mins))));
       }
@@ -764,16 +758,20 @@ struct DotKernels {
     MD_UNROLL for (int t = 0; t < T; ++t) low[t] = high[t] = L::izero();
     // The lane path: the parts' 16 bytes of each token.
     [[maybe_unused]] typename Token16Of<L>::type xLow[T], xHigh[T];
-    if constexpr (L::kLaneDot)
-      MD_UNROLL for (int t = 0; t < T; ++t) {
+    if constexpr (L::kLaneDot) MD_UNROLL for (int t = 0; t < T; ++t) {
         xLow[t] = L::token16(y[t]->qs + 128 * h + 32 * U + 16 * half16);
         xHigh[t] = L::token16(y[t]->qs + 128 * h + 32 * (U + 2) + 16 * half16);
       }
     MD_UNROLL_FOR_GCC for (int c = 4 * half16; c < 4 * half16 + 4; ++c) {
       const LV ql = L::chunk(g + kQ6_Kx8LowOffset + 32 * (16 * h + 8 * U + c), gs);
       const LV hb = L::chunk(g + kQ6_Kx8HighOffset + 32 * (8 * h + c), gs);
-      LV qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
-      LV qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
+      LV qLow, qHigh;
+      if constexpr (L::kBitInsert) {
+        L::template q6_kRunPair<U>(ql, hb, qLow, qHigh);
+      } else {
+        qLow = L::orV(L::lowNibbles(ql), q6_kTop<L, U>(hb));
+        qHigh = L::orV(L::highNibbles(ql), q6_kTop<L, U + 2>(hb));
+      }
       if constexpr (L::kSignedRepack) {
         qLow = L::subBytes(qLow, L::splat(32));
         qHigh = L::subBytes(qHigh, L::splat(32));
@@ -814,11 +812,10 @@ struct DotKernels {
       MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &block<blocks::Q8_K>(a, as, t)[i];
       LI isum[T];
       MD_UNROLL for (int t = 0; t < T; ++t) isum[t] = L::izero();
-      MD_UNROLL for (int h = 0; h < 2; ++h)
-        for (int half16 = 0; half16 < 2; ++half16) {
-          q6_kx8Runs<L, 0, T>(g, gs, y, h, half16, isum);
-          q6_kx8Runs<L, 1, T>(g, gs, y, h, half16, isum);
-        }
+      MD_UNROLL for (int h = 0; h < 2; ++h) for (int half16 = 0; half16 < 2; ++half16) {
+        q6_kx8Runs<L, 0, T>(g, gs, y, h, half16, isum);
+        q6_kx8Runs<L, 1, T>(g, gs, y, h, half16, isum);
+      }
       const LF d = L::halves(g, gs);
       MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::addF(sum[t], L::mulLanes(L::mulF(d, y[t]->d), L::toF(isum[t])));
     }

@@ -171,7 +171,8 @@ void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float
     if constexpr (kQ8) {
       MD_UNROLL for (int q = 0; q < 4; ++q) {  // chunk q: values 8q..8q+7 of each row
         int8x16_t v[4];
-        MD_UNROLL for (int m = 0; m < 4; ++m) v[m] = vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
+        MD_UNROLL for (int m = 0; m < 4; ++m) v[m] =
+            vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
         MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) multiplyPair(sums[p], xs[p][q / 2][q % 2], v);
       }
     } else {
@@ -257,8 +258,8 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
         }
       }
       const RowInts scaleLow = unsignedBytes(g + 32 + 16 * s), scaleHigh = unsignedBytes(g + 40 + 16 * s);
-      MD_UNROLL for (int t = 0; t < T; ++t)
-        isum[t] = mulAdd(mulAdd(isum[t], tokenRows(low32, t), scaleLow), tokenRows(high32, t), scaleHigh);
+      MD_UNROLL for (int t = 0; t < T; ++t) isum[t] =
+          mulAdd(mulAdd(isum[t], tokenRows(low32, t), scaleLow), tokenRows(high32, t), scaleHigh);
     }
     const RowFloats d = halves(g), dmin = halves(g + 16);
     MD_UNROLL for (int t = 0; t < T; ++t) {
@@ -283,18 +284,6 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
 // 8c8..8c8+7) is ql's chunk 8h + 4(u % 2) + c8 and qh's chunk 4h + c8;
 // chunks 0, 1 are part 8h + 2u, chunks 2, 3 part 8h + 2u + 1. Runs u and
 // u + 2 read the same bytes, so they are unpacked together.
-
-// Bits kShift, kShift + 1 of each byte, at bits 4 and 5.
-template <int kShift>
-uint8x16_t topBits(uint8x16_t qh) {
-  const uint8x16_t mask = vdupq_n_u8(0x30);
-  if constexpr (kShift < 4)
-    return vandq_u8(vshlq_n_u8(qh, 4 - kShift), mask);
-  else if constexpr (kShift == 4)
-    return vandq_u8(qh, mask);
-  else
-    return vandq_u8(vshrq_n_u8(qh, kShift - 4), mask);
-}
 
 // Part j's row scales for row pair m in smmla's layout: [s(2m), s(2m + 1),
 // s(2m), s(2m + 1)]. Either from the part's 8 scales, widened once (rows
@@ -354,8 +343,11 @@ void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, int32x4_t
         const int c8 = 2 * half16 + k;
         const uint8x16_t ql = vld1q_u8(g + kQ6_Kx8LowOffset + 64 * (8 * h + 4 * kRun + c8) + 16 * m);
         const uint8x16_t qh = vld1q_u8(g + kQ6_Kx8HighOffset + 64 * (4 * h + c8) + 16 * m);
-        int8x16_t qLow = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(ql, vdupq_n_u8(0x0F)), topBits<2 * kRun>(qh)));
-        int8x16_t qHigh = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(ql, 4), topBits<2 * kRun + 4>(qh)));
+        // Each nibble with its two high bits inserted above it (sli, sri).
+        uint8x16_t bits = qh;
+        if constexpr (kRun == 1) bits = vshrq_n_u8(qh, 2);
+        int8x16_t qLow = vreinterpretq_s8_u8(vsliq_n_u8(ql, vandq_u8(bits, vdupq_n_u8(3)), 4));
+        int8x16_t qHigh = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(bits, vdupq_n_u8(0x30)), ql, 4));
         if constexpr (kOffsetInQuants) {
           qLow = vsubq_s8(qLow, offset);
           qHigh = vsubq_s8(qHigh, offset);
@@ -373,8 +365,8 @@ void q6_kRuns(const uint8_t* g, const blocks::Q8_K* const y[T], int h, int32x4_t
         sl = rowPairScales(scaleLow, m);
         sh = rowPairScales(scaleHigh, m);
       }
-      MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p)
-        isum[p][m] = vmlaq_s32(vmlaq_s32(isum[p][m], low[p], sl), high[p], sh);
+      MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) isum[p][m] =
+          vmlaq_s32(vmlaq_s32(isum[p][m], low[p], sl), high[p], sh);
     }
   }
 }
@@ -390,13 +382,21 @@ void q6_kTile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* o
     MD_UNROLL for (int t = 0; t < T; ++t) y[t] = &tokenBlocks<blocks::Q8_K>(a, as, t)[i];
     int32x4_t isum[Pairs::kPairs][4];
     MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) startPair(isum[p], 0, 0);
-    MD_UNROLL for (int h = 0; h < 2; ++h) {
-      q6_kRuns<0, T>(g, y, h, isum);
-      q6_kRuns<1, T>(g, y, h, isum);
+    // The halves unrolled, but for GCC with one pair of tokens: it then
+    // unrolled the runs' halves too, and spilled.
+    if constexpr (Pairs::kPairs > 1) {
+      MD_UNROLL for (int h = 0; h < 2; ++h) {
+        q6_kRuns<0, T>(g, y, h, isum);
+        q6_kRuns<1, T>(g, y, h, isum);
+      }
+    } else {
+      MD_UNROLL_FOR_CLANG for (int h = 0; h < 2; ++h) {
+        q6_kRuns<0, T>(g, y, h, isum);
+        q6_kRuns<1, T>(g, y, h, isum);
+      }
     }
     const RowFloats d = halves(g);
-    MD_UNROLL for (int t = 0; t < T; ++t)
-      sum[t] = add(sum[t], mulLanes(mul(d, y[t]->d), toFloats(tokenRows(isum, t))));
+    MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = add(sum[t], mulLanes(mul(d, y[t]->d), toFloats(tokenRows(isum, t))));
   }
   MD_UNROLL for (int t = 0; t < T; ++t) storeToken(sum[t], out + t, os);
 }

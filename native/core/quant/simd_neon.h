@@ -209,6 +209,20 @@ struct NeonRows : Neon {
   // above them at bit 4. qh shifted once, then each bit inserted over its
   // nibble (sli, sri): six operations where a test, a mask and an or for
   // each bit took eight.
+  // Q6_K's runs u and u + 2 (u 0 or 1): ql's low (high) nibbles with bits
+  // 2u, 2u + 1 (2u + 4, 2u + 5) of qh above them, each inserted by one sli
+  // (sri) where a shift, a mask and an or took three.
+  template <int U>
+  static void q6_kRunPair(V ql, V qh, V& lo, V& hi) {
+    static_assert(U == 0 || U == 1, "runs 0 and 2, or 1 and 3");
+    auto one = [](uint8x16_t l, uint8x16_t h, uint8x16_t& runU, uint8x16_t& runU2) {
+      const uint8x16_t bits = U == 0 ? h : vshrq_n_u8(h, 2);
+      runU = vsliq_n_u8(l, vandq_u8(bits, vdupq_n_u8(3)), 4);
+      runU2 = vsriq_n_u8(vandq_u8(bits, vdupq_n_u8(0x30)), l, 4);
+    };
+    one(ql.lo, qh.lo, lo.lo, hi.lo);
+    one(ql.hi, qh.hi, lo.hi, hi.hi);
+  }
   static void nibblesWithFifthBits(V raw, V qh, int bit, V& lo, V& hi) {
     const int8x16_t shift = vdupq_n_s8(int8_t(-bit));
     auto one = [&](uint8x16_t r, uint8x16_t h, uint8x16_t& l, uint8x16_t& u) {
@@ -271,7 +285,8 @@ struct NeonRows : Neon {
   // acc + (i / 16) * scale, fused: i is 16 times an integer, so the
   // conversion's division is exact and the bits are fmaddLanes' of i / 16.
   static F fmaddSixteenths(F acc, I i, F scale) {
-    return {vfmaq_f32(acc.lo, vcvtq_n_f32_s32(i.lo, 4), scale.lo), vfmaq_f32(acc.hi, vcvtq_n_f32_s32(i.hi, 4), scale.hi)};
+    return {vfmaq_f32(acc.lo, vcvtq_n_f32_s32(i.lo, 4), scale.lo),
+            vfmaq_f32(acc.hi, vcvtq_n_f32_s32(i.hi, 4), scale.hi)};
   }
   static void storeRows(F f, float* out) {
     vst1q_f32(out, f.lo);
