@@ -106,32 +106,32 @@ struct DotKernels {
   static void q8Tile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     using Block = typename Format::Block;
     F acc[R][T];
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       const Block* rowBlocks[R];
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         rowBlocks[r] = &block<Block>(w, ws, r)[i];
         prefetch(rowBlocks[r], 2 * R * ws);
         wv[r] = Format::unpack(*rowBlocks[r]);
       }
       // The R weight scales, converted at once.
       const typename S::template Scales<R> wd = S::template scales<R>(rowBlocks);
-      MD_UNROLL for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < T; ++t) {
         const blocks::Q8_0& y = block<blocks::Q8_0>(a, as, t)[i];
         const V av = S::load(y.qs);
         const typename S::template Scales<R> d = S::times(wd, S::half(y.d));
         if constexpr (Format::kOffset > 0) {
           const I offset = S::negatedOffset(av, Format::kOffset);
-          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] =
-              S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotU8S8Add(offset, wv[r], av), d, r);
         } else {
-          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
+          for (int r = 0; r < R; ++r) acc[r][t] = S::fmaddScale(acc[r][t], S::dotS8S8(wv[r], av), d, r);
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        S::hsumF(acc[r][t]);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]);
   }
 
   // Q4_1 and Q5_1 against Q8_1: q * d + m, the m term from Q8_1's sum.
@@ -153,29 +153,30 @@ struct DotKernels {
     using Block = typename Format::Block;
     F acc[R][T];
     float mins[R][T] = {};
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = S::fzero();
     for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
       V wv[R];
       float wd[R], wm[R];
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         prefetch(&b, 2 * R * ws);
         wv[r] = Format::unpack(b);
         wd[r] = S::half(b.d);
         wm[r] = S::half(b.m);
       }
-      MD_UNROLL for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < T; ++t) {
         const blocks::Q8_1& y = block<blocks::Q8_1>(a, as, t)[i];
         const V av = S::load(y.qs);
         const float ad = S::half(y.d), as1 = S::half(y.s);
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           acc[r][t] = S::fmaddI(acc[r][t], S::dotU8S8(S::izero(), wv[r], av, 1, 1), wd[r] * ad);
           mins[r][t] += wm[r] * as1;
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        S::hsumF(acc[r][t]) + mins[r][t];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = S::hsumF(acc[r][t]) + mins[r][t];
   }
 
   // ---- The K types against Q8_K: per super-block, an exact int sum of the
@@ -194,12 +195,13 @@ struct DotKernels {
     const V sixteen = S::splat(16);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       uint8_t sm[R][16];  // scales, then mins
-      MD_UNROLL for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
+      for (int r = 0; r < R; ++r) blocks::scalesAndMinsK4(block<Block>(w, ws, r)[i].scales, sm[r]);
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < 4; ++j) {
         V lo[R], hi[R];
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           const Block& b = block<Block>(w, ws, r)[i];
           prefetch(b.qs + 32 * j, 2 * R * ws);
           const V raw = S::load(b.qs + 32 * j);
@@ -211,26 +213,26 @@ struct DotKernels {
             hi[r] = S::orV(hi[r], S::andV(S::testMask(qh, uint8_t(2u << (2 * j))), sixteen));
           }
         }
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           const V alo = S::load(y.qs + 64 * j), ahi = S::load(y.qs + 64 * j + 32);
-          MD_UNROLL for (int r = 0; r < R; ++r) {
+          for (int r = 0; r < R; ++r) {
             isum[r][t] = S::dotU8S8(isum[r][t], lo[r], alo, sm[r][2 * j], sm[r][2 * j]);
             isum[r][t] = S::dotU8S8(isum[r][t], hi[r], ahi, sm[r][2 * j + 1], sm[r][2 * j + 1]);
           }
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         const float d = S::half(b.d), dmin = S::half(b.dmin);
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           sum[r][t] += y.d * d * float(S::hsumI(isum[r][t])) - y.d * dmin * float(minsTerm(sm[r] + 8, y));
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        sum[r][t];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   template <int R, int T>
@@ -239,10 +241,11 @@ struct DotKernels {
     const V three = S::splat(3);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
           prefetch(b.ql + 64 * half, 2 * R * ws);
           prefetch(b.qh + 32 * half, 2 * R * ws);
@@ -256,21 +259,21 @@ struct DotKernels {
               S::orV(S::highNibbles(raw0), S::template shiftLeft<4>(S::andV(S::template shiftRight<4>(hb), three)));
           q[r][3] = S::orV(S::highNibbles(raw1), S::template shiftLeft<4>(S::template shiftRight<6>(hb)));
         }
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
           for (int u = 0; u < 4; ++u) {
             const V av = S::load(q8 + 32 * u);
-            MD_UNROLL for (int r = 0; r < R; ++r) {
+            for (int r = 0; r < R; ++r) {
               const int8_t* sc = block<blocks::Q6_K>(w, ws, r)[i].scales + 8 * half + 2 * u;
               isum[r][t] = S::dotU8S8(isum[r][t], q[r][u], av, sc[0], sc[1]);
             }
           }
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const blocks::Q6_K& b = block<blocks::Q6_K>(w, ws, r)[i];
         const float d = S::half(b.d);
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           int32_t offset = 0;
           for (int j = 0; j < 16; ++j) offset += int32_t(b.scales[j]) * y.bsums[j];
@@ -278,8 +281,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        sum[r][t];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // Q2_K and Q3_K: part j is the 2-bit field j % 4 of the 32 bytes at
@@ -294,7 +297,7 @@ struct DotKernels {
     const V three = S::splat(3), four = S::splat(4);
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       int8_t sc[R][16];  // each 16 values' scale (Q2_K: its 4 low bits)
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         if constexpr (kThree)
           blocks::scalesQ3K(b.scales, sc[r]);
@@ -302,10 +305,11 @@ struct DotKernels {
           for (int k = 0; k < 16; ++k) sc[r][k] = int8_t(b.scales[k] & 0xF);
       }
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int half = 0; half < 2; ++half) {
         V q[R][4];
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           const Block& b = block<Block>(w, ws, r)[i];
           prefetch(b.qs + 32 * half, 2 * R * ws);
           const V raw = S::load(b.qs + 32 * half);
@@ -319,20 +323,20 @@ struct DotKernels {
               q[r][k] = S::orV(q[r][k], S::andV(S::testMask(hm, uint8_t(1u << (4 * half + k))), four));
           }
         }
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const int8_t* q8 = block<blocks::Q8_K>(a, as, t)[i].qs + 128 * half;
           for (int k = 0; k < 4; ++k) {
             const V av = S::load(q8 + 32 * k);
             const int j = 4 * half + k;
-            MD_UNROLL for (int r = 0; r < R; ++r) isum[r][t] =
-                S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
+            for (int r = 0; r < R; ++r)
+              isum[r][t] = S::dotU8S8(isum[r][t], q[r][k], av, sc[r][2 * j], sc[r][2 * j + 1]);
           }
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const Block& b = block<Block>(w, ws, r)[i];
         const float d = S::half(b.d);
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
           int32_t byScale = 0;  // sum of each 16 values' scale (Q2_K: min) times its Q8_K sum
           for (int k = 0; k < 16; ++k) byScale += int32_t(kThree ? sc[r][k] : int8_t(b.scales[k] >> 4)) * y.bsums[k];
@@ -345,8 +349,8 @@ struct DotKernels {
         }
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        sum[r][t];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // IQ4_XS: IQ4_NL's codebook in super-blocks, a signed 6-bit scale per part.
@@ -355,29 +359,29 @@ struct DotKernels {
     float sum[R][T] = {};
     for (int64_t i = 0; i < n / blocks::kSuperBlock; ++i) {
       I isum[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = S::izero();
       for (int j = 0; j < blocks::kSuperBlock / blocks::kBlock; ++j) {
         V wv[R];
         int32_t scale[R];
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           const blocks::IQ4_XS& b = block<blocks::IQ4_XS>(w, ws, r)[i];
           prefetch(b.qs + 16 * j, 2 * R * ws);
           wv[r] = S::codebook16(blocks::kIq4Values, S::nibbles16(b.qs + 16 * j));
           scale[r] = blocks::iq4xsScale(b, j);
         }
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const V av = S::load(block<blocks::Q8_K>(a, as, t)[i].qs + 32 * j);
-          MD_UNROLL for (int r = 0; r < R; ++r) isum[r][t] = S::addScaled(isum[r][t], S::dotS8S8(wv[r], av), scale[r]);
+          for (int r = 0; r < R; ++r) isum[r][t] = S::addScaled(isum[r][t], S::dotS8S8(wv[r], av), scale[r]);
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
         const float d = S::half(block<blocks::IQ4_XS>(w, ws, r)[i].d);
-        MD_UNROLL for (int t = 0; t < T; ++t) sum[r][t] +=
-            block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
+        for (int t = 0; t < T; ++t) sum[r][t] += block<blocks::Q8_K>(a, as, t)[i].d * d * float(S::hsumI(isum[r][t]));
       }
     }
-    MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] =
-        sum[r][t];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[size_t(r) * os + size_t(t)] = sum[r][t];
   }
 
   // ---- Float rows ----
@@ -400,40 +404,43 @@ struct DotKernels {
       using LF = typename FL::F;
       constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
       LF acc[R][T];
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) {
         LF wv[R];
-        MD_UNROLL for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R; ++r) {
           const uint8_t* row = w + size_t(r) * ws + size_t(i) * kValueBytes;
           if (i % 64 == 0) prefetch(row, 2 * R * ws);
           wv[r] = FL::template floats8<Kind>(row);
         }
-        MD_UNROLL for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < T; ++t) {
           const LF xv = FL::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
-          MD_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
+          for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
         }
       }
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) {
-        float sum = FL::hsumF(acc[r][t]);
-        for (int64_t j = i; j < n; ++j)
-          sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
-                 rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
-        out[size_t(r) * os + size_t(t)] = sum;
-      }
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+          float sum = FL::hsumF(acc[r][t]);
+          for (int64_t j = i; j < n; ++j)
+            sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
+                   rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
+          out[size_t(r) * os + size_t(t)] = sum;
+        }
     } else {
-      MD_UNROLL for (int r = 0; r < R; ++r) MD_UNROLL for (int t = 0; t < T; ++t) {
-        const void* x = w + size_t(r) * ws;
-        const void* y = a + size_t(t) * as;
-        float v;
-        if constexpr (Kind == 0)
-          v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
-        else if constexpr (Kind == 1)
-          v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-        else
-          v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
-        out[size_t(r) * os + size_t(t)] = v;
-      }
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+          const void* x = w + size_t(r) * ws;
+          const void* y = a + size_t(t) * as;
+          float v;
+          if constexpr (Kind == 0)
+            v = S::dotF32(static_cast<const float*>(x), static_cast<const float*>(y), n);
+          else if constexpr (Kind == 1)
+            v = S::dotF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+          else
+            v = S::dotBF16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), n);
+          out[size_t(r) * os + size_t(t)] = v;
+        }
     }
   }
 

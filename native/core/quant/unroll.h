@@ -7,6 +7,8 @@
 // of every token's sums each block (count-neon-tiles.mjs counted 12 of a
 // Q4_0 block's 162 NEON instructions at 4 tokens; AVX2's tiles the same).
 // Unrolled first, each element is a register. Clang takes the same pragma.
+// The repacked tiles use it; the row-by-row tiles do not (unrolled so,
+// some gained and some lost time: bench/README.md, issue 37's sixth step).
 #pragma once
 
 #define MD_UNROLL _Pragma("GCC unroll 16")
