@@ -275,9 +275,9 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
 
 // ---- Q6_K ----
 //
-// Per part of 16 values, the rows' exact sums of unsigned 6-bit quant x
-// activation, on top of -32 times the part's activation sum, times the
-// part's row scales, as dot_kernels.h's q6_kx8Tile; then its float steps.
+// Per part of 16 values, the rows' exact sums of (6-bit quant - 32) x
+// activation (q6_kRuns says where the 32 comes off), times the part's row
+// scales, as dot_kernels.h's q6_kx8Tile; then its float steps.
 // Run u (0..3) of half h holds values 128h + 32u + l (l < 32): the low
 // nibbles (u < 2) or high nibbles of ql byte 64h + 32(u % 2) + l, with bits
 // 2u, 2u + 1 of qh byte 32h + l above them. Chunk c8 of a run (values

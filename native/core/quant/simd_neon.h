@@ -205,10 +205,6 @@ struct NeonRows : Neon {
     return {vceqq_u8(vandq_u8(x.lo, mask), mask), vceqq_u8(vandq_u8(x.hi, mask), mask)};
   }
   static V toSigned(V x) { return {veorq_u8(x.lo, vdupq_n_u8(0x80)), veorq_u8(x.hi, vdupq_n_u8(0x80))}; }
-  // Q5_K's values: raw's low (high) nibbles with bit `bit` (bit + 1) of qh
-  // above them at bit 4. qh shifted once, then each bit inserted over its
-  // nibble (sli, sri): six operations where a test, a mask and an or for
-  // each bit took eight.
   // Q6_K's runs u and u + 2 (u 0 or 1): ql's low (high) nibbles with bits
   // 2u, 2u + 1 (2u + 4, 2u + 5) of qh above them, each inserted by one sli
   // (sri) where a shift, a mask and an or took three.
@@ -223,6 +219,10 @@ struct NeonRows : Neon {
     one(ql.lo, qh.lo, lo.lo, hi.lo);
     one(ql.hi, qh.hi, lo.hi, hi.hi);
   }
+  // Q5_K's values: raw's low (high) nibbles with bit `bit` (bit + 1) of qh
+  // above them at bit 4. qh shifted once, then each bit inserted over its
+  // nibble (sli, sri): six operations where a test, a mask and an or for
+  // each bit took eight.
   static void nibblesWithFifthBits(V raw, V qh, int bit, V& lo, V& hi) {
     const int8x16_t shift = vdupq_n_s8(int8_t(-bit));
     auto one = [&](uint8x16_t r, uint8x16_t h, uint8x16_t& l, uint8x16_t& u) {
