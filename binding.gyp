@@ -123,8 +123,21 @@
       ]
     },
     {
+      # Float weights' batches on a BLAS library: Accelerate on macOS, as
+      # llama.cpp's Mac build. Elsewhere the file builds no library table.
+      "target_name": "md_dot_blas",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_blas.cpp"],
+      "conditions": [
+        ["OS=='mac'", {
+          "defines": ["MD_BLAS_ACCELERATE"],
+          "link_settings": { "libraries": ["-framework Accelerate"] }
+        }]
+      ]
+    },
+    {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx", "md_dot_neon_i8mm"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx", "md_dot_neon_i8mm", "md_dot_blas"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",

@@ -173,6 +173,15 @@ else
   must_fail $bad/unguarded_math_mode.mm "uses an API the macOS 14 SDK lacks, outside an SDK check" \
     "property 'mathMode' not found on object of type 'MTLCompileOptions *'" "$CLANG" "${macos[@]}" -target x86_64-apple-macos11.0 \
     -D__MAC_OS_X_VERSION_MAX_ALLOWED=140000 $bad/unguarded_math_mode.mm
+  echo "== dot_blas.cpp type-checks as a macOS build against native/metal/stubs/Accelerate"
+  blas=(-x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Werror=unguarded-availability-new
+        -Werror=deprecated-declarations -Inative/metal/stubs -Inative/core -Imetal -DMD_BLAS_ACCELERATE
+        "${macos[@]:${#mm[@]}}")
+  "$CLANG" "${blas[@]}" -target x86_64-apple-macos11.0 native/core/quant/dot_blas.cpp
+  "$CLANG" "${blas[@]}" -target x86_64-apple-macos26.0 native/core/quant/dot_blas.cpp
+  echo "   ok  for macOS 11 and 26: Accelerate's classic cblas_sgemm, its deprecation marked"
+  must_fail $bad/undeprecated_sgemm.cpp "calls the classic cblas_sgemm, deprecated on macOS 13.3, unmarked" \
+    "'cblas_sgemm' is deprecated" "$CLANG" "${blas[@]}" -target x86_64-apple-macos26.0 $bad/undeprecated_sgemm.cpp
 fi
 
 echo "== the emulator builds with clang"

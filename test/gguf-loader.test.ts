@@ -152,6 +152,16 @@ describe('options, progress and abort', () => {
     );
     await expect(loadModel(good, { batchSize: 1.5 })).rejects.toThrow(TypeError);
     await expect(loadModel(good, { cpuKernels: 'sse' as never })).rejects.toThrow(/for cpuKernels but received "sse"/);
+    // Accelerate is macOS's (and auto's pick there): elsewhere a name this build cannot run.
+    if (process.platform === 'darwin') {
+      const onAccelerate = await loadModel(good, { cpuKernels: 'accelerate' });
+      expect(onAccelerate.info.cpuKernels).toBe('accelerate');
+      onAccelerate.dispose();
+    } else {
+      await expect(loadModel(good, { cpuKernels: 'accelerate' })).rejects.toThrow(
+        new RangeError('Expected kernels this CPU runs for cpuKernels but received "accelerate" (string)'),
+      );
+    }
     // An unknown option name is a TypeError listing the options, as everywhere in the package.
     await expect(loadModel(good, { gpuLayers: 2 } as never)).rejects.toThrow(
       new TypeError(

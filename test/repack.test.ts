@@ -65,7 +65,7 @@ describe.each(['Q4_0', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K'] as const)('%s', (type) =>
 
   test('where the kernels have repacked tiles, the matrices are repacked, and a prompt equals token by token, bit for bit', async () => {
     const kernels = repacked.info.cpuKernels;
-    const tiles = ['avx2', 'avx-vnni', 'avx512', 'neon-i8mm', 'neon', ...(type === 'Q6_K' ? ['amx'] : [])].includes(kernels);
+    const tiles = ['avx2', 'avx-vnni', 'avx512', 'neon-i8mm', 'neon', 'accelerate', ...(type === 'Q6_K' ? ['amx'] : [])].includes(kernels);
     if (tiles) expect(repacked.info.repackedBytes).toBeGreaterThan(0);
     else expect(repacked.info.repackedBytes).toBe(0); // the portable kernels read the file in place
     expect(plain.info.repackedBytes).toBe(0);

@@ -43,8 +43,10 @@ export interface LoadModelOptions {
    * The dot-product kernels: 'auto' (default: the best this CPU has), or one
    * by name ('amx' (AVX-512 with AMX for batches), 'avx512', 'avx-vnni' and
    * 'avx2' on x86-64, 'neon-i8mm' (Apple M2 and later) and 'neon' on
-   * arm64, 'portable' anywhere); a name this CPU
-   * cannot run is a RangeError.
+   * arm64, 'accelerate' on macOS (the best NEON kernels, with float
+   * weights' prompts of 32 tokens or more on Accelerate's matrix multiply,
+   * as llama.cpp's Mac build; auto's pick there), 'portable' anywhere); a
+   * name this CPU or build cannot run is a RangeError.
    */
   cpuKernels?: CpuKernels;
   /**
@@ -92,8 +94,8 @@ export interface LoadModelOptions {
   repack?: boolean;
 }
 
-export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'neon-i8mm' | 'neon' | 'portable';
-const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon-i8mm', 'neon', 'portable'];
+export type CpuKernels = 'auto' | 'amx' | 'avx512' | 'avx-vnni' | 'avx2' | 'accelerate' | 'neon-i8mm' | 'neon' | 'portable';
+const CPU_KERNELS: readonly CpuKernels[] = ['auto', 'amx', 'avx512', 'avx-vnni', 'avx2', 'accelerate', 'neon-i8mm', 'neon', 'portable'];
 const OPTION_NAMES = new Set([
   'threads',
   'signal',

@@ -46,7 +46,7 @@ export interface GgufModelInfo {
   poolingType: 'none' | 'mean' | 'cls' | 'last' | 'rank';
   /** Threads of the forward pass (0 when vocabOnly). */
   threads: number;
-  /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon-i8mm', 'neon' or 'portable' ('none' when vocabOnly). */
+  /** The dot kernels: 'amx', 'avx512', 'avx-vnni', 'avx2', 'accelerate', 'neon-i8mm', 'neon' or 'portable' ('none' when vocabOnly). */
   cpuKernels: string;
   /** Loaded with { vocabOnly: true }: a tokenizer and metadata, no weights. */
   vocabOnly: boolean;

@@ -226,7 +226,7 @@ export interface NativeTransformer {
   /** Why the file no longer holds what was loaded (truncated, written to), naming it; undefined while it does. */
   fileProblem(): string | undefined;
   readonly threads: number;
-  /** The dot kernels in use: 'amx', 'avx512', 'avx-vnni', 'avx2', 'neon-i8mm', 'neon' or 'portable'. */
+  /** The dot kernels in use: 'amx', 'avx512', 'avx-vnni', 'avx2', 'accelerate', 'neon-i8mm', 'neon' or 'portable'. */
   readonly isa: string;
   /** Reads bytes [begin, end) of the file into memory off the JS thread; resolves with the count. */
   prefetch(begin: number, end: number): Promise<number>;

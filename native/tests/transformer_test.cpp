@@ -168,6 +168,51 @@ TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
   }
 }
 
+// With a BLAS library (blasDotTable(): Accelerate on macOS, OpenBLAS in a
+// Linux build made to test it), a prompt of 32 tokens or more sends the
+// float matrices to the library: the logits are the tiles' within float
+// summation order and the activations' rounding (the tiles read them as the
+// weights' type; here F32, so summation order alone), and fewer tokens stay
+// on the tiles bit for bit.
+TEST(Transformer, ABlasLibraryTakesLongPromptsWithinSummationOrder) {
+  const DotTable* library = blasDotTable();
+  if (library == nullptr) {
+    EXPECT_THROW(dotTableNamed("openblas"), std::invalid_argument);
+    return;
+  }
+  DotTable tiles = *library;
+  tiles.floatMatrix = nullptr;
+  TinyModel m = tinyModel(true);
+  auto transformer = [&](const DotTable& dots) {
+    return Transformer(m.config, bindWeights(m.config, m.entries, m.file.data(), m.file.size()), 2, dots);
+  };
+  Transformer withLibrary = transformer(*library), withTiles = transformer(tiles);
+  std::vector<uint32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = uint32_t(i * 7 % 50);
+  for (int64_t count : {int64_t(40), kLibraryMinimum - 1}) {
+    std::vector<float> a(50), b(50);
+    TransformerState sa(m.config, 64, 512), sb(m.config, 64, 512);
+    const uint64_t before = blasProductCalls();
+    withLibrary.evaluate(sa, tokens.data(), count, 0, a.data());
+    const uint64_t calls = blasProductCalls() - before;
+    withTiles.evaluate(sb, tokens.data(), count, 0, b.data());
+    if (count >= kLibraryMinimum) {
+      // Q, K, V, the output and the FFN's three matrices of 2 layers (the
+      // LM head reads the last token only).
+      EXPECT_EQ(calls, 2u * 7u);
+      // Float32 sums in another order, carried through two layers' norms
+      // and attention: 1e-4 of the largest logit (2.1e-5 seen).
+      float largest = 0;
+      for (float v : b) largest = std::fmax(largest, std::fabs(v));
+      EXPECT_LT(maxDifference(a, b), 1e-4f * largest);
+      EXPECT_GT(maxDifference(a, b), 0.f) << "the library sums in another order";
+    } else {
+      EXPECT_EQ(calls, 0u);
+      EXPECT_EQ(maxDifference(a, b), 0.f);
+    }
+  }
+}
+
 // Many users at once: one token of each of several sequences (different
 // prompts, lengths, contexts and cache types) in one forward pass gives
 // each the bits it gets alone, and each sequence then goes on as if it had

@@ -46,9 +46,40 @@ float DotTable::dot(TensorType weights, const void* w, const void* a, int64_t n)
   return out;
 }
 
+namespace {
+
+// The fastest vector table, whatever MD_CPU_ISA says.
+const DotTable& fastestVectorTable() {
+  if (const DotTable* t = amxDotTable()) return *t;
+  if (const DotTable* t = avx512DotTable()) return *t;
+  if (const DotTable* t = avxVnniDotTable()) return *t;
+  if (const DotTable* t = avx2DotTable()) return *t;
+  if (const DotTable* t = neonI8mmDotTable()) return *t;
+  if (const DotTable* t = neonDotTable()) return *t;
+  return *portableDotTable();
+}
+
+}  // namespace
+
+const DotTable* blasDotTable() {
+  static const DotTable* table = []() -> const DotTable* {
+    const char* name;
+    const FloatMatrixProduct product = linkedBlasProduct(&name);
+    if (product == nullptr) return nullptr;
+    static DotTable withLibrary = fastestVectorTable();
+    withLibrary.isa = name;
+    withLibrary.floatMatrix = product;
+    return &withLibrary;
+  }();
+  return table;
+}
+
 const DotTable& dotTableNamed(const char* isa) {
   const DotTable* table = nullptr;
-  if (std::strcmp(isa, "portable") == 0)
+  if (std::strcmp(isa, "accelerate") == 0 || std::strcmp(isa, "openblas") == 0) {
+    table = blasDotTable();
+    if (table != nullptr && std::strcmp(table->isa, isa) != 0) table = nullptr;
+  } else if (std::strcmp(isa, "portable") == 0)
     table = portableDotTable();
   else if (std::strcmp(isa, "avx2") == 0)
     table = avx2DotTable();
@@ -63,8 +94,9 @@ const DotTable& dotTableNamed(const char* isa) {
   else if (std::strcmp(isa, "neon-i8mm") == 0)
     table = neonI8mmDotTable();
   else
-    throw std::invalid_argument(
-        std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx, neon or neon-i8mm, got ") + isa);
+    throw std::invalid_argument(std::string("MD_CPU_ISA: expected portable, avx2, avx-vnni, avx512, amx, neon, "
+                                            "neon-i8mm, accelerate or openblas, got ") +
+                                isa);
   if (table == nullptr)
     throw std::invalid_argument(std::string("MD_CPU_ISA: ") + isa + " is not available on this CPU or build");
   return *table;
@@ -73,13 +105,10 @@ const DotTable& dotTableNamed(const char* isa) {
 const DotTable& bestDotTable() {
   if (const char* forced = std::getenv("MD_CPU_ISA"); forced != nullptr && *forced != '\0')
     return dotTableNamed(forced);
-  if (const DotTable* t = amxDotTable()) return *t;
-  if (const DotTable* t = avx512DotTable()) return *t;
-  if (const DotTable* t = avxVnniDotTable()) return *t;
-  if (const DotTable* t = avx2DotTable()) return *t;
-  if (const DotTable* t = neonI8mmDotTable()) return *t;
-  if (const DotTable* t = neonDotTable()) return *t;
-  return *portableDotTable();
+  // Accelerate, as llama.cpp's Mac build; OpenBLAS only when named (a
+  // Linux test build has it to run this code, not to be faster).
+  if (const DotTable* t = blasDotTable(); t != nullptr && std::strcmp(t->isa, "accelerate") == 0) return *t;
+  return fastestVectorTable();
 }
 
 }  // namespace md

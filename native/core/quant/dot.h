@@ -34,6 +34,13 @@ using MatrixProduct = bool (*)(TensorType type, const uint8_t* weights, size_t w
                                const uint8_t* activations, size_t activationStride, int64_t tokens, int64_t n,
                                float* out, size_t outStride);
 
+// A float product on a BLAS library (its sgemm): out[t * outStride + r] =
+// dot(weight row r, activation row t), float32 rows of n values, for any
+// rows and tokens. It sums in the library's order, so its results differ
+// from the tiles' in the last bits.
+using FloatMatrixProduct = void (*)(const float* weights, int64_t rows, const float* activations, int64_t tokens,
+                                    int64_t n, float* out, size_t outStride);
+
 // The attention's weighted sum of value rows: out[i] += weights[j] * (row
 // j's value i) for j = 0 .. count - 1 in order, rows of n values `stride`
 // bytes apart. Each product is rounded, then added (no fused
@@ -42,9 +49,15 @@ using WeightedRows = void (*)(const uint8_t* rows, size_t stride, const float* w
                               float* out);
 
 struct DotTable {
-  const char* isa;  // "amx", "avx512", "avx-vnni", "avx2", "neon-i8mm", "neon" or "portable"
+  // "amx", "avx512", "avx-vnni", "avx2", "neon-i8mm", "neon", "portable",
+  // or a BLAS library's name ("accelerate", "openblas") over the fastest of them
+  const char* isa;
   TileDot f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs;
   MatrixProduct matrix = nullptr;  // only on CPUs with matrix units
+  // Float weights' (F32, F16, BF16) batches of kLibraryMinimum or more
+  // tokens and rows, converted to float32 and handed to a BLAS library
+  // (matmul.cpp); only in blasDotTable().
+  FloatMatrixProduct floatMatrix = nullptr;
   // The tiles of the layouts repacked in groups of 8 rows (repack.h): a
   // tile is one or two groups (weights the first group's first byte,
   // weightStride the bytes of a group, rows 8 or kRepackedTileRows)
@@ -78,9 +91,24 @@ const DotTable* neonDotTable();
 // (Apple M2 and later): the NEON table with smmla tiles for the repacked
 // layouts.
 const DotTable* neonI8mmDotTable();
+// The fastest vector table with float weights' batches on the BLAS library
+// this build links (dot_blas.cpp): "accelerate" on macOS, as llama.cpp's
+// Mac build; "openblas" in a CMake build with MD_BLAS=OpenBLAS (Linux, to
+// test the same code); nullptr in a build without one.
+const DotTable* blasDotTable();
 
-// The fastest table this CPU runs; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|amx|neon|neon-i8mm picks one
-// (an error when it is not available here).
+// The library's product and its name ("accelerate", "openblas"), or
+// nullptr without one; and how many products it has run (tests).
+FloatMatrixProduct linkedBlasProduct(const char** name);
+uint64_t blasProductCalls();
+
+// The fewest tokens, and rows, of a product the BLAS library takes:
+// llama.cpp's (ggml-blas), below which its call costs more than it saves.
+constexpr int64_t kLibraryMinimum = 32;
+
+// The fastest table this CPU runs, with Accelerate where the build links
+// it; MD_CPU_ISA=portable|avx2|avx-vnni|avx512|amx|neon|neon-i8mm|accelerate|openblas
+// picks one (an error when it is not available here).
 const DotTable& bestDotTable();
 const DotTable& dotTableNamed(const char* isa);  // throws std::invalid_argument
 

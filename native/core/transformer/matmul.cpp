@@ -78,6 +78,49 @@ void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t s
   }
 }
 
+// Whether `w`'s product goes to the table's BLAS library: float weights as
+// the file has them, in a batch of kLibraryMinimum tokens and rows or more.
+bool takenByLibrary(const DotTable& dots, const TensorView& w, int64_t batch) {
+  if (dots.floatMatrix == nullptr || w.repacked() || batch < kLibraryMinimum || int64_t(w.rows) < kLibraryMinimum)
+    return false;
+  return w.type == TensorType::F32 || w.type == TensorType::F16 || w.type == TensorType::BF16;
+}
+
+// The float32 copy of a panel of weight rows is at most this big: a
+// 2048-wide matrix goes 1024 rows a call, enough for the library to run
+// at its pace, and the copy stays in a cache level of its own size.
+constexpr size_t kPanelBytes = size_t(8) << 20;
+
+// W x on the BLAS library: a panel of rows converted to float32 on the
+// pool, then one library call from this thread (the library runs its own
+// threads, as under llama.cpp's ggml-blas), panel by panel.
+void libraryProduct(ThreadPool& pool, FloatMatrixProduct product, const MatmulJob& job, ActivationRows& x) {
+  const TensorView& w = *job.weights;
+  const int64_t rows = int64_t(w.rows), cols = x.cols(), batch = x.rows();
+  const int64_t panelRows =
+      std::clamp<int64_t>(int64_t(kPanelBytes / (size_t(cols) * sizeof(float))), kLibraryMinimum, rows);
+  // One panel per thread that runs products, kept between calls.
+  // (The pool's threads write it through this pointer: each thread has its
+  // own thread_local.)
+  thread_local std::vector<float> panelOfThisThread;
+  if (panelOfThisThread.size() < size_t(panelRows * cols)) panelOfThisThread.resize(size_t(panelRows * cols));
+  float* const panel = panelOfThisThread.data();
+  for (int64_t r0 = 0; r0 < rows; r0 += panelRows) {
+    const int64_t n = std::min(panelRows, rows - r0);
+    pool.run([&](int thread) {
+      int64_t begin, end;
+      ThreadPool::split(n, thread, pool.size(), &begin, &end);
+      for (int64_t r = begin; r < end; ++r) dequantizeRow(w.type, w.row(uint64_t(r0 + r)), panel + r * cols, cols);
+    });
+    product(panel, n, x.floats(), batch, cols, job.out + r0, size_t(rows));
+  }
+  if (job.bias != nullptr && job.bias->present()) {
+    const auto* bias = reinterpret_cast<const float*>(job.bias->data);
+    for (int64_t t = 0; t < batch; ++t)
+      for (int64_t r = 0; r < rows; ++r) job.out[t * rows + r] += bias[r];
+  }
+}
+
 }  // namespace
 
 void ActivationRows::reset(const float* source, int64_t rows, int64_t cols) {
@@ -153,6 +196,10 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     const MatmulJob& job = jobs[j];
     if (uint64_t(x.cols()) != job.weights->cols)
       throw std::logic_error("matmul: activation width differs from the weights'");
+    if (takenByLibrary(dots, *job.weights, x.rows())) {
+      libraryProduct(pool, dots.floatMatrix, job, x);
+      continue;
+    }
     Prepared& p = prepared[count++];
     p.w = job.weights;
     p.out = job.out;
@@ -162,6 +209,7 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     p.firstRow = total;
     total += int64_t(job.weights->rows);
   }
+  if (count == 0) return;
   const int64_t batch = x.rows(), cols = x.cols();
   pool.run([&](int thread) {
     int64_t begin, end;

@@ -30,6 +30,8 @@ class ActivationRows {
   const uint8_t* inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes);
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
+  // The rows as float32, rows() x cols() (what a BLAS library reads).
+  const float* floats() const { return source_; }
 
  private:
   struct Slot {
@@ -55,7 +57,9 @@ struct MatmulJob {
 
 // Several products of the same activations (Q, K and V; gate and up) in one
 // pass of the pool: the rows of all of them are split across the threads
-// as one range, so the threads meet once, not once per matrix.
+// as one range, so the threads meet once, not once per matrix. A product
+// the table's BLAS library takes (DotTable::floatMatrix) runs on its own,
+// before the others.
 void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobs, size_t count, ActivationRows& x);
 inline void matmul(ThreadPool& pool, const DotTable& dots, std::initializer_list<MatmulJob> jobs, ActivationRows& x) {
   matmul(pool, dots, jobs.begin(), jobs.size(), x);
