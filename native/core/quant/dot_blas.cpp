@@ -6,7 +6,7 @@
 // coprocessor. For float weights that is the path to beat: NEON's float32
 // fused multiply-adds take 4 lanes an instruction. This file makes the
 // same call on the same float32 rows. The quantized types stay on the int8
-// tiles (docs/cpu-kernels.md says why).
+// tiles (bench/README.md, seventh step, says why: their int8 peak).
 //
 // The library is chosen at build time: MD_BLAS_ACCELERATE (binding.gyp on
 // macOS) or MD_BLAS_OPENBLAS (CMake with MD_BLAS=OpenBLAS, which builds

@@ -98,7 +98,8 @@ class Transformer {
   // is not in the vocabulary. logits: rows x vocabSize floats, the logits
   // after each of the last `rows` tokens (speculative verification reads
   // one row per draft token); each row is the same bits as evaluating up to
-  // its token alone, for batches below the matrix units' 16 tokens.
+  // its token alone, for batches below the matrix units' 16 tokens and a
+  // BLAS library's 32 (dot.h).
   void evaluate(TransformerState& state, const uint32_t* tokens, int64_t count, int64_t start, float* logits,
                 int64_t rows = 1);
 
