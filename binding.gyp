@@ -117,8 +117,8 @@
       "sources": ["native/core/quant/dot_neon_i8mm.cpp"],
       "conditions": [
         ["target_arch=='arm64'", {
-          "cflags_cc": ["-march=armv8.2-a+dotprod+i8mm+fp16"],
-          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-march=armv8.2-a+dotprod+i8mm+fp16"] }
+          "cflags_cc": ["-march=armv8.2-a+dotprod+i8mm+fp16+fp16fml"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-march=armv8.2-a+dotprod+i8mm+fp16+fp16fml"] }
         }]
       ]
     },

@@ -19,6 +19,8 @@
 // replaces the sdot one on every layout where the CPU has i8mm, and takes
 // half the multiplies), or if, at 4 tokens, one of ours executes over
 // 1.2x llama.cpp's kernel for it (a guard on what bench/README.md argues).
+// F16 is counted at 4 tokens against llama.cpp's tinyBLAS, which sums in
+// float16 where ours sums in float32: its bound is 2.4x (f16Row).
 //
 //   node scripts/count-neon-tiles.mjs BUILD_DIR [--check] [--types=Q4_0,Q6_K] [--no-llama-cpp]
 // BUILD_DIR: an aarch64 build (scripts/test-native-cross.sh's
@@ -98,12 +100,17 @@ function buildLlamaCpp() {
   compile(join(root, 'native/bench/llama_cpp_neon_tiles.cpp'), join(dir, 'harness.o'));
   const binary = join(dir, 'llama_cpp_neon_tiles');
   // The generic fallbacks its NEON kernels name (never called: every feature they need is on) stay unresolved.
-  execFileSync(
-    compiler.command,
-    [...compiler.target, '-static', '-o', binary, join(dir, 'harness.o'), join(dir, 'repack.o'), '-Wl,--unresolved-symbols=ignore-all'],
-    { stdio: 'inherit' },
-  );
-  return { binary, dir };
+  const link = (output, objects) =>
+    execFileSync(compiler.command, [...compiler.target, '-static', '-o', output, ...objects, '-Wl,--unresolved-symbols=ignore-all'], {
+      stdio: 'inherit',
+    });
+  link(binary, [join(dir, 'harness.o'), join(dir, 'repack.o')]);
+  // Its F16 prompt kernel (tinyBLAS, llamafile/sgemm.cpp) and llama_cpp_neon_f16.cpp.
+  compile(join(ggml, 'src/ggml-cpu/llamafile/sgemm.cpp'), join(dir, 'sgemm.o'));
+  compile(join(root, 'native/bench/llama_cpp_neon_f16.cpp'), join(dir, 'f16_harness.o'));
+  const f16Binary = join(dir, 'llama_cpp_neon_f16');
+  link(f16Binary, [join(dir, 'f16_harness.o'), join(dir, 'sgemm.o')]);
+  return { binary, f16Binary, dir };
 }
 
 // Our layouts and llama.cpp's kernels for them: x4 takes sdot, x8 i8mm.
@@ -114,12 +121,41 @@ const layouts = {
   Q5_K: { sdot: 'q5_K_8x4', i8mm: 'q5_K_8x8' },
   Q6_K: { sdot: 'q6_K_8x4', i8mm: 'q6_K_8x8' },
 };
-const types = typesArg ? typesArg.slice('--types='.length).split(',') : Object.keys(layouts);
+const types = typesArg ? typesArg.slice('--types='.length).split(',') : [...Object.keys(layouts), 'F16'];
 const llama = withLlamaCpp ? buildLlamaCpp() : null;
+
+// F16 (rows as the file has them) at 4 tokens, against llama.cpp's prompt
+// kernel, tinyBLAS, which takes 8 tokens or more on Arm (fewer go to its
+// dot product): its count at 8 tokens, halved. Ours sums in float32, 4
+// lanes an instruction (the i8mm table's fmlal, the other converting);
+// tinyBLAS in float16, 8 lanes, so --check's bound is twice the others'.
+const kF16Bound = 2 * 1.2;
+async function f16Row() {
+  const ourCount = async (isa) => perBlock((blocks, calls) => [ours, isa, 'F16', '4', String(blocks), String(calls)]);
+  const sdot = await ourCount('neon');
+  const i8mm = await ourCount('neon-i8mm');
+  const theirs = llama ? (await perBlock((blocks, calls) => [llama.f16Binary, String(blocks), String(calls)])) / 2 : NaN;
+  const ratio = (a) => (Number.isNaN(theirs) ? '-' : `${(a / theirs).toFixed(2)}x`);
+  const shown = Number.isNaN(theirs) ? '-' : theirs;
+  rows.push(`| F16 | 4 | ${sdot} | ${shown} | ${ratio(sdot)} | ${i8mm} | ${shown} | ${ratio(i8mm)} |`);
+  for (const [table, mine] of [
+    ['neon', sdot],
+    ['neon-i8mm', i8mm],
+  ]) {
+    if (check && mine > kF16Bound * theirs) {
+      console.error(`count-neon-tiles: F16 at 4 tokens: our ${table} tile takes ${mine}, llama.cpp's ${theirs}`);
+      failures++;
+    }
+  }
+}
 const rows = [];
 let failures = 0;
 try {
   for (const type of types) {
+    if (type === 'F16') {
+      await f16Row();
+      continue;
+    }
     for (const tokens of [1, 2, 4]) {
       const ourCount = async (isa) => perBlock((blocks, calls) => [ours, isa, type, String(tokens), String(blocks), String(calls)]);
       // llama.cpp has a 1-token kernel (gemv) and a 4-token one (gemm); 2 tokens take the gemv twice.
@@ -154,7 +190,7 @@ try {
 } finally {
   if (llama) rmSync(llama.dir, { recursive: true, force: true });
 }
-console.log(`Instructions executed per block of 8 rows (32 values for Q4_0 and Q8_0, 256 for the K types), built by ${compiler.name}:\n`);
+console.log(`Instructions executed per block of 8 rows (32 values for Q4_0, Q8_0 and F16, 256 for the K types), built by ${compiler.name}:\n`);
 console.log('| layout | tokens | ours, sdot | llama.cpp, sdot | ours / llama.cpp | ours, i8mm | llama.cpp, i8mm | ours / llama.cpp |');
 console.log('|---|---|---|---|---|---|---|---|');
 console.log(rows.join('\n'));

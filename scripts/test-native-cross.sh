@@ -38,7 +38,7 @@ cmake --build "$build_dir" -j"$jobs"
 echo "== the test binaries are aarch64: $(file -b "$build_dir/md_core_tests" | cut -d, -f1-2)"
 # Apple's compiler is clang: the NEON files built by clang for arm64 too,
 # warnings as errors, at each level (the cross build above is GCC's).
-for level in armv8-a armv8.2-a+dotprod+fp16 armv8.2-a+dotprod+i8mm+fp16; do
+for level in armv8-a armv8.2-a+dotprod+fp16 armv8.2-a+dotprod+i8mm+fp16+fp16fml; do
   for file in dot_neon dot_neon_i8mm; do
     clang++ --target=aarch64-linux-gnu -std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off "-march=$level" \
       -Inative/core -Imetal -c "native/core/quant/$file.cpp" -o "$build_dir/$file.clang.o"

@@ -6,9 +6,10 @@
 //
 //   md_tile_instructions ISA TYPE TOKENS BLOCKS CALLS
 //
-// ISA is a dot table's name (dot.h), TYPE Q4_0, Q8_0, Q4_K, Q5_K or Q6_K,
-// TOKENS 1..4, BLOCKS the blocks of each row (32 values for Q4_0 and Q8_0,
-// 256 for the K types). The weights and activations are fixed pseudo-random
+// ISA is a dot table's name (dot.h), TYPE Q4_0, Q8_0, Q4_K, Q5_K or Q6_K
+// (a repacked tile), or F16 (the float tile, 8 rows as the file has them),
+// TOKENS 1..4, BLOCKS the blocks of each row (32 values for Q4_0, Q8_0 and
+// F16, 256 for the K types). The weights and activations are fixed pseudo-random
 // bytes: the tiles take no branch on their values.
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,30 @@
 #include "quant/repack.h"
 #include "quant/tensor_types.h"
 
+namespace {
+
+// The F16 tile (rows as the file has them: F16 is not repacked) on 8 rows
+// of BLOCKS x 32 values against TOKENS F16 activation rows.
+int floatTile(const md::DotTable& table, int tokens, long blocks, long calls) {
+  using namespace md;
+  if (tokens < 1 || tokens > kTileTokens || blocks < 1 || calls < 1) {
+    std::fprintf(stderr, "md_tile_instructions: tokens/blocks/calls out of range\n");
+    return 2;
+  }
+  const int64_t n = int64_t(blocks) * 32;
+  const size_t rowBytes = size_t(n) * 2;
+  const std::vector<uint8_t> weights = pseudoRandomBytes(rowBytes * kTileRows, 1);
+  const std::vector<uint8_t> acts = pseudoRandomBytes(rowBytes * size_t(tokens), 2);
+  float out[kTileRows * kTileTokens];
+  for (long c = 0; c < calls; ++c)
+    table.f16(weights.data(), rowBytes, kTileRows, acts.data(), rowBytes, tokens, n, out, kTileTokens);
+  volatile float sink = out[0];
+  (void)sink;
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace md;
   if (argc != 6) {
@@ -30,6 +55,8 @@ int main(int argc, char** argv) {
   }
   try {
     const DotTable& table = dotTableNamed(argv[1]);
+    if (std::strcmp(argv[2], "F16") == 0)
+      return floatTile(table, std::atoi(argv[3]), std::atol(argv[4]), std::atol(argv[5]));
     const RepackLayout* layout = nullptr;
     for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l)
       if (std::strcmp(tensorTypeInfo(l->type).name, argv[2]) == 0) layout = l;

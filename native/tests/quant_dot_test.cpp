@@ -223,6 +223,26 @@ TEST(DotTables, FloatRowsOfEveryLengthMatchTheDoubleSum) {
         }
         expectTilesAreRowDots(*table, type, w.data(), bytes, a.data(), bytes, n);
       }
+      // Tables with the same float lanes give the same bits: x86's 8 lanes
+      // whatever the extension; NEON's pair of 4, which the i8mm table's
+      // F16 tile sums with fmlal, without converting its operands.
+      for (const std::vector<const DotTable*>& same :
+           {std::vector<const DotTable*>{avx2DotTable(), avxVnniDotTable(), avx512DotTable(), amxDotTable()},
+            std::vector<const DotTable*>{neonDotTable(), neonI8mmDotTable()}}) {
+        const DotTable* first = nullptr;
+        for (const DotTable* table : same) {
+          if (table == nullptr) continue;
+          if (first == nullptr) {
+            first = table;
+            continue;
+          }
+          float ours[kTileRows * kTileTokens], theirs[kTileRows * kTileTokens];
+          table->forType(type)(w.data(), bytes, kTileRows, a.data(), bytes, kTileTokens, n, ours, kTileTokens);
+          first->forType(type)(w.data(), bytes, kTileRows, a.data(), bytes, kTileTokens, n, theirs, kTileTokens);
+          EXPECT_EQ(std::memcmp(ours, theirs, sizeof ours), 0)
+              << table->isa << " against " << first->isa << " " << info.name << " n=" << n;
+        }
+      }
     }
   }
 }

@@ -79,13 +79,17 @@ bool cpuHasAmx() { return false; }
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP_ASIMDFHM
+#define HWCAP_ASIMDFHM (1 << 23)
+#endif
 #ifndef HWCAP2_I8MM
 #define HWCAP2_I8MM (1 << 13)
 #endif
 
 namespace md {
 bool cpuHasNeonI8mm() {
-  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && (getauxval(AT_HWCAP) & HWCAP_ASIMDFHM) != 0 &&
+                          (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
   return has;
 }
 }  // namespace md
@@ -102,7 +106,9 @@ bool sysctlFlag(const char* name) {
 }  // namespace
 
 bool cpuHasNeonI8mm() {
-  static const bool has = sysctlFlag("hw.optional.arm.FEAT_DotProd") && sysctlFlag("hw.optional.arm.FEAT_I8MM");
+  // FEAT_FHM's name before macOS 12: hw.optional.armv8_2_fhm.
+  static const bool has = sysctlFlag("hw.optional.arm.FEAT_DotProd") && sysctlFlag("hw.optional.arm.FEAT_I8MM") &&
+                          (sysctlFlag("hw.optional.arm.FEAT_FHM") || sysctlFlag("hw.optional.armv8_2_fhm"));
   return has;
 }
 }  // namespace md

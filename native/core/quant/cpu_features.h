@@ -14,8 +14,9 @@ bool cpuHasAvx512Vnni();  // AVX2 as above, and AVX-512 F/BW/VL/VNNI with ZMM st
 // (Linux) the kernel's permission for this process to use it, asked once.
 bool cpuHasAmx();
 
-// arm64: the dot-product (sdot) and int8 matrix-multiply (smmla)
-// extensions both, as Apple M2 and later, and Armv8.6 cores, have.
+// arm64: the dot-product (sdot), int8 matrix-multiply (smmla) and
+// float16-into-float32 multiply-add (fmlal, FEAT_FHM) extensions, as
+// Apple M2 and later, and Armv8.6 cores with float16, have.
 bool cpuHasNeonI8mm();
 
 }  // namespace md

@@ -9,6 +9,7 @@
 // here are members of the template, never shared inline functions, so the
 // linker cannot hand AVX2 code to the portable path.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -397,36 +398,16 @@ struct DotKernels {
   // The 8 lanes are those of the row-lane set (RowLanesOf: S itself on
   // x86, two 128-bit vectors on NEON, whose lanes 0..3 and 4..7 sum as
   // Neon::dotF16's two accumulators do).
+  //
+  // The tile runs in blocks of at most FL::kFloatBlockRows rows x
+  // FL::kFloatBlockTokens tokens, each over the whole row, so that a
+  // block's sums stay in registers (NEON's 8 lanes are two registers: 8
+  // rows x 4 tokens of sums would take 64 of its 32). A pair's steps are
+  // the same in any block, so are its bits.
   template <int Kind, int R, int T>
   static void floatTile(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
     if constexpr (S::kFloatTiles) {
-      using FL = typename RowLanesOf<S>::type;
-      using LF = typename FL::F;
-      constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
-      LF acc[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        LF wv[R];
-        for (int r = 0; r < R; ++r) {
-          const uint8_t* row = w + size_t(r) * ws + size_t(i) * kValueBytes;
-          if (i % 64 == 0) prefetch(row, 2 * R * ws);
-          wv[r] = FL::template floats8<Kind>(row);
-        }
-        for (int t = 0; t < T; ++t) {
-          const LF xv = FL::template floats8<Kind>(a + size_t(t) * as + size_t(i) * kValueBytes);
-          for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
-        }
-      }
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) {
-          float sum = FL::hsumF(acc[r][t]);
-          for (int64_t j = i; j < n; ++j)
-            sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
-                   rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
-          out[size_t(r) * os + size_t(t)] = sum;
-        }
+      floatBlocks<Kind, R, T, 0, 0>(w, ws, a, as, n, out, os);
     } else {
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) {
@@ -442,6 +423,66 @@ struct DotKernels {
           out[size_t(r) * os + size_t(t)] = v;
         }
     }
+  }
+
+  // floatTile's block of RB rows x TB tokens at row R0, token T0 of a
+  // tile of R x T, then the next block (rows first).
+  template <int Kind, int R, int T, int R0, int T0>
+  static void floatBlocks(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using FL = typename RowLanesOf<S>::type;
+    constexpr int RB = std::min(R - R0, FL::kFloatBlockRows), TB = std::min(T - T0, FL::kFloatBlockTokens);
+    floatBlock<Kind, RB, TB, R>(w + size_t(R0) * ws, ws, a + size_t(T0) * as, as, n, out + size_t(R0) * os + size_t(T0),
+                                os);
+    if constexpr (R0 + RB < R)
+      floatBlocks<Kind, R, T, R0 + RB, T0>(w, ws, a, as, n, out, os);
+    else if constexpr (T0 + TB < T)
+      floatBlocks<Kind, R, T, 0, T0 + TB>(w, ws, a, as, n, out, os);
+  }
+  // floatBlock's step: 8 values of every pair at `at`; Prefetch: the rows
+  // `ahead` bytes on prefetched where `at` is a multiple of 64.
+  template <int Kind, int R, int T, bool Prefetch>
+  static inline __attribute__((always_inline)) void floatStep(typename RowLanesOf<S>::type::F (&acc)[R][T],
+                                                              const uint8_t* w, size_t ws, const uint8_t* a, size_t as,
+                                                              int64_t at, size_t ahead = 0) {
+    using FL = typename RowLanesOf<S>::type;
+    constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
+    typename FL::F wv[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* row = w + size_t(r) * ws + size_t(at) * kValueBytes;
+      if (Prefetch && at % 64 == 0) prefetch(row, ahead);
+      wv[r] = FL::template floats8<Kind>(row);
+    }
+    for (int t = 0; t < T; ++t) {
+      const typename FL::F xv = FL::template floats8<Kind>(a + size_t(t) * as + size_t(at) * kValueBytes);
+      for (int r = 0; r < R; ++r) acc[r][t] = FL::fmaddF(wv[r], xv, acc[r][t]);
+    }
+  }
+  // TileRows: the tile's rows, which the prefetch runs ahead of.
+  template <int Kind, int R, int T, int TileRows>
+  static void floatBlock(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
+    using FL = typename RowLanesOf<S>::type;
+    using LF = typename FL::F;
+    constexpr size_t kValueBytes = Kind == 0 ? 4 : 2;
+    LF acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = FL::fzero();
+    int64_t i = 0;
+    if constexpr (FL::kFloatTurnUnrolled) {
+      // 64 values a turn, unrolled, the rows prefetched once a turn.
+      for (; i + 64 <= n; i += 64) {
+        for (int r = 0; r < R; ++r) prefetch(w + size_t(r) * ws + size_t(i) * kValueBytes, 2 * TileRows * ws);
+        MD_UNROLL for (int k = 0; k < 8; ++k) floatStep<Kind, R, T, false>(acc, w, ws, a, as, i + 8 * k);
+      }
+    }
+    for (; i + 8 <= n; i += 8) floatStep<Kind, R, T, true>(acc, w, ws, a, as, i, 2 * TileRows * ws);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        float sum = FL::hsumF(acc[r][t]);
+        for (int64_t j = i; j < n; ++j)
+          sum += rowValue<Kind>(w + size_t(r) * ws + size_t(j) * kValueBytes) *
+                 rowValue<Kind>(a + size_t(t) * as + size_t(j) * kValueBytes);
+        out[size_t(r) * os + size_t(t)] = sum;
+      }
   }
 
   // ---- Weighted sums of float rows (WeightedRows) ----

@@ -165,6 +165,11 @@ struct Avx2 {
 
   // ---- Float rows (DotKernels::floatTile): Kind 0 float32, 1 float16, 2 bfloat16 ----
   static constexpr bool kFloatTiles = true;
+  // floatTile's blocks: the whole tile (8 x 4).
+  static constexpr int kFloatBlockRows = 8, kFloatBlockTokens = 4;
+  // Its steps one at a time, not unrolled by turns of 64 values: so, the
+  // 1-token tile took 1.13x the time on AVX2, 1.25x on AVX-512.
+  static constexpr bool kFloatTurnUnrolled = false;
   template <int Kind>
   static F floats8(const uint8_t* p) {
     if constexpr (Kind == 0) {
