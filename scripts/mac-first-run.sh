@@ -20,7 +20,9 @@
 #      llama.cpp's Metal build on the same file beside it;
 #   8. the CPU forward pass on the same file and a Q4_K one (bench model
 #      --backend native): which NEON kernels the chip takes (neon-i8mm on
-#      M2 and later) and their prompt speed beside llama.cpp's CPU build.
+#      M2 and later) and their prompt speed beside llama.cpp's CPU build;
+#      and an F16 file's prompt on Accelerate (auto's pick on macOS), then
+#      on the NEON tiles alone, beside llama.cpp's (Accelerate too).
 # The report goes to stdout and to build-mac/first-run-report.md; the full
 # logs stay in build-mac/. Exit 0 only if every step passed.
 set -uo pipefail
@@ -137,6 +139,19 @@ for file in "$model" "$model_k"; do
     node bin/metal-decode.js bench model --model "$file" --backend native --compare auto
   cat "$out/bench-cpu-$(basename "$file").log" >>"$out/bench-cpu.log"
 done
+# The F16 file: float weights' prompts on Accelerate (cpuKernels auto),
+# then on the chip's NEON tiles alone (MD_CPU_ISA), which settles what
+# bench/README.md's seventh step argues from a published measurement.
+model_f16="$out/llama-1b-f16.gguf"
+step "write a Llama-3.2-1B-shaped F16 file" "$out/make-model-f16.log" \
+  node dist/test/gguf/make-model.js --shape llama-3.2-1b --type F16 --out "$model_f16"
+tiles=neon
+[ "$(sysctl -n hw.optional.arm.FEAT_I8MM 2>/dev/null)" = 1 ] && tiles=neon-i8mm
+step "bench model --backend native (F16, Accelerate)" "$out/bench-cpu-f16-accelerate.log" \
+  node bin/metal-decode.js bench model --model "$model_f16" --backend native --compare auto
+step "bench model --backend native (F16, $tiles alone)" "$out/bench-cpu-f16-tiles.log" \
+  env MD_CPU_ISA="$tiles" node bin/metal-decode.js bench model --model "$model_f16" --backend native --compare none
+cat "$out/bench-cpu-f16-accelerate.log" "$out/bench-cpu-f16-tiles.log" >>"$out/bench-cpu.log"
 say ""
 say "## The forward pass on the CPU"
 say '```'

@@ -66,6 +66,18 @@ DotTable tilesOf(const DotTable& withLibrary) {
   return tiles;
 }
 
+// The library's table where this build links one; where it links none,
+// nullptr, checked to be so (the tests that take a table then end).
+const DotTable* libraryTable() {
+  const DotTable* table = blasDotTable();
+  if (kExpectedLibrary == nullptr) {
+    EXPECT_EQ(table, nullptr);
+    return nullptr;
+  }
+  if (table == nullptr) ADD_FAILURE() << "the build was configured with MD_BLAS, but has no library table";
+  return table;
+}
+
 // How far two float32 sums of the same n products may part. Each is within
 // gamma(n) x sum |w a| of the exact sum (gamma(n) = n u / (1 - n u),
 // u = 2^-24: any order of additions); the tiles read the activations
@@ -115,12 +127,8 @@ TEST(BlasTable, IsTheLibraryThisBuildLinksAndNamedOnly) {
 // a panel of rows a call; the results are the tiles' within summation
 // order and activation rounding (bound above), bias included.
 TEST(BlasTable, FloatBatchesGoToTheLibraryWithinTheTilesSummationOrder) {
-  const DotTable* table = blasDotTable();
-  if (kExpectedLibrary == nullptr) {
-    EXPECT_EQ(table, nullptr);
-    return;
-  }
-  ASSERT_NE(table, nullptr);
+  const DotTable* table = libraryTable();
+  if (table == nullptr) return;  // a build without a library: libraryTable() checked that it has none
   const DotTable tiles = tilesOf(*table);
   ThreadPool pool(2);
   std::mt19937 rng(11);
@@ -177,12 +185,8 @@ TEST(BlasTable, FloatBatchesGoToTheLibraryWithinTheTilesSummationOrder) {
 // Below 32 tokens or rows, and for the quantized types, the tiles run:
 // the same bits as the table without the library, and no library call.
 TEST(BlasTable, SmallBatchesAndQuantizedWeightsStayOnTheTiles) {
-  const DotTable* table = blasDotTable();
-  if (kExpectedLibrary == nullptr) {
-    EXPECT_EQ(table, nullptr);
-    return;
-  }
-  ASSERT_NE(table, nullptr);
+  const DotTable* table = libraryTable();
+  if (table == nullptr) return;  // a build without a library: libraryTable() checked that it has none
   const DotTable tiles = tilesOf(*table);
   ThreadPool pool(2);
   std::mt19937 rng(5);

@@ -89,7 +89,7 @@ const DotTable* amxDotTable();  // the AVX-512 table with AMX for batches
 const DotTable* neonDotTable();
 // NEON with the dot-product and int8 matrix-multiply (i8mm) extensions
 // (Apple M2 and later): the NEON table with smmla tiles for the repacked
-// layouts.
+// layouts, and F16 tiles on fmlal (the same bits).
 const DotTable* neonI8mmDotTable();
 // The fastest vector table with float weights' batches on the BLAS library
 // this build links (dot_blas.cpp): "accelerate" on macOS, as llama.cpp's

@@ -444,6 +444,7 @@ MD_I8MM_TILE(Q6_KTile, q6_kTile<T>)
 // at the end, then the last n % 8 products one by one (dot_kernels.h's
 // floatBlock). Without the conversions a step of 8 values is one load a
 // row, one a token, and two fmlal a pair.
+
 // 8 values of every pair of a block at `at`.
 template <int R, int T>
 inline __attribute__((always_inline)) void halfStep(RowFloats (&acc)[R][T], const uint16_t* wh, size_t wStep,
@@ -468,8 +469,8 @@ void halfBlock(const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int64_t
   const auto* ah = reinterpret_cast<const uint16_t*>(a);
   const size_t wStep = ws / 2, aStep = as / 2;
   int64_t i = 0;
-  // 64 values a turn, unrolled, the rows two tiles on prefetched once a
-  // turn (as NeonRows' float tiles).
+  // 64 values a turn, unrolled; once a turn, the rows two tiles ahead
+  // prefetched (as NeonRows' float tiles).
   for (; i + 64 <= n; i += 64) {
     for (int r = 0; r < R; ++r) __builtin_prefetch(wh + size_t(r) * wStep + i + 2 * kTileRows * wStep);
     MD_UNROLL for (int k = 0; k < 8; ++k) halfStep<R, T>(acc, wh, wStep, ah, aStep, i + 8 * k);
