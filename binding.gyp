@@ -123,6 +123,19 @@
       ]
     },
     {
+      # The NEON tables' F16 tile on fmlal (FEAT_FHM: every Apple silicon
+      # chip), built for it on arm64 and picked when the OS reports it.
+      "target_name": "md_dot_neon_fhm",
+      "type": "static_library",
+      "sources": ["native/core/quant/dot_neon_fhm.cpp"],
+      "conditions": [
+        ["target_arch=='arm64'", {
+          "cflags_cc": ["-march=armv8.2-a+fp16+fp16fml"],
+          "xcode_settings": { "OTHER_CPLUSPLUSFLAGS": ["-march=armv8.2-a+fp16+fp16fml"] }
+        }]
+      ]
+    },
+    {
       # Float weights' batches on a BLAS library: Accelerate on macOS, as
       # llama.cpp's Mac build. Elsewhere the file builds no library table.
       "target_name": "md_dot_blas",
@@ -137,7 +150,7 @@
     },
     {
       "target_name": "metal_decode",
-      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx", "md_dot_neon_i8mm", "md_dot_blas"],
+      "dependencies": ["md_emulator_kernels", "md_dot_avx2", "md_dot_avx_vnni", "md_dot_avx512", "md_dot_amx", "md_dot_neon_i8mm", "md_dot_neon_fhm", "md_dot_blas"],
       "sources": [
         "native/core/cpu_sampler.cpp",
         "native/core/noise_block.cpp",

@@ -45,7 +45,7 @@ run_fuzzer sampler_fuzz 40000 native/core/cpu_sampler.cpp native/core/noise_bloc
 transformer=(native/core/thread_pool.cpp native/core/quant/tensor_types.cpp native/core/quant/convert_rows.cpp
              native/core/quant/cpu_features.cpp native/core/quant/dot.cpp native/core/quant/repack.cpp native/core/transformer/repack_weights.cpp native/core/quant/dot_portable.cpp
              native/core/quant/dot_avx2.cpp native/core/quant/dot_avx_vnni.cpp native/core/quant/dot_avx512.cpp native/core/quant/dot_amx.cpp
-             native/core/quant/dot_neon.cpp native/core/quant/dot_neon_i8mm.cpp native/core/quant/dot_blas.cpp native/core/graph/forward_graph.cpp native/core/graph/llama_graph.cpp native/core/graph/gemma3_graph.cpp
+             native/core/quant/dot_neon.cpp native/core/quant/dot_neon_i8mm.cpp native/core/quant/dot_neon_fhm.cpp native/core/quant/dot_blas.cpp native/core/graph/forward_graph.cpp native/core/graph/llama_graph.cpp native/core/graph/gemma3_graph.cpp
              native/core/transformer/weights.cpp native/core/transformer/ops.cpp
              native/core/transformer/matmul.cpp native/core/transformer/transformer.cpp native/core/transformer/head_pick.cpp
              native/core/transformer/cache_shift.cpp native/core/transformer/moe_ffn.cpp)

@@ -39,7 +39,7 @@ echo "== the test binaries are aarch64: $(file -b "$build_dir/md_core_tests" | c
 # Apple's compiler is clang: the NEON files built by clang for arm64 too,
 # warnings as errors, at each level (the cross build above is GCC's).
 for level in armv8-a armv8.2-a+dotprod+fp16 armv8.2-a+dotprod+i8mm+fp16+fp16fml; do
-  for file in dot_neon dot_neon_i8mm; do
+  for file in dot_neon dot_neon_i8mm dot_neon_fhm; do
     clang++ --target=aarch64-linux-gnu -std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off "-march=$level" \
       -Inative/core -Imetal -c "native/core/quant/$file.cpp" -o "$build_dir/$file.clang.o"
   done
@@ -47,7 +47,8 @@ done
 echo "== clang builds the NEON files for armv8-a, +dotprod and +i8mm"
 # The file built for i8mm must share no inline function with the others
 # (the linker would keep one copy, maybe the i8mm one, for a CPU without it).
-node scripts/check-isa-symbols.mjs "$build_dir/CMakeFiles/md_core.dir/native/core/quant/dot_neon_i8mm.cpp.o:NeonI8mm"
+node scripts/check-isa-symbols.mjs "$build_dir/CMakeFiles/md_core.dir/native/core/quant/dot_neon_i8mm.cpp.o:NeonI8mm" \
+  "$build_dir/CMakeFiles/md_core.dir/native/core/quant/dot_neon_fhm.cpp.o:NeonFhm"
 # qemu's default CPU has the int8 matrix multiply (i8mm, as M2 and later):
 # the dot tests see it and take the neon-i8mm table too.
 MD_EXPECT_NEON_I8MM=1 ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"

@@ -17,6 +17,7 @@
 #include "quant/convert_rows.h"
 #include "quant/cpu_features.h"
 #include "quant/dot.h"
+#include "quant/dot_neon_f16.h"
 #include "quant/repack.h"
 
 namespace md {
@@ -224,8 +225,8 @@ TEST(DotTables, FloatRowsOfEveryLengthMatchTheDoubleSum) {
         expectTilesAreRowDots(*table, type, w.data(), bytes, a.data(), bytes, n);
       }
       // Tables with the same float lanes give the same bits: x86's 8 lanes
-      // whatever the extension; NEON's pair of 4, which the i8mm table's
-      // F16 tile sums with fmlal, without converting its operands.
+      // whatever the extension; NEON's pair of 4 (their F16 tile is the
+      // fmlal one on a CPU with FEAT_FHM, as the next test holds).
       for (const std::vector<const DotTable*>& same :
            {std::vector<const DotTable*>{avx2DotTable(), avxVnniDotTable(), avx512DotTable(), amxDotTable()},
             std::vector<const DotTable*>{neonDotTable(), neonI8mmDotTable()}}) {
@@ -245,6 +246,45 @@ TEST(DotTables, FloatRowsOfEveryLengthMatchTheDoubleSum) {
       }
     }
   }
+}
+
+// The NEON table's F16 tile is fmlal's where the CPU has FEAT_FHM (every
+// Apple silicon chip), the converting one elsewhere; both give the same
+// bits for every shape of tile (qemu's default CPU has the extension; the
+// cross-build script also runs these tests on Cortex-A76, which lacks it).
+TEST(DotTables, NeonF16TilesOnFmlalAndByConversionGiveTheSameBits) {
+#if defined(__aarch64__)
+  const TileDot converting = neonConvertingF16Tile(), fmlal = neonFmlalF16Tile();
+  ASSERT_NE(converting, nullptr);
+  ASSERT_EQ(fmlal != nullptr, cpuHasNeonFhm());
+  EXPECT_EQ(neonDotTable()->f16, fmlal != nullptr ? fmlal : converting);
+  if (neonI8mmDotTable() != nullptr) {
+    EXPECT_EQ(neonI8mmDotTable()->f16, fmlal);
+  }
+  if (fmlal == nullptr) return;  // this CPU runs the converting tile alone (above)
+  std::mt19937 rng(78);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t n : {1, 7, 8, 9, 63, 64, 65, 72, 200, 688}) {
+    const size_t bytes = size_t(n) * 2;
+    std::vector<uint8_t> w(bytes * kTileRows), a(bytes * kTileTokens);
+    std::vector<float> values(static_cast<size_t>(n));
+    for (size_t r = 0; r < kTileRows + kTileTokens; ++r) {
+      for (float& v : values) v = normal(rng);
+      quantizeActivations(TensorType::F16, values.data(), r < kTileRows ? &w[r * bytes] : &a[(r - kTileRows) * bytes],
+                          n);
+    }
+    for (int rows = 1; rows <= kTileRows; ++rows)
+      for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
+        float ours[kTileRows * kTileTokens] = {}, theirs[kTileRows * kTileTokens] = {};
+        fmlal(w.data(), bytes, rows, a.data(), bytes, tokens, n, ours, kTileTokens);
+        converting(w.data(), bytes, rows, a.data(), bytes, tokens, n, theirs, kTileTokens);
+        EXPECT_EQ(std::memcmp(ours, theirs, sizeof ours), 0) << "n=" << n << " tile " << rows << "x" << tokens;
+      }
+  }
+#else
+  EXPECT_EQ(neonConvertingF16Tile(), nullptr);
+  EXPECT_EQ(neonFmlalF16Tile(), nullptr);
+#endif
 }
 
 TEST(DotTables, MatrixUnitsAgreeWithTheRowDotsWithinFloatSummationOrder) {
@@ -301,8 +341,11 @@ TEST(DotTables, TheMachinesSimdTableIsAvailableAndChosen) {
   EXPECT_STREQ(bestDotTable().isa, cpuHasNeonI8mm() ? "neon-i8mm" : "neon");
   // The cross-build script runs the tests on emulated CPUs with and
   // without i8mm and says which: the detection must see it.
+  // (Its CPUs with i8mm have FEAT_FHM; those without, a Cortex-A76 or
+  // -A72, have neither.)
   if (const char* expected = std::getenv("MD_EXPECT_NEON_I8MM")) {
     EXPECT_EQ(cpuHasNeonI8mm(), std::string(expected) == "1") << "MD_EXPECT_NEON_I8MM=" << expected;
+    EXPECT_EQ(cpuHasNeonFhm(), std::string(expected) == "1") << "MD_EXPECT_NEON_I8MM=" << expected;
   }
 #endif
   EXPECT_STREQ(dotTableNamed("portable").isa, "portable");

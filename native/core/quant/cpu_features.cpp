@@ -87,9 +87,13 @@ bool cpuHasAmx() { return false; }
 #endif
 
 namespace md {
+bool cpuHasNeonFhm() {
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDFHM) != 0;
+  return has;
+}
 bool cpuHasNeonI8mm() {
-  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && (getauxval(AT_HWCAP) & HWCAP_ASIMDFHM) != 0 &&
-                          (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  static const bool has =
+      (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && cpuHasNeonFhm() && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
   return has;
 }
 }  // namespace md
@@ -105,15 +109,20 @@ bool sysctlFlag(const char* name) {
 }
 }  // namespace
 
-bool cpuHasNeonI8mm() {
+bool cpuHasNeonFhm() {
   // FEAT_FHM's name before macOS 12: hw.optional.armv8_2_fhm.
-  static const bool has = sysctlFlag("hw.optional.arm.FEAT_DotProd") && sysctlFlag("hw.optional.arm.FEAT_I8MM") &&
-                          (sysctlFlag("hw.optional.arm.FEAT_FHM") || sysctlFlag("hw.optional.armv8_2_fhm"));
+  static const bool has = sysctlFlag("hw.optional.arm.FEAT_FHM") || sysctlFlag("hw.optional.armv8_2_fhm");
+  return has;
+}
+bool cpuHasNeonI8mm() {
+  static const bool has =
+      sysctlFlag("hw.optional.arm.FEAT_DotProd") && sysctlFlag("hw.optional.arm.FEAT_I8MM") && cpuHasNeonFhm();
   return has;
 }
 }  // namespace md
 #else
 namespace md {
+bool cpuHasNeonFhm() { return false; }
 bool cpuHasNeonI8mm() { return false; }
 }  // namespace md
 #endif

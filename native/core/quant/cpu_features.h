@@ -14,9 +14,12 @@ bool cpuHasAvx512Vnni();  // AVX2 as above, and AVX-512 F/BW/VL/VNNI with ZMM st
 // (Linux) the kernel's permission for this process to use it, asked once.
 bool cpuHasAmx();
 
-// arm64: the dot-product (sdot), int8 matrix-multiply (smmla) and
-// float16-into-float32 multiply-add (fmlal, FEAT_FHM) extensions, as
-// Apple M2 and later, and Armv8.6 cores with float16, have.
+// arm64: the float16-into-float32 multiply-add (fmlal, FEAT_FHM), which
+// every Apple silicon chip has (M1 too), and Cortex-A76 or Neoverse N1
+// lacks.
+bool cpuHasNeonFhm();
+// arm64: the dot-product (sdot), int8 matrix-multiply (smmla) and FEAT_FHM
+// extensions, as Apple M2 and later, and Armv8.6 cores with float16, have.
 bool cpuHasNeonI8mm();
 
 }  // namespace md

@@ -86,10 +86,12 @@ const DotTable* avx2DotTable();
 const DotTable* avxVnniDotTable();
 const DotTable* avx512DotTable();
 const DotTable* amxDotTable();  // the AVX-512 table with AMX for batches
+// Its F16 tile is on fmlal where the CPU has FEAT_FHM (every Apple silicon
+// chip), converting its operands elsewhere: the same bits (dot_neon_f16.h).
 const DotTable* neonDotTable();
 // NEON with the dot-product and int8 matrix-multiply (i8mm) extensions
 // (Apple M2 and later): the NEON table with smmla tiles for the repacked
-// layouts, and F16 tiles on fmlal (the same bits).
+// layouts.
 const DotTable* neonI8mmDotTable();
 // The fastest vector table with float weights' batches on the BLAS library
 // this build links (dot_blas.cpp): "accelerate" on macOS, as llama.cpp's
