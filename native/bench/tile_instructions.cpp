@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <utility>
 #include <vector>
 
 #include "pseudo_random_bytes.h"
@@ -73,11 +74,19 @@ int main(int argc, char** argv) {
         pseudoRandomBytes(md::rowBytes(tensorTypeInfo(layout->type), n) * kRepackRows, 1);
     std::vector<uint8_t> packed(repackGroupBytes(*layout, n));
     repackGroups(*layout, table.repackForm, plain.data(), n, 0, 1, packed.data());
-    // Activation rows: Q8_K for the K types, else Q8_0 and its block sums.
+    // Activation rows: Q8_K for the K types, else Q8_0 and its block sums,
+    // or the tokens' quad where the table's tiles read one (repack.h).
     const TensorType activation = layout->activationSums ? TensorType::Q8_0 : TensorType::Q8_K;
-    const size_t activationBytes =
+    size_t activationBytes =
         md::rowBytes(tensorTypeInfo(activation), n) + (layout->activationSums ? size_t(n / 32) * 2 : 0);
     std::vector<uint8_t> acts = pseudoRandomBytes(activationBytes * size_t(tokens), 2);
+    if (layout->activationSums && table.repackForm.activationQuads) {
+      const size_t q8Bytes = md::rowBytes(tensorTypeInfo(activation), n);
+      std::vector<uint8_t> quad(q8Bytes * kActivationQuadTokens);
+      toActivationQuad(acts.data(), activationBytes, tokens, n, table.repackForm.interleaveBytes, quad.data());
+      acts = std::move(quad);
+      activationBytes = q8Bytes;
+    }
     float out[kTileRows * kTileTokens];
     for (long c = 0; c < calls; ++c)
       table.repackedFor(layout->type)(packed.data(), packed.size(), kRepackRows, acts.data(), activationBytes, tokens,

@@ -396,6 +396,24 @@ std::vector<uint8_t> repackedActivations(TensorType weights, int64_t n, std::mt1
   return acts;
 }
 
+// What `table`'s repacked tile of `weights` reads for `tokens` of those
+// activation rows (aBytes apart): the rows as they are, or their quad
+// (RepackForm::activationQuads, repack.h).
+struct TileInput {
+  const uint8_t* rows;
+  size_t stride;
+  std::vector<uint8_t> quad;
+  const uint8_t* data() const { return quad.empty() ? rows : quad.data(); }
+};
+TileInput tileInput(const DotTable& table, TensorType weights, const uint8_t* rows, size_t aBytes, int tokens,
+                    int64_t n) {
+  if (!table.repackForm.activationQuads || !repackLayoutFor(weights)->activationSums) return {rows, aBytes, {}};
+  const size_t q8Bytes = rowBytes(tensorTypeInfo(TensorType::Q8_0), uint64_t(n));
+  TileInput in{rows, q8Bytes, std::vector<uint8_t>(q8Bytes * kActivationQuadTokens)};
+  toActivationQuad(rows, aBytes, tokens, uint64_t(n), table.repackForm.interleaveBytes, in.quad.data());
+  return in;
+}
+
 // Q4_0 and Q8_0 repacked in groups of 8 rows (repack.h): a tile of 1 to 4
 // tokens gives each token the bits the one-token tile gives it (a batch
 // equals token by token), and the plain tiles' dot products within float
@@ -435,11 +453,14 @@ TEST(RepackedTiles, Block32x8GivesEachTokenItsBitsAloneAndThePlainDotsWithinSumm
       ++tested;
       repackGroups(layout, table->repackForm, plain.data(), uint64_t(n), 0, 1, packed.data());
       float alone[kTileRows * kTileTokens];
-      for (int t = 0; t < kTileTokens; ++t)
-        tile(packed.data(), 0, kRepackRows, acts.data() + t * aBytes, aBytes, 1, n, alone + t, kTileTokens);
+      for (int t = 0; t < kTileTokens; ++t) {
+        const TileInput one = tileInput(*table, type, acts.data() + t * aBytes, aBytes, 1, n);
+        tile(packed.data(), 0, kRepackRows, one.data(), one.stride, 1, n, alone + t, kTileTokens);
+      }
       for (int tokens = 1; tokens <= kTileTokens; ++tokens) {
         float out[kTileRows * kTileTokens];
-        tile(packed.data(), 0, kRepackRows, acts.data(), aBytes, tokens, n, out, kTileTokens);
+        const TileInput in = tileInput(*table, type, acts.data(), aBytes, tokens, n);
+        tile(packed.data(), 0, kRepackRows, in.data(), in.stride, tokens, n, out, kTileTokens);
         for (int r = 0; r < kRepackRows; ++r)
           for (int t = 0; t < tokens; ++t)
             EXPECT_EQ(out[r * kTileTokens + t], alone[r * kTileTokens + t])
@@ -544,6 +565,47 @@ TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
   }
 }
 
+// A quad of activation tokens (the NEON tables' Q4_0 and Q8_0 tiles read
+// them so) is llama.cpp's block_q8_0x4: per block the 4 tokens' scales,
+// then their quants interleaved 4 or 8 bytes a token; tokens past the
+// count are zeros. Checked byte by byte from the rows, on every machine.
+TEST(RepackedLayouts, ActivationQuadsInterleaveTheTokensAsLlamaCppsBlockQ8_0x4) {
+  std::mt19937 rng(61);
+  const int64_t n = 96;
+  const size_t q8Bytes = rowBytes(tensorTypeInfo(TensorType::Q8_0), uint64_t(n)), stride = q8Bytes + 6;
+  std::vector<uint8_t> rows(stride * kActivationQuadTokens);
+  for (uint8_t& b : rows) b = uint8_t(rng());
+  for (int interleave : {4, 8})
+    for (int tokens = 1; tokens <= kActivationQuadTokens; ++tokens) {
+      std::vector<uint8_t> quad(q8Bytes * kActivationQuadTokens, 0xAB);
+      toActivationQuad(rows.data(), stride, tokens, uint64_t(n), interleave, quad.data());
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const uint8_t* block = quad.data() + size_t(i) * kQ8_0QuadBlockBytes;
+        for (int k = 0; k < kActivationQuadTokens; ++k) {
+          const uint8_t* source = rows.data() + size_t(k) * stride + size_t(i) * 34;
+          for (int j = 0; j < 2; ++j) EXPECT_EQ(block[2 * k + j], k < tokens ? source[j] : 0) << "scale of token " << k;
+          for (int j = 0; j < 32; ++j)
+            EXPECT_EQ(block[8 + (j / interleave) * 4 * interleave + k * interleave + j % interleave],
+                      k < tokens ? source[2 + j] : 0)
+                << "interleave " << interleave << ", " << tokens << " tokens, block " << i << ", token " << k
+                << ", quant " << j;
+        }
+      }
+    }
+  std::vector<uint8_t> quad(q8Bytes * kActivationQuadTokens);
+  auto message = [&](int tokens, int interleave) {
+    try {
+      toActivationQuad(rows.data(), stride, tokens, uint64_t(n), interleave, quad.data());
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(5, 4), "toActivationQuad: tokens must be 1 to 4, got 5");
+  EXPECT_EQ(message(0, 8), "toActivationQuad: tokens must be 1 to 4, got 0");
+  EXPECT_EQ(message(2, 16), "toActivationQuad: interleaveBytes must be 4 or 8, got 16");
+}
+
 // The signed form (NEON's) is the unsigned one with Q4_0's bytes xor 0x88
 // (each nibble quant + 8 to the quant in two's complement) and Q8_0's xor
 // 0x80 (quant + 128 to the quant), the scales unchanged; the K layouts are
@@ -592,9 +654,10 @@ TEST(RepackedTiles, TwoGroupsGiveEachRowTheBitsOfItsGroupAlone) {
         float both[kRepackedTileRows * kTileTokens], alone[kRepackedTileRows * kTileTokens];
         std::fill(std::begin(both), std::end(both), std::nanf(""));
         std::fill(std::begin(alone), std::end(alone), std::nanf(""));
-        tile(packed.data(), groupBytes, kRepackedTileRows, acts.data(), aBytes, tokens, n, both, kTileTokens);
+        const TileInput in = tileInput(*table, type, acts.data(), aBytes, tokens, n);
+        tile(packed.data(), groupBytes, kRepackedTileRows, in.data(), in.stride, tokens, n, both, kTileTokens);
         for (int g = 0; g < 2; ++g)
-          tile(packed.data() + g * groupBytes, groupBytes, kRepackRows, acts.data(), aBytes, tokens, n,
+          tile(packed.data() + g * groupBytes, groupBytes, kRepackRows, in.data(), in.stride, tokens, n,
                alone + g * kRepackRows * kTileTokens, kTileTokens);
         for (int r = 0; r < kRepackedTileRows; ++r)
           for (int t = 0; t < tokens; ++t)

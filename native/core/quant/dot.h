@@ -63,11 +63,14 @@ struct DotTable {
   // weightStride the bytes of a group, rows 8 or kRepackedTileRows)
   // against up to kTileTokens tokens; a row gets the same bits either
   // way. Q4_0x8's and Q8_0x8's activation rows are Q8_0, each followed by
-  // its blocks' int16 sums of quants; the K layouts' are Q8_K. nullptr
+  // its blocks' int16 sums of quants, or where repackForm.activationQuads
+  // the tile's tokens are one quad (repack.h's toActivationQuad) at
+  // `activations`; the K layouts' are Q8_K. nullptr
   // where the table has no such tiles (the weights stay as mapped).
   TileDot q4_0x8 = nullptr, q8_0x8 = nullptr, q4_kx8 = nullptr, q5_kx8 = nullptr, q6_kx8 = nullptr;
   // How those tiles take the repacked bytes (repack.h): a row's bytes 4
-  // or 8 (i8mm) side by side; Q4_0's and Q8_0's quants signed (NEON).
+  // or 8 (i8mm) side by side; Q4_0's and Q8_0's quants signed, and their
+  // activations in quads (NEON).
   RepackForm repackForm;
 
   WeightedRows weightedF32 = nullptr, weightedF16 = nullptr;  // float32 rows; float16 rows

@@ -621,9 +621,18 @@ struct DotKernels {
     }
   }
 
+  // The tile on L's activations: Q8_0 rows, or quads of tokens.
   template <class L, class Format, int T>
   static void block32x8Tile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out,
                             size_t os) {
+    if constexpr (L::kActivationQuads)
+      block32x8QuadTile<L, Format, T>(w, gs, a, n, out, os);
+    else
+      block32x8RowsTile<L, Format, T>(w, gs, a, as, n, out, os);
+  }
+  template <class L, class Format, int T>
+  static void block32x8RowsTile(const uint8_t* w, size_t gs, const uint8_t* a, size_t as, int64_t n, float* out,
+                                size_t os) {
     using LV = typename L::V;
     using LI = typename L::I;
     using LF = typename L::F;
@@ -650,27 +659,15 @@ struct DotKernels {
           sum[t] = L::splat32(-Format::template offset<L>() * int32_t(xsum));
         }
       }
-      if constexpr (L::kLaneDot) {
-        // Each token's 32 bytes in two loads; chunk c takes lane c % 4 of
-        // the one holding values 4c..4c+3. A signed sum either way.
-        typename L::Token16 x[T][2];
+      MD_UNROLL for (int c = 0; c < 8; ++c) {
         MD_UNROLL for (int t = 0; t < T; ++t) {
-          x[t][0] = L::token16(y[t]->qs);
-          x[t][1] = L::token16(y[t]->qs + 16);
-        }
-        MD_UNROLL for (int c = 0; c < 8; ++c) MD_UNROLL for (int t = 0; t < T; ++t) sum[t] =
-            L::dotLane(sum[t], v[c], x[t][c / 4], c % 4);
-      } else {
-        MD_UNROLL for (int c = 0; c < 8; ++c) {
-          MD_UNROLL for (int t = 0; t < T; ++t) {
-            int32_t x4;
-            std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
-            const LV x = L::repeat4(x4);
-            if constexpr (Format::template kSigned<L>)
-              sum[t] = L::addI(sum[t], L::dotS8S8(v[c], x));
-            else
-              sum[t] = L::dotU8S8Add(sum[t], v[c], x);
-          }
+          int32_t x4;
+          std::memcpy(&x4, y[t]->qs + 4 * c, sizeof x4);
+          const LV x = L::repeat4(x4);
+          if constexpr (Format::template kSigned<L>)
+            sum[t] = L::addI(sum[t], L::dotS8S8(v[c], x));
+          else
+            sum[t] = L::dotU8S8Add(sum[t], v[c], x);
         }
       }
       MD_UNROLL for (int t = 0; t < T; ++t) {
@@ -678,6 +675,43 @@ struct DotKernels {
           acc[t] = L::fmaddSixteenths(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
         else
           acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulF(dw, S::half(y[t]->d)));
+      }
+    }
+    storeTile<L, T>(acc, out, os);
+  }
+
+  // block32x8Tile on a quad of tokens (repack.h's toActivationQuad; NEON):
+  // chunk c's 16 bytes hold 4 bytes of each token, token t in lane t,
+  // which sdot's by-element form takes as they are; one load gives the 4
+  // tokens' scales. The same integer sums and the same float steps as the
+  // rows' tile, so the same bits.
+  template <class L, class Format, int T>
+  static void block32x8QuadTile(const uint8_t* w, size_t gs, const uint8_t* quad, int64_t n, float* out, size_t os) {
+    static_assert(Format::template offset<L>() == 0, "a quad carries no sums: the quants are signed");
+    using LV = typename L::V;
+    using LI = typename L::I;
+    using LF = typename L::F;
+    LF acc[T];
+    MD_UNROLL for (int t = 0; t < T; ++t) acc[t] = L::fzero();
+    for (int64_t i = 0; i < n / blocks::kBlock; ++i) {
+      const uint8_t* g = w + size_t(i) * Format::kBlockBytes;
+      const LF dw = L::halves(g, gs);
+      LV v[8];
+      Format::template unpack<L>(g + 16, gs, v);
+      const uint8_t* q = quad + size_t(i) * kQ8_0QuadBlockBytes;
+      const int8_t* xs = reinterpret_cast<const int8_t*>(q + 2 * kActivationQuadTokens);
+      LI sum[T];
+      MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::izero();
+      MD_UNROLL for (int c = 0; c < 8; ++c) {
+        const typename L::Token16 x = L::token16(xs + 16 * c);
+        MD_UNROLL for (int t = 0; t < T; ++t) sum[t] = L::dotLane(sum[t], v[c], x, t);
+      }
+      const auto dx = L::quadHalves(q);
+      MD_UNROLL for (int t = 0; t < T; ++t) {
+        if constexpr (Format::template kScale<L> == 16)
+          acc[t] = L::fmaddSixteenths(acc[t], sum[t], L::mulByLane(dw, dx, t));
+        else
+          acc[t] = L::fmaddLanes(acc[t], sum[t], L::mulByLane(dw, dx, t));
       }
     }
     storeTile<L, T>(acc, out, os);
@@ -1003,9 +1037,12 @@ struct DotKernels {
     t.weightedF16 = &weightedRows<1>;
     if constexpr (S::kRowLanes) {
       using Rows = typename RowLanesOf<S>::type;
-      static_assert(Rows::kSignedRepack == WideLanesOf<S>::type::kSignedRepack, "one form for a table's tiles");
+      static_assert(Rows::kSignedRepack == WideLanesOf<S>::type::kSignedRepack &&
+                        Rows::kActivationQuads == WideLanesOf<S>::type::kActivationQuads,
+                    "one form for a table's tiles");
       static_assert(!Rows::kSignedRepack || !Rows::kExactU8Dot, "signed quants take the signed dot");
       t.repackForm.signedQuants = Rows::kSignedRepack;
+      t.repackForm.activationQuads = Rows::kActivationQuads;
       t.q4_0x8 = &repackedDispatch<Q4_0x8K>;
       t.q8_0x8 = &repackedDispatch<Q8_0x8K>;
       t.q4_kx8 = &repackedDispatch<Q4_Kx8K>;

@@ -10,8 +10,9 @@
 // sdot takes 16 (4 rows' 4 bytes against one token's). So the weights here
 // are interleaved 8 bytes a row (repack.h): a chunk's 16-byte vector m
 // holds rows 2m and 2m + 1, and a tile takes its tokens in pairs, [t0 | t1]
-// (an odd last token is paired with itself, its second sums dropped).
-// llama.cpp's i8mm tiles (q4_0_4x8, q4_K_8x8) take the same shape.
+// (an odd last token is paired with itself, or for Q4_0 and Q8_0 with the
+// next token of its quad, its second sums dropped). llama.cpp's i8mm tiles
+// (q4_0_4x8, q4_K_8x8) take the same shape.
 //
 // The integer sums are exact, as sdot's are. After them each tile takes
 // the NEON row-lane tiles' float steps (simd_neon.h's NeonRows, dot_kernels.h)
@@ -23,8 +24,6 @@
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_MATMUL_INT8) && defined(__ARM_FEATURE_DOTPROD)
 #include <arm_neon.h>
-
-#include <cstring>
 
 #include "blocks.h"
 #include "cpu_features.h"
@@ -42,14 +41,13 @@ struct RowFloats {
   float32x4_t lo, hi;
 };
 
-float half(uint16_t bits) {
-  __fp16 h;
-  std::memcpy(&h, &bits, 2);
-  return float(h);
-}
 RowFloats halves(const uint8_t* p) {
   const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t*>(p)));
   return {vcvt_f32_f16(vget_low_f16(h)), vcvt_f32_f16(vget_high_f16(h))};
+}
+// The 4 float16 at p, as floats (a quad's tokens' scales).
+float32x4_t quadHalves(const uint8_t* p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
 }
 RowInts unsignedBytes(const uint8_t* p) {
   const uint16x8_t wide = vmovl_u8(vld1_u8(p));
@@ -65,6 +63,15 @@ RowInts mulAdd(RowInts acc, RowInts a, RowInts b) {
 }
 RowFloats toFloats(RowInts i) { return {vcvtq_f32_s32(i.lo), vcvtq_f32_s32(i.hi)}; }
 RowFloats mul(RowFloats a, float m) { return {vmulq_n_f32(a.lo, m), vmulq_n_f32(a.hi, m)}; }
+// a times lane k of s: mul's bits (k a constant once unrolled; the switch folds).
+RowFloats mulLane(RowFloats a, float32x4_t s, int k) {
+  switch (k) {
+    case 0: return {vmulq_laneq_f32(a.lo, s, 0), vmulq_laneq_f32(a.hi, s, 0)};
+    case 1: return {vmulq_laneq_f32(a.lo, s, 1), vmulq_laneq_f32(a.hi, s, 1)};
+    case 2: return {vmulq_laneq_f32(a.lo, s, 2), vmulq_laneq_f32(a.hi, s, 2)};
+    default: return {vmulq_laneq_f32(a.lo, s, 3), vmulq_laneq_f32(a.hi, s, 3)};
+  }
+}
 RowFloats mulLanes(RowFloats a, RowFloats b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
 RowFloats add(RowFloats a, RowFloats b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
 RowFloats sub(RowFloats a, RowFloats b) { return {vsubq_f32(a.lo, b.lo), vsubq_f32(a.hi, b.hi)}; }
@@ -149,9 +156,17 @@ const Block* tokenBlocks(const uint8_t* a, size_t as, int t) {
 // out as 16 q (shifted to the high nibble, or masked there), so its sums
 // are 16 times the quants' and convert as sixteenths, exactly. Then one
 // multiply-add per block, as dot_kernels.h's block32x8Tile.
+//
+// The activations are a quad of tokens interleaved 8 bytes a token
+// (repack.h's toActivationQuad): the 16 bytes of chunk c of pair p are
+// smmla's operand as they are, [first's 8 | second's 8], where tokens
+// read as rows took two loads and two zips per pair of chunks; and one
+// load gives the 4 tokens' scales. A tile of an odd count multiplies its
+// last pair whole (the quad's next token, or its zeros) and drops the
+// second's sums.
 template <bool kQ8, int T>
-void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* out, size_t os) {
-  using Pairs = TokenPairs<T>;
+void block32Tile(const uint8_t* w, const uint8_t* quad, size_t, int64_t n, float* out, size_t os) {
+  constexpr int kPairs = TokenPairs<T>::kPairs;
   constexpr size_t kBlockBytes = kQ8 ? kQ8_0x8BlockBytes : kQ4_0x8BlockBytes;
   RowFloats acc[T];
   MD_UNROLL for (int t = 0; t < T; ++t) acc[t] = {vdupq_n_f32(0), vdupq_n_f32(0)};
@@ -159,40 +174,37 @@ void block32Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* g = w + size_t(i) * kBlockBytes;
     const uint8_t* quants = g + 16;
-    const int8_t* x[T];
-    MD_UNROLL for (int t = 0; t < T; ++t) x[t] = tokenBlocks<blocks::Q8_0>(a, as, t)[i].qs;
-    int32x4_t sums[Pairs::kPairs][4];
-    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) startPair(sums[p], 0, 0);
-    // Each pair's 32 bytes: values 8c..8c+7 in xs[p][c / 2][c % 2].
-    PairChunks xs[Pairs::kPairs][2];
-    MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
-      xs[p][0] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 0);
-      xs[p][1] = pairChunks(x[Pairs::first(p)], x[Pairs::second(p)], 16);
-    }
+    const uint8_t* q = quad + size_t(i) * kQ8_0QuadBlockBytes;
+    const int8_t* xs = reinterpret_cast<const int8_t*>(q + 2 * kActivationQuadTokens);
+    // Chunk c (values 8c..8c+7) of pair p.
+    auto pairChunk = [xs](int p, int c) { return vld1q_s8(xs + 8 * (kActivationQuadTokens * c + 2 * p)); };
+    int32x4_t sums[kPairs][4];
+    MD_UNROLL for (int p = 0; p < kPairs; ++p) startPair(sums[p], 0, 0);
     if constexpr (kQ8) {
-      MD_UNROLL for (int q = 0; q < 4; ++q) {  // chunk q: values 8q..8q+7 of each row
+      MD_UNROLL for (int c = 0; c < 4; ++c) {  // chunk c: values 8c..8c+7 of each row
         int8x16_t v[4];
         MD_UNROLL for (int m = 0; m < 4; ++m) v[m] =
-            vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
-        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) multiplyPair(sums[p], xs[p][q / 2][q % 2], v);
+            vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * c + 16 * m));
+        MD_UNROLL for (int p = 0; p < kPairs; ++p) multiplyPair(sums[p], pairChunk(p, c), v);
       }
     } else {
-      MD_UNROLL for (int q = 0; q < 2; ++q) {  // chunk q: low nibbles values 8q.., high 16 + 8q..
+      MD_UNROLL for (int c = 0; c < 2; ++c) {  // chunk c: low nibbles values 8c.., high 16 + 8c..
         int8x16_t low[4], high[4];
         MD_UNROLL for (int m = 0; m < 4; ++m) {
-          const int8x16_t raw = vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * q + 16 * m));
+          const int8x16_t raw = vld1q_s8(reinterpret_cast<const int8_t*>(quants + 64 * c + 16 * m));
           low[m] = vshlq_n_s8(raw, 4);
           high[m] = vandq_s8(raw, vdupq_n_s8(int8_t(0xF0)));
         }
-        MD_UNROLL for (int p = 0; p < Pairs::kPairs; ++p) {
-          multiplyPair(sums[p], xs[p][0][q], low);
-          multiplyPair(sums[p], xs[p][1][q], high);
+        MD_UNROLL for (int p = 0; p < kPairs; ++p) {
+          multiplyPair(sums[p], pairChunk(p, c), low);
+          multiplyPair(sums[p], pairChunk(p, c + 2), high);
         }
       }
     }
     const RowFloats dw = halves(g);
+    const float32x4_t dx = quadHalves(q);
     MD_UNROLL for (int t = 0; t < T; ++t) {
-      const RowFloats scale = mul(dw, half(tokenBlocks<blocks::Q8_0>(a, as, t)[i].d));
+      const RowFloats scale = mulLane(dw, dx, t);
       acc[t] = kQ8 ? fmaddLanes(acc[t], tokenRows(sums, t), scale) : fmaddSixteenths(acc[t], tokenRows(sums, t), scale);
     }
   }
@@ -446,7 +458,7 @@ const DotTable* neonI8mmDotTable() {
     t.q4_kx8 = &groupsDispatch<Q4_KTile>;
     t.q5_kx8 = &groupsDispatch<Q5_KTile>;
     t.q6_kx8 = &groupsDispatch<Q6_KTile>;
-    t.repackForm = RepackForm{8, true};
+    t.repackForm = RepackForm{8, true, true};
     return &t;
   }();
   return table;

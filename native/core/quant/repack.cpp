@@ -11,12 +11,18 @@
 namespace md {
 namespace {
 
-// The first count * 4 bytes of each row's `field`, side by side in chunks
-// of interleaveBytes a row (row r at interleaveBytes * r).
-void interleave(const uint8_t* const fields[kRepackRows], size_t count, int interleaveBytes, uint8_t* out) {
+// The first count * 4 bytes of each of the `rows` rows' `field`, side by
+// side in chunks of interleaveBytes a row (row r at interleaveBytes * r).
+void interleave(const uint8_t* const fields[], int rows, size_t count, int interleaveBytes, uint8_t* out) {
   const size_t w = size_t(interleaveBytes);
   for (size_t p = 0; p < count * 4 / w; ++p)
-    for (int r = 0; r < kRepackRows; ++r) std::memcpy(out + kRepackRows * w * p + w * size_t(r), fields[r] + w * p, w);
+    for (int r = 0; r < rows; ++r) std::memcpy(out + size_t(rows) * w * p + w * size_t(r), fields[r] + w * p, w);
+}
+
+void checkInterleave(const char* who, int interleaveBytes) {
+  if (interleaveBytes != 4 && interleaveBytes != 8)
+    throw std::invalid_argument(std::string(who) + ": interleaveBytes must be 4 or 8, got " +
+                                std::to_string(interleaveBytes));
 }
 
 void repackQ4_0(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
@@ -26,7 +32,7 @@ void repackQ4_0(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = b->qs;
   }
-  interleave(quants, 4, form.interleaveBytes, out + 16);
+  interleave(quants, kRepackRows, 4, form.interleaveBytes, out + 16);
   if (form.signedQuants)  // each nibble quant + 8 to the quant in two's complement
     for (size_t k = 16; k < kQ4_0x8BlockBytes; ++k) out[k] ^= 0x88;
 }
@@ -38,7 +44,7 @@ void repackQ8_0(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t
     std::memcpy(out + 2 * r, &b->d, 2);
     quants[r] = reinterpret_cast<const uint8_t*>(b->qs);
   }
-  interleave(quants, 8, form.interleaveBytes, out + 16);
+  interleave(quants, kRepackRows, 8, form.interleaveBytes, out + 16);
   if (!form.signedQuants)
     for (size_t k = 16; k < kQ8_0x8BlockBytes; ++k) out[k] ^= 0x80;  // q + 128, as an unsigned byte
 }
@@ -59,7 +65,7 @@ void repackK45(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t*
     }
     quants[r] = b->qs;
   }
-  interleave(quants, 32, form.interleaveBytes, out + kQ4_Kx8QuantOffset);
+  interleave(quants, kRepackRows, 32, form.interleaveBytes, out + kQ4_Kx8QuantOffset);
 }
 
 void repackQ4_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
@@ -70,7 +76,7 @@ void repackQ5_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t
   repackK45<blocks::Q5_K>(rows, form, out);
   const uint8_t* fifth[kRepackRows];
   for (int r = 0; r < kRepackRows; ++r) fifth[r] = reinterpret_cast<const blocks::Q5_K*>(rows[r])->qh;
-  interleave(fifth, 8, form.interleaveBytes, out + kQ4_Kx8BlockBytes);
+  interleave(fifth, kRepackRows, 8, form.interleaveBytes, out + kQ4_Kx8BlockBytes);
 }
 
 void repackQ6_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t* out) {
@@ -82,8 +88,8 @@ void repackQ6_K(const uint8_t* const rows[kRepackRows], RepackForm form, uint8_t
     low[r] = b->ql;
     high[r] = b->qh;
   }
-  interleave(low, 32, form.interleaveBytes, out + kQ6_Kx8LowOffset);
-  interleave(high, 16, form.interleaveBytes, out + kQ6_Kx8HighOffset);
+  interleave(low, kRepackRows, 32, form.interleaveBytes, out + kQ6_Kx8LowOffset);
+  interleave(high, kRepackRows, 16, form.interleaveBytes, out + kQ6_Kx8HighOffset);
 }
 
 constexpr RepackLayout kLayouts[] = {
@@ -97,6 +103,7 @@ constexpr RepackLayout kLayouts[] = {
 static_assert(kQ4_0x8BlockBytes == kRepackRows * sizeof(blocks::Q4_0), "Q4_0x8 keeps the rows' bytes");
 static_assert(kQ8_0x8BlockBytes == kRepackRows * sizeof(blocks::Q8_0), "Q8_0x8 keeps the rows' bytes");
 static_assert(kQ6_Kx8BlockBytes == kRepackRows * sizeof(blocks::Q6_K), "Q6_Kx8 keeps the rows' bytes");
+static_assert(kQ8_0QuadBlockBytes == kActivationQuadTokens * sizeof(blocks::Q8_0), "a quad keeps the rows' bytes");
 
 }  // namespace
 
@@ -118,9 +125,7 @@ size_t repackGroupBytes(const RepackLayout& layout, uint64_t cols) {
 
 void repackGroups(const RepackLayout& layout, RepackForm form, const uint8_t* src, uint64_t cols, uint64_t firstGroup,
                   uint64_t groups, uint8_t* dst) {
-  if (form.interleaveBytes != 4 && form.interleaveBytes != 8)
-    throw std::invalid_argument("repackGroups: interleaveBytes must be 4 or 8, got " +
-                                std::to_string(form.interleaveBytes));
+  checkInterleave("repackGroups", form.interleaveBytes);
   const uint64_t blockCount = cols / layout.blockValues;
   const size_t blockBytes = tensorTypeInfo(layout.type).blockBytes;
   const size_t rowBytes = size_t(blockCount) * blockBytes;
@@ -132,6 +137,25 @@ void repackGroups(const RepackLayout& layout, RepackForm form, const uint8_t* sr
       for (int r = 0; r < kRepackRows; ++r) rows[r] = group + size_t(r) * rowBytes + size_t(i) * blockBytes;
       layout.repackBlock(rows, form, out + size_t(i) * layout.groupBlockBytes);
     }
+  }
+}
+
+void toActivationQuad(const uint8_t* rows, size_t rowStride, int tokens, uint64_t cols, int interleaveBytes,
+                      uint8_t* quad) {
+  checkInterleave("toActivationQuad", interleaveBytes);
+  if (tokens < 1 || tokens > kActivationQuadTokens)
+    throw std::invalid_argument("toActivationQuad: tokens must be 1 to 4, got " + std::to_string(tokens));
+  static const blocks::Q8_0 kZeros{};
+  for (uint64_t i = 0; i < cols / blocks::kBlock; ++i) {
+    uint8_t* out = quad + size_t(i) * kQ8_0QuadBlockBytes;
+    const uint8_t* quants[kActivationQuadTokens];
+    for (int k = 0; k < kActivationQuadTokens; ++k) {
+      const blocks::Q8_0& b =
+          k < tokens ? reinterpret_cast<const blocks::Q8_0*>(rows + size_t(k) * rowStride)[i] : kZeros;
+      std::memcpy(out + 2 * k, &b.d, 2);
+      quants[k] = reinterpret_cast<const uint8_t*>(b.qs);
+    }
+    interleave(quants, kActivationQuadTokens, 8, interleaveBytes, out + 2 * kActivationQuadTokens);
   }
 }
 

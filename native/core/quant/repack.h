@@ -69,7 +69,26 @@ constexpr size_t kQ6_Kx8BlockBytes = kQ6_Kx8HighOffset + 8 * 64;    // then thei
 struct RepackForm {
   int interleaveBytes = 4;    // a row's bytes side by side in a chunk: 4, or 8 (i8mm)
   bool signedQuants = false;  // Q4_0's and Q8_0's quants signed (above)
+  // Whether Q4_0's and Q8_0's tiles read their activations in quads of
+  // tokens (toActivationQuad; NEON), not as Q8_0 rows with their sums.
+  bool activationQuads = false;
 };
+
+// Q8_0 activations in quads of tokens, as llama.cpp's block_q8_0x4 (its
+// NEON kernels read them so): per block, the 4 tokens' float16 scales,
+// then their quants interleaved as the weights' (interleaveBytes a token,
+// token k at interleaveBytes * k). A tile then loads 4 tokens' bytes, or
+// an i8mm pair's, in one vector, and their scales in one load. A quad
+// takes the bytes of 4 Q8_0 rows, so in a batch the quad of tokens t..t+3
+// (t a multiple of 4) starts t rows' bytes in.
+constexpr int kActivationQuadTokens = 4;
+constexpr size_t kQ8_0QuadBlockBytes = kActivationQuadTokens * 34;
+// `tokens` (1 to 4) Q8_0 rows of cols values, rowStride bytes apart, into
+// the quad at `quad`; the tokens from `tokens` on are zeros (the last
+// quad of a batch). An interleave other than 4 or 8 throws
+// std::invalid_argument.
+void toActivationQuad(const uint8_t* rows, size_t rowStride, int tokens, uint64_t cols, int interleaveBytes,
+                      uint8_t* quad);
 
 // One row of the table of repacked layouts.
 struct RepackLayout {

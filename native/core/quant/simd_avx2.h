@@ -71,6 +71,9 @@ struct Avx2 {
   static constexpr bool kSignedRepack = false;
   // Whether the lanes insert bits under a mask (NeonRows::nibblesWithFifthBits).
   static constexpr bool kBitInsert = false;
+  // Whether Q4_0's and Q8_0's tiles read their activations in quads of
+  // tokens (repack.h; NeonRows): here Q8_0 rows, each token's 4 bytes broadcast.
+  static constexpr bool kActivationQuads = false;
   static V chunk(const uint8_t* p, size_t) { return load(p); }
   // Bytes stored plus 128 back to signed: the high bit flipped.
   static V toSigned(V x) { return _mm256_xor_si256(x, _mm256_set1_epi8(char(0x80))); }

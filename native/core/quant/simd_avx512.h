@@ -15,10 +15,11 @@ namespace md::simd {
 
 struct Avx512TwoGroups {
   static constexpr int kGroups = 2;
-  static constexpr bool kExactU8Dot = true;     // vpdpbusd
-  static constexpr bool kLaneDot = false;       // a token's 4 bytes broadcast (simd_avx2.h)
-  static constexpr bool kSignedRepack = false;  // vpdpbusd's weights are unsigned (simd_avx2.h)
-  static constexpr bool kBitInsert = false;     // (simd_avx2.h)
+  static constexpr bool kExactU8Dot = true;        // vpdpbusd
+  static constexpr bool kLaneDot = false;          // a token's 4 bytes broadcast (simd_avx2.h)
+  static constexpr bool kSignedRepack = false;     // vpdpbusd's weights are unsigned (simd_avx2.h)
+  static constexpr bool kBitInsert = false;        // (simd_avx2.h)
+  static constexpr bool kActivationQuads = false;  // (simd_avx2.h)
   using V = __m512i;
   using I = __m512i;  // 16 x int32
   using F = __m512;   // 16 x float

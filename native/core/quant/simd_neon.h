@@ -190,6 +190,11 @@ struct NeonRows : Neon {
   static constexpr bool kSignedRepack = true;
   // sli and sri insert shifted bits under the others (nibblesWithFifthBits).
   static constexpr bool kBitInsert = true;
+  // Q4_0's and Q8_0's tiles read their activations in quads of tokens
+  // (repack.h): 16 bytes hold 4 bytes of each of the 4 tokens, token t in
+  // lane t, as sdot's by-element form takes them, and one load gives the
+  // 4 tokens' scales (quadHalves, mulByLane).
+  static constexpr bool kActivationQuads = true;
   using Token16 = int8x16_t;
   struct I {
     int32x4_t lo, hi;
@@ -245,6 +250,19 @@ struct NeonRows : Neon {
             Neon::dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(a.hi), vreinterpretq_s8_u8(c.hi))};
   }
   static Token16 token16(const int8_t* p) { return vld1q_s8(p); }
+  // The 4 float16 at p, as floats (a quad's tokens' scales).
+  static float32x4_t quadHalves(const uint8_t* p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+  }
+  // a times lane k of s: mulF's bits (k a constant once unrolled; the switch folds).
+  static F mulByLane(F a, float32x4_t s, int k) {
+    switch (k) {
+      case 0: return {vmulq_laneq_f32(a.lo, s, 0), vmulq_laneq_f32(a.hi, s, 0)};
+      case 1: return {vmulq_laneq_f32(a.lo, s, 1), vmulq_laneq_f32(a.hi, s, 1)};
+      case 2: return {vmulq_laneq_f32(a.lo, s, 2), vmulq_laneq_f32(a.hi, s, 2)};
+      default: return {vmulq_laneq_f32(a.lo, s, 3), vmulq_laneq_f32(a.hi, s, 3)};
+    }
+  }
   // Lane j: acc + the sum of bytes 4j..4j+3 of v times bytes 4k..4k+3 of
   // x, both signed (v's bytes under 128 where unsigned), exact. k is a
   // constant once the tiles' loops are unrolled, and the switch folds.

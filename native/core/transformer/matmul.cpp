@@ -24,6 +24,9 @@ int slotIndex(TensorType type) {
   }
 }
 
+// ActivationRows' slots after the six types': Q8_0 with its sums, and in quads.
+constexpr size_t kQ8_0WithSumsSlot = 6, kQ8_0QuadsSlot = 7;
+
 // Weight rows per block: small enough that a block of the largest rows
 // stays in the L2 cache while every activation row passes over it.
 constexpr int64_t kRowBlock = 16;
@@ -36,10 +39,15 @@ TileDot tileFor(const DotTable& dots, const TensorView& w) {
   return tile;
 }
 
-// The activation rows `w`'s tiles read: its type's partner, with each
-// block's sums for a layout that takes them (repack.h).
-const uint8_t* activationsFor(const TensorView& w, ActivationRows& x, ThreadPool& pool, size_t* stride) {
-  if (w.repacked() && repackLayoutFor(w.type)->activationSums) return x.inQ8_0WithSums(pool, stride);
+// The activation rows `w`'s tiles read: its type's partner; for a layout
+// whose tiles take Q8_0 (repack.h), in quads of tokens where the table's
+// tiles read them so, else with each block's sums.
+const uint8_t* activationsFor(const DotTable& dots, const TensorView& w, ActivationRows& x, ThreadPool& pool,
+                              size_t* stride) {
+  if (w.repacked() && repackLayoutFor(w.type)->activationSums) {
+    if (dots.repackForm.activationQuads) return x.inQ8_0Quads(pool, dots.repackForm.interleaveBytes, stride);
+    return x.inQ8_0WithSums(pool, stride);
+  }
   return x.in(activationTypeFor(w.type), pool, stride);
 }
 
@@ -61,6 +69,7 @@ template <class Emit>
 void vectorTiles(TileDot tile, const TensorView& w, const uint8_t* act, size_t stride, int64_t cols, int64_t r0,
                  int64_t r1, int64_t t0, int64_t t1, Emit emit) {
   static_assert(kRowBlock % kRepackedTileRows == 0 && kRowBlock % kTileRows == 0, "whole tiles a row block");
+  static_assert(kTileTokens == kActivationQuadTokens, "a tile's tokens are one quad (ActivationRows::inQ8_0Quads)");
   float part[kRepackedTileRows * kTileTokens];
   // A repacked tile steps over its groups (r0 and r1 are whole groups, tileBoundary).
   const int64_t tileRows = w.repacked() ? kRepackedTileRows : kTileRows;
@@ -132,7 +141,38 @@ void ActivationRows::reset(const float* source, int64_t rows, int64_t cols) {
 }
 
 const uint8_t* ActivationRows::inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes) {
-  return convert(slots_.back(), TensorType::Q8_0, true, pool, rowBytes);
+  return convert(slots_[kQ8_0WithSumsSlot], TensorType::Q8_0, true, pool, rowBytes);
+}
+
+const uint8_t* ActivationRows::inQ8_0Quads(ThreadPool& pool, int interleaveBytes, size_t* rowBytes) {
+  Slot& slot = slots_[kQ8_0QuadsSlot];
+  if (!slot.valid || slot.interleaveBytes != interleaveBytes) {
+    size_t stride;
+    const uint8_t* q8 = in(TensorType::Q8_0, pool, &stride);
+    const int64_t quads = (rows_ + kActivationQuadTokens - 1) / kActivationQuadTokens;
+    const size_t quadBytes = stride * kActivationQuadTokens;
+    if (slot.bytes.size() < quadBytes * size_t(quads)) slot.bytes.resize(quadBytes * size_t(quads));
+    auto quad = [&](int64_t q) {
+      const int64_t first = q * kActivationQuadTokens;
+      const int tokens = int(std::min<int64_t>(kActivationQuadTokens, rows_ - first));
+      toActivationQuad(q8 + size_t(first) * stride, stride, tokens, uint64_t(cols_), interleaveBytes,
+                       slot.bytes.data() + size_t(q) * quadBytes);
+    };
+    if (quads == 1) {
+      quad(0);
+    } else {
+      pool.run([&](int t) {
+        int64_t begin, end;
+        ThreadPool::split(quads, t, pool.size(), &begin, &end);
+        for (int64_t q = begin; q < end; ++q) quad(q);
+      });
+    }
+    slot.rowBytes = stride;
+    slot.interleaveBytes = interleaveBytes;
+    slot.valid = true;
+  }
+  *rowBytes = slot.rowBytes;
+  return slot.bytes.data();
 }
 
 const uint8_t* ActivationRows::in(TensorType type, ThreadPool& pool, size_t* rowBytes) {
@@ -206,7 +246,7 @@ void matmul(ThreadPool& pool, const DotTable& dots, const MatmulJob* jobList, si
     p.out = job.out;
     p.bias = job.bias != nullptr && job.bias->present() ? reinterpret_cast<const float*>(job.bias->data) : nullptr;
     p.tile = tileFor(dots, *job.weights);
-    p.act = activationsFor(*job.weights, x, pool, &p.stride);
+    p.act = activationsFor(dots, *job.weights, x, pool, &p.stride);
     p.firstRow = total;
     total += int64_t(job.weights->rows);
   }
@@ -255,7 +295,7 @@ void matvecTiles(ThreadPool& pool, const DotTable& dots, const TensorView& w, Ac
   if (uint64_t(x.cols()) != w.cols) throw std::logic_error("matvecTiles: activation width differs from the weights'");
   const TileDot tile = tileFor(dots, w);
   size_t stride;
-  const uint8_t* act = activationsFor(w, x, pool, &stride);
+  const uint8_t* act = activationsFor(dots, w, x, pool, &stride);
   const int64_t rows = int64_t(w.rows), cols = x.cols();
   // matmul()'s split and tiles for one product and one token (the matrix units take batches of 16 only).
   pool.run([&](int thread) {

@@ -28,6 +28,11 @@ class ActivationRows {
   // one per block): what the repacked Q4_0 and Q8_0 tiles read
   // (repack.h), which take their quants' offset off through them.
   const uint8_t* inQ8_0WithSums(ThreadPool& pool, size_t* rowBytes);
+  // The rows in Q8_0, in quads of tokens interleaved interleaveBytes at a
+  // time (repack.h's toActivationQuad): what the NEON tables' repacked
+  // Q4_0 and Q8_0 tiles read. *rowBytes is a Q8_0 row's bytes: the quad of
+  // tokens t..t+3 starts t rows' bytes in.
+  const uint8_t* inQ8_0Quads(ThreadPool& pool, int interleaveBytes, size_t* rowBytes);
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   // The rows as float32, rows() x cols() (what a BLAS library reads).
@@ -38,13 +43,15 @@ class ActivationRows {
     TensorType type;
     bool valid = false;
     size_t rowBytes = 0;
+    int interleaveBytes = 0;  // the quads' (inQ8_0Quads)
     std::vector<uint8_t> bytes;
   };
   const uint8_t* convert(Slot& slot, TensorType type, bool sums, ThreadPool& pool, size_t* rowBytes);
 
   const float* source_ = nullptr;
   int64_t rows_ = 0, cols_ = 0;
-  std::array<Slot, 7> slots_{};  // the six activation types, then Q8_0 with its sums
+  // The six activation types, then Q8_0 with its sums, then Q8_0 in quads.
+  std::array<Slot, 8> slots_{};
 };
 
 // One product of a batch: out[r * w.rows + i] = dot(W row i, x row r)
