@@ -11,8 +11,9 @@
 // half of the argument for their speed (bench/README.md gives the rest).
 // llama.cpp's kernels are compiled from the source node-llama-cpp ships
 // (its git bundle), with the same cross compiler and flags as ours. Its
-// 4-token kernels read activations interleaved at quantization, which is
-// not counted; ours read each token's row.
+// 4-token kernels read activations interleaved at quantization, as ours
+// do for Q4_0 and Q8_0 (quads of tokens, repack.h); neither count has the
+// interleaving, done once a batch. Our K types' tiles read each token's row.
 //
 // With --check it fails if, wherever a tile has 2 tokens or more, an i8mm
 // tile executes over 1.05x the sdot tile's instructions (the i8mm table

@@ -24,6 +24,18 @@ int slotIndex(TensorType type) {
   }
 }
 
+// each(i) for i in [0, count), split across the pool's threads in
+// contiguous ranges (one item runs on this thread).
+template <class Each>
+void splitAcrossPool(ThreadPool& pool, int64_t count, Each each) {
+  if (count == 1) return each(int64_t(0));
+  pool.run([&](int thread) {
+    int64_t begin, end;
+    ThreadPool::split(count, thread, pool.size(), &begin, &end);
+    for (int64_t i = begin; i < end; ++i) each(i);
+  });
+}
+
 // ActivationRows' slots after the six types': Q8_0 with its sums, and in quads.
 constexpr size_t kQ8_0WithSumsSlot = 6, kQ8_0QuadsSlot = 7;
 
@@ -117,11 +129,8 @@ void libraryProduct(ThreadPool& pool, FloatMatrixProduct product, const MatmulJo
   float* const panel = panelOfThisThread.data();
   for (int64_t r0 = 0; r0 < rows; r0 += panelRows) {
     const int64_t n = std::min(panelRows, rows - r0);
-    pool.run([&](int thread) {
-      int64_t begin, end;
-      ThreadPool::split(n, thread, pool.size(), &begin, &end);
-      for (int64_t r = begin; r < end; ++r) dequantizeRow(w.type, w.row(uint64_t(r0 + r)), panel + r * cols, cols);
-    });
+    splitAcrossPool(pool, n,
+                    [&](int64_t r) { dequantizeRow(w.type, w.row(uint64_t(r0 + r)), panel + r * cols, cols); });
     product(panel, n, x.floats(), batch, cols, job.out + r0, size_t(rows));
   }
   if (job.bias != nullptr && job.bias->present()) {
@@ -158,15 +167,7 @@ const uint8_t* ActivationRows::inQ8_0Quads(ThreadPool& pool, int interleaveBytes
       toActivationQuad(q8 + size_t(first) * stride, stride, tokens, uint64_t(cols_), interleaveBytes,
                        slot.bytes.data() + size_t(q) * quadBytes);
     };
-    if (quads == 1) {
-      quad(0);
-    } else {
-      pool.run([&](int t) {
-        int64_t begin, end;
-        ThreadPool::split(quads, t, pool.size(), &begin, &end);
-        for (int64_t q = begin; q < end; ++q) quad(q);
-      });
-    }
+    splitAcrossPool(pool, quads, quad);
     slot.rowBytes = stride;
     slot.interleaveBytes = interleaveBytes;
     slot.valid = true;
@@ -203,15 +204,7 @@ const uint8_t* ActivationRows::convert(Slot& slot, TensorType type, bool sums, T
         }
       }
     };
-    if (rows == 1) {
-      row(0);
-    } else {
-      pool.run([&](int t) {
-        int64_t begin, end;
-        ThreadPool::split(rows, t, pool.size(), &begin, &end);
-        for (int64_t r = begin; r < end; ++r) row(r);
-      });
-    }
+    splitAcrossPool(pool, rows, row);
     slot.valid = true;
   }
   *rowBytes = slot.rowBytes;
