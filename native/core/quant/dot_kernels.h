@@ -796,8 +796,13 @@ struct DotKernels {
       MD_UNROLL for (int t = 0; t < T; ++t) {
         const blocks::Q8_K& y = block<blocks::Q8_K>(a, as, t)[i];
         LI mins = L::izero();
-        MD_UNROLL for (int j = 0; j < 8; ++j) mins =
-            L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+        if constexpr (L::kLaneDot) {  // the pair sums by lane
+          const auto pairs = L::pairSums(y.bsums);
+          MD_UNROLL for (int j = 0; j < 8; ++j) mins = L::mulAddPairSum(mins, L::bytes(g + 96 + 8 * j, gs), pairs, j);
+        } else {
+          MD_UNROLL for (int j = 0; j < 8; ++j) mins =
+              L::mulAddI(mins, L::bytes(g + 96 + 8 * j, gs), L::splat32(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+        }
         sum[t] = L::addF(sum[t], L::subF(L::mulLanes(L::mulF(d, y.d), L::toF(isum[t])),
                                          L::mulLanes(L::mulF(dmin, y.d), L::toF(mins))));
       }

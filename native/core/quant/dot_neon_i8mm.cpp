@@ -58,6 +58,29 @@ RowInts signedBytes(const uint8_t* p) {
   return {vmovl_s16(vget_low_s16(wide)), vmovl_s16(vget_high_s16(wide))};
 }
 RowInts splat(int32_t x) { return {vdupq_n_s32(x), vdupq_n_s32(x)}; }
+// A Q8_K block's 8 sums of pairs of its 16 part sums, pair j in lane j % 4
+// of the first (j < 4) or second vector (NeonRows::pairSums).
+struct PairSums {
+  int32x4_t low, high;
+};
+PairSums pairSums(const int16_t* bsums) { return {vpaddlq_s16(vld1q_s16(bsums)), vpaddlq_s16(vld1q_s16(bsums + 8))}; }
+template <int K>
+RowInts mulAddLane(RowInts acc, RowInts a, int32x4_t s) {
+  return {vmlaq_laneq_s32(acc.lo, a.lo, s, K), vmlaq_laneq_s32(acc.hi, a.hi, s, K)};
+}
+// acc + a times pair sum j, exact (j a constant once unrolled; the switch folds).
+inline __attribute__((always_inline)) RowInts mulAddPairSum(RowInts acc, RowInts a, const PairSums& s, int j) {
+  switch (j) {
+    case 0: return mulAddLane<0>(acc, a, s.low);
+    case 1: return mulAddLane<1>(acc, a, s.low);
+    case 2: return mulAddLane<2>(acc, a, s.low);
+    case 3: return mulAddLane<3>(acc, a, s.low);
+    case 4: return mulAddLane<0>(acc, a, s.high);
+    case 5: return mulAddLane<1>(acc, a, s.high);
+    case 6: return mulAddLane<2>(acc, a, s.high);
+    default: return mulAddLane<3>(acc, a, s.high);
+  }
+}
 RowInts mulAdd(RowInts acc, RowInts a, RowInts b) {
   return {vmlaq_s32(acc.lo, a.lo, b.lo), vmlaq_s32(acc.hi, a.hi, b.hi)};
 }
@@ -278,8 +301,8 @@ void k45Tile(const uint8_t* w, const uint8_t* a, size_t as, int64_t n, float* ou
     MD_UNROLL for (int t = 0; t < T; ++t) {
       const blocks::Q8_K& y = tokenBlocks<blocks::Q8_K>(a, as, t)[i];
       RowInts mins = splat(0);
-      for (int j = 0; j < 8; ++j)
-        mins = mulAdd(mins, unsignedBytes(g + 96 + 8 * j), splat(y.bsums[2 * j] + y.bsums[2 * j + 1]));
+      const PairSums pairs = pairSums(y.bsums);
+      MD_UNROLL for (int j = 0; j < 8; ++j) mins = mulAddPairSum(mins, unsignedBytes(g + 96 + 8 * j), pairs, j);
       sum[t] = add(sum[t], sub(mulLanes(mul(d, y.d), toFloats(isum[t])), mulLanes(mul(dmin, y.d), toFloats(mins))));
     }
   }

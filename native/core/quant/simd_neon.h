@@ -284,6 +284,34 @@ struct NeonRows : Neon {
     return dotU8S8Add(acc, v, {b, b});
 #endif
   }
+  // A Q8_K block's 8 sums of pairs of its 16 part sums (the K types' parts
+  // of 32 values): pair j in lane j % 4 of low (j < 4) or high. Two loads
+  // and two pairwise adds for the 8, where each took two scalar loads, an
+  // add and a dup.
+  struct PairSums {
+    int32x4_t low, high;
+  };
+  static PairSums pairSums(const int16_t* bsums) {
+    return {vpaddlq_s16(vld1q_s16(bsums)), vpaddlq_s16(vld1q_s16(bsums + 8))};
+  }
+  // acc + a times pair sum j, exact (mulAddI with the sum splat; j a
+  // constant once unrolled, and the switch folds).
+  static inline __attribute__((always_inline)) I mulAddPairSum(I acc, I a, const PairSums& s, int j) {
+    switch (j) {
+      case 0: return mulAddLane<0>(acc, a, s.low);
+      case 1: return mulAddLane<1>(acc, a, s.low);
+      case 2: return mulAddLane<2>(acc, a, s.low);
+      case 3: return mulAddLane<3>(acc, a, s.low);
+      case 4: return mulAddLane<0>(acc, a, s.high);
+      case 5: return mulAddLane<1>(acc, a, s.high);
+      case 6: return mulAddLane<2>(acc, a, s.high);
+      default: return mulAddLane<3>(acc, a, s.high);
+    }
+  }
+  template <int K>
+  static I mulAddLane(I acc, I a, int32x4_t s) {
+    return {vmlaq_laneq_s32(acc.lo, a.lo, s, K), vmlaq_laneq_s32(acc.hi, a.hi, s, K)};
+  }
   static V repeat4(int32_t x) {
     const uint8x16_t r = vreinterpretq_u8_s32(vdupq_n_s32(x));
     return {r, r};
