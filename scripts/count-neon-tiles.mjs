@@ -11,8 +11,8 @@
 // half of the argument for their speed (bench/README.md gives the rest).
 // Each count is kept by address, so that each instruction is also put on
 // the execution unit it issues on: firestorm-model.mjs turns those into
-// the cycles an M1's performance core needs at least, the measure that
-// the spilled register's reload and the multiply do not weigh alike in.
+// the cycles an M1's performance core needs at least, a measure in which
+// a spilled register's reload no longer weighs as much as a multiply.
 // llama.cpp's kernels are compiled from the source node-llama-cpp ships
 // (its git bundle), with the same cross compiler and flags as ours. Its
 // 4-token kernels read activations interleaved at quantization, as ours
