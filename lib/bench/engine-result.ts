@@ -12,6 +12,8 @@ export interface EngineResult {
   note: string;
   /** Resident memory the engine added, loaded with its prompt evaluated and tokens generated; null when it did not run. */
   residentBytes: number | null;
+  /** The model's load, from its file to ready to evaluate (ours: loadModel, with the repacking; llama.cpp: its loadModel), once; null when it did not run. */
+  loadMs: number | null;
 }
 
 /** A prompt of valid, varied token ids (the same for both engines). */
@@ -25,10 +27,11 @@ export interface Timings {
   ttft: number[];
 }
 
-export function summary(engine: string, t: Timings, prompt: number, note: string, residentBytes: number): EngineResult {
+export function summary(engine: string, t: Timings, prompt: number, note: string, residentBytes: number, loadMs: number): EngineResult {
   return {
     engine,
     residentBytes,
+    loadMs,
     prefillTokensPerSecond: prompt / (median(t.prefill) / 1000),
     decodeTokensPerSecond: 1000 / median(t.decode),
     timeToFirstTokenMs: median(t.ttft),

@@ -21,6 +21,7 @@ export async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promi
       timeToFirstTokenMs: null,
       note: reason,
       residentBytes: null,
+      loadMs: null,
     };
   }
   // Against our Metal tables, llama.cpp's Metal backend with every layer on the GPU; else its CPU build.
@@ -32,7 +33,9 @@ export async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promi
     progressLogs: false,
     logLevel: llamaCpp.LlamaLogLevel.error,
   });
+  const loadStart = performance.now();
   const model = await llama.loadModel({ modelPath: s.model, gpuLayers: metal ? 'max' : 0 });
+  const loadMs = performance.now() - loadStart;
   const prompt = promptOf(s.promptTokens, vocab) as import('node-llama-cpp').Token[];
   const t: Timings = { prefill: [], decode: [], ttft: [] };
   let residentBytes = 0;
@@ -71,7 +74,7 @@ export async function benchLlamaCpp(s: ModelBenchSettings, vocab: number): Promi
     await model.dispose();
   }
   const build = metal ? 'Metal, every layer on the GPU' : `CPU build picked by ggml for this CPU, ${s.threads} threads`;
-  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`, residentBytes);
+  return summary('llama.cpp', t, s.promptTokens, `node-llama-cpp ${await llamaCppVersion()}, ${build}`, residentBytes, loadMs);
 }
 
 // node-llama-cpp's exports map hides its package.json: find it from the entry point.

@@ -70,6 +70,8 @@ export interface ModelBenchResult {
   kvCacheBytes: number;
   /** Resident memory this package added (loaded, prompt evaluated, tokens generated). */
   residentBytes: number;
+  /** What loadModel copied into the tiles' layouts (info.repackedBytes; 0 with --no-repack). */
+  repackedBytes: number;
   engines: EngineResult[];
   /** this package / llama.cpp, when both ran. */
   ratios: { prefill: number; decode: number; timeToFirstToken: number } | null;
@@ -85,13 +87,16 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
   result: EngineResult;
   kvCacheBytes: number;
   residentBytes: number;
+  repackedBytes: number;
   vocab: number;
   speculation: SpeculationResult[] | null;
   constrained: ConstrainedResult | null;
   fusedHead: FusedHeadResult[] | null;
 }> {
   const before = process.memoryUsage().rss;
+  const loadStart = performance.now();
   const model = await loadModel(s.model, { threads: s.threads, repack: s.repack });
+  const loadMs = performance.now() - loadStart;
   const contextSize = s.promptTokens + s.generatedTokens + 8;
   const prompt = promptOf(s.promptTokens, model.vocabSize);
   // End-of-text tokens are biased away: every run generates the same count.
@@ -130,7 +135,8 @@ async function benchOurs(s: ModelBenchSettings): Promise<{
         ? `${model.info.cpuKernels} kernels, ${model.info.threads} threads`
         : `${s.backend} dispatch tables, chained decode${s.backend === 'emulated' ? ' (CPU fibers: a check, not a speed)' : ''}`;
     return {
-      result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note, residentBytes),
+      result: summary(`metal-decode (${s.backend})`, t, s.promptTokens, note, residentBytes, loadMs),
+      repackedBytes: model.info.repackedBytes,
       kvCacheBytes,
       residentBytes,
       vocab: model.vocabSize,
@@ -227,6 +233,7 @@ export async function benchModel(s: ModelBenchSettings): Promise<ModelBenchResul
     fileBytes,
     kvCacheBytes: ours.kvCacheBytes,
     residentBytes: ours.residentBytes,
+    repackedBytes: ours.repackedBytes,
     engines,
     ratios,
     speculation: ours.speculation,
@@ -282,14 +289,22 @@ export function modelBenchTables(r: ModelBenchResult): Table[] {
     ]);
   }
   const budget = r.fileBytes + r.kvCacheBytes;
-  // llama.cpp's in the same process, measured after ours was disposed: its
-  // loaded library, model, context and vocabulary.
+  // llama.cpp's, in its own process: its loaded library, model, context
+  // and vocabulary. The load: ours repacks while loading (the copy in the
+  // notes); llama.cpp's CPU build repacks some types too, inside its load.
   const memory: Table = {
-    title: 'resident memory each engine added',
-    header: ['engine', 'resident', 'file + KV cache', 'ratio'],
+    title: 'load time and resident memory each engine added',
+    header: ['engine', 'load ms', 'resident', 'file + KV cache', 'ratio', 'notes'],
     rows: r.engines
       .filter((e) => e.residentBytes !== null)
-      .map((e) => [e.engine, mb(e.residentBytes!), `${mb(r.fileBytes)} + ${mb(r.kvCacheBytes)}`, `${(e.residentBytes! / budget).toFixed(2)}x`]),
+      .map((e, i) => [
+        e.engine,
+        n(e.loadMs, 0),
+        mb(e.residentBytes!),
+        `${mb(r.fileBytes)} + ${mb(r.kvCacheBytes)}`,
+        `${(e.residentBytes! / budget).toFixed(2)}x`,
+        i === 0 ? `${mb(r.repackedBytes)} of weights repacked at load` : '',
+      ]),
   };
   return [speed, memory];
 }
