@@ -565,6 +565,26 @@ TEST(RepackedLayouts, EightInterleavedBytesAreTheFourBytesChunksPairedUp) {
   }
 }
 
+// repackWeights leaves its buffers unzeroed (the pool's threads write
+// them): repackGroups must write every byte, in every layout and form.
+// Into memory filled with 0x00 and with 0xFF, the same bytes come out.
+TEST(RepackedLayouts, RepackingWritesEveryByteOfItsGroups) {
+  for (const RepackLayout* l = repackLayouts().begin; l != repackLayouts().end; ++l) {
+    const RepackLayout& layout = *l;
+    std::mt19937 rng(67 + uint32_t(layout.type));
+    const int64_t n = 2 * int64_t(layout.blockValues);
+    const std::vector<uint8_t> plain = randomGroup(layout.type, n, rng);
+    for (const RepackForm form :
+         {RepackForm{4, false}, RepackForm{4, true}, RepackForm{8, false}, RepackForm{8, true}}) {
+      std::vector<uint8_t> zeros(repackGroupBytes(layout, uint64_t(n)), 0x00), ones(zeros.size(), 0xFF);
+      repackGroups(layout, form, plain.data(), uint64_t(n), 0, 1, zeros.data());
+      repackGroups(layout, form, plain.data(), uint64_t(n), 0, 1, ones.data());
+      EXPECT_EQ(zeros, ones) << tensorTypeInfo(layout.type).name << " interleave " << form.interleaveBytes
+                             << (form.signedQuants ? ", signed" : "");
+    }
+  }
+}
+
 // A quad of activation tokens (the NEON tables' Q4_0 and Q8_0 tiles read
 // them so) is llama.cpp's block_q8_0x4: per block the 4 tokens' scales,
 // then their quants interleaved 4 or 8 bytes a token; tokens past the

@@ -55,20 +55,23 @@ uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& 
       continue;
     const uint64_t groups = v.rows / kRepackRows;
     const size_t groupBytes = repackGroupBytes(*layout, v.cols);
-    std::vector<uint8_t>& bytes = weights.repacked.emplace_back(size_t(groups) * groupBytes);
+    // Not zeroed first (as a vector's would be, on this thread): each pool
+    // thread's first write takes its own pages.
+    const size_t size = size_t(groups) * groupBytes;
+    uint8_t* bytes = weights.repacked.emplace_back(new uint8_t[size]).get();
     const uint8_t* source = v.data;
     pool.run([&](int t) {
       int64_t begin, end;
       ThreadPool::split(int64_t(groups), t, pool.size(), &begin, &end);
       if (end > begin)
         repackGroups(*layout, dots.repackForm, source, v.cols, uint64_t(begin), uint64_t(end - begin),
-                     bytes.data() + size_t(begin) * groupBytes);
+                     bytes + size_t(begin) * groupBytes);
     });
-    v.data = bytes.data();
+    v.data = bytes;
     v.groupRows = kRepackRows;
     v.groupBytes = groupBytes;
     released(source, size_t(v.rows) * v.rowBytes);
-    total += bytes.size();
+    total += size;
   }
   return total;
 }

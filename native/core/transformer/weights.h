@@ -3,6 +3,7 @@
 // checked against the declaration before any work.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,9 @@ struct TensorEntry {
 struct ModelWeights {
   ForwardGraph graph;
   std::vector<TensorView> tensors;
-  // The repacked tensors' bytes (repack_weights.h), which their views point into.
-  std::vector<std::vector<uint8_t>> repacked;
+  // The repacked tensors' bytes (repack_weights.h), which their views point
+  // into. Left uninitialized when made: the pool's threads write every byte.
+  std::vector<std::unique_ptr<uint8_t[]>> repacked;
 
   const TensorView& operator[](TensorRef r) const { return tensors[size_t(r.index)]; }
 };
