@@ -143,11 +143,24 @@ TEST(Transformer, RepackedMatricesKeepABatchEqualToTokenByToken) {
   if (const DotTable* amx = amxDotTable()) {
     EXPECT_FALSE(amx->repackedFor(TensorType::Q4_0));
   }
-  auto transformer = [&] {
-    return Transformer(m.config, bindWeights(m.config, m.entries, m.file.data(), m.file.size()), 2, dots);
-  };
-  Transformer plain = transformer(), repacked = transformer();
-  const uint64_t bytes = repacked.repackWeights([](const uint8_t*, size_t) {});
+  Transformer plain(m.config, bindWeights(m.config, m.entries, m.file.data(), m.file.size()), 2, dots);
+  // The repacked model has a file of its own: what it lets go (the
+  // repacked matrices' bytes, and the small tensors' it copied) is then
+  // scribbled over, and the logits must not see it.
+  std::vector<uint8_t> ownFile = m.file;
+  Transformer repacked(m.config, bindWeights(m.config, m.entries, ownFile.data(), ownFile.size()), 2, dots);
+  std::vector<std::pair<const uint8_t*, size_t>> released;
+  const uint64_t bytes = repacked.repackWeights([&](const uint8_t* p, size_t n) { released.emplace_back(p, n); });
+  size_t releasedBytes = 0;
+  for (const auto& [p, n] : released) {
+    ASSERT_GE(p, ownFile.data());
+    ASSERT_LE(p + n, ownFile.data() + ownFile.size());
+    std::memset(ownFile.data() + (p - ownFile.data()), 0xFF, n);
+    releasedBytes += n;
+  }
+  if (bytes > 0) {
+    EXPECT_GT(releasedBytes, bytes) << "the norms and the embedding table are let go with the matrices";
+  }
   // Q, K, V, the output and the FFN's three matrices of each layer (the LM head's 50 rows are not groups of 8).
   const uint64_t perLayer = (128 * 64 + 2 * 64 * 64 + 64 * 128 + 2 * 96 * 64 + 64 * 96) / 32 * 18;
   EXPECT_EQ(bytes, repacksFor(dots) ? 2 * perLayer : 0u) << dots.isa;

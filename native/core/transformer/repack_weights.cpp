@@ -1,12 +1,16 @@
 // repack_weights.cpp
 #include "repack_weights.h"
 
+#include <cstring>
 #include <vector>
 
 #include "../quant/repack.h"
 
 namespace md {
 namespace {
+
+// Tensors this small are copied out of the file where others are repacked.
+constexpr size_t kSmallTensorBytes = size_t(1) << 20;
 
 // The tensors only the tiles read, in groups of 8 rows: projections whose
 // parts start and end on a group (a fused tensor's), and the LM head.
@@ -46,13 +50,35 @@ uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& 
                        const std::function<void(const uint8_t*, size_t)>& released) {
   if (!repacksFor(dots)) return 0;
   const std::vector<bool> tiles = tileOnly(weights.graph);
+  auto repacks = [&](size_t i) {
+    const TensorView& v = weights.tensors[i];
+    const RepackLayout* layout = repackLayoutFor(v.type);
+    return tiles[i] && v.present() && !v.repacked() && layout != nullptr && dots.repackedFor(v.type) != nullptr &&
+           canRepack(*layout, v.rows, v.cols);
+  };
   uint64_t total = 0;
+  // The small tensors (norms, biases) share pages, and the kernel's folios
+  // of up to 2 MiB, with the matrices around them. Read in the file after
+  // those matrices' pages were let go, a norm mapped its folio back in
+  // (Qwen3-0.6B: 30 MiB at the first token). So they are copied first,
+  // and their pages let go with the matrices'. The total counts the
+  // repacked matrices alone: these copies are a few hundred KiB.
+  std::vector<std::pair<const uint8_t*, size_t>> smallSources;
+  bool any = false;
+  for (size_t i = 0; i < weights.tensors.size(); ++i) any = any || repacks(i);
+  for (size_t i = 0; any && i < weights.tensors.size(); ++i) {
+    TensorView& v = weights.tensors[i];
+    const size_t bytes = size_t(v.rows) * v.rowBytes;
+    if (!v.present() || v.repacked() || repacks(i) || bytes > kSmallTensorBytes) continue;
+    uint8_t* copy = weights.repacked.emplace_back(new uint8_t[bytes]).get();
+    std::memcpy(copy, v.data, bytes);
+    smallSources.emplace_back(v.data, bytes);
+    v.data = copy;
+  }
   for (size_t i = 0; i < weights.tensors.size(); ++i) {
+    if (!repacks(i)) continue;
     TensorView& v = weights.tensors[i];
     const RepackLayout* layout = repackLayoutFor(v.type);
-    if (!tiles[i] || !v.present() || v.repacked() || layout == nullptr || dots.repackedFor(v.type) == nullptr ||
-        !canRepack(*layout, v.rows, v.cols))
-      continue;
     const uint64_t groups = v.rows / kRepackRows;
     const size_t groupBytes = repackGroupBytes(*layout, v.cols);
     // Not zeroed first (as a vector's would be, on this thread): each pool
@@ -73,6 +99,7 @@ uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& 
     released(source, size_t(v.rows) * v.rowBytes);
     total += size;
   }
+  for (const auto& [source, bytes] : smallSources) released(source, bytes);
   return total;
 }
 

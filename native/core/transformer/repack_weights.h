@@ -19,7 +19,9 @@ namespace md {
 // the rows as the file has them and are faster still).
 bool repacksFor(const DotTable& dots);
 
-// Repacks the matrices of `weights` the tiles alone read, on `pool`;
+// Repacks the matrices of `weights` the tiles alone read, on `pool`, and
+// copies the small tensors (norms, biases: 1 MiB or less) out of the file
+// first, so that nothing reads near the matrices' dropped pages after;
 // `released(p, bytes)` gets each source's bytes, which nothing reads after
 // (the caller may drop their pages). Returns the bytes repacked.
 uint64_t repackWeights(ModelWeights& weights, const DotTable& dots, ThreadPool& pool,
